@@ -1,0 +1,221 @@
+import { z } from 'zod';
+
+/**
+ * Every option the seed designs name, with Longrun's defaults. The README maps each seed's
+ * behaviour to these options. Settings in VS Code (`longrun.compaction.*`) are read through
+ * `resolveConfig`, so an invalid value is reported and replaced by its default, never fatal.
+ */
+
+const share = z.number().min(0).max(1);
+const tokens = z.number().int().min(0);
+
+export const DEFAULT_KEYWORDS = [
+  'error',
+  'fail',
+  'bug',
+  'fix',
+  'todo',
+  'must',
+  'never',
+  'always',
+  'important',
+  'decide',
+  'decision',
+  'requirement',
+  'constraint',
+];
+
+export const triggerSchema = z
+  .object({
+    /**
+     * Which seed's threshold decides when to compact:
+     * - `levels` (004): warning and critical shares of the window; compact at critical.
+     * - `reserve` (001): compact above `limit − reserve`, reserve = min(reserveTokens, reserveShare × limit).
+     * - `reserved-percent` (000): compact above (limit − system − output − safety) × thresholdPercent.
+     * - `percent` (003): compact above `percent × limit`.
+     */
+    mode: z.enum(['levels', 'reserve', 'reserved-percent', 'percent']).default('levels'),
+    warningPercent: share.default(0.75),
+    criticalPercent: share.default(0.9),
+    reserveTokens: tokens.default(16_384),
+    reserveShare: share.default(0.25),
+    systemReserve: tokens.default(2_000),
+    outputReserve: tokens.default(4_000),
+    safetyBuffer: tokens.default(5_000),
+    thresholdPercent: share.default(0.8),
+    percent: share.default(0.8),
+  })
+  .prefault({});
+
+export const keepRecentSchema = z
+  .object({
+    /** Keep the recent part by tokens (001) or by a count of messages (000: 10, 004: 5). */
+    mode: z.enum(['tokens', 'messages']).default('tokens'),
+    /** 001: 20,000 tokens, or `tokensShare` of the window when that is smaller. */
+    tokens: tokens.default(20_000),
+    tokensShare: share.default(0.35),
+    messages: z.number().int().min(0).default(10),
+  })
+  .prefault({});
+
+export const importanceSchema = z
+  .object({
+    roleSystem: z.number().default(10),
+    roleUser: z.number().default(5),
+    roleAssistant: z.number().default(3),
+    /** Tool results, scored like the assistant turn they answer unless set (004 gives tool output weight). */
+    roleTool: z.number().default(3),
+    /** Score multiplier per step back from the newest message (exponential recency decay). */
+    recencyDecay: z.number().gt(0).max(1).default(0.95),
+    /** Weight of the recency term. */
+    recencyWeight: z.number().min(0).default(2),
+    questionBonus: z.number().default(2),
+    toolCallBonus: z.number().default(4),
+    keywordBonus: z.number().default(1.5),
+    keywords: z.array(z.string().min(1)).default(DEFAULT_KEYWORDS),
+    lengthPer100Chars: z.number().default(1),
+    lengthCap: z.number().min(0).default(3),
+    codeBlockBonus: z.number().default(1.5),
+    filePathBonus: z.number().default(1),
+    decisionBonus: z.number().default(1),
+  })
+  .prefault({});
+
+export const summarySchema = z
+  .object({
+    depth: z.enum(['brief', 'standard', 'detailed']).default('standard'),
+    preserveCodeBlocks: z.boolean().default(true),
+    preserveFilePaths: z.boolean().default(true),
+    /** 000: a summary of at most about 800 tokens. */
+    targetTokens: z.number().int().min(50).default(800),
+    temperature: z.number().min(0).max(2).default(0.3),
+    /** The summarizer's system prompt, used exactly as written (002 AC4). Empty means the default. */
+    customPrompt: z.string().default(''),
+    /** Role of the summary message in the model's view: 001 uses user, 000 assistant. */
+    messageRole: z.enum(['user', 'assistant']).default('user'),
+  })
+  .prefault({});
+
+export const truncationSchema = z
+  .object({
+    /** Tool results longer than this are truncated in the summary request (000: 2,000). */
+    resultChars: z.number().int().min(100).default(2_000),
+    /** A single result longer than this is cut with a marker saying how much was cut (000: 10,000). */
+    hugeResultChars: z.number().int().min(100).default(10_000),
+    /** Any other message longer than this is truncated (user messages are kept verbatim below it). */
+    messageChars: z.number().int().min(500).default(20_000),
+  })
+  .prefault({});
+
+export const compactionConfigSchema = z
+  .object({
+    autoCompact: z.boolean().default(true),
+    trigger: triggerSchema,
+    keepRecent: keepRecentSchema,
+    keepSystemMessages: z.boolean().default(true),
+    /** 004 min_messages: no automatic compaction of a conversation shorter than this. */
+    minMessages: z.number().int().min(0).default(6),
+    summary: summarySchema,
+    truncation: truncationSchema,
+    importance: importanceSchema,
+    /** A compaction that frees less than this share of the view is reported as low-gain (anti-loop). */
+    minGainShare: share.default(0.1),
+    /** Compactions retried on a context-overflow error, per turn (001: once). */
+    overflowRetriesPerTurn: z.number().int().min(0).max(3).default(1),
+    /** What to do when the summarizer fails: an extractive summary made without a model, or nothing. */
+    onSummarizerFailure: z.enum(['fallback', 'keep-history']).default('fallback'),
+    /** Longest wait for one summarizer call. */
+    summarizerTimeoutMs: z.number().int().min(1_000).default(120_000),
+  })
+  .prefault({});
+
+export type CompactionConfig = z.infer<typeof compactionConfigSchema>;
+export type TriggerConfig = CompactionConfig['trigger'];
+export type KeepRecentConfig = CompactionConfig['keepRecent'];
+export type ImportanceConfig = CompactionConfig['importance'];
+export type SummaryConfig = CompactionConfig['summary'];
+export type TruncationConfig = CompactionConfig['truncation'];
+
+export const DEFAULT_CONFIG: CompactionConfig = compactionConfigSchema.parse({});
+
+export interface ConfigProblem {
+  /** Dotted path of the setting, e.g. `trigger.warningPercent`. */
+  readonly setting: string;
+  readonly value: unknown;
+  readonly message: string;
+  /** The value used instead. */
+  readonly usedInstead: unknown;
+}
+
+/**
+ * Validates a (partial) configuration. Each invalid value is replaced by its default and
+ * reported once; the rest of the configuration is kept.
+ */
+export function resolveConfig(input: unknown): { config: CompactionConfig; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  let candidate: unknown = isPlainObject(input) ? structuredClone(input) : {};
+  if (input !== undefined && input !== null && !isPlainObject(input)) {
+    problems.push({ setting: '(compaction settings)', value: input, message: 'expected an object', usedInstead: '(defaults)' });
+  }
+  // Each pass removes the offending values; a schema of finite depth converges quickly.
+  for (let pass = 0; pass < 50; pass++) {
+    const parsed = compactionConfigSchema.safeParse(candidate);
+    if (parsed.success) return { config: crossCheck(parsed.data, problems), problems };
+    for (const issue of parsed.error.issues) {
+      const path = issue.path.map(String);
+      const value = readPath(candidate, path);
+      deletePath(candidate, path);
+      problems.push({
+        setting: path.join('.'),
+        value,
+        message: issue.message,
+        usedInstead: readPath(DEFAULT_CONFIG, path),
+      });
+    }
+    if (!isPlainObject(candidate)) candidate = {};
+  }
+  return { config: DEFAULT_CONFIG, problems };
+}
+
+function crossCheck(config: CompactionConfig, problems: ConfigProblem[]): CompactionConfig {
+  const t = config.trigger;
+  if (t.warningPercent > t.criticalPercent) {
+    problems.push({
+      setting: 'trigger.warningPercent',
+      value: t.warningPercent,
+      message: `must not be above trigger.criticalPercent (${t.criticalPercent})`,
+      usedInstead: t.criticalPercent,
+    });
+    return { ...config, trigger: { ...t, warningPercent: t.criticalPercent } };
+  }
+  return config;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function readPath(root: unknown, path: readonly string[]): unknown {
+  let node: unknown = root;
+  for (const key of path) {
+    if (!isPlainObject(node) && !Array.isArray(node)) return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+function deletePath(root: unknown, path: readonly string[]): void {
+  if (path.length === 0) return;
+  // An invalid array element invalidates the whole array: the default replaces it.
+  let cut = path.length;
+  for (let i = 0; i < path.length; i++) {
+    if (Array.isArray(readPath(root, path.slice(0, i)))) {
+      cut = i;
+      break;
+    }
+  }
+  const parentPath = path.slice(0, cut - 1);
+  const parent = readPath(root, parentPath);
+  const key = path[cut - 1];
+  if (key !== undefined && isPlainObject(parent)) delete parent[key];
+}

@@ -1,0 +1,92 @@
+/**
+ * The engine's own message model. It mirrors the AI SDK's `ModelMessage` closely enough that the
+ * adapters in `src/llm` convert both ways without loss, and adds what the engine needs: a stable id
+ * per message (compaction entries refer to messages by id) and a marker for summaries.
+ */
+
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface TextPart {
+  readonly type: 'text';
+  readonly text: string;
+}
+
+/** Hidden reasoning some models return; it is sent back to them and so takes room in the window. */
+export interface ReasoningPart {
+  readonly type: 'reasoning';
+  readonly text: string;
+}
+
+export interface ToolCallPart {
+  readonly type: 'tool-call';
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** The call's arguments, as the model sent them (usually a JSON object). */
+  readonly input: unknown;
+}
+
+export interface ToolResultPart {
+  readonly type: 'tool-result';
+  readonly toolCallId: string;
+  readonly toolName: string;
+  /** The result as given to the model: a string, or any JSON value. */
+  readonly output: unknown;
+  /** True when the tool failed; the output then holds the error. */
+  readonly isError?: boolean;
+}
+
+/** An image or other binary attachment. Only its description is kept here, never its bytes. */
+export interface FilePart {
+  readonly type: 'file';
+  readonly mediaType: string;
+  readonly name?: string;
+  /** Size in bytes, when known. */
+  readonly size?: number;
+}
+
+export type Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart;
+
+export interface Message {
+  /** Unique within a conversation; compaction entries refer to messages by this id. */
+  readonly id: string;
+  readonly role: Role;
+  readonly content: readonly Part[];
+  /** Set on the message that carries a compaction summary into the model's view. */
+  readonly summaryOf?: string;
+}
+
+export function text(textContent: string): TextPart {
+  return { type: 'text', text: textContent };
+}
+
+/** All the plain text of a message (text and reasoning parts), joined by blank lines. */
+export function messageText(message: Message): string {
+  const texts: string[] = [];
+  for (const part of message.content) {
+    if (part.type === 'text' || part.type === 'reasoning') texts.push(part.text);
+  }
+  return texts.join('\n\n');
+}
+
+export function toolCalls(message: Message): ToolCallPart[] {
+  return message.content.filter((p): p is ToolCallPart => p.type === 'tool-call');
+}
+
+export function toolResults(message: Message): ToolResultPart[] {
+  return message.content.filter((p): p is ToolResultPart => p.type === 'tool-result');
+}
+
+export function hasToolCalls(message: Message): boolean {
+  return message.content.some((p) => p.type === 'tool-call');
+}
+
+/** A tool output as text: strings as they are, anything else as JSON. */
+export function stringifyOutput(output: unknown): string {
+  if (typeof output === 'string') return output;
+  if (output === undefined) return '';
+  try {
+    return JSON.stringify(output) ?? String(output);
+  } catch {
+    return String(output);
+  }
+}
