@@ -63,7 +63,7 @@ export const importanceSchema = z
     roleSystem: z.number().default(10),
     roleUser: z.number().default(5),
     roleAssistant: z.number().default(3),
-    /** Tool results, scored like the assistant turn they answer unless set (004 gives tool output weight). */
+    /** Tool results (004 gives tool output a weight of its own; the default equals the assistant's). */
     roleTool: z.number().default(3),
     /** Score multiplier per step back from the newest message (exponential recency decay). */
     recencyDecay: z.number().gt(0).max(1).default(0.95),

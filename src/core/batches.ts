@@ -1,0 +1,63 @@
+import type { ImportanceConfig } from './config';
+import { scoreGroup } from './importance';
+import type { Message } from './messages';
+
+/**
+ * Splitting a summary request that would not fit the summarizer's window (002 `splitHistory` /
+ * `chunkMessages`): messages are grouped so that a tool call stays with its results, groups are
+ * ordered by importance (lowest first) and packed into batches, and each batch is sent in its
+ * original order.
+ */
+
+export interface Positioned {
+  readonly message: Message;
+  /** Position in the model's view, shown to the summarizer as [#n]. */
+  readonly position: number;
+}
+
+/** Consecutive messages that belong together: a message and the tool results that follow it. */
+export function groupUnits(items: readonly Positioned[]): Positioned[][] {
+  const units: Positioned[][] = [];
+  for (const item of items) {
+    const current = units.at(-1);
+    if (item.message.role === 'tool' && current) current.push(item);
+    else units.push([item]);
+  }
+  return units;
+}
+
+/**
+ * Packs units into batches of at most `budget` tokens each, least important units first. A unit
+ * larger than the budget gets a batch of its own (its content is cut further when rendered).
+ */
+export function planBatches(
+  items: readonly Positioned[],
+  total: number,
+  budget: number,
+  measure: (item: Positioned) => number,
+  importance: ImportanceConfig,
+): Positioned[][] {
+  const units = groupUnits(items).map((unit, order) => ({
+    unit,
+    order,
+    score: scoreGroup(
+      unit.map((u) => u.message),
+      unit[0]!.position,
+      total,
+      importance,
+    ),
+    tokens: unit.reduce((sum, item) => sum + measure(item), 0),
+  }));
+  units.sort((a, b) => a.score - b.score || a.order - b.order);
+  const batches: { items: Positioned[]; tokens: number }[] = [];
+  for (const u of units) {
+    const open = batches.at(-1);
+    if (open && open.tokens + u.tokens <= budget) {
+      open.items.push(...u.unit);
+      open.tokens += u.tokens;
+    } else {
+      batches.push({ items: [...u.unit], tokens: u.tokens });
+    }
+  }
+  return batches.map((b) => b.items.sort((x, y) => x.position - y.position));
+}

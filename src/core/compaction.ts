@@ -1,0 +1,412 @@
+import { planBatches, type Positioned } from './batches';
+import type { CompactionConfig, TruncationConfig } from './config';
+import type { ContextWindow } from './context-window';
+import { selectForCompaction } from './cut-point';
+import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
+import { renderFileOperations, type FileLedger } from './file-ledger';
+import {
+  isSummaryMessage,
+  lastEntry,
+  modelView,
+  nextRound,
+  originalTask,
+  type CompactionEntry,
+  type CompactionReason,
+  type ConversationLog,
+  type LogRecord,
+} from './history';
+import type { Message } from './messages';
+import type { MessageTokenCounter } from './message-tokens';
+import type { Clock, Summarizer, SummaryRequest } from './ports';
+import { repairSummary, unusableReason } from './summary-repair';
+import {
+  buildMergeRequest,
+  buildSummaryRequest,
+  renderMessage,
+  requestTokens,
+  type DirectiveOptions,
+} from './summary-request';
+
+/**
+ * One compaction, computed from a snapshot of the log and applied separately: applying checks that
+ * the snapshot is still a prefix of the log, so a compaction computed in the background keeps
+ * everything appended meanwhile. The summarizer failing, timing out or returning nothing never
+ * loses anything: the log is untouched, or an extractive summary (marked as such) is used.
+ */
+
+export interface CompactionDeps {
+  readonly counter: MessageTokenCounter;
+  readonly summarizer: Summarizer;
+  readonly clock: Clock;
+  readonly newId: () => string;
+}
+
+export interface CompactionProgress {
+  readonly phase: 'summarizing' | 'merging';
+  /** 1-based number of the summarizer call under way, and how many are planned. */
+  readonly call: number;
+  readonly calls: number;
+}
+
+export interface CompactionRequest {
+  /** The snapshot to compact. */
+  readonly log: ConversationLog;
+  readonly reason: CompactionReason;
+  readonly config: CompactionConfig;
+  readonly window: ContextWindow;
+  /** The cumulative file ledger; it is rendered after the summary and stored in the entry. */
+  readonly ledger: FileLedger;
+  readonly focus?: string;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (progress: CompactionProgress) => void;
+}
+
+export interface ComputedCompaction {
+  readonly entry: CompactionEntry;
+  /** The record to append to the log. */
+  readonly record: LogRecord;
+  /** What the snapshot looked like: the applying side checks it is still a prefix. */
+  readonly basis: { readonly messageIds: readonly string[]; readonly lastEntryId: string | null };
+  /** The model's view of the snapshot after this compaction. */
+  readonly view: readonly Message[];
+  /** Deterministic repairs made to the model's summary (e.g. the original task put back). */
+  readonly repairs: readonly string[];
+  /** Messages summarized. */
+  readonly compactedCount: number;
+}
+
+export type CompactionOutcome =
+  | { readonly status: 'compacted'; readonly compaction: ComputedCompaction }
+  | { readonly status: 'noop'; readonly reason: string }
+  | { readonly status: 'failed'; readonly reason: string }
+  | { readonly status: 'cancelled'; readonly reason: string };
+
+/** The kept part may take at most this share of the window; a larger latest turn is split. */
+const MAX_KEPT_SHARE = 0.5;
+const MERGE_DEPTH_LIMIT = 4;
+const MIN_BATCH_BUDGET = 256;
+
+export async function computeCompaction(request: CompactionRequest, deps: CompactionDeps): Promise<CompactionOutcome> {
+  const { config, log } = request;
+  const started = deps.clock.now();
+  if (request.signal?.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled.' };
+
+  const view = modelView(log);
+  const tokensBefore = deps.counter.countMessages(view);
+  const conversational = view.filter((m) => m.role !== 'system' && !isSummaryMessage(m)).length;
+  if (request.reason === 'threshold' && conversational < config.minMessages) {
+    return {
+      status: 'noop',
+      reason: `Not compacting: the conversation has ${conversational} messages and automatic compaction waits for ${config.minMessages}.`,
+    };
+  }
+
+  const limit = request.window.limit;
+  const selected = selectForCompaction(view, {
+    keepRecent: config.keepRecent,
+    limit,
+    countMessage: (m) => deps.counter.countMessage(m),
+    keepSystemMessages: config.keepSystemMessages,
+    maxKeptTokens: limit > 0 ? Math.floor(limit * MAX_KEPT_SHARE) : Number.POSITIVE_INFINITY,
+  });
+  if (!selected.ok) return { status: 'noop', reason: selected.reason };
+  const selection = selected.selection;
+
+  const round = nextRound(log);
+  const task = originalTask(log);
+  const positionOf = new Map(view.map((m, i) => [m.id, i] as const));
+  const items: Positioned[] = selection.toCompact.map((message) => ({ message, position: positionOf.get(message.id) ?? 0 }));
+  const directive: DirectiveOptions = {
+    round,
+    summary: config.summary,
+    originalTask: task,
+    focus: request.focus,
+    splitTurn: selection.splitTurn,
+  };
+
+  let summaryText: string;
+  let model = deps.summarizer.name;
+  let calls = 0;
+  let fallback = false;
+  let failure: string | undefined;
+  try {
+    const produced = await summarize(items, view.length, selection.previousSummary, directive, request, deps);
+    calls = produced.calls;
+    model = produced.model ?? model;
+    const unusable = unusableReason(produced.text);
+    if (unusable) throw new SummarizerFailure(unusable);
+    summaryText = produced.text;
+  } catch (error) {
+    if (request.signal?.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled; the conversation is unchanged.' };
+    failure = describeFailure(error);
+    if (config.onSummarizerFailure !== 'fallback') {
+      return { status: 'failed', reason: `Compaction failed: ${failure}. The conversation is unchanged.` };
+    }
+    fallback = true;
+    model = FALLBACK_MODEL;
+    summaryText = extractiveSummary({
+      round,
+      toCompact: selection.toCompact,
+      previousSummary: selection.previousSummary,
+      failure,
+      budgetTokens: config.summary.targetTokens * 2,
+      countText: (value) => deps.counter.countText(value),
+    });
+  }
+
+  const repaired = repairSummary(summaryText, round, task);
+  const summary = `${repaired.text}\n\n${renderFileOperations(request.ledger)}`;
+  const entryId = deps.newId();
+  const firstKept = selection.kept[0]?.id ?? null;
+  const provisional: CompactionEntry = {
+    id: entryId,
+    round,
+    reason: request.reason,
+    summary,
+    firstKeptMessageId: firstKept,
+    compactedMessageIds: selection.toCompact.map((m) => m.id),
+    tokensBefore,
+    tokensAfter: 0,
+    fileOperations: request.ledger,
+    model,
+    durationMs: 0,
+    createdAt: deps.clock.now(),
+    summaryRole: config.summary.messageRole,
+    fallback,
+    lowGain: false,
+    splitTurn: selection.splitTurn,
+    summarizerCalls: calls,
+    ...(request.focus?.trim() ? { focus: request.focus.trim() } : {}),
+    ...(failure ? { failure } : {}),
+  };
+  const after = modelView([...log, { type: 'compaction', entry: provisional }]);
+  const tokensAfter = deps.counter.countMessages(after);
+  if (tokensAfter >= tokensBefore) {
+    return {
+      status: 'noop',
+      reason: `Not compacting: the summary would leave ${tokensAfter.toLocaleString('en-US')} tokens, no fewer than the ${tokensBefore.toLocaleString('en-US')} there are now.`,
+    };
+  }
+  const freed = tokensBefore > 0 ? (tokensBefore - tokensAfter) / tokensBefore : 0;
+  const entry: CompactionEntry = {
+    ...provisional,
+    tokensAfter,
+    lowGain: freed < config.minGainShare,
+    durationMs: deps.clock.now() - started,
+  };
+  const record: LogRecord = { type: 'compaction', entry };
+  return {
+    status: 'compacted',
+    compaction: {
+      entry,
+      record,
+      basis: { messageIds: messageIds(log), lastEntryId: lastEntry(log)?.id ?? null },
+      view: modelView([...log, record]),
+      repairs: repaired.repairs,
+      compactedCount: selection.toCompact.length,
+    },
+  };
+}
+
+export type ApplyResult =
+  | { readonly ok: true; readonly log: ConversationLog; readonly view: Message[] }
+  | { readonly ok: false; readonly reason: string };
+
+/**
+ * Applies a computed compaction to the current log. The snapshot it was computed from must still
+ * be a prefix of the log (same messages, no compaction or undo since); messages appended after it
+ * stay in the view as recent messages.
+ */
+export function applyCompaction(current: ConversationLog, computed: ComputedCompaction): ApplyResult {
+  const ids = messageIds(current);
+  const basis = computed.basis;
+  if (ids.length < basis.messageIds.length || basis.messageIds.some((id, i) => ids[i] !== id)) {
+    return { ok: false, reason: 'The conversation changed in a way the compaction did not expect (its messages are no longer a prefix).' };
+  }
+  if ((lastEntry(current)?.id ?? null) !== basis.lastEntryId) {
+    return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
+  }
+  const log = [...current, computed.record];
+  return { ok: true, log, view: modelView(log) };
+}
+
+/** Computes and applies in one step, for when nothing else can write meanwhile. */
+export async function compact(
+  request: CompactionRequest,
+  deps: CompactionDeps,
+): Promise<CompactionOutcome & { readonly log?: ConversationLog }> {
+  const outcome = await computeCompaction(request, deps);
+  if (outcome.status !== 'compacted') return outcome;
+  const applied = applyCompaction(request.log, outcome.compaction);
+  if (!applied.ok) return { status: 'failed', reason: applied.reason };
+  return { ...outcome, log: applied.log };
+}
+
+function messageIds(log: ConversationLog): string[] {
+  const ids: string[] = [];
+  for (const record of log) if (record.type === 'message') ids.push(record.message.id);
+  return ids;
+}
+
+class SummarizerFailure extends Error {}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof SummarizerFailure) return error.message;
+  if (error instanceof Error) return `the summarizer failed (${error.message || error.name})`;
+  return `the summarizer failed (${String(error)})`;
+}
+
+interface Produced {
+  readonly text: string;
+  readonly calls: number;
+  readonly model?: string;
+}
+
+/** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
+async function summarize(
+  items: readonly Positioned[],
+  total: number,
+  previousSummary: Message | undefined,
+  directive: DirectiveOptions,
+  request: CompactionRequest,
+  deps: CompactionDeps,
+): Promise<Produced> {
+  const { config } = request;
+  const countText = (value: string): number => deps.counter.countText(value);
+  const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : request.window.limit;
+  const single = buildSummaryRequest({
+    summary: config.summary,
+    truncation: config.truncation,
+    messages: items,
+    previousSummary,
+    directive,
+    purpose: 'summary',
+  });
+  if (window <= 0 || requestTokens(single, countText) <= window) {
+    request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
+    const response = await callSummarizer(single, request, deps);
+    return { text: response.text, calls: 1, model: response.model };
+  }
+
+  // Too large for one request: batches by importance, then a merge (002 resummarizeBatches).
+  const emptyBatch = buildSummaryRequest({
+    summary: config.summary,
+    truncation: config.truncation,
+    messages: [],
+    directive: { ...directive, batch: { index: 1, count: 99 } },
+    purpose: 'batch',
+  });
+  const budget = window - requestTokens(emptyBatch, countText);
+  if (budget < MIN_BATCH_BUDGET) {
+    throw new SummarizerFailure(`the summarizer's window (${window} tokens) is too small to hold a summary request`);
+  }
+  const measure = (item: Positioned): number => countText(renderMessage(item.message, item.position, config.truncation).content) + 4;
+  const batches = planBatches(items, total, budget, measure, config.importance);
+  const calls = batches.length + 1;
+  const summaries: string[] = [];
+  let model: string | undefined;
+  for (const [index, batch] of batches.entries()) {
+    request.onProgress?.({ phase: 'summarizing', call: index + 1, calls });
+    const batchRequest = fitToWindow(
+      (truncation) =>
+        buildSummaryRequest({
+          summary: config.summary,
+          truncation,
+          messages: batch,
+          directive: { ...directive, batch: { index: index + 1, count: batches.length } },
+          purpose: 'batch',
+        }),
+      config.truncation,
+      window,
+      countText,
+    );
+    const response = await callSummarizer(batchRequest, request, deps);
+    const usable = unusableReason(response.text);
+    if (usable) throw new SummarizerFailure(`batch ${index + 1} of ${batches.length}: ${usable}`);
+    summaries.push(response.text.trim());
+    model = response.model ?? model;
+  }
+  request.onProgress?.({ phase: 'merging', call: calls, calls });
+  const merged = await mergeSummaries(summaries, previousSummary, directive, window, request, deps, 0);
+  return { text: merged.text, calls: calls + merged.extraCalls, model: merged.model ?? model };
+}
+
+async function mergeSummaries(
+  summaries: readonly string[],
+  previousSummary: Message | undefined,
+  directive: DirectiveOptions,
+  window: number,
+  request: CompactionRequest,
+  deps: CompactionDeps,
+  depth: number,
+): Promise<{ text: string; extraCalls: number; model?: string }> {
+  const countText = (value: string): number => deps.counter.countText(value);
+  const whole = buildMergeRequest(request.config.summary, summaries, previousSummary, directive);
+  if (requestTokens(whole, countText) <= window || summaries.length <= 1 || depth >= MERGE_DEPTH_LIMIT) {
+    const response = await callSummarizer(whole, request, deps);
+    return { text: response.text, extraCalls: 0, model: response.model };
+  }
+  // Even the batch summaries do not fit together: merge them in halves first (a merge tree).
+  const middle = Math.ceil(summaries.length / 2);
+  const halves = [summaries.slice(0, middle), summaries.slice(middle)];
+  const partials: string[] = [];
+  let extra = 0;
+  for (const half of halves) {
+    const partial = await mergeSummaries(half, undefined, directive, window, request, deps, depth + 1);
+    partials.push(partial.text.trim());
+    extra += partial.extraCalls + 1;
+  }
+  const final = await mergeSummaries(partials, previousSummary, directive, window, request, deps, depth + 1);
+  return { text: final.text, extraCalls: extra + final.extraCalls, model: final.model };
+}
+
+/** Builds a request, cutting message content harder until it fits the window (or cannot shrink more). */
+function fitToWindow(
+  build: (truncation: TruncationConfig) => SummaryRequest,
+  truncation: TruncationConfig,
+  window: number,
+  countText: (value: string) => number,
+): SummaryRequest {
+  let current = truncation;
+  let built = build(current);
+  for (let i = 0; i < 8 && requestTokens(built, countText) > window; i++) {
+    current = {
+      resultChars: Math.max(100, Math.floor(current.resultChars / 2)),
+      hugeResultChars: Math.max(100, Math.floor(current.hugeResultChars / 2)),
+      messageChars: Math.max(200, Math.floor(current.messageChars / 2)),
+    };
+    built = build(current);
+  }
+  return built;
+}
+
+/** One summarizer call with the configured timeout, abortable by the request's signal. */
+async function callSummarizer(summaryRequest: SummaryRequest, request: CompactionRequest, deps: CompactionDeps) {
+  const controller = new AbortController();
+  const outer = request.signal;
+  const onAbort = (): void => controller.abort(outer?.reason);
+  outer?.addEventListener('abort', onAbort, { once: true });
+  let cancelTimer: () => void = () => undefined;
+  const timeoutMs = request.config.summarizerTimeoutMs;
+  const timedOut = new Promise<never>((_, reject) => {
+    cancelTimer = deps.clock.setTimer(timeoutMs, () => {
+      const error = new SummarizerFailure(`the summarizer did not answer within ${Math.round(timeoutMs / 1000)} s`);
+      controller.abort(error);
+      reject(error);
+    });
+  });
+  let rejectAborted: (reason: unknown) => void = () => undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    rejectAborted = reject;
+  });
+  const onOuterAbort = (): void => rejectAborted(new Error('cancelled'));
+  if (outer?.aborted) onOuterAbort();
+  outer?.addEventListener('abort', onOuterAbort, { once: true });
+  try {
+    return await Promise.race([deps.summarizer.summarize(summaryRequest, controller.signal), timedOut, aborted]);
+  } finally {
+    cancelTimer();
+    outer?.removeEventListener('abort', onAbort);
+    outer?.removeEventListener('abort', onOuterAbort);
+  }
+}

@@ -1,0 +1,166 @@
+import type { KeepRecentConfig } from './config';
+import { isSummaryMessage } from './history';
+import type { Message } from './messages';
+
+/**
+ * Which messages to summarize and which to keep verbatim. The cut never separates a tool call
+ * from its results, nor the latest user message from what answers it; system messages stay;
+ * an earlier summary is set aside to be chained into the new one (000 "Chained Summary Handling").
+ */
+
+export interface Selection {
+  /** System messages kept in front of the summary. */
+  readonly pinned: readonly Message[];
+  /** The summary already in the view, if any: it is integrated, not summarized as a message. */
+  readonly previousSummary?: Message;
+  /** Messages to summarize, in their original order. */
+  readonly toCompact: readonly Message[];
+  /** Messages kept verbatim after the summary, in their original order. */
+  readonly kept: readonly Message[];
+  /** True when the latest turn alone was too large and its early part is summarized too. */
+  readonly splitTurn: boolean;
+}
+
+export type SelectionResult = { readonly ok: true; readonly selection: Selection } | { readonly ok: false; readonly reason: string };
+
+export interface SelectionOptions {
+  readonly keepRecent: KeepRecentConfig;
+  /** The model's window, for the share-of-window forms; 0 when unknown. */
+  readonly limit: number;
+  readonly countMessage: (message: Message) => number;
+  readonly keepSystemMessages: boolean;
+  /**
+   * Most tokens the kept part may hold. When the latest turn alone is larger, it is split:
+   * its user message stays, its early part is summarized (the split-turn idea of seed 001).
+   */
+  readonly maxKeptTokens: number;
+}
+
+/** How many recent tokens to keep: 001's 20,000, or 35% of the window when that is smaller. */
+export function keepRecentTokens(keepRecent: KeepRecentConfig, limit: number): number {
+  if (limit <= 0) return keepRecent.tokens;
+  return Math.min(keepRecent.tokens, Math.floor(limit * keepRecent.tokensShare));
+}
+
+export function selectForCompaction(view: readonly Message[], options: SelectionOptions): SelectionResult {
+  const pinned: Message[] = [];
+  const body: Message[] = [];
+  let previousSummary: Message | undefined;
+  for (const message of view) {
+    if (isSummaryMessage(message)) previousSummary = message;
+    else if (message.role === 'system' && options.keepSystemMessages) pinned.push(message);
+    else body.push(message);
+  }
+  if (body.length === 0) return { ok: false, reason: 'Nothing to compact: the conversation has no messages besides system messages and the summary.' };
+
+  const valid = validCuts(body);
+  const latestUser = findLastIndex(body, (m) => m.role === 'user');
+  const suffix = suffixTokens(body, options.countMessage);
+  const target = targetCut(body, suffix, options);
+
+  // Normal case: a valid cut at or before the latest user message, keeping at least the target.
+  const limitForNormal = latestUser >= 0 ? latestUser : body.length;
+  let cut = -1;
+  for (let c = Math.min(target, limitForNormal); c >= 1; c--) {
+    if (valid[c]) {
+      cut = c;
+      break;
+    }
+  }
+  const keptTokens = cut > 0 ? (suffix[cut] ?? 0) : (suffix[0] ?? 0);
+  if (cut > 0 && keptTokens <= options.maxKeptTokens) {
+    return { ok: true, selection: { pinned, previousSummary, toCompact: body.slice(0, cut), kept: body.slice(cut), splitTurn: false } };
+  }
+
+  // The latest turn is larger than the kept part may be: keep its user message, summarize its early part.
+  if (latestUser >= 0 && (suffix[latestUser] ?? 0) > options.maxKeptTokens) {
+    const userMessage = body[latestUser]!;
+    const userTokens = options.countMessage(userMessage);
+    let splitCut = -1;
+    for (let c = body.length; c > latestUser + 1; c--) {
+      if (!valid[c]) continue;
+      if (userTokens + (suffix[c] ?? 0) > options.maxKeptTokens && splitCut >= 0) break;
+      splitCut = c;
+      if (c <= target) break;
+    }
+    if (splitCut > latestUser + 1) {
+      const toCompact = [...body.slice(0, latestUser), ...body.slice(latestUser + 1, splitCut)];
+      return {
+        ok: true,
+        selection: { pinned, previousSummary, toCompact, kept: [userMessage, ...body.slice(splitCut)], splitTurn: true },
+      };
+    }
+  }
+
+  if (cut > 0) {
+    return { ok: true, selection: { pinned, previousSummary, toCompact: body.slice(0, cut), kept: body.slice(cut), splitTurn: false } };
+  }
+  const count = body.length;
+  return {
+    ok: false,
+    reason:
+      `Nothing to compact: all ${count} message${count === 1 ? '' : 's'} belong to the recent part that is kept ` +
+      `(${describeKeep(options)}), and the latest request stays with its answer.`,
+  };
+}
+
+function describeKeep(options: SelectionOptions): string {
+  return options.keepRecent.mode === 'messages'
+    ? `the last ${options.keepRecent.messages} messages`
+    : `about ${keepRecentTokens(options.keepRecent, options.limit).toLocaleString('en-US')} recent tokens`;
+}
+
+/** The cut (index of the first kept message) that keeps the configured recent part. */
+function targetCut(body: readonly Message[], suffix: readonly number[], options: SelectionOptions): number {
+  if (options.keepRecent.mode === 'messages') return Math.max(0, body.length - options.keepRecent.messages);
+  const keep = keepRecentTokens(options.keepRecent, options.limit);
+  // The largest cut whose kept part holds at least `keep` tokens (all of it if the body is smaller).
+  for (let c = body.length; c >= 0; c--) if ((suffix[c] ?? 0) >= keep) return c;
+  return 0;
+}
+
+/** suffix[c] = tokens of body[c..]. */
+function suffixTokens(body: readonly Message[], count: (m: Message) => number): number[] {
+  const suffix = new Array<number>(body.length + 1).fill(0);
+  for (let i = body.length - 1; i >= 0; i--) suffix[i] = suffix[i + 1]! + count(body[i]!);
+  return suffix;
+}
+
+/**
+ * valid[c] is true when keeping body[c..] leaves no tool result without its call and no tool call
+ * without its results: every call/result pair lies wholly on one side of the cut.
+ */
+export function validCuts(body: readonly Message[]): boolean[] {
+  const n = body.length;
+  // For each call id, the first and last index where it appears (as call or result).
+  const first = new Map<string, number>();
+  const last = new Map<string, number>();
+  body.forEach((message, index) => {
+    for (const part of message.content) {
+      if (part.type !== 'tool-call' && part.type !== 'tool-result') continue;
+      if (!first.has(part.toolCallId)) first.set(part.toolCallId, index);
+      last.set(part.toolCallId, index);
+    }
+  });
+  // A cut at c splits a pair when first < c <= last.
+  const crossing = new Array<number>(n + 2).fill(0);
+  for (const [id, start] of first) {
+    const end = last.get(id)!;
+    if (end > start) {
+      crossing[start + 1]! += 1;
+      crossing[end + 1]! -= 1;
+    }
+  }
+  const valid = new Array<boolean>(n + 1).fill(false);
+  let open = 0;
+  for (let c = 0; c <= n; c++) {
+    open += crossing[c]!;
+    valid[c] = open === 0 && body[c]?.role !== 'tool';
+  }
+  return valid;
+}
+
+function findLastIndex<T>(items: readonly T[], predicate: (item: T) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) if (predicate(items[i]!)) return i;
+  return -1;
+}

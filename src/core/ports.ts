@@ -1,0 +1,52 @@
+/**
+ * The engine's ports: how it reaches a model, the clock and fresh ids. The extension supplies
+ * real implementations (the AI SDK summarizer lives in `src/llm`); tests supply fakes.
+ */
+
+/** One message of a summary request. `system` carries earlier summaries (002 AC1.2). */
+export interface SummaryRequestMessage {
+  readonly role: 'system' | 'user' | 'assistant';
+  readonly content: string;
+}
+
+export interface SummaryRequest {
+  /** The summarizer's system prompt: the user's custom prompt as written, or the default. */
+  readonly system: string;
+  readonly messages: readonly SummaryRequestMessage[];
+  readonly maxOutputTokens: number;
+  readonly temperature: number;
+  /** A whole summary, one batch of a split request, or the merge of batch summaries. */
+  readonly purpose: 'summary' | 'batch' | 'merge';
+}
+
+export interface SummaryResponse {
+  readonly text: string;
+  /** The model that wrote it, when the implementation knows. */
+  readonly model?: string;
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
+}
+
+/** Anything that turns a summary request into text: an LLM in production, a fake in tests. */
+export interface Summarizer {
+  /** A name for logs and entries, e.g. `openai:gpt-4o-mini`. */
+  readonly name: string;
+  /** Tokens one request may hold (input and output); 0 or absent means unknown. */
+  readonly contextWindow?: number;
+  summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse>;
+}
+
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Calls `fn` after `ms` milliseconds; the returned function cancels it. */
+  setTimer(ms: number, fn: () => void): () => void;
+}
+
+/** The real clock, for the composition root to hand in. The engine never reaches for it itself. */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer: (ms, fn) => {
+    const handle = setTimeout(fn, ms);
+    return () => clearTimeout(handle);
+  },
+};

@@ -1,0 +1,237 @@
+import type { SummaryConfig, TruncationConfig } from './config';
+import { isSummaryMessage, SUMMARY_PREFIX } from './history';
+import { stringifyOutput, type Message } from './messages';
+import type { SummaryRequest, SummaryRequestMessage } from './ports';
+
+/**
+ * The summary request, built as structured messages rather than one interpolated string (002):
+ * system = the user's prompt as written or the default; the previous summary as a system-role
+ * message (absent when there is none); the conversation with its original roles, tool traffic
+ * rendered readably and huge outputs cut; and a final user directive.
+ */
+
+/** The default summarizer prompt. Generic on purpose: no persona is injected (002 AC4). */
+export const DEFAULT_SYSTEM_PROMPT = [
+  "You summarize a coding agent's conversation so that the agent can continue the work from the summary alone.",
+  'The summary replaces the messages it covers: anything it leaves out is lost to the agent.',
+  'Be exact about file paths, commands, error messages, names and numbers. Be dense: bullet points and tables, no filler.',
+].join('\n');
+
+export const SUMMARY_SECTIONS = [
+  'Original Task',
+  'Completed Work',
+  'Key Technical Decisions',
+  'Current State',
+  'Pending Work',
+  'Errors & Resolutions',
+  'User Preferences and Constraints',
+  'Next Steps',
+] as const;
+
+export interface DirectiveOptions {
+  readonly round: number;
+  readonly summary: SummaryConfig;
+  /** The first request of the conversation, to be copied verbatim. */
+  readonly originalTask?: string;
+  /** Extra instructions from the user (`/compact focus on the parser`). */
+  readonly focus?: string;
+  /** Set when this request covers one batch of several. */
+  readonly batch?: { readonly index: number; readonly count: number };
+  /** True when the latest user request is kept verbatim after the summary. */
+  readonly splitTurn?: boolean;
+}
+
+export function summaryHeading(round: number): string {
+  return `## Session Summary (Compaction Round ${round})`;
+}
+
+/** The final user message: what to preserve, condense, prioritize and remove, and the sections. */
+export function buildDirective(options: DirectiveOptions): string {
+  const { summary } = options;
+  const lines: string[] = [];
+  if (options.batch) {
+    lines.push(
+      `Summarize the messages above: part ${options.batch.index} of ${options.batch.count} of an older stretch of the conversation.`,
+      'Other parts are summarized separately and merged later, so record facts with their message numbers ([#n]) and do not guess about what is not shown.',
+    );
+  } else {
+    lines.push('Summarize the conversation above so the work can continue from your summary alone.');
+  }
+  lines.push('');
+  lines.push('PRESERVE: the user\'s requests and constraints word for word; exact file paths, symbols, commands, error messages and numbers; decisions and their reasons; what is done and what is not.');
+  lines.push('CONDENSE: tool output and exploration into their findings; repeated attempts into what was tried and the outcome.');
+  lines.push('PRIORITIZE: the current state and the next steps; anything the user said must or must not be done.');
+  lines.push('REMOVE: pleasantries, restated context, full file contents already saved to disk, superseded plans.');
+  if (summary.preserveCodeBlocks) lines.push('Keep code blocks that matter for the next steps exactly as written.');
+  else lines.push('Leave out code blocks unless absolutely critical.');
+  if (summary.preserveFilePaths) lines.push('Name every file by its full workspace path.');
+  lines.push(depthInstruction(summary.depth));
+  lines.push(`Keep the summary under about ${summary.targetTokens} tokens.`);
+  if (options.focus?.trim()) {
+    lines.push('', `The user asks this summary to focus on: ${options.focus.trim()}`);
+  }
+  lines.push('', 'If a previous summary is given above, integrate it: carry its facts forward, updated, without repeating it.');
+  if (options.splitTurn) {
+    lines.push('The latest user request is kept verbatim after your summary; summarize the work already done on it under Current State.');
+  }
+  lines.push('', 'Write exactly these sections, in this order, in Markdown:', '', summaryHeading(options.round));
+  for (const section of SUMMARY_SECTIONS) lines.push(`### ${section}`, sectionHint(section));
+  if (options.originalTask) {
+    lines.push('', 'The Original Task, to be copied verbatim into its section:', '<original-task>', options.originalTask, '</original-task>');
+  }
+  return lines.join('\n');
+}
+
+function depthInstruction(depth: SummaryConfig['depth']): string {
+  switch (depth) {
+    case 'brief':
+      return 'Depth: brief. Key decisions and outcomes only; one line per item.';
+    case 'standard':
+      return 'Depth: standard. Balance completeness and length.';
+    case 'detailed':
+      return 'Depth: detailed. Preserve all significant details, including intermediate findings.';
+  }
+}
+
+function sectionHint(section: (typeof SUMMARY_SECTIONS)[number]): string {
+  switch (section) {
+    case 'Original Task':
+      return "The user's original request, verbatim.";
+    case 'Completed Work':
+      return '| File/Component | Action | Description |\n|---|---|---|\n(one row per file or component touched)';
+    case 'Key Technical Decisions':
+      return '- Choices that affect future work (dependencies, patterns, formats) and why.';
+    case 'Current State':
+      return '- Working on: …\n- Last completed: …';
+    case 'Pending Work':
+      return '- [ ] Remaining items as a checklist.';
+    case 'Errors & Resolutions':
+      return '- error → resolution (write "None" when there were none).';
+    case 'User Preferences and Constraints':
+      return '- Everything the user asked to do, avoid or keep, in their words.';
+    case 'Next Steps':
+      return '1. The very next actions, in order.';
+  }
+}
+
+/** Renders one conversation message for the summarizer, keeping its role and numbering it. */
+export function renderMessage(message: Message, position: number, truncation: TruncationConfig): SummaryRequestMessage {
+  const pieces: string[] = [];
+  for (const part of message.content) {
+    switch (part.type) {
+      case 'text':
+        pieces.push(part.text);
+        break;
+      case 'reasoning':
+        pieces.push(`(reasoning) ${part.text}`);
+        break;
+      case 'tool-call':
+        pieces.push(`[tool call ${part.toolName}#${part.toolCallId}] ${cut(stringifyOutput(part.input), truncation.resultChars, truncation.hugeResultChars)}`);
+        break;
+      case 'tool-result':
+        pieces.push(
+          `[tool result ${part.toolName}#${part.toolCallId}${part.isError ? ' (error)' : ''}]\n` +
+            cut(stringifyOutput(part.output), truncation.resultChars, truncation.hugeResultChars),
+        );
+        break;
+      case 'file':
+        pieces.push(`[attachment ${part.name ?? 'unnamed'} (${part.mediaType}${part.size !== undefined ? `, ${part.size} bytes` : ''})]`);
+        break;
+    }
+  }
+  let content = pieces.join('\n');
+  if (message.role !== 'tool') content = cut(content, truncation.messageChars, Number.POSITIVE_INFINITY);
+  // Tool results become user turns: the summarizer is not given tool definitions, and most
+  // providers reject tool messages without them.
+  const role = message.role === 'tool' ? 'user' : message.role;
+  return { role, content: `[#${position} ${message.role}] ${content}` };
+}
+
+/**
+ * Shortens text over `limit` characters. Over `huge`, the cut keeps head and tail and says how
+ * much was cut (000's "single huge tool result"); otherwise the tail is dropped with a marker.
+ */
+export function cut(value: string, limit: number, huge: number): string {
+  if (value.length <= limit) return value;
+  if (value.length > huge) {
+    const head = Math.floor(limit * 0.75);
+    const tail = limit - head;
+    return `${value.slice(0, head)}\n[… ${value.length - head - tail} of ${value.length} characters cut …]\n${value.slice(value.length - tail)}`;
+  }
+  return `${value.slice(0, limit)}\n[… truncated: ${value.length - limit} more characters]`;
+}
+
+export interface RequestParts {
+  readonly summary: SummaryConfig;
+  readonly truncation: TruncationConfig;
+  /** Messages with their positions in the model's view, in the order they should appear. */
+  readonly messages: readonly { readonly message: Message; readonly position: number }[];
+  readonly previousSummary?: Message;
+  readonly directive: DirectiveOptions;
+  readonly purpose: SummaryRequest['purpose'];
+}
+
+export function systemPrompt(summary: SummaryConfig): string {
+  return summary.customPrompt.trim() ? summary.customPrompt : DEFAULT_SYSTEM_PROMPT;
+}
+
+/** Output room for a summary: the target plus a quarter, as 000 allows 1,000 for an 800 target. */
+export function maxOutputTokens(summary: SummaryConfig): number {
+  return Math.ceil(summary.targetTokens * 1.25);
+}
+
+export function previousSummaryText(previous: Message): string {
+  const body = previous.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
+  return body.startsWith(SUMMARY_PREFIX) ? body.slice(SUMMARY_PREFIX.length).trimStart() : body;
+}
+
+export function buildSummaryRequest(parts: RequestParts): SummaryRequest {
+  const messages: SummaryRequestMessage[] = [];
+  if (parts.previousSummary && isSummaryMessage(parts.previousSummary)) {
+    messages.push({ role: 'system', content: `Previous summary of the conversation:\n\n${previousSummaryText(parts.previousSummary)}` });
+  }
+  for (const { message, position } of parts.messages) messages.push(renderMessage(message, position, parts.truncation));
+  messages.push({ role: 'user', content: buildDirective(parts.directive) });
+  return {
+    system: systemPrompt(parts.summary),
+    messages,
+    maxOutputTokens: maxOutputTokens(parts.summary),
+    temperature: parts.summary.temperature,
+    purpose: parts.purpose,
+  };
+}
+
+/**
+ * The merge of batch summaries (002 `resummarizeBatches`), in the same structured form: the
+ * previous summary and each batch summary as system-role messages, then the directive.
+ */
+export function buildMergeRequest(
+  summary: SummaryConfig,
+  batchSummaries: readonly string[],
+  previousSummary: Message | undefined,
+  directive: DirectiveOptions,
+): SummaryRequest {
+  const messages: SummaryRequestMessage[] = [];
+  if (previousSummary) {
+    messages.push({ role: 'system', content: `Previous summary of the conversation:\n\n${previousSummaryText(previousSummary)}` });
+  }
+  batchSummaries.forEach((batch, i) => {
+    messages.push({ role: 'system', content: `Summary of part ${i + 1} of ${batchSummaries.length} of the newer messages:\n\n${batch}` });
+  });
+  const merged = `${buildDirective(directive)}\n\nThe parts were cut by importance, not by time: use the message numbers ([#n]) to put events in order. Merge them into one summary.`;
+  messages.push({ role: 'user', content: merged });
+  return {
+    system: systemPrompt(summary),
+    messages,
+    maxOutputTokens: maxOutputTokens(summary),
+    temperature: summary.temperature,
+    purpose: 'merge',
+  };
+}
+
+/** Tokens a request will take in the summarizer's window, output room included. */
+export function requestTokens(request: SummaryRequest, countText: (value: string) => number): number {
+  let total = countText(request.system) + 4 + request.maxOutputTokens;
+  for (const message of request.messages) total += countText(message.content) + 4;
+  return total;
+}

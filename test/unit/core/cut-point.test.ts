@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { selectForCompaction, validCuts, keepRecentTokens, type SelectionOptions } from '../../../src/core/cut-point';
+import { SUMMARY_PREFIX } from '../../../src/core/history';
+import type { Message } from '../../../src/core/messages';
+import { assistant, config, estimatingCounter, sys, toolResult, turn, user } from './fixtures';
+
+const counter = estimatingCounter();
+const options = (over: Partial<SelectionOptions> = {}): SelectionOptions => ({
+  keepRecent: { ...config().keepRecent, mode: 'messages', messages: 4 },
+  limit: 100_000,
+  countMessage: (m) => counter.countMessage(m),
+  keepSystemMessages: true,
+  maxKeptTokens: Number.POSITIVE_INFINITY,
+  ...over,
+});
+const ids = (messages: readonly Message[]) => messages.map((m) => m.id);
+
+describe('cut point: what to compact and what to keep', () => {
+  it('keeps system messages in front and never summarizes them', () => {
+    const view = [sys('s', 'be careful'), ...turn('t1', 'first', 3), ...turn('t2', 'second', 3)];
+    const result = selectForCompaction(view, options());
+    assert.ok(result.ok);
+    assert.deepEqual(ids(result.selection.pinned), ['s']);
+    assert.ok(!ids(result.selection.toCompact).includes('s'));
+  });
+
+  it('keeps a tool call with its result when the cut falls between them', () => {
+    // Keeping the last 4 messages would start the kept part at a tool result (t2-t1).
+    const view = [...turn('t1', 'first', 2), user('t2-u', 'second'), assistant('t2-a0', '', { callId: 'x0', tool: 'grep' }), toolResult('t2-t0', 'x0', 'grep', 'hit'), assistant('t2-a1', '', { callId: 'x1', tool: 'grep' }), toolResult('t2-t1', 'x1', 'grep', 'hit'), assistant('t2-done', 'done')];
+    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'messages', messages: 3 } }));
+    assert.ok(result.ok);
+    const kept = result.selection.kept;
+    assert.notEqual(kept[0]!.role, 'tool');
+    const keptCalls = new Set(kept.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : []))));
+    for (const m of kept) for (const p of m.content) if (p.type === 'tool-result') assert.ok(keptCalls.has(p.toolCallId), `orphan result ${p.toolCallId}`);
+  });
+
+  it('treats parallel tool calls answered by several tool messages as one unit', () => {
+    const body = [user('u', 'go'), assistant('a', '', { callId: 'p1', tool: 'read_file' }, { callId: 'p2', tool: 'read_file' }), toolResult('r1', 'p1', 'read_file', 'x'), toolResult('r2', 'p2', 'read_file', 'y'), assistant('b', 'done')];
+    assert.deepEqual(validCuts(body), [true, true, false, false, true, true]);
+  });
+
+  it('never separates the latest user message from what answers it', () => {
+    const view = [...turn('t1', 'first', 2), ...turn('t2', 'latest', 4)];
+    // Keeping only 2 messages would cut inside the latest turn.
+    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'messages', messages: 2 } }));
+    assert.ok(result.ok);
+    assert.equal(result.selection.kept[0]!.id, 't2-u');
+    assert.ok(!result.selection.splitTurn);
+  });
+
+  it('keeps the recent part by tokens, 20,000 or 35% of the window', () => {
+    assert.equal(keepRecentTokens(config().keepRecent, 1_000_000), 20_000);
+    assert.equal(keepRecentTokens(config().keepRecent, 32_000), 11_200);
+    const big = 'x'.repeat(4_000); // about 1,000 tokens per result
+    const view = [...turn('t1', 'first', 10, big), ...turn('t2', 'second', 10, big), ...turn('t3', 'third', 2, 'small')];
+    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'tokens', tokens: 5_000 } }));
+    assert.ok(result.ok);
+    const keptTokens = counter.countMessages(result.selection.kept);
+    assert.ok(keptTokens >= 5_000, `kept ${keptTokens}`);
+    // The cut lands at the latest valid point that keeps at least the target, so not much more.
+    assert.ok(keptTokens < 5_000 + 2 * 1_100, `kept ${keptTokens}`);
+  });
+
+  it('keeps the recent part by message count (000: 10, 004: 5)', () => {
+    const view = [...turn('t1', 'a', 6), ...turn('t2', 'b', 6), ...turn('t3', 'c', 0)];
+    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'messages', messages: 5 } }));
+    assert.ok(result.ok);
+    assert.ok(result.selection.kept.length >= 5);
+    assert.equal(result.selection.toCompact.length + result.selection.kept.length, view.length);
+  });
+
+  it('recognises an earlier summary and sets it aside to be chained', () => {
+    const summary: Message = { id: 'summary:e1', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\nold` }], summaryOf: 'e1' };
+    const fromElsewhere: Message = { id: 'm0', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\nimported` }] };
+    for (const s of [summary, fromElsewhere]) {
+      const view = [sys('s', 'sys'), s, ...turn('t1', 'a', 4), ...turn('t2', 'b', 4)];
+      const result = selectForCompaction(view, options());
+      assert.ok(result.ok);
+      assert.equal(result.selection.previousSummary?.id, s.id);
+      assert.ok(!ids(result.selection.toCompact).includes(s.id));
+    }
+  });
+
+  it('is a no-op with a reason when everything is recent', () => {
+    const result = selectForCompaction(turn('t1', 'only', 1), options({ keepRecent: { ...config().keepRecent, mode: 'messages', messages: 10 } }));
+    assert.equal(result.ok, false);
+    assert.match(!result.ok ? result.reason : '', /Nothing to compact/);
+  });
+
+  it('splits one turn larger than the budget: keeps its request, summarizes its early part', () => {
+    const big = 'y'.repeat(8_000); // about 2,000 tokens per result
+    const view = [...turn('t1', 'old', 1), ...turn('t2', 'huge task', 12, big)];
+    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'tokens', tokens: 4_000 }, maxKeptTokens: 10_000 }));
+    assert.ok(result.ok);
+    const s = result.selection;
+    assert.ok(s.splitTurn);
+    assert.equal(s.kept[0]!.id, 't2-u', 'the latest request stays verbatim');
+    assert.ok(ids(s.toCompact).includes('t2-a0'), 'the early part of the turn is summarized');
+    assert.ok(counter.countMessages(s.kept) <= 10_000);
+    assert.notEqual(s.kept[1]?.role, 'tool');
+  });
+});

@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
+import {
+  activeEntries,
+  modelView,
+  nextRound,
+  originalTask,
+  SUMMARY_PREFIX,
+  undoLastCompaction,
+  type CompactionEntry,
+  type LogRecord,
+} from '../../../src/core/history';
+import { asLog, sys, turn, user } from './fixtures';
+
+function entry(id: string, round: number, firstKept: string | null, compacted: string[]): CompactionEntry {
+  return {
+    id,
+    round,
+    reason: 'manual',
+    summary: `summary ${id}`,
+    firstKeptMessageId: firstKept,
+    compactedMessageIds: compacted,
+    tokensBefore: 100,
+    tokensAfter: 10,
+    fileOperations: EMPTY_LEDGER,
+    model: 'test',
+    durationMs: 1,
+    createdAt: 0,
+    summaryRole: 'user',
+    fallback: false,
+    lowGain: false,
+    splitTurn: false,
+    summarizerCalls: 1,
+  };
+}
+
+describe("history: the model's view of an append-only log", () => {
+  const messages = [sys('s', 'system'), ...turn('t1', 'build it', 2), ...turn('t2', 'test it', 1)];
+  const ids = (log: readonly LogRecord[]) => modelView(log).map((m) => m.id);
+
+  it('shows every message when nothing was compacted', () => {
+    assert.deepEqual(ids(asLog(messages)), messages.map((m) => m.id));
+  });
+
+  it('shows system messages, then the summary, then the kept messages and all appended since', () => {
+    const compacted = ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done'];
+    const log: LogRecord[] = [...asLog(messages), { type: 'compaction', entry: entry('e1', 1, 't2-u', compacted) }, ...asLog([user('later', 'more')])];
+    const view = modelView(log);
+    assert.deepEqual(view.map((m) => m.id), ['s', 'summary:e1', 't2-u', 't2-a0', 't2-t0', 't2-done', 'later']);
+    const summary = view[1]!;
+    assert.equal(summary.role, 'user');
+    assert.ok(summary.content[0]?.type === 'text' && summary.content[0].text.startsWith(SUMMARY_PREFIX));
+  });
+
+  it('keeps originals: undoing the last compaction restores the previous view', () => {
+    const first: LogRecord[] = [...asLog(messages), { type: 'compaction', entry: entry('e1', 1, 't2-u', ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done']) }];
+    const second: LogRecord[] = [...first, { type: 'compaction', entry: entry('e2', 2, 't2-done', ['t2-u', 't2-a0', 't2-t0']) }];
+    assert.equal(nextRound(second), 3);
+    const undo = undoLastCompaction(second, 5);
+    assert.ok(!('error' in undo));
+    const undone = [...second, undo];
+    assert.deepEqual(ids(undone), ids(first));
+    assert.deepEqual(activeEntries(undone).map((e) => e.id), ['e1']);
+    assert.equal(nextRound(undone), 2);
+    const undoAll = undoLastCompaction(undone, 6);
+    assert.ok(!('error' in undoAll));
+    assert.deepEqual(ids([...undone, undoAll]), messages.map((m) => m.id));
+  });
+
+  it('says there is nothing to undo when nothing was compacted', () => {
+    const result = undoLastCompaction(asLog(messages), 0);
+    assert.ok('error' in result);
+  });
+
+  it('keeps the latest request of a split turn in the view while its early part stays out', () => {
+    const log: LogRecord[] = [...asLog(messages), { type: 'compaction', entry: { ...entry('e1', 1, 't2-u', ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done', 't2-a0', 't2-t0']), splitTurn: true } }];
+    assert.deepEqual(ids(log), ['s', 'summary:e1', 't2-u', 't2-done']);
+  });
+
+  it('finds the original task verbatim, skipping summaries', () => {
+    const log = asLog([sys('s', 'x'), { id: 'old', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX} z` }] }, user('u', 'Build a flashcard app')]);
+    assert.equal(originalTask(log), 'Build a flashcard app');
+  });
+});

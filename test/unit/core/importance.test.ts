@@ -1,0 +1,310 @@
+import assert from 'node:assert/strict';
+import { DEFAULT_CONFIG, type ImportanceConfig } from '../../../src/core/config';
+import {
+  byImportanceAscending,
+  scoreGroup,
+  scoreMessage,
+  scoreMessages,
+  type ScoredMessage,
+} from '../../../src/core/importance';
+import { text, type Message, type Part, type Role } from '../../../src/core/messages';
+
+const config: ImportanceConfig = DEFAULT_CONFIG.importance;
+
+let nextId = 0;
+function message(role: Role, ...content: Part[]): Message {
+  return { id: `m${nextId++}`, role, content };
+}
+function say(role: Role, body: string): Message {
+  return message(role, text(body));
+}
+function call(input: unknown, toolCallId = 'c1'): Part {
+  return { type: 'tool-call', toolCallId, toolName: 'run', input };
+}
+function result(output: unknown, toolCallId = 'c1'): Part {
+  return { type: 'tool-result', toolCallId, toolName: 'run', output };
+}
+
+/**
+ * The score of a message as the newest of a one-message conversation, so the recency term is the
+ * full `recencyWeight` and every default weight is a multiple of 0.5: sums are exact in floating
+ * point and can be compared with strict equality.
+ */
+function newest(m: Message, c: ImportanceConfig = config): number {
+  return scoreMessage(m, 0, 1, c);
+}
+/** Role weight plus full recency: the score of a message with no other signal. */
+function base(role: 'user' | 'assistant' | 'tool', c: ImportanceConfig = config): number {
+  const weight = { user: c.roleUser, assistant: c.roleAssistant, tool: c.roleTool }[role];
+  return weight + c.recencyWeight;
+}
+function assertClose(actual: number, expected: number): void {
+  assert.ok(Math.abs(actual - expected) < 1e-12, `expected ${expected}, got ${actual}`);
+}
+
+describe('importance', () => {
+  describe('role', () => {
+    it('ranks system above user above assistant when nothing else differs', () => {
+      const system = newest(say('system', 'ok'));
+      const user = newest(say('user', 'ok'));
+      const assistant = newest(say('assistant', 'ok'));
+      assert.equal(system, config.roleSystem + config.recencyWeight);
+      assert.equal(user, config.roleUser + config.recencyWeight);
+      assert.equal(assistant, config.roleAssistant + config.recencyWeight);
+      assert.ok(system > user && user > assistant);
+    });
+
+    it('gives tool messages the tool role weight', () => {
+      assert.equal(newest(message('tool', result('done'))), config.roleTool + config.recencyWeight);
+    });
+  });
+
+  describe('recency', () => {
+    it('scores a newer message higher than an older one with the same content', () => {
+      const older = scoreMessage(say('user', 'ok'), 3, 10, config);
+      const newer = scoreMessage(say('user', 'ok'), 7, 10, config);
+      assert.ok(newer > older);
+    });
+
+    it('gives the newest message the full weight and decays older ones exponentially', () => {
+      const m = say('user', 'ok');
+      assert.equal(scoreMessage(m, 4, 5, config), config.roleUser + config.recencyWeight);
+      assertClose(scoreMessage(m, 0, 5, config), config.roleUser + config.recencyWeight * config.recencyDecay ** 4);
+      assertClose(scoreMessage(m, 3, 5, config), config.roleUser + config.recencyWeight * config.recencyDecay);
+    });
+
+    it('never gives more than the full weight to an index past the newest position', () => {
+      assert.equal(scoreMessage(say('user', 'ok'), 9, 5, config), config.roleUser + config.recencyWeight);
+    });
+  });
+
+  describe('question', () => {
+    it('adds exactly questionBonus for a question mark in the text', () => {
+      assert.equal(newest(say('user', 'Does it work?')), base('user') + config.questionBonus);
+    });
+
+    it('adds it once however many questions there are', () => {
+      assert.equal(newest(say('user', 'Why? How? When?')), base('user') + config.questionBonus);
+    });
+
+    it('ignores question marks in reasoning, tool output, code and URLs', () => {
+      assert.equal(newest(message('assistant', { type: 'reasoning', text: 'Should I?' }, text('ok'))), base('assistant'));
+      assert.equal(newest(message('tool', result('really?'))), base('tool'));
+      assert.equal(newest(say('user', 'run `a ? b : c` now')), base('user'));
+      assert.equal(newest(say('user', 'see https://host.test/page?id=4')), base('user'));
+    });
+  });
+
+  describe('tool calls', () => {
+    it('adds toolCallBonus for a message with a tool call', () => {
+      assert.equal(newest(message('assistant', call({ q: 'x' }))), base('assistant') + config.toolCallBonus);
+    });
+
+    it('adds it once, not per call', () => {
+      const three = message('assistant', call({ q: 'x' }, 'a'), call({ q: 'y' }, 'b'), call({ q: 'z' }, 'c'));
+      assert.equal(newest(three), base('assistant') + config.toolCallBonus);
+    });
+  });
+
+  describe('keywords', () => {
+    it('adds keywordBonus for a configured keyword', () => {
+      assert.equal(newest(say('user', 'there is a bug here')), base('user') + config.keywordBonus);
+    });
+
+    it('adds keywordBonus per distinct keyword, not per occurrence', () => {
+      assert.equal(newest(say('user', 'bug bug bug')), base('user') + config.keywordBonus);
+      assert.equal(newest(say('user', 'a bug, and an error')), base('user') + 2 * config.keywordBonus);
+    });
+
+    it('matches case-insensitively and as a word prefix, but not inside a word', () => {
+      assert.equal(newest(say('user', 'The build FAILED')), base('user') + config.keywordBonus);
+      assert.equal(newest(say('user', 'a prefix')), base('user'));
+    });
+
+    it('counts keywords in tool results', () => {
+      assert.equal(newest(message('tool', result('error: not found'))), base('tool') + config.keywordBonus);
+      assert.equal(newest(message('tool', result({ stderr: 'build\nerror' }))), base('tool') + config.keywordBonus);
+    });
+
+    it('uses the configured keyword list', () => {
+      const custom = { ...config, keywords: ['deploy'] };
+      assert.equal(newest(say('user', 'the deployment broke'), custom), base('user', custom) + custom.keywordBonus);
+      assert.equal(newest(say('user', 'a bug'), custom), base('user', custom));
+    });
+
+    it('counts keywords configured twice, in any case, once', () => {
+      const doubled = { ...config, keywords: ['bug', 'BUG', 'Bug'] };
+      assert.equal(newest(say('user', 'a bug'), doubled), base('user', doubled) + doubled.keywordBonus);
+    });
+  });
+
+  describe('length', () => {
+    it('adds lengthPer100Chars for each full 100 characters', () => {
+      assert.equal(newest(say('user', 'a'.repeat(99))), base('user'));
+      assert.equal(newest(say('user', 'a'.repeat(100))), base('user') + config.lengthPer100Chars);
+      assert.equal(newest(say('user', 'a'.repeat(250))), base('user') + 2 * config.lengthPer100Chars);
+    });
+
+    it('caps the length bonus at lengthCap', () => {
+      assert.ok(10 * config.lengthPer100Chars > config.lengthCap, 'the test needs text long enough to reach the cap');
+      assert.equal(newest(say('user', 'a'.repeat(1000))), base('user') + config.lengthCap);
+      assert.equal(newest(say('user', 'a'.repeat(5000))), base('user') + config.lengthCap);
+    });
+  });
+
+  describe('code blocks', () => {
+    it('adds codeBlockBonus for a fenced block', () => {
+      assert.equal(newest(say('assistant', 'Use:\n```ts\nconst x = 1;\n```')), base('assistant') + config.codeBlockBonus);
+    });
+
+    it('does not count inline code', () => {
+      assert.equal(newest(say('assistant', 'call `run` first')), base('assistant'));
+    });
+  });
+
+  describe('file paths', () => {
+    for (const body of ['edit src/core/x.ts', 'run ./a/b.py', 'see README.md', 'read /etc/hosts', 'at src/a.ts:12.']) {
+      it(`adds filePathBonus for "${body}"`, () => {
+        assert.equal(newest(say('user', body)), base('user') + config.filePathBonus);
+      });
+    }
+
+    for (const body of [
+      'open https://x.y',
+      'open https://host.test/docs/page.html',
+      'version 1.2.3',
+      'upgrade to v1.2.3',
+      'pi is 3.14',
+      'and/or',
+      'e.g. this',
+      'on 1/2/2024',
+      'run /compact',
+      'call this.state.value',
+    ]) {
+      it(`does not add it for "${body}"`, () => {
+        assert.equal(newest(say('user', body)), base('user'));
+      });
+    }
+
+    it('finds paths in tool-call inputs and tool results', () => {
+      assert.equal(
+        newest(message('assistant', call({ path: 'src/a.ts' }))),
+        base('assistant') + config.toolCallBonus + config.filePathBonus,
+      );
+      assert.equal(newest(message('tool', result({ files: ['lib/util.py'] }))), base('tool') + config.filePathBonus);
+    });
+  });
+
+  describe('decisions', () => {
+    for (const body of ["Let's use zod for this", 'We are going with plan B', 'Take the cache instead of a map']) {
+      it(`adds decisionBonus for "${body}"`, () => {
+        assert.equal(newest(say('assistant', body)), base('assistant') + config.decisionBonus);
+      });
+    }
+
+    it('recognises "decided" (which also carries the keyword "decide" by default)', () => {
+      const noKeywords = { ...config, keywords: [] };
+      assert.equal(newest(say('assistant', 'We decided on zod'), noKeywords), base('assistant', noKeywords) + config.decisionBonus);
+    });
+
+    it('does not count a phrase inside another word', () => {
+      const noKeywords = { ...config, keywords: [] };
+      assert.equal(newest(say('assistant', 'still undecided'), noKeywords), base('assistant', noKeywords));
+    });
+  });
+
+  describe('configuration', () => {
+    it('lets custom role weights flip the order of user and assistant', () => {
+      const user = say('user', 'ok');
+      const assistant = say('assistant', 'ok');
+      assert.ok(newest(user) > newest(assistant));
+      const flipped = { ...config, roleAssistant: config.roleUser + 3 };
+      assert.ok(newest(assistant, flipped) > newest(user, flipped));
+      assert.equal(newest(assistant, flipped), config.roleUser + 3 + config.recencyWeight);
+    });
+
+    it('drops a signal whose weight is set to zero', () => {
+      const m = say('user', 'Does it work?');
+      assert.equal(newest(m, { ...config, questionBonus: 0 }), base('user'));
+    });
+  });
+
+  describe('scoreMessages', () => {
+    it('scores every message in original order, with its index and the same score as scoreMessage', () => {
+      const messages = [say('system', 'rules'), say('user', 'Is there a bug?'), say('assistant', 'ok')];
+      const scored = scoreMessages(messages, config);
+      assert.equal(scored.length, messages.length);
+      scored.forEach((s, i) => {
+        assert.equal(s.message, messages[i]);
+        assert.equal(s.index, i);
+        assert.equal(s.score, scoreMessage(messages[i]!, i, messages.length, config));
+      });
+      assert.deepEqual(scoreMessages(messages, config), scored);
+    });
+  });
+
+  describe('byImportanceAscending', () => {
+    const flat = { ...config, recencyWeight: 0 };
+
+    it('puts the lowest score first and keeps chronological order among equal scores', () => {
+      const messages = [
+        say('user', 'a'),
+        say('assistant', 'b'),
+        say('user', 'c'),
+        say('assistant', 'd'),
+        say('system', 's'),
+        say('assistant', 'e'),
+      ];
+      const sorted = byImportanceAscending(scoreMessages(messages, flat));
+      assert.deepEqual(
+        sorted.map((s) => s.index),
+        [1, 3, 5, 0, 2, 4],
+      );
+    });
+
+    it('breaks ties on index even when the input is not in chronological order', () => {
+      const scored: ScoredMessage[] = [4, 2, 0, 3, 1].map((index) => ({ message: say('user', 'x'), index, score: 1 }));
+      assert.deepEqual(
+        byImportanceAscending(scored).map((s) => s.index),
+        [0, 1, 2, 3, 4],
+      );
+    });
+
+    it('returns a new array and leaves its input as it was', () => {
+      const scored = scoreMessages([say('system', 's'), say('assistant', 'a')], flat);
+      const before = [...scored];
+      const sorted = byImportanceAscending(scored);
+      assert.notEqual(sorted, scored);
+      assert.deepEqual(scored, before);
+      assert.deepEqual(
+        sorted.map((s) => s.index),
+        [1, 0],
+      );
+    });
+  });
+
+  describe('scoreGroup', () => {
+    it('is the maximum of its members, scored at their own positions', () => {
+      const request = message('assistant', call({ q: 'x' }));
+      const response = message('tool', result('ok'));
+      const total = 6;
+      const first = 3;
+      const expected = Math.max(
+        scoreMessage(request, first, total, config),
+        scoreMessage(response, first + 1, total, config),
+      );
+      assert.equal(scoreGroup([request, response], first, total, config), expected);
+      assert.equal(expected, scoreMessage(request, first, total, config), 'the call should be the stronger member here');
+    });
+
+    it('takes a member that outscores the first one', () => {
+      const plain = say('assistant', 'ok');
+      const important = say('user', 'There is a bug, what now?');
+      assert.equal(scoreGroup([plain, important], 0, 2, config), scoreMessage(important, 1, 2, config));
+    });
+
+    it('scores an empty group as -Infinity', () => {
+      assert.equal(scoreGroup([], 0, 0, config), -Infinity);
+    });
+  });
+});

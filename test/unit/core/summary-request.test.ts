@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { buildDirective, buildMergeRequest, buildSummaryRequest, cut, DEFAULT_SYSTEM_PROMPT, renderMessage, SUMMARY_SECTIONS } from '../../../src/core/summary-request';
+import { SUMMARY_PREFIX } from '../../../src/core/history';
+import type { Message } from '../../../src/core/messages';
+import { assistant, config, toolResult, user } from './fixtures';
+
+const base = config();
+const positioned = (messages: Message[]) => messages.map((message, position) => ({ message, position }));
+const directive = { round: 3, summary: base.summary, originalTask: 'Build a flashcard app with SM-2' };
+
+describe('summary request: structured messages, not string interpolation', () => {
+  const conversation = [
+    user('u1', 'Build a flashcard app with SM-2'),
+    assistant('a1', 'Reading the schema.', { callId: 'c1', tool: 'read_file', input: { path: 'src/db.ts' } }),
+    toolResult('t1', 'c1', 'read_file', 'export const schema = 1;'),
+  ];
+
+  it('uses the default system prompt when no custom prompt is set', () => {
+    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    assert.equal(request.system, DEFAULT_SYSTEM_PROMPT);
+  });
+
+  it('uses a custom prompt exactly as written, with no persona added', () => {
+    const custom = '  You are Lasa. Summarize tersely.\n';
+    const request = buildSummaryRequest({ summary: { ...base.summary, customPrompt: custom }, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    assert.equal(request.system, custom);
+    assert.ok(!request.messages.some((m) => m.content.includes('Lasa')), 'the prompt appears only as the system prompt');
+  });
+
+  it('passes the previous summary as a system-role message, and no such message when there is none', () => {
+    const previous: Message = { id: 'summary:e1', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\n## Session Summary (Compaction Round 2)\nold facts` }], summaryOf: 'e1' };
+    const withPrevious = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), previousSummary: previous, directive, purpose: 'summary' });
+    assert.equal(withPrevious.messages[0]!.role, 'system');
+    assert.match(withPrevious.messages[0]!.content, /old facts/);
+    assert.ok(!withPrevious.messages[0]!.content.includes(SUMMARY_PREFIX), 'the view prefix is not repeated to the summarizer');
+    const without = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    assert.ok(!without.messages.some((m) => m.role === 'system'));
+  });
+
+  it('keeps the original roles and renders tool calls and results readably', () => {
+    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    const [u, a, t] = request.messages;
+    assert.equal(u!.role, 'user');
+    assert.equal(a!.role, 'assistant');
+    assert.match(a!.content, /\[tool call read_file#c1\] \{"path":"src\/db.ts"\}/);
+    assert.equal(t!.role, 'user');
+    assert.match(t!.content, /\[#2 tool\] \[tool result read_file#c1\]\nexport const schema = 1;/);
+  });
+
+  it('ends with a user directive naming what to preserve, condense, prioritize and remove, and every section', () => {
+    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    const last = request.messages.at(-1)!;
+    assert.equal(last.role, 'user');
+    for (const word of ['PRESERVE', 'CONDENSE', 'PRIORITIZE', 'REMOVE']) assert.ok(last.content.includes(word), word);
+    for (const section of SUMMARY_SECTIONS) assert.ok(last.content.includes(`### ${section}`), section);
+    assert.ok(last.content.includes('## Session Summary (Compaction Round 3)'));
+    assert.ok(last.content.includes('Build a flashcard app with SM-2'));
+    assert.ok(last.content.includes('800 tokens'));
+  });
+
+  it('follows depth, code-block, file-path, target length and focus options', () => {
+    const brief = buildDirective({ ...directive, summary: { ...base.summary, depth: 'brief', preserveCodeBlocks: false, targetTokens: 300 }, focus: 'the parser bug' });
+    assert.match(brief, /Depth: brief/);
+    assert.match(brief, /Leave out code blocks/);
+    assert.match(brief, /300 tokens/);
+    assert.match(brief, /focus on: the parser bug/);
+    const detailed = buildDirective({ ...directive, summary: { ...base.summary, depth: 'detailed', preserveFilePaths: true } });
+    assert.match(detailed, /Depth: detailed/);
+    assert.match(detailed, /full workspace path/);
+    assert.match(detailed, /Keep code blocks/);
+  });
+
+  it('uses the configured temperature and an output room above the target length', () => {
+    const request = buildSummaryRequest({ summary: { ...base.summary, temperature: 0.1, targetTokens: 800 }, truncation: base.truncation, messages: [], directive, purpose: 'summary' });
+    assert.equal(request.temperature, 0.1);
+    assert.equal(request.maxOutputTokens, 1000);
+  });
+
+  it('truncates results over 2,000 characters and cuts single huge results with a marker', () => {
+    const medium = 'm'.repeat(5_000);
+    const huge = 'h'.repeat(50_000) + 'TAIL';
+    const mediumOut = renderMessage(toolResult('t', 'c', 'grep', medium), 0, base.truncation).content;
+    assert.match(mediumOut, /truncated: 3000 more characters/);
+    assert.ok(mediumOut.length < 2_200);
+    const hugeOut = renderMessage(toolResult('t', 'c', 'grep', huge), 0, base.truncation).content;
+    assert.match(hugeOut, /characters cut/);
+    assert.ok(hugeOut.endsWith('TAIL'), 'the end of a huge output is kept');
+    assert.ok(hugeOut.length < 2_200);
+    assert.equal(cut('short', 10, 20), 'short');
+  });
+
+  it('builds the merge of batch summaries in the same structured form', () => {
+    const merge = buildMergeRequest(base.summary, ['part one', 'part two'], undefined, directive);
+    assert.equal(merge.system, DEFAULT_SYSTEM_PROMPT);
+    assert.deepEqual(merge.messages.map((m) => m.role), ['system', 'system', 'user']);
+    assert.match(merge.messages[1]!.content, /part two/);
+    assert.equal(merge.purpose, 'merge');
+  });
+});

@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { charEstimator, encodingForModel, estimateTokens, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
+import { countContext } from '../../../src/core/usage-calibration';
+import { assistant, toolResult, user } from './fixtures';
+
+describe('token accounting', () => {
+  it('counts text with the real o200k tokenizer', async () => {
+    const o200k = await loadTokenizer('o200k_base');
+    assert.equal(o200k.name, 'o200k_base');
+    assert.equal(o200k.count('hello world'), 2);
+    assert.equal(o200k.count(''), 0);
+    // Special-token spellings in user text are counted as text, not rejected.
+    assert.ok(o200k.count('<|endoftext|>') > 1);
+  });
+
+  it('chooses the encoding by model family, o200k by default', async () => {
+    assert.equal(encodingForModel('gpt-4o-mini'), 'o200k_base');
+    assert.equal(encodingForModel('gpt-5'), 'o200k_base');
+    assert.equal(encodingForModel('gpt-4'), 'cl100k_base');
+    assert.equal(encodingForModel('gpt-3.5-turbo'), 'cl100k_base');
+    assert.equal(encodingForModel('claude-sonnet-4'), 'o200k_base');
+    assert.equal(encodingForModel(undefined), 'o200k_base');
+    const cl100k = await loadTokenizer('cl100k_base');
+    const o200k = await loadTokenizer('o200k_base');
+    const sample = 'Les modèles de langage découpent le texte en jetons différemment.';
+    assert.notEqual(cl100k.count(sample), o200k.count(sample));
+  });
+
+  it('keeps the ceil(chars/4) estimator as fallback and baseline', () => {
+    assert.equal(estimateTokens(''), 0);
+    assert.equal(estimateTokens('abcde'), 2);
+    assert.equal(charEstimator.count('x'.repeat(400)), 100);
+  });
+
+  it('counts role overhead, tool-call names and arguments, and tool results', async () => {
+    const o200k = await loadTokenizer('o200k_base');
+    const counter = new MessageTokenCounter(o200k, { perMessage: 4, perToolCall: 8, perToolResult: 6, perFile: 800 });
+    const call = assistant('a', '', { callId: 'c', tool: 'read_file', input: { path: 'src/index.ts' } });
+    assert.equal(counter.countMessage(call), 4 + 8 + o200k.count('read_file') + o200k.count('{"path":"src/index.ts"}'));
+    const result = toolResult('t', 'c', 'read_file', 'export default 1;');
+    assert.equal(counter.countMessage(result), 4 + 6 + o200k.count('export default 1;'));
+    assert.equal(counter.countMessage(user('u', '')), 4);
+  });
+
+  it('counts a history that grew by one message by counting only the new message', () => {
+    const seen: string[] = [];
+    const spy: TextTokenizer = { name: 'spy', count: (v) => (seen.push(v), v.length) };
+    const counter = new MessageTokenCounter(spy);
+    const history = [user('u1', 'first'), assistant('a1', 'second'), user('u2', 'third')];
+    counter.countMessages(history);
+    const before = seen.length;
+    const grown = [...history, assistant('a2', 'fourth')];
+    const total = counter.countMessages(grown);
+    assert.deepEqual(seen.slice(before), ['fourth']);
+    assert.equal(total, counter.countMessages(grown));
+  });
+
+  it('calibrates with provider usage: last reported input + output plus what was added since', () => {
+    const counter = new MessageTokenCounter(charEstimator);
+    const view = [user('u1', 'x'.repeat(400)), assistant('a1', 'y'.repeat(400)), user('u2', 'z'.repeat(40))];
+    const usage = { anchorMessageId: 'a1', inputTokens: 1_000, outputTokens: 150, round: 0 };
+    const calibrated = countContext(view, counter, usage, 0);
+    assert.equal(calibrated.source, 'provider+local');
+    assert.equal(calibrated.sinceReport, counter.countMessage(view[2]!));
+    assert.equal(calibrated.tokens, 1_150 + counter.countMessage(view[2]!));
+    assert.equal(calibrated.localTokens, counter.countMessages(view));
+  });
+
+  it('ignores a provider report made before the last compaction or about a message no longer in view', () => {
+    const counter = new MessageTokenCounter(charEstimator);
+    const view = [user('u1', 'abc'), assistant('a1', 'def')];
+    const stale = countContext(view, counter, { anchorMessageId: 'a1', inputTokens: 9_999, outputTokens: 1, round: 1 }, 2);
+    assert.equal(stale.source, 'local');
+    assert.equal(stale.tokens, counter.countMessages(view));
+    const gone = countContext(view, counter, { anchorMessageId: 'zz', inputTokens: 9_999, outputTokens: 1, round: 2 }, 2);
+    assert.equal(gone.source, 'local');
+  });
+});
