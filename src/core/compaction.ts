@@ -126,12 +126,11 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
 
   let summaryText: string;
   let model = deps.summarizer.name;
-  let calls = 0;
+  const counted: CallCount = { calls: 0 };
   let fallback = false;
   let failure: string | undefined;
   try {
-    const produced = await summarize(items, view.length, selection.previousSummary, directive, request, deps);
-    calls = produced.calls;
+    const produced = await summarize(items, view.length, selection.previousSummary, directive, request, { ...deps, counted });
     model = produced.model ?? model;
     const unusable = unusableReason(produced.text);
     if (unusable) throw new SummarizerFailure(unusable);
@@ -175,7 +174,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     fallback,
     lowGain: false,
     splitTurn: selection.splitTurn,
-    summarizerCalls: calls,
+    summarizerCalls: counted.calls,
     ...(request.focus?.trim() ? { focus: request.focus.trim() } : {}),
     ...(failure ? { failure } : {}),
   };
@@ -258,9 +257,15 @@ function describeFailure(error: unknown): string {
 
 interface Produced {
   readonly text: string;
-  readonly calls: number;
   readonly model?: string;
 }
+
+/** Counts summarizer calls, including those made before a failure. */
+interface CallCount {
+  calls: number;
+}
+
+type CountingDeps = CompactionDeps & { readonly counted: CallCount };
 
 /** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
 async function summarize(
@@ -269,7 +274,7 @@ async function summarize(
   previousSummary: Message | undefined,
   directive: DirectiveOptions,
   request: CompactionRequest,
-  deps: CompactionDeps,
+  deps: CountingDeps,
 ): Promise<Produced> {
   const { config } = request;
   const countText = (value: string): number => deps.counter.countText(value);
@@ -285,7 +290,7 @@ async function summarize(
   if (window <= 0 || requestTokens(single, countText) <= window) {
     request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
     const response = await callSummarizer(single, request, deps);
-    return { text: response.text, calls: 1, model: response.model };
+    return { text: response.text, model: response.model };
   }
 
   // Too large for one request: batches by importance, then a merge (002 resummarizeBatches).
@@ -302,11 +307,11 @@ async function summarize(
   }
   const measure = (item: Positioned): number => countText(renderMessage(item.message, item.position, config.truncation).content) + 4;
   const batches = planBatches(items, total, budget, measure, config.importance);
-  const calls = batches.length + 1;
+  const planned = batches.length + 1;
   const summaries: string[] = [];
   let model: string | undefined;
   for (const [index, batch] of batches.entries()) {
-    request.onProgress?.({ phase: 'summarizing', call: index + 1, calls });
+    request.onProgress?.({ phase: 'summarizing', call: index + 1, calls: planned });
     const batchRequest = fitToWindow(
       (truncation) =>
         buildSummaryRequest({
@@ -326,9 +331,9 @@ async function summarize(
     summaries.push(response.text.trim());
     model = response.model ?? model;
   }
-  request.onProgress?.({ phase: 'merging', call: calls, calls });
+  request.onProgress?.({ phase: 'merging', call: planned, calls: planned });
   const merged = await mergeSummaries(summaries, previousSummary, directive, window, request, deps, 0);
-  return { text: merged.text, calls: calls + merged.extraCalls, model: merged.model ?? model };
+  return { text: merged.text, model: merged.model ?? model };
 }
 
 async function mergeSummaries(
@@ -337,27 +342,24 @@ async function mergeSummaries(
   directive: DirectiveOptions,
   window: number,
   request: CompactionRequest,
-  deps: CompactionDeps,
+  deps: CountingDeps,
   depth: number,
-): Promise<{ text: string; extraCalls: number; model?: string }> {
+): Promise<{ text: string; model?: string }> {
   const countText = (value: string): number => deps.counter.countText(value);
   const whole = buildMergeRequest(request.config.summary, summaries, previousSummary, directive);
   if (requestTokens(whole, countText) <= window || summaries.length <= 1 || depth >= MERGE_DEPTH_LIMIT) {
     const response = await callSummarizer(whole, request, deps);
-    return { text: response.text, extraCalls: 0, model: response.model };
+    return { text: response.text, model: response.model };
   }
   // Even the batch summaries do not fit together: merge them in halves first (a merge tree).
   const middle = Math.ceil(summaries.length / 2);
   const halves = [summaries.slice(0, middle), summaries.slice(middle)];
   const partials: string[] = [];
-  let extra = 0;
   for (const half of halves) {
     const partial = await mergeSummaries(half, undefined, directive, window, request, deps, depth + 1);
     partials.push(partial.text.trim());
-    extra += partial.extraCalls + 1;
   }
-  const final = await mergeSummaries(partials, previousSummary, directive, window, request, deps, depth + 1);
-  return { text: final.text, extraCalls: extra + final.extraCalls, model: final.model };
+  return mergeSummaries(partials, previousSummary, directive, window, request, deps, depth + 1);
 }
 
 /** Builds a request, cutting message content harder until it fits the window (or cannot shrink more). */
@@ -381,7 +383,8 @@ function fitToWindow(
 }
 
 /** One summarizer call with the configured timeout, abortable by the request's signal. */
-async function callSummarizer(summaryRequest: SummaryRequest, request: CompactionRequest, deps: CompactionDeps) {
+async function callSummarizer(summaryRequest: SummaryRequest, request: CompactionRequest, deps: CountingDeps) {
+  deps.counted.calls++;
   const controller = new AbortController();
   const outer = request.signal;
   const onAbort = (): void => controller.abort(outer?.reason);

@@ -222,10 +222,26 @@ describe('compaction: failure without loss', () => {
   });
 
   it('reports a compaction that frees less than the minimum share as low-gain', async () => {
-    const { deps } = setup(new RecordingSummarizer(() => ({ text: `## Session Summary\n${'very long summary '.repeat(2_000)}` })));
+    const short = '## Session Summary\nA short summary that is long enough to be used.';
+    const first = await computeCompaction(request(asLog(conversation)), setup(new RecordingSummarizer(() => ({ text: short }))).deps);
+    assert.ok(first.status === 'compacted');
+    const { tokensBefore, tokensAfter } = first.compaction.entry;
+    assert.equal(first.compaction.entry.lowGain, false);
+    // Pad the summary so that the compaction frees only about 5% of the view.
+    const padTokens = tokensBefore - tokensAfter - Math.floor(tokensBefore * 0.05);
+    const padded = `${short}\n${'p'.repeat(padTokens * 4)}`;
+    const second = await computeCompaction(request(asLog(conversation)), setup(new RecordingSummarizer(() => ({ text: padded }))).deps);
+    assert.ok(second.status === 'compacted');
+    const freed = (second.compaction.entry.tokensBefore - second.compaction.entry.tokensAfter) / second.compaction.entry.tokensBefore;
+    assert.ok(freed > 0 && freed < 0.1, `freed ${freed}`);
+    assert.equal(second.compaction.entry.lowGain, true);
+  });
+
+  it('changes nothing when the summary would be larger than what it replaces', async () => {
+    const { deps } = setup(new RecordingSummarizer(() => ({ text: `## Session Summary\n${'very long summary '.repeat(5_000)}` })));
     const outcome = await computeCompaction(request(asLog(conversation)), deps);
-    assert.ok(outcome.status === 'compacted');
-    assert.equal(outcome.compaction.entry.lowGain, true);
+    assert.equal(outcome.status, 'noop');
+    assert.match(outcome.status === 'noop' ? outcome.reason : '', /no fewer than/);
   });
 });
 

@@ -215,6 +215,8 @@ describe('file ledger', () => {
       assert.deepEqual(Object.keys(ledger.files), ['a.ts']);
       assert.equal(ledger.files['a.ts']?.renamedFrom, undefined);
       assert.deepEqual(section(renderFileOperations(ledger), 'read-files'), ['a.ts']);
+      const unseen = ledgerOf(rename('x.ts', 'y.ts'), rename('y.ts', 'x.ts'));
+      assert.equal(renderFileOperations(unseen), renderFileOperations(EMPTY_LEDGER), 'no net change is listed');
     });
 
     it('starts a new record for events at the old name after the rename', () => {
@@ -283,6 +285,12 @@ describe('file ledger', () => {
       const ledger = ledgerOf(ev('read', 'b.ts'), ev('created', 'a.ts', 'user'), rename('c.ts', 'd.ts'));
       assert.equal(renderFileOperations(ledger), renderFileOperations(ledger));
       assert.equal(renderFileOperations(ledger), renderFileOperations(parseLedger(JSON.parse(JSON.stringify(ledger)))!));
+    });
+
+    it('sorts by path even when a stored ledger holds its keys in another order', () => {
+      const record = (path: string) => ({ path, read: true, created: false, modified: false, deleted: false, actors: ['agent' as const], lastAt: 1 });
+      const ledger: FileLedger = { version: 1, files: { 'z.ts': record('z.ts'), 'a.ts': record('a.ts') } };
+      assert.deepEqual(section(renderFileOperations(ledger), 'read-files'), ['a.ts', 'z.ts']);
     });
 
     it('renders and serialises identically when independent events arrive in another order', () => {
