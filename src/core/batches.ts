@@ -1,5 +1,5 @@
-import type { ImportanceConfig } from './config';
-import { scoreGroup } from './importance';
+import type { ImportanceConfig, TruncationConfig } from './config';
+import { scoreGroup, scoreMessage } from './importance';
 import type { Message } from './messages';
 
 /**
@@ -13,6 +13,24 @@ export interface Positioned {
   readonly message: Message;
   /** Position in the model's view, shown to the summarizer as [#n]. */
   readonly position: number;
+  /** Tighter limits for this message, when it matters little (see `briefTruncation`). */
+  readonly truncation?: TruncationConfig;
+}
+
+/** Limits for the least important messages of a brief summary. */
+export const BRIEF_TRUNCATION: TruncationConfig = { resultChars: 300, hugeResultChars: 300, messageChars: 500 };
+
+/**
+ * At brief depth (004), the least important third of the messages is cut to a few hundred
+ * characters before it reaches the summarizer: a brief summary needs their gist only. User
+ * messages are never cut this way, since the user's words are what a summary must keep.
+ */
+export function briefTruncation(items: readonly Positioned[], total: number, importance: ImportanceConfig): Positioned[] {
+  const order = items
+    .map((item) => ({ item, score: scoreMessage(item.message, item.position, total, importance) }))
+    .sort((a, b) => a.score - b.score || a.item.position - b.item.position);
+  const low = new Set(order.slice(0, Math.floor(order.length / 3)).map((s) => s.item.position));
+  return items.map((item) => (low.has(item.position) && item.message.role !== 'user' ? { ...item, truncation: BRIEF_TRUNCATION } : item));
 }
 
 /** Consecutive messages that belong together: a message and the tool results that follow it. */

@@ -1,4 +1,4 @@
-import { planBatches, type Positioned } from './batches';
+import { briefTruncation, planBatches, type Positioned } from './batches';
 import type { CompactionConfig, TruncationConfig } from './config';
 import type { ContextWindow } from './context-window';
 import { selectForCompaction } from './cut-point';
@@ -115,7 +115,8 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   const round = nextRound(log);
   const task = originalTask(log);
   const positionOf = new Map(view.map((m, i) => [m.id, i] as const));
-  const items: Positioned[] = selection.toCompact.map((message) => ({ message, position: positionOf.get(message.id) ?? 0 }));
+  const positioned: Positioned[] = selection.toCompact.map((message) => ({ message, position: positionOf.get(message.id) ?? 0 }));
+  const items = config.summary.depth === 'brief' ? briefTruncation(positioned, view.length, config.importance) : positioned;
   const directive: DirectiveOptions = {
     round,
     summary: config.summary,
@@ -305,7 +306,7 @@ async function summarize(
   if (budget < MIN_BATCH_BUDGET) {
     throw new SummarizerFailure(`the summarizer's window (${window} tokens) is too small to hold a summary request`);
   }
-  const measure = (item: Positioned): number => countText(renderMessage(item.message, item.position, config.truncation).content) + 4;
+  const measure = (item: Positioned): number => countText(renderMessage(item.message, item.position, item.truncation ?? config.truncation).content) + 4;
   const batches = planBatches(items, total, budget, measure, config.importance);
   const planned = batches.length + 1;
   const summaries: string[] = [];

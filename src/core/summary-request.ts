@@ -165,7 +165,12 @@ export interface RequestParts {
   readonly summary: SummaryConfig;
   readonly truncation: TruncationConfig;
   /** Messages with their positions in the model's view, in the order they should appear. */
-  readonly messages: readonly { readonly message: Message; readonly position: number }[];
+  readonly messages: readonly {
+    readonly message: Message;
+    readonly position: number;
+    /** Tighter limits for this message (low-importance messages at brief depth). */
+    readonly truncation?: TruncationConfig;
+  }[];
   readonly previousSummary?: Message;
   readonly directive: DirectiveOptions;
   readonly purpose: SummaryRequest['purpose'];
@@ -190,7 +195,7 @@ export function buildSummaryRequest(parts: RequestParts): SummaryRequest {
   if (parts.previousSummary && isSummaryMessage(parts.previousSummary)) {
     messages.push({ role: 'system', content: `Previous summary of the conversation:\n\n${previousSummaryText(parts.previousSummary)}` });
   }
-  for (const { message, position } of parts.messages) messages.push(renderMessage(message, position, parts.truncation));
+  for (const item of parts.messages) messages.push(renderMessage(item.message, item.position, item.truncation ?? parts.truncation));
   messages.push({ role: 'user', content: buildDirective(parts.directive) });
   return {
     system: systemPrompt(parts.summary),

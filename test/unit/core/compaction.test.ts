@@ -273,6 +273,23 @@ describe('compaction: computed in the background, applied later', () => {
 });
 
 describe('compaction: configuration from each seed', () => {
+  it('at brief depth cuts the least important messages short, never the user\'s (004 with 002 scoring)', async () => {
+    const longAnswer = 'q'.repeat(1_500);
+    const chat = [...turn('t1', `Please do it ${'u'.repeat(1_500)}`, 3, longAnswer), ...turn('t2', 'more', 3, longAnswer), ...turn('t3', 'last', 0)];
+    const lengths = async (depth: 'brief' | 'standard') => {
+      const summarizer = new RecordingSummarizer();
+      const cfg = { ...messagesConfig, summary: { ...messagesConfig.summary, depth } };
+      await computeCompaction(request(asLog(chat), { config: cfg }), setup(summarizer).deps);
+      return summarizer.requests[0]!.messages.slice(0, -1).map((m) => ({ role: m.role, length: m.content.length, user: m.content.includes('Please do it') }));
+    };
+    const brief = await lengths('brief');
+    const standard = await lengths('standard');
+    assert.equal(brief.length, standard.length);
+    const shortened = brief.filter((m, i) => m.length < standard[i]!.length);
+    assert.ok(shortened.length >= Math.floor(brief.length / 3) - 1 && shortened.length > 0, `${shortened.length} shortened`);
+    assert.ok(brief.find((m) => m.user)!.length === standard.find((m) => m.user)!.length, 'user words are never cut');
+  });
+
   it('puts the summary in an assistant message when configured (000)', async () => {
     const { deps } = setup();
     const cfg = resolveConfig({ keepRecent: { mode: 'messages', messages: 4 }, summary: { messageRole: 'assistant' } }).config;
