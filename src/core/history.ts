@@ -1,5 +1,6 @@
-import type { FileLedger } from './file-ledger';
+import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
 import { text, type Message } from './messages';
+import type { ReportedUsage } from './usage-calibration';
 
 /**
  * A conversation is an append-only log: messages, compaction entries and undo marks. Nothing is
@@ -48,7 +49,11 @@ export interface CompactionEntry {
 export type LogRecord =
   | { readonly type: 'message'; readonly message: Message }
   | { readonly type: 'compaction'; readonly entry: CompactionEntry }
-  | { readonly type: 'undo'; readonly entryId: string; readonly at: number };
+  | { readonly type: 'undo'; readonly entryId: string; readonly at: number }
+  /** Token usage a provider reported, to calibrate the count after a reload. */
+  | { readonly type: 'usage'; readonly usage: ReportedUsage }
+  /** A file operation, by the agent's tools or the user's editor, for the file ledger. */
+  | { readonly type: 'file'; readonly event: FileEvent };
 
 export type ConversationLog = readonly LogRecord[];
 
@@ -143,4 +148,20 @@ export function originalTask(log: ConversationLog): string | undefined {
     if (joined) return joined;
   }
   return undefined;
+}
+
+/** The last usage report in the log, if any. */
+export function lastUsage(log: ConversationLog): ReportedUsage | undefined {
+  for (let i = log.length - 1; i >= 0; i--) {
+    const record = log[i]!;
+    if (record.type === 'usage') return record.usage;
+  }
+  return undefined;
+}
+
+/** The cumulative file ledger: every file operation the log records, in order. */
+export function ledgerOf(log: ConversationLog): FileLedger {
+  const events: FileEvent[] = [];
+  for (const record of log) if (record.type === 'file') events.push(record.event);
+  return events.length ? recordFileEvents(EMPTY_LEDGER, events) : EMPTY_LEDGER;
 }

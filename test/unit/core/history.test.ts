@@ -82,3 +82,20 @@ describe("history: the model's view of an append-only log", () => {
     assert.equal(originalTask(log), 'Build a flashcard app');
   });
 });
+
+describe('history: usage and file records', () => {
+  it('replays file records into the cumulative ledger and finds the last usage report', async () => {
+    const { ledgerOf, lastUsage } = await import('../../../src/core/history');
+    const { renderFileOperations } = await import('../../../src/core/file-ledger');
+    const log: LogRecord[] = [
+      ...asLog([user('u', 'go')]),
+      { type: 'file', event: { kind: 'read', path: 'a.ts', actor: 'agent', at: 1 } },
+      { type: 'usage', usage: { anchorMessageId: 'u', inputTokens: 10, outputTokens: 2, round: 0 } },
+      { type: 'file', event: { kind: 'modified', path: 'b.ts', actor: 'user', at: 2 } },
+      { type: 'usage', usage: { anchorMessageId: 'u', inputTokens: 20, outputTokens: 3, round: 0 } },
+    ];
+    assert.match(renderFileOperations(ledgerOf(log)), /<read-files>\na\.ts\n<\/read-files>\n<modified-files>\nb\.ts \(modified; user\)/);
+    assert.equal(lastUsage(log)?.inputTokens, 20);
+    assert.deepEqual(modelView(log).map((m) => m.id), ['u']);
+  });
+});

@@ -1,0 +1,57 @@
+/**
+ * What the agent's tools may do to the workspace. The AI SDK tools (`agent-tools.ts`) are defined
+ * over this interface; `src/vscode/workspace-tools.ts` implements it with VS Code's file system and
+ * `WorkspaceEdit`, confined to the workspace folders. Paths are workspace-relative
+ * (`src/a.ts`, or `folder-name/src/a.ts` in a multi-root workspace).
+ *
+ * Every method throws `ToolFailure` for a problem the model should be told about (file missing,
+ * path outside the workspace, binary file, edit text not found, user declined); anything else is a bug.
+ */
+
+export class ToolFailure extends Error {
+  override readonly name = 'ToolFailure';
+}
+
+export interface LineRange {
+  /** First line, 1-based, inclusive. */
+  readonly start?: number;
+  /** Last line, 1-based, inclusive. */
+  readonly end?: number;
+}
+
+export interface ReadResult {
+  readonly path: string;
+  readonly text: string;
+  readonly startLine: number;
+  readonly endLine: number;
+  readonly totalLines: number;
+  /** True when the text was cut to the size limit. */
+  readonly truncated: boolean;
+}
+
+export interface SearchMatch {
+  readonly path: string;
+  /** 1-based. */
+  readonly line: number;
+  readonly text: string;
+}
+
+export interface TextEdit {
+  /** Exact text to find; it must occur exactly once in the file. */
+  readonly oldText: string;
+  readonly newText: string;
+}
+
+export interface WorkspacePort {
+  readFile(path: string, range: LineRange, signal: AbortSignal): Promise<ReadResult>;
+  listFiles(glob: string, limit: number, signal: AbortSignal): Promise<{ readonly files: readonly string[]; readonly truncated: boolean }>;
+  searchText(
+    query: string,
+    options: { readonly glob?: string; readonly isRegex: boolean; readonly caseSensitive: boolean; readonly limit: number },
+    signal: AbortSignal,
+  ): Promise<{ readonly matches: readonly SearchMatch[]; readonly truncated: boolean }>;
+  /** Fails when the file exists. Asks the user first unless edits are auto-approved. */
+  createFile(path: string, content: string, signal: AbortSignal): Promise<{ readonly path: string }>;
+  /** Applies all edits or none. Asks the user first unless edits are auto-approved. */
+  editFile(path: string, edits: readonly TextEdit[], signal: AbortSignal): Promise<{ readonly path: string; readonly replacements: number }>;
+}
