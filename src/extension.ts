@@ -1,0 +1,130 @@
+import * as vscode from 'vscode';
+import type { FileEvent } from './core/file-ledger';
+import { systemClock } from './core/ports';
+import { ApiKeys } from './vscode/api-keys';
+import { LongrunParticipant, PARTICIPANT_ID } from './vscode/chat-participant';
+import { registerCommands, ReportDocuments, DOC_SCHEME } from './vscode/commands';
+import { CompactionReporter } from './vscode/compaction-report';
+import { EditTracker } from './vscode/edit-tracker';
+import { ContextGauge } from './vscode/gauge';
+import { LongrunModelProvider, VENDOR } from './vscode/model-provider';
+import type { WorkspaceRoot } from './vscode/path-guard';
+import { Session } from './vscode/session';
+import { formatProblem, readSettings, type LongrunSettings } from './vscode/settings';
+import { VsCodeWorkspace } from './vscode/workspace-tools';
+
+/**
+ * The composition root: builds every adapter, hands them to the core and pushes every disposable
+ * into the context's subscriptions. Activation does no heavy work: the tokenizer, the saved
+ * conversation and the models load when first needed.
+ */
+
+export interface LongrunApi {
+  readonly session: Session;
+  readonly gauge: ContextGauge;
+  readonly settings: () => LongrunSettings;
+}
+
+export function activate(context: vscode.ExtensionContext): LongrunApi {
+  const log = vscode.window.createOutputChannel('Longrun', { log: true });
+  context.subscriptions.push(log);
+  const now = () => systemClock.now();
+
+  // Each settings problem is shown once per session, and logged whenever settings are read.
+  const reported = new Set<string>();
+  let settings = loadSettings(log, reported);
+  const currentSettings = () => settings;
+
+  const keys = new ApiKeys(context.secrets);
+  const provider = new LongrunModelProvider(() => settings.endpoints, keys, log);
+  context.subscriptions.push(vscode.lm.registerLanguageModelChatProvider(VENDOR, provider));
+
+  const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log);
+  context.subscriptions.push(session);
+
+  const reporter = new CompactionReporter(log, () => settings.verboseLogging, now);
+  const documents = new ReportDocuments();
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, documents));
+
+  const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
+  const recordFile = (event: FileEvent): void => {
+    const conversation = session.currentIfLoaded();
+    if (!conversation || conversation.isEmpty()) return;
+    void conversation.append([{ type: 'file', event }]).catch((error: unknown) => log.warn(`Could not record a file operation: ${String(error)}`));
+  };
+  const tracker = new EditTracker(roots, recordFile, now);
+  context.subscriptions.push(tracker);
+
+  let participant: LongrunParticipant | undefined;
+  const workspace = new VsCodeWorkspace({
+    roots,
+    autoApprove: () => settings.agent.autoApproveEdits,
+    confirm: async (title, detail) => (await vscode.window.showWarningMessage(title, { modal: true, detail }, 'Apply')) === 'Apply',
+    beforeWrite: (path) => tracker.agentWriting(path),
+    onChanged: (change) => participant?.showChange(change.path, change.diff),
+  });
+
+  participant = new LongrunParticipant({
+    session,
+    settings: currentSettings,
+    workspace,
+    reporter,
+    log,
+    now,
+    onAgentFile: (kind, path) => recordFile({ kind, path, actor: 'agent', at: now() }),
+  });
+  const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
+  chat.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');
+  context.subscriptions.push(chat);
+
+  const gauge = new ContextGauge(session, currentSettings, now);
+  context.subscriptions.push(gauge);
+  context.subscriptions.push(session.onDidChange(() => gauge.update()));
+  // Edits to files the conversation holds change what the model would re-read: refresh the gauge.
+  context.subscriptions.push(vscode.workspace.onDidChangeTextDocument(() => gauge.update()));
+
+  context.subscriptions.push(
+    ...registerCommands({
+      session,
+      settings: currentSettings,
+      keys,
+      documents,
+      reporter,
+      now,
+      onKeysChanged: () => provider.refresh(),
+    }),
+  );
+  context.subscriptions.push(keys.onDidChange(() => provider.refresh()));
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration('longrun')) return;
+      settings = loadSettings(log, reported);
+      if (e.affectsConfiguration('longrun.endpoints')) provider.refresh();
+      gauge.update();
+    }),
+  );
+
+  // Show the saved conversation in the gauge without delaying activation.
+  void session.current().then(() => gauge.update());
+  return { session, gauge, settings: currentSettings };
+}
+
+function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {
+  const configuration = vscode.workspace.getConfiguration('longrun');
+  const { settings, problems } = readSettings((key) => configuration.get(key));
+  for (const problem of problems) {
+    const message = formatProblem(problem);
+    log.warn(message);
+    if (!reported.has(message)) {
+      reported.add(message);
+      void vscode.window.showWarningMessage(message);
+    }
+  }
+  return settings;
+}
+
+export function deactivate(): void {
+  // Everything is disposed through the context's subscriptions.
+}

@@ -1,0 +1,290 @@
+import { tool, type ToolSet } from 'ai';
+import { z } from 'zod';
+import { ToolFailure, type ReadResult, type SearchMatch, type WorkspacePort } from './workspace-port';
+
+/**
+ * The agent's AI SDK tools over a {@link WorkspacePort}. Every tool returns a compact string for the
+ * model; a `ToolFailure` comes back as `Error: <message>` so the model can correct itself, while
+ * any other error is a bug and is rethrown.
+ */
+
+/** What a tool did to a file, for the file ledger (`src/core/file-ledger.ts`). */
+export interface AgentFileEvent {
+  readonly kind: 'read' | 'created' | 'modified';
+  /** Workspace-relative path, as the port reported it. */
+  readonly path: string;
+}
+
+export interface AgentToolOptions {
+  /** Offer no write tools (untrusted workspace). */
+  readonly readOnly: boolean;
+  /** Longest tool result sent to the model; longer results are cut with a note. Default 20,000. */
+  readonly maxResultChars?: number;
+  /** Called after each successful read, create and edit. */
+  readonly onFileEvent?: (event: AgentFileEvent) => void;
+}
+
+export const DEFAULT_MAX_RESULT_CHARS = 20_000;
+
+const DEFAULT_LIST_LIMIT = 200;
+const MAX_LIST_LIMIT = 2_000;
+const DEFAULT_SEARCH_LIMIT = 100;
+const MAX_SEARCH_LIMIT = 1_000;
+/** Longest line of a search match shown to the model (minified files have huge lines). */
+const MAX_MATCH_CHARS = 300;
+/** Room kept for the truncation note, so a cut result stays within `maxResultChars`. */
+const NOTE_RESERVE = 200;
+
+const pathField = z
+  .string()
+  .describe(
+    'Workspace-relative path with forward slashes, e.g. "src/app.ts". In a multi-root workspace start with the folder name, e.g. "web/src/app.ts".',
+  );
+
+const readFileInput = z.object({
+  path: pathField,
+  startLine: z.number().int().min(1).optional().describe('First line to read, 1-based. Omit to start at line 1.'),
+  endLine: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Last line to read, 1-based and inclusive. Omit to read to the end (or as far as the size limit allows).'),
+});
+
+const listFilesInput = z.object({
+  glob: z
+    .string()
+    .describe('Glob pattern relative to the workspace, e.g. "**/*.ts", "src/**", "**/package.json".'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_LIST_LIMIT)
+    .optional()
+    .describe(`Maximum number of paths to return (default ${DEFAULT_LIST_LIMIT}).`),
+});
+
+const searchTextInput = z.object({
+  query: z.string().min(1).describe('Text to search for, or a JavaScript regular expression when isRegex is true.'),
+  glob: z.string().optional().describe('Only search files matching this glob, e.g. "src/**/*.ts". Omit to search all files.'),
+  isRegex: z.boolean().optional().describe('Treat query as a regular expression (default false: plain text).'),
+  caseSensitive: z.boolean().optional().describe('Match case exactly (default false).'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_SEARCH_LIMIT)
+    .optional()
+    .describe(`Maximum number of matching lines to return (default ${DEFAULT_SEARCH_LIMIT}).`),
+});
+
+const createFileInput = z.object({
+  path: pathField,
+  content: z.string().describe('The complete content of the new file.'),
+});
+
+const editFileInput = z.object({
+  path: pathField,
+  edits: z
+    .array(
+      z.object({
+        oldText: z
+          .string()
+          .min(1)
+          .describe(
+            'Exact text to replace, copied from the file with its whitespace and indentation, without the "12| " line-number prefixes of read_file. It must occur exactly once: include surrounding lines to make it unique.',
+          ),
+        newText: z.string().describe('Text that replaces oldText (empty to delete it).'),
+      }),
+    )
+    .min(1)
+    .describe('Replacements, all located in the current file text and applied together.'),
+});
+
+/**
+ * Builds the tools: `read_file`, `list_files`, `search_text`, and unless `readOnly`, `create_file`
+ * and `edit_file`. Each passes the AI SDK's abort signal to the port.
+ */
+export function createAgentTools(port: WorkspacePort, options: AgentToolOptions): ToolSet {
+  const maxChars = options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
+  const emit = (kind: AgentFileEvent['kind'], path: string): void => options.onFileEvent?.({ kind, path });
+
+  const tools: ToolSet = {
+    read_file: tool({
+      description:
+        'Read a text file from the workspace. Returns a header line (path, line range, total lines) and the lines prefixed with their numbers ("12| code"). Large files are cut; read further with startLine/endLine.',
+      inputSchema: readFileInput,
+      execute: (input, { abortSignal }) =>
+        run(async () => {
+          if (input.startLine !== undefined && input.endLine !== undefined && input.endLine < input.startLine) {
+            throw new ToolFailure(`endLine (${input.endLine}) is before startLine (${input.startLine}).`);
+          }
+          const result = await port.readFile(
+            input.path,
+            { start: input.startLine, end: input.endLine },
+            abortSignal ?? neverAborted(),
+          );
+          emit('read', result.path);
+          return formatRead(result, maxChars);
+        }),
+    }),
+
+    list_files: tool({
+      description:
+        'List workspace files matching a glob pattern (node_modules and .git are skipped). Returns one workspace-relative path per line, sorted.',
+      inputSchema: listFilesInput,
+      execute: (input, { abortSignal }) =>
+        run(async () => {
+          const limit = input.limit ?? DEFAULT_LIST_LIMIT;
+          const { files, truncated } = await port.listFiles(input.glob, limit, abortSignal ?? neverAborted());
+          if (files.length === 0) return `No files match "${input.glob}".`;
+          const lines = [...files];
+          if (truncated) {
+            lines.push(`[More files match; showing the first ${files.length}. Use a narrower glob or a higher limit.]`);
+          }
+          return cut(lines.join('\n'), maxChars, 'Use a narrower glob or a lower limit.');
+        }),
+    }),
+
+    search_text: tool({
+      description:
+        'Search the text of workspace files for a string or regular expression. Returns one match per line as "path:line: text". Use read_file around a match to see more.',
+      inputSchema: searchTextInput,
+      execute: (input, { abortSignal }) =>
+        run(async () => {
+          const limit = input.limit ?? DEFAULT_SEARCH_LIMIT;
+          const { matches, truncated } = await port.searchText(
+            input.query,
+            {
+              ...(input.glob !== undefined ? { glob: input.glob } : {}),
+              isRegex: input.isRegex ?? false,
+              caseSensitive: input.caseSensitive ?? false,
+              limit,
+            },
+            abortSignal ?? neverAborted(),
+          );
+          if (matches.length === 0) {
+            return `No matches for "${input.query}"${input.glob !== undefined ? ` in files matching "${input.glob}"` : ''}.`;
+          }
+          const lines = matches.map(formatMatch);
+          if (truncated) {
+            lines.push(`[Stopped after ${matches.length} matches. Narrow the query or glob, or raise limit.]`);
+          }
+          return cut(lines.join('\n'), maxChars, 'Narrow the query or glob, or lower limit.');
+        }),
+    }),
+  };
+
+  if (options.readOnly) return tools;
+
+  tools['create_file'] = tool({
+    description:
+      'Create a new text file with the given content (parent folders are created). Fails if the file already exists: use edit_file to change existing files. The user may be asked to approve.',
+    inputSchema: createFileInput,
+    execute: (input, { abortSignal }) =>
+      run(async () => {
+        const result = await port.createFile(input.path, input.content, abortSignal ?? neverAborted());
+        emit('created', result.path);
+        return `Created ${result.path} (${plural(countLines(input.content), 'line')}).`;
+      }),
+  });
+
+  tools['edit_file'] = tool({
+    description:
+      'Edit an existing text file by exact text replacement. Each oldText must occur exactly once in the current file; all edits are applied together or not at all. Read the file first. The user may be asked to approve.',
+    inputSchema: editFileInput,
+    execute: (input, { abortSignal }) =>
+      run(async () => {
+        const result = await port.editFile(input.path, input.edits, abortSignal ?? neverAborted());
+        emit('modified', result.path);
+        return `Edited ${result.path}: ${plural(result.replacements, 'replacement')} applied.`;
+      }),
+  });
+
+  return tools;
+}
+
+/** A signal for callers that gave none: the port always receives one. */
+function neverAborted(): AbortSignal {
+  return new AbortController().signal;
+}
+
+/** Turns a `ToolFailure` into text for the model; lets every other error through. */
+async function run(action: () => Promise<string>): Promise<string> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof ToolFailure) return `Error: ${error.message}`;
+    throw error;
+  }
+}
+
+function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
+
+function splitLines(text: string): string[] {
+  if (text === '') return [];
+  const lines = text.split(/\r?\n/);
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+function countLines(text: string): number {
+  return splitLines(text).length;
+}
+
+function formatMatch(match: SearchMatch): string {
+  const text = match.text.trim();
+  const shown = text.length > MAX_MATCH_CHARS ? `${text.slice(0, MAX_MATCH_CHARS)}…` : text;
+  return `${match.path}:${match.line}: ${shown}`;
+}
+
+/**
+ * Numbers the lines and fits them in `maxChars`, cutting at a line boundary (or inside the first
+ * line when even that does not fit) and telling the model where to continue.
+ */
+function formatRead(result: ReadResult, maxChars: number): string {
+  const lines = splitLines(result.text);
+  if (lines.length === 0) {
+    return result.totalLines === 0 ? `${result.path}: empty file (0 lines)` : `${result.path}: no lines in that range (file has ${result.totalLines} lines)`;
+  }
+  const budget = Math.max(0, maxChars - NOTE_RESERVE);
+  const shown: string[] = [];
+  let used = 0;
+  let lineCut = false;
+  for (const [index, line] of lines.entries()) {
+    const numbered = `${result.startLine + index}| ${line}`;
+    if (used + numbered.length + 1 > budget) {
+      if (shown.length === 0) {
+        shown.push(`${numbered.slice(0, Math.max(0, budget - 1))}…`);
+        lineCut = true;
+      }
+      break;
+    }
+    shown.push(numbered);
+    used += numbered.length + 1;
+  }
+  const first = result.startLine;
+  const last = first + shown.length - 1;
+  const header = `${result.path} (lines ${first}-${last} of ${result.totalLines})`;
+  const notes: string[] = [];
+  if (lineCut) notes.push(`[Line ${last} is too long and was cut.]`);
+  if (shown.length < lines.length || result.truncated) {
+    notes.push(`[Truncated at the size limit. Call read_file with startLine=${last + 1} to read more.]`);
+  } else if (last < result.totalLines) {
+    notes.push(`[${plural(result.totalLines - last, 'more line')}. Call read_file with startLine=${last + 1} to continue.]`);
+  }
+  return [header, ...shown, ...notes].join('\n');
+}
+
+/** Cuts `text` at a line boundary so that it and the note fit in `maxChars`. */
+function cut(text: string, maxChars: number, hint: string): string {
+  if (text.length <= maxChars) return text;
+  const budget = Math.max(0, maxChars - NOTE_RESERVE);
+  const boundary = text.lastIndexOf('\n', budget);
+  const kept = boundary > 0 ? text.slice(0, boundary) : text.slice(0, budget);
+  const omitted = text.slice(kept.length).split('\n').filter((l) => l !== '').length;
+  return `${kept}\n[Output truncated at ${maxChars} characters; ${plural(omitted, 'more line')} not shown. ${hint}]`;
+}

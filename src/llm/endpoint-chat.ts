@@ -1,0 +1,59 @@
+import { jsonSchema, streamText, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+
+/**
+ * Serves a chat request made to one of Longrun's own models (vendor `longrun`) by any chat
+ * participant: the request's tools are passed to the model without an implementation, so tool
+ * calls come back to the caller, which runs them (VS Code's language-model provider contract).
+ */
+
+export interface ProvidedTool {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema?: object;
+}
+
+export interface EndpointChatRequest {
+  readonly model: LanguageModel;
+  readonly messages: ModelMessage[];
+  readonly tools: readonly ProvidedTool[];
+  readonly toolMode: 'auto' | 'required';
+  readonly maxOutputTokens?: number;
+  readonly signal: AbortSignal;
+  readonly onText: (delta: string) => void;
+  readonly onToolCall: (call: { toolCallId: string; toolName: string; input: unknown }) => void;
+}
+
+export interface EndpointChatResult {
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+}
+
+export async function streamEndpointChat(request: EndpointChatRequest): Promise<EndpointChatResult> {
+  const tools: ToolSet = {};
+  for (const t of request.tools) {
+    tools[t.name] = tool({
+      description: t.description,
+      inputSchema: jsonSchema((t.inputSchema ?? { type: 'object', properties: {} }) as Parameters<typeof jsonSchema>[0]),
+    });
+  }
+  const hasTools = request.tools.length > 0;
+  const result = streamText({
+    model: request.model,
+    messages: request.messages,
+    allowSystemInMessages: true,
+    ...(hasTools ? { tools, toolChoice: request.toolMode === 'required' ? ('required' as const) : ('auto' as const) } : {}),
+    ...(request.maxOutputTokens ? { maxOutputTokens: request.maxOutputTokens } : {}),
+    abortSignal: request.signal,
+    maxRetries: 1,
+  });
+  let failure: unknown;
+  let usage: EndpointChatResult = {};
+  for await (const part of result.fullStream) {
+    if (part.type === 'text-delta') request.onText(part.text);
+    else if (part.type === 'tool-call') request.onToolCall({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+    else if (part.type === 'finish-step') usage = { inputTokens: part.usage.inputTokens, outputTokens: part.usage.outputTokens };
+    else if (part.type === 'error') failure = part.error;
+  }
+  if (failure !== undefined) throw failure;
+  return usage;
+}

@@ -1,0 +1,266 @@
+import * as vscode from 'vscode';
+import type { CompactionOutcome } from '../core/compaction';
+import { INITIAL_GUARD, type GuardState } from '../core/compaction-guard';
+import type { CompactionReason } from '../core/history';
+import { text } from '../core/messages';
+import { describeOverflow } from '../core/overflow-error';
+import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
+import { createAgentTools } from '../llm/agent-tools';
+import { compactNumber } from './gauge-text';
+import type { Session } from './session';
+import type { LongrunSettings } from './settings';
+import type { CompactionReporter } from './compaction-report';
+import { contextReport, summaryReport } from './reports';
+import type { VsCodeWorkspace } from './workspace-tools';
+
+/**
+ * `@longrun`: the coding agent in VS Code's chat. It streams its work, compacts the conversation
+ * when the window fills (shown as progress, then one line with a button to the summary), and
+ * answers `/compact`, `/context`, `/summary` and `/new`.
+ */
+
+export const PARTICIPANT_ID = 'longrun.agent';
+
+export interface ParticipantDeps {
+  readonly session: Session;
+  readonly settings: () => LongrunSettings;
+  readonly workspace: VsCodeWorkspace;
+  readonly reporter: CompactionReporter;
+  readonly log: vscode.LogOutputChannel;
+  readonly now: () => number;
+  /** Records an agent file operation in the conversation's ledger. */
+  readonly onAgentFile: (kind: 'read' | 'created' | 'modified', path: string) => void;
+}
+
+export interface LongrunChatResult extends vscode.ChatResult {
+  readonly metadata: { readonly conversationId?: string; readonly compactions?: number; readonly command?: string };
+}
+
+export class LongrunParticipant {
+  private guard: GuardState = INITIAL_GUARD;
+  /** The stream of the request under way, where the agent's edits are shown. */
+  private activeStream: vscode.ChatResponseStream | undefined;
+
+  constructor(private readonly deps: ParticipantDeps) {}
+
+  /** Shows a change the agent made in the chat of the request under way. */
+  showChange(path: string, diff: string): void {
+    this.activeStream?.markdown(`\n\n**${escape(path)}**\n\n\`\`\`diff\n${diff}\n\`\`\`\n`);
+  }
+
+  readonly handler: vscode.ChatRequestHandler = async (request, context, stream, token): Promise<LongrunChatResult> => {
+    const { session } = this.deps;
+    try {
+      await session.useModel(request.model);
+    } catch (error) {
+      this.deps.log.warn(`Could not use the chat's model: ${String(error)}`);
+    }
+    switch (request.command) {
+      case 'new':
+        return this.newConversation(stream);
+      case 'compact':
+        return this.compactCommand(request.prompt, stream, token);
+      case 'context':
+        return this.contextCommand(stream);
+      case 'summary':
+        return this.summaryCommand(stream);
+      default:
+        return this.agentTurn(request, context, stream, token);
+    }
+  };
+
+  private async newConversation(stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
+    const conversation = await this.deps.session.startNew();
+    this.guard = INITIAL_GUARD;
+    stream.markdown('Started a new conversation. The previous one is kept on disk.');
+    return { metadata: { conversationId: conversation.id, command: 'new' } };
+  }
+
+  private async compactCommand(focus: string, stream: vscode.ChatResponseStream, token: vscode.CancellationToken): Promise<LongrunChatResult> {
+    const conversation = await this.deps.session.current();
+    if (!conversation || conversation.isEmpty()) {
+      stream.markdown('There is no conversation to compact yet.');
+      return { metadata: { command: 'compact' } };
+    }
+    await this.deps.session.prepareSummarizer();
+    stream.progress('Compacting conversation…');
+    const controller = abortOn(token);
+    const outcome = await conversation.compact('manual', { ...(focus.trim() ? { focus: focus.trim() } : {}), signal: controller.signal });
+    this.reportOutcome(outcome, 'manual', stream);
+    return { metadata: { conversationId: conversation.id, command: 'compact', compactions: outcome.status === 'compacted' ? 1 : 0 } };
+  }
+
+  private async contextCommand(stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
+    const conversation = await this.deps.session.current();
+    stream.markdown(conversation ? contextReport(conversation, this.deps.session.modelName(), this.deps.now()) : 'There is no conversation yet.');
+    return { metadata: { command: 'context', ...(conversation ? { conversationId: conversation.id } : {}) } };
+  }
+
+  private async summaryCommand(stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
+    const conversation = await this.deps.session.current();
+    const entry = conversation?.lastCompaction();
+    if (!conversation || !entry) {
+      stream.markdown('This conversation has not been compacted, so there is no summary yet.');
+      return { metadata: { command: 'summary' } };
+    }
+    stream.markdown(summaryReport(entry));
+    return { metadata: { command: 'summary', conversationId: conversation.id } };
+  }
+
+  private async agentTurn(
+    request: vscode.ChatRequest,
+    context: vscode.ChatContext,
+    stream: vscode.ChatResponseStream,
+    token: vscode.CancellationToken,
+  ): Promise<LongrunChatResult> {
+    const { session, settings } = this.deps;
+    // A new chat session in VS Code starts a new conversation; the old one stays on disk.
+    let conversation = await session.current();
+    if (!conversation || context.history.length === 0) {
+      conversation = await session.startNew();
+      this.guard = INITIAL_GUARD;
+    }
+    const model = await session.languageModel();
+    if (!model) {
+      return { errorDetails: { message: 'No language model is selected. Pick one in the chat, or configure longrun.endpoints and run "Longrun: Set API Key".' }, metadata: {} };
+    }
+    await session.prepareSummarizer();
+    const trusted = vscode.workspace.isTrusted;
+    const tools = createAgentTools(this.deps.workspace, {
+      readOnly: !trusted,
+      maxResultChars: 20_000,
+      onFileEvent: (e) => this.deps.onAgentFile(e.kind, e.path),
+    });
+    const system = systemPrompt(trusted);
+    const counter = session.modelContext().counter;
+    session.setFixedOverhead(counter.countText(system) + counter.countText(toolDefinitionsText(tools)));
+
+    await conversation.append([{ type: 'message', message: { id: session.newId(), role: 'user', content: [text(request.prompt)] } }]);
+    const controller = abortOn(token);
+    this.activeStream = stream;
+    const ui: AgentUi = {
+      text: (delta) => stream.markdown(delta),
+      toolCall: (toolName, input) => stream.progress(describeToolCall(toolName, input)),
+      toolResult: () => undefined,
+      compacting: () => stream.progress('Compacting conversation…'),
+      compacted: (outcome, reason) => this.reportOutcome(outcome, reason, stream),
+      notice: (message) => stream.markdown(`\n\n> ${message}\n\n`),
+    };
+    try {
+      const result = await runAgentTurn({
+        model,
+        system,
+        tools,
+        maxSteps: settings().agent.maxSteps,
+        signal: controller.signal,
+        conversation: {
+          log: () => conversation.log(),
+          append: (records) => conversation.append(records),
+          assess: () => conversation.assess(),
+          compact: (reason, signal) => this.compactForAgent(reason, signal),
+          round: () => conversation.round(),
+          newId: () => session.newId(),
+        },
+        ui,
+        guard: this.guard,
+        overflowRetriesPerTurn: settings().compaction.overflowRetriesPerTurn,
+        ...(settings().telemetry.enabled ? { telemetry: { isEnabled: true, functionId: 'longrun.agent' } } : {}),
+      });
+      this.guard = result.guard;
+      const metadata = { conversationId: conversation.id, compactions: result.compactions };
+      if (result.cancelled) return { metadata };
+      if (result.error !== undefined) return { errorDetails: { message: errorMessage(result.error) }, metadata };
+      if (result.finishReason === 'tool-calls') {
+        stream.markdown(`\n\n> Stopped after ${result.steps} steps (longrun.agent.maxSteps). Say "continue" to go on.`);
+      }
+      return { metadata };
+    } finally {
+      this.activeStream = undefined;
+    }
+  }
+
+  /** Compaction asked for by the agent loop: asks first when the user wants that (seed 004). */
+  private async compactForAgent(reason: CompactionReason, signal: AbortSignal): Promise<CompactionOutcome> {
+    const conversation = await this.deps.session.current();
+    if (!conversation) return { status: 'noop', reason: 'There is no conversation.' };
+    if (reason === 'threshold' && this.deps.settings().requireConfirmation) {
+      const choice = await vscode.window.showWarningMessage('Longrun: the context window is nearly full. Compact the conversation now?', 'Compact', 'Not now');
+      if (choice !== 'Compact') return { status: 'noop', reason: 'You chose not to compact now.' };
+    }
+    return conversation.compact(reason, { signal });
+  }
+
+  private reportOutcome(outcome: CompactionOutcome, reason: CompactionReason, stream: vscode.ChatResponseStream): void {
+    this.deps.reporter.report(outcome, reason);
+    switch (outcome.status) {
+      case 'compacted': {
+        const e = outcome.compaction.entry;
+        const fallback = e.fallback ? ` — the summarizer failed (${e.failure ?? 'unknown error'}), so an extractive summary was used` : '';
+        const low = e.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
+        stream.markdown(
+          `\n\n*Compacted ${outcome.compaction.compactedCount} messages: ${compactNumber(e.tokensBefore)} → ${compactNumber(e.tokensAfter)} tokens (round ${e.round})${fallback}${low}.*\n\n`,
+        );
+        stream.button({ command: 'longrun.showSummary', title: 'Open summary', arguments: [e.id] });
+        break;
+      }
+      case 'noop':
+        if (reason === 'manual') stream.markdown(outcome.reason);
+        break;
+      case 'failed':
+        stream.markdown(`\n\n> ${outcome.reason}\n\n`);
+        break;
+      case 'cancelled':
+        break;
+    }
+  }
+}
+
+function abortOn(token: vscode.CancellationToken): AbortController {
+  const controller = new AbortController();
+  if (token.isCancellationRequested) controller.abort();
+  token.onCancellationRequested(() => controller.abort());
+  return controller;
+}
+
+function systemPrompt(trusted: boolean): string {
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.name);
+  return [
+    'You are Longrun, a coding agent working in the user\'s VS Code workspace.',
+    `Workspace folders: ${folders.length ? folders.join(', ') : '(none open)'}. Paths are relative to the workspace${folders.length > 1 ? ', starting with the folder name' : ''}.`,
+    'Use the tools to read, list and search files before answering questions about the code; do not guess file contents.',
+    trusted
+      ? 'Change files with create_file and edit_file; each edit replaces an exact, unique piece of text. Keep changes minimal and explain them briefly.'
+      : 'The workspace is not trusted, so you can only read: do not try to change files; describe the changes instead.',
+    'Earlier parts of a long conversation may be replaced by a summary; trust it, and re-read files when you need their exact content.',
+    'Answer in Markdown, concisely.',
+  ].join('\n');
+}
+
+function describeToolCall(toolName: string, input: unknown): string {
+  const i = (input ?? {}) as Record<string, unknown>;
+  const path = typeof i.path === 'string' ? i.path : undefined;
+  switch (toolName) {
+    case 'read_file':
+      return `Reading ${path ?? 'a file'}…`;
+    case 'list_files':
+      return `Listing ${typeof i.glob === 'string' ? i.glob : 'files'}…`;
+    case 'search_text':
+      return `Searching for ${typeof i.query === 'string' ? JSON.stringify(i.query) : 'text'}…`;
+    case 'create_file':
+      return `Creating ${path ?? 'a file'}…`;
+    case 'edit_file':
+      return `Editing ${path ?? 'a file'}…`;
+    default:
+      return `Running ${toolName}…`;
+  }
+}
+
+function errorMessage(error: unknown): string {
+  if (describeOverflow(error)) return 'The conversation no longer fits the model\'s context window, even after compacting. Run /compact with a focus, or /new to start over.';
+  const message = error instanceof Error ? error.message : String(error);
+  return `The model request failed: ${message}`;
+}
+
+function escape(value: string): string {
+  return value.replace(/[\\`*_[\]]/g, '\\$&');
+}

@@ -1,0 +1,157 @@
+import * as vscode from 'vscode';
+import { activeEntries } from '../core/history';
+import type { ApiKeys } from './api-keys';
+import type { CompactionReporter } from './compaction-report';
+import { compactNumber } from './gauge-text';
+import { contextReport, summaryReport } from './reports';
+import type { Session } from './session';
+import type { LongrunSettings } from './settings';
+
+/** The Command Palette commands (category "Longrun"). */
+
+export const DOC_SCHEME = 'longrun';
+
+/** Read-only Markdown documents: summaries and the context report. */
+export class ReportDocuments implements vscode.TextDocumentContentProvider {
+  private readonly contents = new Map<string, string>();
+  private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changed.event;
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.contents.get(uri.path) ?? '';
+  }
+
+  async open(name: string, markdown: string): Promise<vscode.TextDocument> {
+    const uri = vscode.Uri.from({ scheme: DOC_SCHEME, path: `/${name}.md` });
+    this.contents.set(uri.path, markdown);
+    this.changed.fire(uri);
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(document, 'markdown');
+    await vscode.window.showTextDocument(document, { preview: true });
+    return document;
+  }
+}
+
+export interface CommandDeps {
+  readonly session: Session;
+  readonly settings: () => LongrunSettings;
+  readonly keys: ApiKeys;
+  readonly documents: ReportDocuments;
+  readonly reporter: CompactionReporter;
+  readonly now: () => number;
+  readonly onKeysChanged: () => void;
+}
+
+export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
+  const { session } = deps;
+  return [
+    vscode.commands.registerCommand('longrun.compact', async (focus?: unknown) => {
+      const conversation = await session.current();
+      if (!conversation || conversation.isEmpty()) {
+        void vscode.window.showInformationMessage('Longrun: there is no conversation to compact yet.');
+        return undefined;
+      }
+      await session.useDefaultModel();
+      await session.prepareSummarizer();
+      const outcome = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'Longrun: compacting conversation…', cancellable: true },
+        async (progress, token) => {
+          const controller = new AbortController();
+          token.onCancellationRequested(() => controller.abort());
+          return conversation.compact('manual', {
+            signal: controller.signal,
+            ...(typeof focus === 'string' && focus.trim() ? { focus: focus.trim() } : {}),
+            onProgress: (p) => progress.report({ message: p.calls > 1 ? `${p.phase} (${p.call} of ${p.calls})` : p.phase }),
+          });
+        },
+      );
+      deps.reporter.report(outcome, 'manual');
+      if (outcome.status === 'compacted') {
+        const e = outcome.compaction.entry;
+        const fallback = e.fallback ? ' (extractive fallback: the summarizer failed)' : '';
+        void vscode.window
+          .showInformationMessage(`Compacted ${outcome.compaction.compactedCount} messages: ${compactNumber(e.tokensBefore)} → ${compactNumber(e.tokensAfter)} tokens (round ${e.round})${fallback}.`, 'Open Summary', 'Undo')
+          .then((choice) => {
+            if (choice === 'Open Summary') void vscode.commands.executeCommand('longrun.showSummary', e.id);
+            if (choice === 'Undo') void vscode.commands.executeCommand('longrun.undoCompaction');
+          });
+      } else if (outcome.status === 'failed') {
+        void vscode.window.showErrorMessage(`Longrun: ${outcome.reason}`);
+      } else if (outcome.status === 'noop') {
+        void vscode.window.showInformationMessage(`Longrun: ${outcome.reason}`);
+      }
+      return outcome.status;
+    }),
+
+    vscode.commands.registerCommand('longrun.showSummary', async (entryId?: unknown) => {
+      const conversation = await session.current();
+      const entries = conversation ? activeEntries(conversation.log()) : [];
+      const entry = (typeof entryId === 'string' && entries.find((e) => e.id === entryId)) || entries.at(-1);
+      if (!entry) {
+        void vscode.window.showInformationMessage('Longrun: this conversation has not been compacted, so there is no summary yet.');
+        return undefined;
+      }
+      await deps.documents.open(`summary-round-${entry.round}`, summaryReport(entry));
+      return entry.id;
+    }),
+
+    vscode.commands.registerCommand('longrun.undoCompaction', async () => {
+      const conversation = await session.current();
+      if (!conversation) {
+        void vscode.window.showInformationMessage('Longrun: there is no conversation.');
+        return false;
+      }
+      const result = await conversation.undo();
+      if (!result.ok) {
+        void vscode.window.showInformationMessage(`Longrun: ${result.reason}`);
+        return false;
+      }
+      void vscode.window.showInformationMessage(`Longrun: undid compaction round ${result.entry.round}; the ${result.entry.compactedMessageIds.length} original messages are back.`);
+      return true;
+    }),
+
+    vscode.commands.registerCommand('longrun.newConversation', async () => {
+      const conversation = await session.startNew();
+      void vscode.window.showInformationMessage('Longrun: started a new conversation. The previous one is kept on disk.');
+      return conversation.id;
+    }),
+
+    vscode.commands.registerCommand('longrun.showContextUsage', async () => {
+      const conversation = await session.current();
+      const markdown = conversation ? contextReport(conversation, session.modelName(), deps.now()) : 'Longrun: there is no conversation yet.';
+      await deps.documents.open('context-usage', markdown);
+      return markdown;
+    }),
+
+    vscode.commands.registerCommand('longrun.setApiKey', async (endpointName?: unknown, key?: unknown) => {
+      const endpoints = deps.settings().endpoints;
+      if (endpoints.length === 0) {
+        const choice = await vscode.window.showWarningMessage('Longrun: no endpoints are configured. Add one in the longrun.endpoints setting first.', 'Open Settings');
+        if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
+        return false;
+      }
+      const name =
+        typeof endpointName === 'string'
+          ? endpointName
+          : endpoints.length === 1
+            ? endpoints[0]!.name
+            : (await vscode.window.showQuickPick(endpoints.map((e) => ({ label: e.name, description: e.baseUrl })), { title: 'Set the API key of which endpoint?' }))?.label;
+      if (!name || !endpoints.some((e) => e.name === name)) return false;
+      const value =
+        typeof key === 'string'
+          ? key
+          : await vscode.window.showInputBox({
+              title: `API key for ${name}`,
+              prompt: 'Stored in VS Code\'s secret storage, never in settings. Leave empty to remove it.',
+              password: true,
+              ignoreFocusOut: true,
+            });
+      if (value === undefined) return false;
+      if (value.trim() === '') await deps.keys.delete(name);
+      else await deps.keys.set(name, value.trim());
+      deps.onKeysChanged();
+      void vscode.window.showInformationMessage(value.trim() ? `Longrun: the API key for ${name} is stored.` : `Longrun: the API key for ${name} is removed.`);
+      return true;
+    }),
+  ];
+}

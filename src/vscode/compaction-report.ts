@@ -1,0 +1,47 @@
+import * as vscode from 'vscode';
+import type { CompactionOutcome } from '../core/compaction';
+import type { CompactionReason } from '../core/history';
+
+/**
+ * Records every compaction in the "Longrun" log (reason, round, tokens before and after, duration,
+ * messages compacted, fallback or not) and how often they happen (seed 003's logging). Never the
+ * content of messages or summaries unless verbose logging is on.
+ */
+export class CompactionReporter {
+  private readonly times: number[] = [];
+
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly verbose: () => boolean,
+    private readonly now: () => number,
+  ) {}
+
+  report(outcome: CompactionOutcome, reason: CompactionReason): void {
+    switch (outcome.status) {
+      case 'compacted': {
+        const e = outcome.compaction.entry;
+        const at = this.now();
+        this.times.push(at);
+        const lastHour = this.times.filter((t) => at - t <= 3_600_000).length;
+        this.log.info(
+          `Compaction round ${e.round} (${e.reason}): ${e.tokensBefore} → ${e.tokensAfter} tokens, ` +
+            `${outcome.compaction.compactedCount} messages compacted in ${e.durationMs} ms, ${e.summarizerCalls} summarizer call(s), ` +
+            `${e.fallback ? `extractive fallback (${e.failure ?? 'summarizer failed'})` : `summarizer ${e.model}`}` +
+            `${e.lowGain ? ', low gain' : ''}${e.splitTurn ? ', split turn' : ''}; ${lastHour} compaction(s) in the last hour, ${this.times.length} this session.`,
+        );
+        if (outcome.compaction.repairs.length) this.log.info(`Summary repaired: ${outcome.compaction.repairs.join(', ')} added.`);
+        if (this.verbose()) this.log.debug(`Summary of round ${e.round}:\n${e.summary}`);
+        break;
+      }
+      case 'noop':
+        this.log.info(`Compaction (${reason}) skipped: ${outcome.reason}`);
+        break;
+      case 'failed':
+        this.log.warn(`Compaction (${reason}) failed: ${outcome.reason}`);
+        break;
+      case 'cancelled':
+        this.log.info(`Compaction (${reason}) cancelled.`);
+        break;
+    }
+  }
+}

@@ -1,0 +1,132 @@
+import type { BudgetAssessment, BudgetLevel } from '../core/budget';
+import type { CompactionEntry } from '../core/history';
+
+/**
+ * What the status-bar gauge says, as pure functions of the numbers (unit-tested in Node):
+ * `$(pulse) 63% · 81k/128k`, an accessibility label, a background by level, and a tooltip that
+ * breaks the window down and describes the last compaction.
+ */
+
+export interface UsageBreakdown {
+  /** System prompt and tool definitions. */
+  readonly systemAndTools: number;
+  readonly summary: number;
+  readonly messages: number;
+  readonly toolResults: number;
+  /** Room kept for the model's answer. */
+  readonly outputReserve: number;
+}
+
+export interface GaugeState {
+  readonly assessment: BudgetAssessment;
+  readonly breakdown: UsageBreakdown;
+  readonly lastCompaction?: CompactionEntry;
+  readonly modelName?: string;
+  /** How the count was made: provider-calibrated or local. */
+  readonly source: 'provider+local' | 'local';
+  readonly now: number;
+}
+
+export type GaugeBackground = 'none' | 'warning' | 'error';
+
+export interface GaugePresentation {
+  readonly text: string;
+  readonly accessibilityLabel: string;
+  readonly background: GaugeBackground;
+  readonly tooltipMarkdown: string;
+}
+
+export function compactNumber(n: number): string {
+  if (n < 1_000) return String(Math.round(n));
+  if (n < 10_000) return `${(n / 1_000).toFixed(1).replace(/\.0$/, '')}k`;
+  if (n < 1_000_000) return `${Math.round(n / 1_000)}k`;
+  return `${(n / 1_000_000).toFixed(2).replace(/\.?0+$/, '')}M`;
+}
+
+export function backgroundFor(level: BudgetLevel): GaugeBackground {
+  switch (level) {
+    case 'warning':
+      return 'warning';
+    case 'critical':
+    case 'over':
+      return 'error';
+    default:
+      return 'none';
+  }
+}
+
+export function noConversationPresentation(): GaugePresentation {
+  return {
+    text: '$(pulse) no conversation',
+    accessibilityLabel: 'Longrun context: no conversation yet',
+    background: 'none',
+    tooltipMarkdown: 'Longrun: no conversation yet. Chat with **@longrun** to start one.',
+  };
+}
+
+export function gaugePresentation(state: GaugeState): GaugePresentation {
+  const a = state.assessment;
+  const used = compactNumber(a.used);
+  if (a.level === 'unknown') {
+    return {
+      text: `$(pulse) ${used} tokens`,
+      accessibilityLabel: `Longrun context: ${a.used.toLocaleString('en-US')} tokens, window size unknown`,
+      background: 'none',
+      tooltipMarkdown: tooltip(state),
+    };
+  }
+  const percent = Math.round(a.fraction * 100);
+  return {
+    text: `$(pulse) ${percent}% · ${used}/${compactNumber(a.limit)}`,
+    accessibilityLabel: `Longrun context ${percent}% full: ${a.used.toLocaleString('en-US')} of ${a.limit.toLocaleString('en-US')} tokens, ${a.level}`,
+    background: backgroundFor(a.level),
+    tooltipMarkdown: tooltip(state),
+  };
+}
+
+function tooltip(state: GaugeState): string {
+  const a = state.assessment;
+  const b = state.breakdown;
+  const rows: Array<[string, number]> = [
+    ['System and tools', b.systemAndTools],
+    ['Summary', b.summary],
+    ['Messages', b.messages],
+    ['Tool results', b.toolResults],
+    ['Reserved for output', b.outputReserve],
+  ];
+  const lines = [`**Longrun context**${state.modelName ? ` — ${escapeMarkdown(state.modelName)}` : ''}`, '', '| | tokens |', '|---|---:|'];
+  for (const [label, value] of rows) lines.push(`| ${label} | ${value.toLocaleString('en-US')} |`);
+  if (a.limit > 0) {
+    const free = Math.max(0, a.limit - a.used - b.outputReserve);
+    lines.push(`| Free | ${free.toLocaleString('en-US')} |`);
+    lines.push(`| **Window** | **${a.limit.toLocaleString('en-US')}** |`);
+  }
+  lines.push('', a.explanation);
+  lines.push('', state.source === 'provider+local' ? 'Counted from the provider’s last reported usage plus a local count of what came since.' : 'Counted locally with the tokenizer.');
+  const last = state.lastCompaction;
+  lines.push('');
+  if (last) {
+    const fallback = last.fallback ? ', extractive fallback' : '';
+    lines.push(
+      `Last compaction: round ${last.round}, ${ago(state.now - last.createdAt)} (${last.reason}${fallback}): ${compactNumber(last.tokensBefore)} → ${compactNumber(last.tokensAfter)} tokens.`,
+    );
+  } else {
+    lines.push('No compaction yet.');
+  }
+  lines.push('', 'Click to compact the conversation now.');
+  return lines.join('\n');
+}
+
+function ago(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return 'just now';
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m} min ago`;
+  const h = Math.round(m / 60);
+  if (h < 48) return `${h} h ago`;
+  return `${Math.round(h / 24)} days ago`;
+}
+
+function escapeMarkdown(value: string): string {
+  return value.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
+}

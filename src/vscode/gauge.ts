@@ -1,0 +1,82 @@
+import * as vscode from 'vscode';
+import type { Session } from './session';
+import type { LongrunSettings } from './settings';
+import { gaugePresentation, noConversationPresentation, type GaugePresentation } from './gauge-text';
+
+/**
+ * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the
+ * warning level it offers, once per conversation, to compact (seed 004 show_warnings).
+ */
+export class ContextGauge implements vscode.Disposable {
+  readonly item: vscode.StatusBarItem;
+  private warned = new Set<string>();
+  private presentation: GaugePresentation = noConversationPresentation();
+
+  constructor(
+    private readonly session: Session,
+    private readonly settings: () => LongrunSettings,
+    private readonly now: () => number,
+  ) {
+    this.item = vscode.window.createStatusBarItem('longrun.gauge', vscode.StatusBarAlignment.Right, 100);
+    this.item.name = 'Longrun Context';
+    this.item.command = 'longrun.compact';
+    this.render();
+    this.item.show();
+  }
+
+  /** What the gauge shows now (for tests and the "Show Context Usage" command). */
+  current(): GaugePresentation {
+    return this.presentation;
+  }
+
+  update(): void {
+    const conversation = this.session.currentIfLoaded();
+    if (!conversation || conversation.isEmpty()) {
+      this.presentation = noConversationPresentation();
+    } else {
+      const count = conversation.count();
+      const last = conversation.lastCompaction();
+      const name = this.session.modelName();
+      this.presentation = gaugePresentation({
+        assessment: conversation.assess(),
+        breakdown: conversation.breakdown(),
+        source: count.source,
+        now: this.now(),
+        ...(last ? { lastCompaction: last } : {}),
+        ...(name ? { modelName: name } : {}),
+      });
+      if (conversation.isCompacting()) this.presentation = { ...this.presentation, text: '$(sync~spin) compacting…' };
+      this.maybeWarn(conversation.id, conversation.assess().level);
+    }
+    this.render();
+  }
+
+  private render(): void {
+    const p = this.presentation;
+    this.item.text = p.text;
+    this.item.accessibilityInformation = { label: p.accessibilityLabel, role: 'button' };
+    const tooltip = new vscode.MarkdownString(p.tooltipMarkdown);
+    tooltip.supportThemeIcons = true;
+    this.item.tooltip = tooltip;
+    this.item.backgroundColor =
+      p.background === 'error'
+        ? new vscode.ThemeColor('statusBarItem.errorBackground')
+        : p.background === 'warning'
+          ? new vscode.ThemeColor('statusBarItem.warningBackground')
+          : undefined;
+  }
+
+  private maybeWarn(conversationId: string, level: string): void {
+    if (level !== 'warning' || !this.settings().showWarnings || this.warned.has(conversationId)) return;
+    this.warned.add(conversationId);
+    void vscode.window
+      .showWarningMessage('Longrun: the conversation fills most of the model\'s context window.', 'Compact Now')
+      .then((choice) => {
+        if (choice === 'Compact Now') void vscode.commands.executeCommand('longrun.compact');
+      });
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}

@@ -1,0 +1,420 @@
+import { z } from 'zod';
+import { compactionConfigSchema, DEFAULT_CONFIG, resolveConfig, type CompactionConfig } from '../core/config';
+
+/**
+ * The `longrun.*` settings, read through an injected getter so this file needs no `vscode`
+ * (the extension passes `key => vscode.workspace.getConfiguration('longrun').get(key)`).
+ *
+ * Every invalid value is replaced by its default and reported once, naming the full setting key
+ * and the value used instead. The compaction settings are validated by the core's
+ * `resolveConfig`; this file only maps setting keys onto the core's paths and back.
+ * `package.json` declares the same keys and defaults; a unit test keeps the two in step.
+ */
+
+/** One model served by a configured endpoint. */
+export interface EndpointModelSetting {
+  /** The id the endpoint knows the model by, e.g. `llama3.1`. */
+  readonly id: string;
+  /** A display name; the id when absent. */
+  readonly name?: string;
+  readonly contextWindow?: number;
+  readonly maxOutputTokens?: number;
+  readonly toolCalling: boolean;
+}
+
+/** An OpenAI-compatible endpoint. Its API key is kept in SecretStorage, never in settings. */
+export interface EndpointSetting {
+  /** Id-like name, the middle part of model references such as `longrun/<name>/<model>`. */
+  readonly name: string;
+  /** An http or https URL. */
+  readonly baseUrl: string;
+  readonly models: readonly EndpointModelSetting[];
+}
+
+export interface LongrunSettings {
+  readonly compaction: CompactionConfig;
+  /** At the critical level, ask before compacting. */
+  readonly requireConfirmation: boolean;
+  /** Notify once per conversation at the warning level. */
+  readonly showWarnings: boolean;
+  /** A model reference `vendor/id` for summaries; absent means the conversation's model. */
+  readonly summarizerModel?: string;
+  /** A context window forced by the user; absent means what the model reports. */
+  readonly contextWindow?: number;
+  readonly endpoints: readonly EndpointSetting[];
+  readonly agent: { readonly autoApproveEdits: boolean; readonly maxSteps: number };
+  readonly telemetry: { readonly enabled: boolean; readonly otlpEndpoint?: string };
+  /** Include message content in the log. */
+  readonly verboseLogging: boolean;
+}
+
+export interface SettingProblem {
+  /** The full key, e.g. `longrun.compaction.warningThreshold`. */
+  readonly setting: string;
+  readonly value: unknown;
+  /** Why the value is invalid, e.g. `must be at most 1`. */
+  readonly message: string;
+  /** The value used instead, in the setting's own terms; `undefined` when the value is ignored. */
+  readonly usedInstead: unknown;
+}
+
+const PREFIX = 'longrun.';
+
+/** A compaction setting and the path of its value in the core's `CompactionConfig`. */
+interface CompactionSetting {
+  /** The key under `longrun.`. */
+  readonly key: string;
+  readonly path: readonly string[];
+}
+
+const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
+  { key: 'compaction.auto', path: ['autoCompact'] },
+  { key: 'compaction.thresholdMode', path: ['trigger', 'mode'] },
+  { key: 'compaction.warningThreshold', path: ['trigger', 'warningPercent'] },
+  { key: 'compaction.criticalThreshold', path: ['trigger', 'criticalPercent'] },
+  { key: 'compaction.reserveTokens', path: ['trigger', 'reserveTokens'] },
+  { key: 'compaction.reserveShare', path: ['trigger', 'reserveShare'] },
+  { key: 'compaction.systemReserve', path: ['trigger', 'systemReserve'] },
+  { key: 'compaction.outputReserve', path: ['trigger', 'outputReserve'] },
+  { key: 'compaction.safetyBuffer', path: ['trigger', 'safetyBuffer'] },
+  { key: 'compaction.thresholdPercent', path: ['trigger', 'thresholdPercent'] },
+  { key: 'compaction.percent', path: ['trigger', 'percent'] },
+  { key: 'compaction.keepRecent.mode', path: ['keepRecent', 'mode'] },
+  { key: 'compaction.keepRecent.tokens', path: ['keepRecent', 'tokens'] },
+  { key: 'compaction.keepRecent.tokensShare', path: ['keepRecent', 'tokensShare'] },
+  { key: 'compaction.keepRecent.messages', path: ['keepRecent', 'messages'] },
+  { key: 'compaction.keepSystemMessages', path: ['keepSystemMessages'] },
+  { key: 'compaction.minMessages', path: ['minMessages'] },
+  { key: 'compaction.summary.depth', path: ['summary', 'depth'] },
+  { key: 'compaction.summary.preserveCodeBlocks', path: ['summary', 'preserveCodeBlocks'] },
+  { key: 'compaction.summary.preservePaths', path: ['summary', 'preserveFilePaths'] },
+  { key: 'compaction.summary.targetTokens', path: ['summary', 'targetTokens'] },
+  { key: 'compaction.summary.temperature', path: ['summary', 'temperature'] },
+  { key: 'compaction.summary.customPrompt', path: ['summary', 'customPrompt'] },
+  { key: 'compaction.summary.messageRole', path: ['summary', 'messageRole'] },
+  // Every importance weight is a setting of the same name, so a new weight in the core shows up here.
+  ...Object.keys(DEFAULT_CONFIG.importance).map((field) => ({ key: `compaction.importance.${field}`, path: ['importance', field] })),
+  { key: 'compaction.minGainShare', path: ['minGainShare'] },
+  { key: 'compaction.onSummarizerFailure', path: ['onSummarizerFailure'] },
+];
+
+/** Seconds in settings, milliseconds in the core; validated here so messages speak of seconds. */
+const TIMEOUT_KEY = 'compaction.summarizerTimeoutSeconds';
+const TIMEOUT_DEFAULT_SECONDS = DEFAULT_CONFIG.summarizerTimeoutMs / 1000;
+const timeoutSecondsSchema = z.number().min(1).max(3600);
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+const MODEL_REFERENCE = /^[^\s/]+\/\S+$/;
+
+/** The settings outside the core's compaction config: schema and default, by key under `longrun.`. */
+const OTHER_SETTINGS = {
+  'compaction.requireConfirmation': { schema: z.boolean(), default: false },
+  'compaction.showWarnings': { schema: z.boolean(), default: true },
+  'compaction.model': {
+    schema: z
+      .string()
+      .refine((s) => s.trim() === '' || MODEL_REFERENCE.test(s.trim()), 'must be empty or a model reference "vendor/id", e.g. "copilot/gpt-4o-mini"'),
+    default: '',
+  },
+  contextWindow: { schema: z.number().int().min(0), default: 0 },
+  'agent.autoApproveEdits': { schema: z.boolean(), default: false },
+  'agent.maxSteps': { schema: z.number().int().min(1).max(200), default: 25 },
+  'telemetry.enabled': { schema: z.boolean(), default: false },
+  'telemetry.otlpEndpoint': {
+    schema: z.string().refine((s) => s.trim() === '' || isHttpUrl(s.trim()), 'must be empty or an http or https URL'),
+    default: '',
+  },
+  'logging.verbose': { schema: z.boolean(), default: false },
+} satisfies Record<string, { schema: z.ZodType; default: unknown }>;
+
+type OtherKey = keyof typeof OTHER_SETTINGS;
+
+const ENDPOINTS_KEY = 'endpoints';
+
+const endpointModelSchema = z.object({
+  id: z.string().trim().min(1),
+  name: z.string().trim().min(1).optional(),
+  contextWindow: z.number().int().min(1).optional(),
+  maxOutputTokens: z.number().int().min(1).optional(),
+  toolCalling: z.boolean().default(true),
+});
+
+const ENDPOINT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+const endpointSchema = z.object({
+  name: z.string().regex(ENDPOINT_NAME, 'must be an id: letters, digits, ".", "_" or "-", starting with a letter or digit'),
+  baseUrl: z.string().refine(isHttpUrl, 'must be an http or https URL'),
+  models: z.array(endpointModelSchema).min(1),
+});
+
+/** Every key `readSettings` reads (under `longrun.`), with its default in the setting's own terms. */
+export function settingDefaults(): Record<string, unknown> {
+  const defaults: Record<string, unknown> = {};
+  for (const s of COMPACTION_SETTINGS) defaults[PREFIX + s.key] = structuredClone(readPath(DEFAULT_CONFIG, s.path));
+  defaults[PREFIX + TIMEOUT_KEY] = TIMEOUT_DEFAULT_SECONDS;
+  for (const [key, spec] of Object.entries(OTHER_SETTINGS)) defaults[PREFIX + key] = spec.default;
+  defaults[PREFIX + ENDPOINTS_KEY] = [];
+  return defaults;
+}
+
+/** Reads every `longrun.*` setting; invalid values become their defaults, each reported once. */
+export function readSettings(get: (key: string) => unknown): { settings: LongrunSettings; problems: SettingProblem[] } {
+  const problems: SettingProblem[] = [];
+  const compaction = readCompaction(get, problems);
+
+  const other = <K extends OtherKey>(key: K): (typeof OTHER_SETTINGS)[K]['default'] => {
+    const spec = OTHER_SETTINGS[key];
+    const raw = get(key);
+    if (raw === undefined || raw === null) return spec.default;
+    const parsed = spec.schema.safeParse(raw, { error: friendlyIssue });
+    if (parsed.success) return parsed.data as (typeof OTHER_SETTINGS)[K]['default'];
+    problems.push({ setting: PREFIX + key, value: raw, message: firstMessage(parsed.error), usedInstead: spec.default });
+    return spec.default;
+  };
+
+  const requireConfirmation = other('compaction.requireConfirmation');
+  const showWarnings = other('compaction.showWarnings');
+  const summarizerModel = other('compaction.model').trim();
+  const contextWindow = other('contextWindow');
+  const autoApproveEdits = other('agent.autoApproveEdits');
+  const maxSteps = other('agent.maxSteps');
+  const telemetryEnabled = other('telemetry.enabled');
+  const otlpEndpoint = other('telemetry.otlpEndpoint').trim();
+  const verboseLogging = other('logging.verbose');
+  const endpoints = readEndpoints(get(ENDPOINTS_KEY), problems);
+
+  return {
+    settings: {
+      compaction,
+      requireConfirmation,
+      showWarnings,
+      ...(summarizerModel !== '' ? { summarizerModel } : {}),
+      ...(contextWindow > 0 ? { contextWindow } : {}),
+      endpoints,
+      agent: { autoApproveEdits, maxSteps },
+      telemetry: { enabled: telemetryEnabled, ...(otlpEndpoint !== '' ? { otlpEndpoint } : {}) },
+      verboseLogging,
+    },
+    problems,
+  };
+}
+
+/**
+ * One sentence for the user, e.g. `Longrun: "longrun.compaction.warningThreshold" is 7, which is
+ * not valid (must be at most 1); using 0.75 instead.`
+ */
+export function formatProblem(p: SettingProblem): string {
+  if (p.usedInstead === undefined) {
+    return `Longrun: "${p.setting}" contains ${show(p.value)}, which is not valid (${p.message}); it is ignored.`;
+  }
+  return `Longrun: "${p.setting}" is ${show(p.value)}, which is not valid (${p.message}); using ${show(p.usedInstead)} instead.`;
+}
+
+function readCompaction(get: (key: string) => unknown, problems: SettingProblem[]): CompactionConfig {
+  const input: Record<string, unknown> = {};
+  const raw = new Map<string, unknown>();
+  for (const s of COMPACTION_SETTINGS) {
+    const value = get(s.key);
+    raw.set(s.key, value);
+    if (value !== undefined && value !== null) writePath(input, s.path, value);
+  }
+
+  const seconds = get(TIMEOUT_KEY);
+  if (seconds !== undefined && seconds !== null) {
+    const parsed = timeoutSecondsSchema.safeParse(seconds, { error: friendlyIssue });
+    if (parsed.success) input.summarizerTimeoutMs = Math.round(parsed.data * 1000);
+    else problems.push({ setting: PREFIX + TIMEOUT_KEY, value: seconds, message: firstMessage(parsed.error), usedInstead: TIMEOUT_DEFAULT_SECONDS });
+  }
+
+  const resolved = resolveConfig(input);
+  const reported = new Set<string>();
+  for (const problem of resolved.problems) {
+    const corePath = problem.setting.split('.');
+    const setting = COMPACTION_SETTINGS.find((s) => startsWith(corePath, s.path));
+    if (!setting) {
+      // Not expected (only mapped values are passed in), but never hidden.
+      problems.push({ ...problem, setting: `${PREFIX}compaction.${problem.setting}`, message: renameCorePaths(problem.message) });
+      continue;
+    }
+    // A value can fail twice (its own check, then warning above critical): report it once.
+    if (reported.has(setting.key)) continue;
+    reported.add(setting.key);
+    const value = raw.get(setting.key);
+    problems.push({
+      setting: PREFIX + setting.key,
+      value,
+      message: explain(setting.path, value) ?? renameCorePaths(problem.message),
+      // What the resolved configuration holds: the default, or for a warning above critical the critical level.
+      usedInstead: structuredClone(readPath(resolved.config, setting.path)),
+    });
+  }
+  return resolved.config;
+}
+
+function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSetting[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) {
+    problems.push({ setting: PREFIX + ENDPOINTS_KEY, value: raw, message: 'must be a list of endpoints', usedInstead: [] });
+    return [];
+  }
+  const endpoints: EndpointSetting[] = [];
+  const names = new Map<string, number>();
+  raw.forEach((item: unknown, index) => {
+    const label = `entry ${index + 1}${describeName(item)}`;
+    const reject = (message: string) => problems.push({ setting: PREFIX + ENDPOINTS_KEY, value: item, message: `${label}: ${message}`, usedInstead: undefined });
+    const parsed = endpointSchema.safeParse(item, { error: friendlyIssue });
+    if (!parsed.success) return reject(firstMessage(parsed.error));
+    const key = parsed.data.name.toLowerCase();
+    const first = names.get(key);
+    if (first !== undefined) return reject(`the name "${parsed.data.name}" is already used by entry ${first + 1}`);
+    names.set(key, index);
+    endpoints.push({
+      name: parsed.data.name,
+      baseUrl: parsed.data.baseUrl,
+      models: parsed.data.models.map((m) => ({
+        id: m.id,
+        ...(m.name !== undefined ? { name: m.name } : {}),
+        ...(m.contextWindow !== undefined ? { contextWindow: m.contextWindow } : {}),
+        ...(m.maxOutputTokens !== undefined ? { maxOutputTokens: m.maxOutputTokens } : {}),
+        toolCalling: m.toolCalling,
+      })),
+    });
+  });
+  return endpoints;
+}
+
+function describeName(item: unknown): string {
+  if (typeof item === 'object' && item !== null && 'name' in item && typeof item.name === 'string') return ` ("${item.name}")`;
+  return '';
+}
+
+/** Re-checks a value against the core's own schema for it, to say in plain words what is wrong. */
+function explain(path: readonly string[], value: unknown): string | undefined {
+  const schema = leafSchema(path);
+  if (!schema) return undefined;
+  const parsed = schema.safeParse(value, { error: friendlyIssue });
+  return parsed.success ? undefined : firstMessage(parsed.error);
+}
+
+function leafSchema(path: readonly string[]): z.ZodType | undefined {
+  let schema: z.ZodType = compactionConfigSchema;
+  for (const key of path) {
+    const object = unwrap(schema);
+    if (!(object instanceof z.ZodObject)) return undefined;
+    const next = (object.shape as Record<string, z.ZodType | undefined>)[key];
+    if (!next) return undefined;
+    schema = next;
+  }
+  return schema;
+}
+
+function unwrap(schema: z.ZodType): z.ZodType {
+  let s: z.ZodType = schema;
+  while (s instanceof z.ZodPrefault || s instanceof z.ZodDefault || s instanceof z.ZodOptional) s = s.unwrap() as z.ZodType;
+  return s;
+}
+
+/** The core names its paths (`trigger.criticalPercent`); the user knows the setting keys. */
+function renameCorePaths(message: string): string {
+  let out = message;
+  const byLength = [...COMPACTION_SETTINGS].sort((a, b) => b.path.join('.').length - a.path.join('.').length);
+  for (const s of byLength) out = out.split(s.path.join('.')).join(`"${PREFIX}${s.key}"`);
+  return out;
+}
+
+const TYPE_WORDS: Record<string, string> = {
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  string: 'a string',
+  array: 'a list',
+  object: 'an object',
+};
+
+/** Plain words for each kind of zod issue, without the path (see `firstMessage`); `undefined` keeps zod's own. */
+function friendlyIssue(issue: z.core.$ZodRawIssue): string | undefined {
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.input === undefined) return 'is missing';
+      return `must be ${TYPE_WORDS[issue.expected] ?? issue.expected}`;
+    case 'too_small': {
+      const min = Number(issue.minimum);
+      if (issue.origin === 'string') return min <= 1 ? 'must not be empty' : `must have at least ${min} characters`;
+      if (issue.origin === 'array') return `must have at least ${min} item${min === 1 ? '' : 's'}`;
+      return issue.inclusive ? `must be at least ${min}` : `must be above ${min}`;
+    }
+    case 'too_big': {
+      const max = Number(issue.maximum);
+      if (issue.origin === 'string') return `must have at most ${max} characters`;
+      if (issue.origin === 'array') return `must have at most ${max} items`;
+      return issue.inclusive ? `must be at most ${max}` : `must be below ${max}`;
+    }
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'invalid_format':
+      return issue.format === 'regex' ? 'has the wrong form' : `must be a valid ${issue.format}`;
+    default:
+      // Refinements carry their own message, which zod prefers to this one.
+      return undefined;
+  }
+}
+
+/** Where an issue is inside a value, in words: `item 2`, `baseUrl`, `models item 1`. */
+function pathText(path: readonly PropertyKey[]): string {
+  return path.map((segment) => (typeof segment === 'number' ? `item ${segment + 1}` : String(segment))).join(' ');
+}
+
+/**
+ * The first issue, with where it is inside the value: `item 2 must be a string`,
+ * `in models item 1, contextWindow must be a number`.
+ */
+function firstMessage(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid';
+  const last = issue.path.at(-1);
+  if (issue.path.length > 1 && typeof last === 'string') return `in ${pathText(issue.path.slice(0, -1))}, ${last} ${issue.message}`;
+  const where = pathText(issue.path);
+  return where ? `${where} ${issue.message}` : issue.message;
+}
+
+function show(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}
+
+function startsWith(path: readonly string[], prefix: readonly string[]): boolean {
+  return prefix.length <= path.length && prefix.every((key, i) => path[i] === key);
+}
+
+function readPath(root: unknown, path: readonly string[]): unknown {
+  let node = root;
+  for (const key of path) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node;
+}
+
+function writePath(root: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let node = root;
+  path.forEach((key, i) => {
+    if (i === path.length - 1) node[key] = value;
+    else {
+      const next = node[key];
+      node = typeof next === 'object' && next !== null ? (next as Record<string, unknown>) : (node[key] = {});
+    }
+  });
+}

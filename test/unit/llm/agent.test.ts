@@ -1,0 +1,244 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { APICallError, tool, type ToolSet } from 'ai';
+import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
+import { z } from 'zod';
+import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
+import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
+import { modelView } from '../../../src/core/history';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { text } from '../../../src/core/messages';
+import type { Summarizer } from '../../../src/core/ports';
+import { charEstimator } from '../../../src/core/tokenizer';
+import { runAgentTurn, type AgentUi } from '../../../src/llm/agent';
+import { Conversation } from '../../../src/vscode/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
+import { FakeClock } from '../core/fixtures';
+
+type StreamPart = Record<string, unknown>;
+const streamOf = (parts: StreamPart[]) => convertArrayToReadableStream(parts as never[]);
+type Prompt = MockLanguageModelV4['doStreamCalls'][number]['prompt'];
+
+const usage = (input: number, output: number) => ({
+  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: output, text: output, reasoning: undefined },
+});
+
+function toolCallStep(id: string, path: string, inputTokens = 100): StreamPart[] {
+  return [
+    { type: 'stream-start', warnings: [] },
+    { type: 'text-start', id: 't' },
+    { type: 'text-delta', id: 't', delta: `Reading ${path}. ` },
+    { type: 'text-end', id: 't' },
+    { type: 'tool-call', toolCallId: id, toolName: 'read_file', input: JSON.stringify({ path }) },
+    { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(inputTokens, 10) },
+  ];
+}
+
+function answerStep(answer: string): StreamPart[] {
+  return [
+    { type: 'stream-start', warnings: [] },
+    { type: 'text-start', id: 'a' },
+    { type: 'text-delta', id: 'a', delta: answer },
+    { type: 'text-end', id: 'a' },
+    { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(100, 5) },
+  ];
+}
+
+class RecordingUi implements AgentUi {
+  texts: string[] = [];
+  notices: string[] = [];
+  compactions: string[] = [];
+  text(delta: string) {
+    this.texts.push(delta);
+  }
+  toolCall() {}
+  toolResult() {}
+  compacting() {}
+  compacted(outcome: { status: string }, reason: string) {
+    this.compactions.push(`${reason}:${outcome.status}`);
+  }
+  notice(message: string) {
+    this.notices.push(message);
+  }
+}
+
+const summarizer: Summarizer = {
+  name: 'fake',
+  summarize: async (request) => ({ text: `## Session Summary (Compaction Round 1)\nSUMMARY-MARKER of ${request.messages.length} messages; work is ongoing.` }),
+};
+
+describe('agent turn: streamText with tools, compaction at step start, overflow retry', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-agent-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function setup(limit: number, config: CompactionConfig = DEFAULT_CONFIG) {
+    const clock = new FakeClock();
+    const state = new Map<string, unknown>();
+    let n = 0;
+    const counter = new MessageTokenCounter(charEstimator);
+    const conversation = new Conversation('c1', [], {
+      store: new ConversationStore(dir, () => clock.now()),
+      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      clock,
+      newId: () => `id${++n}`,
+      config: () => config,
+      model: () => ({ name: 'mock', window: { limit, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+      summarizer: () => summarizer,
+    });
+    const reads: string[] = [];
+    const tools: ToolSet = {
+      read_file: tool({
+        description: 'read',
+        inputSchema: z.object({ path: z.string() }),
+        execute: async ({ path }) => {
+          reads.push(path);
+          return `contents of ${path}\n${'x'.repeat(2_000)}`;
+        },
+      }),
+    };
+    return { conversation, tools, reads, ui: new RecordingUi() };
+  }
+
+  function run(s: ReturnType<typeof setup>, model: MockLanguageModelV4, maxSteps = 10, signal = new AbortController().signal) {
+    return runAgentTurn({
+      model,
+      system: 'You are a test agent.',
+      tools: s.tools,
+      maxSteps,
+      signal,
+      conversation: {
+        log: () => s.conversation.log(),
+        append: (r) => s.conversation.append(r),
+        assess: () => s.conversation.assess(),
+        compact: (reason, sig) => s.conversation.compact(reason, { signal: sig }),
+        round: () => s.conversation.round(),
+        newId: () => `m${Math.random().toString(36).slice(2)}`,
+      },
+      ui: s.ui,
+      guard: INITIAL_GUARD,
+      overflowRetriesPerTurn: 1,
+    });
+  }
+
+  async function ask(s: ReturnType<typeof setup>, prompt: string) {
+    await s.conversation.append([{ type: 'message', message: { id: `u-${prompt.length}-${Math.random()}`, role: 'user', content: [text(prompt)] } }]);
+  }
+
+  it('runs a multi-step tool loop, streams text and persists every message with usage', async () => {
+    const s = setup(1_000_000);
+    const script = [toolCallStep('c1', 'a.ts'), toolCallStep('c2', 'b.ts'), answerStep('Both files read.')];
+    const model = new MockLanguageModelV4({ doStream: async () => ({ stream: streamOf(script.shift()!) }) });
+    await ask(s, 'Read a.ts and b.ts');
+    const result = await run(s, model);
+    assert.equal(result.error, undefined);
+    assert.equal(result.steps, 3);
+    assert.deepEqual(s.reads, ['a.ts', 'b.ts']);
+    assert.equal(s.ui.texts.join(''), 'Reading a.ts. Reading b.ts. Both files read.');
+    const roles = modelView(s.conversation.log()).map((m) => m.role);
+    assert.deepEqual(roles, ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
+    assert.ok(s.conversation.log().some((r) => r.type === 'usage'), 'provider usage is recorded for the gauge');
+    // The log is on disk: a fresh store reads the same records.
+    const reopened = await new ConversationStore(dir, () => 0).open('c1');
+    assert.equal(reopened.log.length, s.conversation.log().length);
+  });
+
+  it('compacts at the start of a step when the threshold is crossed mid-loop, and the next request holds the summary and kept messages without orphans', async () => {
+    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'tokens', tokens: 600 } };
+    const s = setup(2_500, config);
+    // The mock reports usage the way a provider would: the size of the prompt it was sent.
+    const script = [...['a', 'b', 'c', 'd', 'e'].map((f, i) => (input: number) => toolCallStep(`c${i}`, `${f}.ts`, input)), () => answerStep('Done.')];
+    const model = new MockLanguageModelV4({
+      doStream: async (options) => ({ stream: streamOf(script.shift()!(Math.ceil(JSON.stringify(options.prompt).length / 4))) }),
+    });
+    await ask(s, 'Read five files');
+    const result = await run(s, model);
+    assert.equal(result.error, undefined);
+    assert.ok(result.compactions >= 1, 'compacted during the loop');
+    assert.ok(s.ui.compactions.includes('threshold:compacted'));
+    assert.equal(s.ui.texts.at(-1), 'Done.');
+    const lastPrompt: Prompt = model.doStreamCalls.at(-1)!.prompt;
+    const promptText = JSON.stringify(lastPrompt);
+    assert.ok(promptText.includes('SUMMARY-MARKER'), 'the summary reaches the model');
+    assert.ok(promptText.includes('Read five files'), 'the request is kept verbatim');
+    const calls = new Set<string>();
+    for (const m of lastPrompt) {
+      if (m.role === 'assistant') for (const p of m.content) if (p.type === 'tool-call') calls.add(p.toolCallId);
+      if (m.role === 'tool') for (const p of m.content) if (p.type === 'tool-result') assert.ok(calls.has(p.toolCallId), `orphan tool result ${p.toolCallId}`);
+    }
+    assert.ok(lastPrompt.length < 12, `the prompt was compacted (${lastPrompt.length} messages)`);
+  });
+
+  it('compacts and retries once on a context_length_exceeded error, then answers', async () => {
+    const config: CompactionConfig = { ...DEFAULT_CONFIG, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const s = setup(1_000_000, config);
+    for (let i = 0; i < 4; i++) {
+      await ask(s, `earlier question ${i} ${'q'.repeat(400)}`);
+      await s.conversation.append([{ type: 'message', message: { id: `a${i}`, role: 'assistant', content: [text(`earlier answer ${i} ${'a'.repeat(400)}`)] } }]);
+    }
+    await ask(s, 'And now?');
+    let calls = 0;
+    const model = new MockLanguageModelV4({
+      doStream: async () => {
+        calls++;
+        if (calls === 1) {
+          throw new APICallError({
+            message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+            url: 'http://127.0.0.1/v1/chat/completions',
+            requestBodyValues: {},
+            statusCode: 400,
+            responseBody: JSON.stringify({ error: { code: 'context_length_exceeded', message: 'too long' } }),
+            isRetryable: false,
+          });
+        }
+        return { stream: streamOf(answerStep('Here is the answer.')) };
+      },
+    });
+    const result = await run(s, model);
+    assert.equal(result.error, undefined);
+    assert.deepEqual(s.ui.compactions, ['overflow:compacted']);
+    assert.equal(s.ui.texts.join(''), 'Here is the answer.');
+    assert.ok(JSON.stringify(model.doStreamCalls[1]!.prompt).includes('SUMMARY-MARKER'));
+  });
+
+  it('gives up after one overflow retry and reports the error', async () => {
+    const s = setup(1_000_000, { ...DEFAULT_CONFIG, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 1 } });
+    for (let i = 0; i < 4; i++) await ask(s, `q${i} ${'w'.repeat(500)}`);
+    const model = new MockLanguageModelV4({
+      doStream: async () => {
+        throw new APICallError({ message: 'prompt is too long: 210000 tokens > 200000 maximum', url: 'x', requestBodyValues: {}, statusCode: 400, isRetryable: false });
+      },
+    });
+    const result = await run(s, model);
+    assert.ok(result.error, 'the error is reported');
+    assert.equal(model.doStreamCalls.length, 2, 'one retry, not more');
+    assert.ok(s.ui.notices.some((n) => /will not retry/.test(n)));
+  });
+
+  it('stops on cancellation and leaves no tool call without its result in the history', async () => {
+    const s = setup(1_000_000);
+    const controller = new AbortController();
+    let step = 0;
+    const model = new MockLanguageModelV4({
+      doStream: async () => {
+        step++;
+        if (step === 2) controller.abort();
+        return { stream: streamOf(toolCallStep(`c${step}`, `f${step}.ts`)) };
+      },
+    });
+    await ask(s, 'loop forever');
+    const result = await run(s, model, 10, controller.signal);
+    assert.equal(result.cancelled, true);
+    const view = modelView(s.conversation.log());
+    const callIds = view.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])));
+    const resultIds = new Set(view.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [p.toolCallId] : []))));
+    for (const id of callIds) assert.ok(resultIds.has(id), `call ${id} has its result`);
+  });
+});

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict';
+import { APICallError } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import type { SummaryRequest } from '../../../src/core/ports';
+import { createAiSummarizer } from '../../../src/llm/ai-summarizer';
+
+type GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
+
+const usage = (input: number | undefined, output: number | undefined): GenerateResult['usage'] => ({
+  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: output, text: output, reasoning: undefined },
+});
+
+const answer = (text: string, extra: Partial<GenerateResult> = {}): GenerateResult => ({
+  content: [{ type: 'text', text }],
+  finishReason: { unified: 'stop', raw: 'stop' },
+  usage: usage(120, 30),
+  warnings: [],
+  ...extra,
+});
+
+const request: SummaryRequest = {
+  system: 'You write handover summaries.',
+  messages: [
+    { role: 'system', content: 'Previous summary: set up the repo.' },
+    { role: 'user', content: '[#1 user] add a test' },
+    { role: 'assistant', content: '[#2 assistant] added test/a.test.ts' },
+  ],
+  maxOutputTokens: 900,
+  temperature: 0.2,
+  purpose: 'summary',
+};
+
+describe('createAiSummarizer', () => {
+  it('sends the structured request with roles intact, the prompt as the system message', async () => {
+    const model = new MockLanguageModelV4({ doGenerate: answer('## Session Summary') });
+    const summarizer = createAiSummarizer({ model, name: 'test:model' });
+    await summarizer.summarize(request);
+
+    const call = model.doGenerateCalls[0];
+    assert.ok(call);
+    const prompt = call.prompt.map((m) => ({
+      role: m.role,
+      text: typeof m.content === 'string' ? m.content : m.content.map((p) => ('text' in p ? p.text : '')).join(''),
+    }));
+    assert.deepEqual(prompt, [
+      { role: 'system', text: 'You write handover summaries.' },
+      { role: 'system', text: 'Previous summary: set up the repo.' },
+      { role: 'user', text: '[#1 user] add a test' },
+      { role: 'assistant', text: '[#2 assistant] added test/a.test.ts' },
+    ]);
+  });
+
+  it('passes temperature and the output token cap to the model', async () => {
+    const model = new MockLanguageModelV4({ doGenerate: answer('s') });
+    await createAiSummarizer({ model, name: 'n' }).summarize(request);
+    assert.equal(model.doGenerateCalls[0]?.temperature, 0.2);
+    assert.equal(model.doGenerateCalls[0]?.maxOutputTokens, 900);
+  });
+
+  it('returns the text, the responding model id and the reported usage', async () => {
+    const model = new MockLanguageModelV4({
+      doGenerate: answer('## Session Summary\nDone.', { response: { modelId: 'gpt-4o-mini-2024-07-18' } }),
+    });
+    const summarizer = createAiSummarizer({ model, name: 'openai:gpt-4o-mini', contextWindow: 128_000 });
+    const response = await summarizer.summarize(request);
+    assert.deepEqual(response, {
+      text: '## Session Summary\nDone.',
+      model: 'gpt-4o-mini-2024-07-18',
+      usage: { inputTokens: 120, outputTokens: 30 },
+    });
+    assert.equal(summarizer.name, 'openai:gpt-4o-mini');
+    assert.equal(summarizer.contextWindow, 128_000);
+  });
+
+  it('leaves usage out when the provider reports none', async () => {
+    const model = new MockLanguageModelV4({ doGenerate: answer('s', { usage: usage(undefined, undefined) }) });
+    const response = await createAiSummarizer({ model, name: 'n' }).summarize(request);
+    assert.equal(response.usage, undefined);
+  });
+
+  it('hands the abort signal to the model and rejects when it fires', async () => {
+    const controller = new AbortController();
+    let seen: AbortSignal | undefined;
+    const model = new MockLanguageModelV4({
+      doGenerate: (options) => {
+        seen = options.abortSignal;
+        return new Promise<GenerateResult>((_resolve, reject) => {
+          options.abortSignal?.addEventListener('abort', () => reject(options.abortSignal?.reason));
+        });
+      },
+    });
+    const pending = createAiSummarizer({ model, name: 'n' }).summarize(request, controller.signal);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    await assert.rejects(pending, (error: Error) => error.name === 'AbortError');
+    assert.ok(seen, 'the model received a signal');
+    assert.equal(seen.aborted, true);
+  });
+
+  it('lets a model error through with its message, without retrying what a retry cannot fix', async () => {
+    let calls = 0;
+    const model = new MockLanguageModelV4({
+      doGenerate: () => {
+        calls += 1;
+        throw new APICallError({
+          message: "This model's maximum context length is 8192 tokens",
+          url: 'http://x/v1/chat/completions',
+          requestBodyValues: {},
+          statusCode: 400,
+          isRetryable: false,
+        });
+      },
+    });
+    await assert.rejects(createAiSummarizer({ model, name: 'n' }).summarize(request), (error: unknown) => {
+      assert.ok(APICallError.isInstance(error));
+      assert.match(error.message, /maximum context length is 8192/);
+      return true;
+    });
+    assert.equal(calls, 1);
+  });
+
+  it('retries a retryable failure exactly once', async () => {
+    let calls = 0;
+    const model = new MockLanguageModelV4({
+      doGenerate: () => {
+        calls += 1;
+        throw new APICallError({
+          message: 'overloaded',
+          url: 'http://x/v1/chat/completions',
+          requestBodyValues: {},
+          statusCode: 503,
+          isRetryable: true,
+          // Keeps the backoff short.
+          responseHeaders: { 'retry-after-ms': '1' },
+        });
+      },
+    });
+    await assert.rejects(createAiSummarizer({ model, name: 'n' }).summarize(request), /overloaded/);
+    assert.equal(calls, 2);
+  });
+});

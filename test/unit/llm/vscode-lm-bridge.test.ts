@@ -1,0 +1,349 @@
+import assert from 'node:assert/strict';
+import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import type * as vscode from 'vscode';
+import { isContextOverflow } from '../../../src/core/overflow-error';
+import {
+  VsCodeLmError,
+  createVsCodeLanguageModel,
+  type VsCodeCancellationToken,
+  type VsCodeChatModel,
+  type VsCodeChatRequestOptions,
+  type VsCodeLmApi,
+} from '../../../src/llm/vscode-lm-bridge';
+
+// Stand-ins for the vscode module's classes, shaped like the real ones.
+class TextPart {
+  constructor(readonly value: string) {}
+}
+class ToolCallPart {
+  constructor(
+    readonly callId: string,
+    readonly name: string,
+    readonly input: object,
+  ) {}
+}
+class ToolResultPart {
+  constructor(
+    readonly callId: string,
+    readonly content: unknown[],
+  ) {}
+}
+class ChatMessage {
+  constructor(
+    readonly role: 'user' | 'assistant',
+    readonly content: unknown[],
+  ) {}
+  static User(content: string | unknown[]): ChatMessage {
+    return new ChatMessage('user', typeof content === 'string' ? [new TextPart(content)] : content);
+  }
+  static Assistant(content: string | unknown[]): ChatMessage {
+    return new ChatMessage('assistant', typeof content === 'string' ? [new TextPart(content)] : content);
+  }
+}
+
+const api: VsCodeLmApi = {
+  LanguageModelChatMessage: ChatMessage,
+  LanguageModelTextPart: TextPart,
+  LanguageModelToolCallPart: ToolCallPart,
+  LanguageModelToolResultPart: ToolResultPart,
+  LanguageModelChatToolMode: { Auto: 1, Required: 2 },
+};
+
+interface RecordedRequest {
+  messages: ChatMessage[];
+  options: VsCodeChatRequestOptions;
+  token: VsCodeCancellationToken;
+}
+
+type Script = (token: VsCodeCancellationToken) => AsyncIterable<unknown>;
+
+/** One token per four characters of text, the way a simple tokenizer would count. */
+function fakeCount(value: unknown): number {
+  if (typeof value === 'string') return Math.ceil(value.length / 4);
+  if (value instanceof ChatMessage) return value.content.reduce<number>((sum, part) => sum + fakeCount(JSON.stringify(part)), 0);
+  return 0;
+}
+
+/** A chat model that answers each request with the next script and records what it was sent. */
+class FakeChatModel implements VsCodeChatModel {
+  readonly id = 'copilot-gpt-4o';
+  readonly vendor = 'copilot';
+  readonly family = 'gpt-4o';
+  readonly name = 'GPT-4o';
+  readonly maxInputTokens = 64_000;
+  readonly requests: RecordedRequest[] = [];
+  readonly counted: unknown[] = [];
+  sendError: unknown;
+
+  constructor(private readonly scripts: Script[]) {}
+
+  async sendRequest(messages: unknown[], options: VsCodeChatRequestOptions, token: VsCodeCancellationToken) {
+    this.requests.push({ messages: messages as ChatMessage[], options, token });
+    if (this.sendError !== undefined) throw this.sendError;
+    const script = this.scripts[this.requests.length - 1];
+    if (!script) throw new Error(`no script for request ${this.requests.length}`);
+    const stream = script(token);
+    return {
+      stream,
+      text: (async function* () {
+        for await (const item of stream) if (item instanceof TextPart) yield item.value;
+      })(),
+    };
+  }
+
+  async countTokens(text: unknown): Promise<number> {
+    this.counted.push(text);
+    return fakeCount(text);
+  }
+}
+
+const items =
+  (...values: unknown[]): Script =>
+  async function* () {
+    for (const value of values) yield value;
+  };
+
+const userPrompt = [{ role: 'user' as const, content: 'hello' }];
+
+describe('VS Code language model bridge', () => {
+  it('streams text through streamText and estimates usage with countTokens', async () => {
+    const chat = new FakeChatModel([items(new TextPart('Hel'), new TextPart('lo'), new TextPart(' there'))]);
+    const result = streamText({ model: createVsCodeLanguageModel(chat, api), messages: userPrompt });
+
+    const deltas: string[] = [];
+    for await (const delta of result.textStream) deltas.push(delta);
+    assert.deepEqual(deltas, ['Hel', 'lo', ' there']);
+    assert.equal(await result.text, 'Hello there');
+    assert.equal(await result.finishReason, 'stop');
+
+    const usage = await result.usage;
+    const sent = chat.requests[0]?.messages ?? [];
+    const expectedInput = sent.reduce((sum, message) => sum + fakeCount(message), 0);
+    assert.ok(expectedInput > 0);
+    assert.equal(usage.inputTokens, expectedInput);
+    assert.equal(usage.outputTokens, fakeCount('Hello there'));
+    assert.deepEqual(usage.raw, { estimated: true, source: 'vscode.LanguageModelChat.countTokens' });
+  });
+
+  it('sends instructions as a leading user turn and keeps the conversation order', async () => {
+    const chat = new FakeChatModel([items(new TextPart('ok'))]);
+    await generateText({
+      model: createVsCodeLanguageModel(chat, api),
+      instructions: 'You are Longrun.',
+      messages: [
+        { role: 'user', content: 'first' },
+        { role: 'assistant', content: 'answer' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'second' },
+            { type: 'file', mediaType: 'image/png', filename: 'shot.png', data: new Uint8Array([1, 2, 3]) },
+          ],
+        },
+      ],
+    });
+    const sent = chat.requests[0]?.messages ?? [];
+    assert.deepEqual(
+      sent.map((m) => m.role),
+      ['user', 'user', 'assistant', 'user'],
+    );
+    const texts = sent.map((m) => m.content.map((p) => (p as TextPart).value));
+    assert.match(texts[0]?.[0] ?? '', /^Instructions.*\n\nYou are Longrun\.$/s);
+    assert.deepEqual(texts[1], ['first']);
+    assert.deepEqual(texts[2], ['answer']);
+    assert.equal(texts[3]?.[0], 'second');
+    assert.match(texts[3]?.[1] ?? '', /shot\.png.*image\/png/);
+  });
+
+  it('passes function tools with their JSON schema and turns tool-call items into AI SDK tool calls', async () => {
+    const chat = new FakeChatModel([
+      items(new TextPart('Reading.'), new ToolCallPart('call-1', 'read_file', { path: 'src/a.ts' })),
+    ]);
+    const result = await generateText({
+      model: createVsCodeLanguageModel(chat, api),
+      messages: userPrompt,
+      tools: {
+        read_file: tool({
+          description: 'Read a file',
+          inputSchema: jsonSchema<{ path: string }>({ type: 'object', properties: { path: { type: 'string' } }, required: ['path'] }),
+        }),
+      },
+    });
+    assert.deepEqual(
+      result.toolCalls.map((c) => ({ id: c.toolCallId, name: c.toolName, input: c.input })),
+      [{ id: 'call-1', name: 'read_file', input: { path: 'src/a.ts' } }],
+    );
+    assert.equal(result.finishReason, 'tool-calls');
+    assert.equal(result.text, 'Reading.');
+
+    const options = chat.requests[0]?.options;
+    assert.equal(options?.toolMode, api.LanguageModelChatToolMode.Auto);
+    assert.equal(options?.tools?.length, 1);
+    assert.equal(options?.tools?.[0]?.name, 'read_file');
+    assert.equal(options?.tools?.[0]?.description, 'Read a file');
+    assert.deepEqual((options?.tools?.[0]?.inputSchema as { properties?: unknown }).properties, { path: { type: 'string' } });
+  });
+
+  it('runs a tool loop: the result goes back as a LanguageModelToolResultPart in a user turn', async () => {
+    const chat = new FakeChatModel([
+      items(new ToolCallPart('call-7', 'add', { a: 2, b: 3 })),
+      items(new TextPart('The sum is 5.')),
+    ]);
+    const result = streamText({
+      model: createVsCodeLanguageModel(chat, api),
+      messages: userPrompt,
+      stopWhen: stepCountIs(3),
+      tools: {
+        add: tool({
+          description: 'Add two numbers',
+          inputSchema: jsonSchema<{ a: number; b: number }>({
+            type: 'object',
+            properties: { a: { type: 'number' }, b: { type: 'number' } },
+          }),
+          execute: async ({ a, b }) => ({ sum: a + b }),
+        }),
+      },
+    });
+    assert.equal(await result.text, 'The sum is 5.');
+    assert.equal((await result.steps).length, 2);
+    assert.equal(chat.requests.length, 2);
+
+    const second = chat.requests[1]?.messages ?? [];
+    assert.deepEqual(
+      second.map((m) => m.role),
+      ['user', 'assistant', 'user'],
+    );
+    const call = second[1]?.content[0];
+    assert.ok(call instanceof ToolCallPart);
+    assert.equal(call.callId, 'call-7');
+    assert.deepEqual(call.input, { a: 2, b: 3 });
+    const resultPart = second[2]?.content[0];
+    assert.ok(resultPart instanceof ToolResultPart, 'tool result travels as a LanguageModelToolResultPart');
+    assert.equal(resultPart.callId, 'call-7');
+    const resultText = resultPart.content[0];
+    assert.ok(resultText instanceof TextPart);
+    assert.deepEqual(JSON.parse(resultText.value), { sum: 5 });
+  });
+
+  it('maps tool choice: required → Required, a named tool → only that tool, none → no tools', async () => {
+    const tools = {
+      a: tool({ description: 'A', inputSchema: jsonSchema({ type: 'object' }) }),
+      b: tool({ description: 'B', inputSchema: jsonSchema({ type: 'object' }) }),
+    };
+    // With a required tool choice, the AI SDK itself rejects an answer without a tool call.
+    const chat = new FakeChatModel([
+      items(new ToolCallPart('c1', 'a', {})),
+      items(new ToolCallPart('c2', 'b', {})),
+      items(new TextPart('3')),
+    ]);
+    const model = createVsCodeLanguageModel(chat, api);
+    await generateText({ model, messages: userPrompt, tools, toolChoice: 'required' });
+    await generateText({ model, messages: userPrompt, tools, toolChoice: { type: 'tool', toolName: 'b' } });
+    await generateText({ model, messages: userPrompt, tools, toolChoice: 'none' });
+
+    const [required, named, none] = chat.requests.map((r) => r.options);
+    assert.equal(required?.toolMode, api.LanguageModelChatToolMode.Required);
+    assert.deepEqual(
+      required?.tools?.map((t) => t.name),
+      ['a', 'b'],
+    );
+    assert.equal(named?.toolMode, api.LanguageModelChatToolMode.Required);
+    assert.deepEqual(
+      named?.tools?.map((t) => t.name),
+      ['b'],
+    );
+    assert.equal(none?.tools, undefined);
+    assert.equal(none?.toolMode, undefined);
+  });
+
+  it('cancels the VS Code request when the abort signal fires', async () => {
+    let heard = false;
+    const chat = new FakeChatModel([
+      (token) =>
+        (async function* () {
+          yield new TextPart('partial');
+          token.onCancellationRequested(() => {
+            heard = true;
+          });
+          // Never yields again on its own: only cancellation can end this request.
+          await new Promise<void>((resolve) => token.onCancellationRequested(() => resolve()));
+        })(),
+    ]);
+    const controller = new AbortController();
+    const result = streamText({ model: createVsCodeLanguageModel(chat, api), messages: userPrompt, abortSignal: controller.signal });
+
+    const seen: string[] = [];
+    for await (const part of result.fullStream) {
+      seen.push(part.type);
+      if (part.type === 'text-delta') controller.abort();
+    }
+    const token = chat.requests[0]?.token;
+    assert.ok(token);
+    assert.equal(token.isCancellationRequested, true);
+    assert.equal(heard, true, 'the cancellation listener was called');
+    assert.ok(seen.includes('abort'), `stream parts: ${seen.join(', ')}`);
+  });
+
+  it('rejects with the original message and cause when sendRequest throws', async () => {
+    const original = Object.assign(
+      new Error("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."),
+      { code: 'Unknown' },
+    );
+    const chat = new FakeChatModel([]);
+    chat.sendError = original;
+    const model = createVsCodeLanguageModel(chat, api);
+
+    await assert.rejects(generateText({ model, messages: userPrompt }), (error: unknown) => {
+      assert.ok(VsCodeLmError.isInstance(error));
+      assert.equal(error.message, original.message);
+      assert.equal(error.cause, original);
+      assert.equal(error.code, 'Unknown');
+      assert.equal(isContextOverflow(error), true);
+      return true;
+    });
+
+    let streamed: unknown;
+    const result = streamText({ model, messages: userPrompt, onError: ({ error }) => void (streamed = error) });
+    await result.consumeStream();
+    assert.ok(streamed instanceof Error);
+    assert.equal(streamed.message, original.message);
+  });
+
+  it('reports a failure in the middle of the stream as an error part', async () => {
+    const chat = new FakeChatModel([
+      async function* () {
+        yield new TextPart('start');
+        throw new Error('Response stream broke');
+      },
+    ]);
+    const result = streamText({ model: createVsCodeLanguageModel(chat, api), messages: userPrompt, onError: () => undefined });
+    const errors: unknown[] = [];
+    for await (const part of result.fullStream) if (part.type === 'error') errors.push(part.error);
+    assert.equal(errors.length, 1);
+    assert.match((errors[0] as Error).message, /Response stream broke/);
+  });
+
+  it('ignores stream items that are neither text nor tool calls', async () => {
+    const chat = new FakeChatModel([items({ mimeType: 'image/png', data: new Uint8Array(1) }, new TextPart('only this'))]);
+    const result = await generateText({ model: createVsCodeLanguageModel(chat, api), messages: userPrompt });
+    assert.equal(result.text, 'only this');
+  });
+});
+
+/**
+ * Compile-time check that the real vscode types fit the bridge's interfaces; never called
+ * (`vscode` cannot be loaded outside VS Code).
+ */
+export function realVsCodeTypesFit(model: vscode.LanguageModelChat, ns: typeof vscode): void {
+  const chatModel: VsCodeChatModel = model;
+  const lmApi: VsCodeLmApi = {
+    LanguageModelChatMessage: ns.LanguageModelChatMessage,
+    LanguageModelTextPart: ns.LanguageModelTextPart,
+    LanguageModelToolCallPart: ns.LanguageModelToolCallPart,
+    LanguageModelToolResultPart: ns.LanguageModelToolResultPart,
+    LanguageModelChatToolMode: ns.LanguageModelChatToolMode,
+  };
+  const token: vscode.CancellationToken = {} as VsCodeCancellationToken;
+  void createVsCodeLanguageModel(chatModel, lmApi);
+  void token;
+}

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { assessBudget } from '../../../src/core/budget';
+import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
+import type { CompactionEntry } from '../../../src/core/history';
+import { compactNumber, gaugePresentation, noConversationPresentation, type GaugeState } from '../../../src/vscode/gauge-text';
+
+const breakdown = { systemAndTools: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
+const state = (used: number, limit = 128_000, extra: Partial<GaugeState> = {}): GaugeState => ({
+  assessment: assessBudget(used, { limit, source: limit ? 'model' : 'unknown', ...(limit ? {} : { reason: 'unknown model' }) }, DEFAULT_CONFIG.trigger),
+  breakdown,
+  source: 'local',
+  now: 1_000_000,
+  ...extra,
+});
+
+describe('gauge text and levels', () => {
+  it('reads "63% · 81k/128k" for 81,000 of 128,000 tokens', () => {
+    assert.equal(gaugePresentation(state(81_000)).text, '$(pulse) 63% · 81k/128k');
+  });
+
+  it('has no background when ok, warning from 75%, error from 90% and when over', () => {
+    assert.equal(gaugePresentation(state(95_000)).background, 'none');
+    assert.equal(gaugePresentation(state(96_000)).background, 'warning');
+    assert.equal(gaugePresentation(state(115_200)).background, 'error');
+    assert.equal(gaugePresentation(state(130_000)).background, 'error');
+  });
+
+  it('labels itself for screen readers starting with "Longrun context"', () => {
+    const label = gaugePresentation(state(96_000)).accessibilityLabel;
+    assert.match(label, /^Longrun context 75% full: 96,000 of 128,000 tokens, warning$/);
+  });
+
+  it('breaks the window down in the tooltip, with what is free', () => {
+    const tip = gaugePresentation(state(81_000)).tooltipMarkdown;
+    assert.match(tip, /\| Tool results \| 27,000 \|/);
+    assert.match(tip, /\| Reserved for output \| 4,000 \|/);
+    assert.match(tip, /\| Free \| 43,000 \|/);
+    assert.match(tip, /No compaction yet/);
+  });
+
+  it('describes the last compaction: when, before → after, reason', () => {
+    const entry: CompactionEntry = {
+      id: 'e', round: 3, reason: 'threshold', summary: '', firstKeptMessageId: null, compactedMessageIds: [], tokensBefore: 96_000, tokensAfter: 12_000,
+      fileOperations: EMPTY_LEDGER, model: 'm', durationMs: 1, createdAt: 1_000_000 - 5 * 60_000, summaryRole: 'user', fallback: false, lowGain: false, splitTurn: false, summarizerCalls: 1,
+    };
+    const tip = gaugePresentation(state(20_000, 128_000, { lastCompaction: entry })).tooltipMarkdown;
+    assert.match(tip, /Last compaction: round 3, 5 min ago \(threshold\): 96k → 12k tokens/);
+  });
+
+  it('shows the count without a percentage when the window is unknown', () => {
+    const p = gaugePresentation(state(12_345, 0));
+    assert.equal(p.text, '$(pulse) 12k tokens');
+    assert.match(p.tooltipMarkdown, /Automatic compaction is off/);
+  });
+
+  it('says "no conversation" when there is none', () => {
+    assert.equal(noConversationPresentation().text, '$(pulse) no conversation');
+  });
+
+  it('abbreviates numbers', () => {
+    assert.deepEqual([compactNumber(950), compactNumber(1_500), compactNumber(81_000), compactNumber(1_048_576)], ['950', '1.5k', '81k', '1.05M']);
+  });
+});

@@ -1,0 +1,272 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { formatProblem, readSettings, settingDefaults, type SettingProblem } from '../../../src/vscode/settings';
+
+/** A getter over `longrun.*` values given by their full keys, as VS Code's configuration does. */
+function getter(values: Record<string, unknown>): (key: string) => unknown {
+  return (key) => values[`longrun.${key}`];
+}
+
+const read = (values: Record<string, unknown>) => readSettings(getter(values));
+
+const ollama = { name: 'ollama', baseUrl: 'http://localhost:11434/v1', models: [{ id: 'llama3.1', contextWindow: 131072 }] };
+
+describe('settings: longrun.* onto the core configuration', () => {
+  it('gives the defaults when nothing is set', () => {
+    const { settings, problems } = readSettings(() => undefined);
+    assert.deepEqual(problems, []);
+    assert.deepEqual(settings, {
+      compaction: DEFAULT_CONFIG,
+      requireConfirmation: false,
+      showWarnings: true,
+      endpoints: [],
+      agent: { autoApproveEdits: false, maxSteps: 25 },
+      telemetry: { enabled: false },
+      verboseLogging: false,
+    });
+  });
+
+  it('maps valid values onto the core configuration', () => {
+    const { settings, problems } = read({
+      'longrun.compaction.auto': false,
+      'longrun.compaction.thresholdMode': 'percent',
+      'longrun.compaction.warningThreshold': 0.5,
+      'longrun.compaction.criticalThreshold': 0.95,
+      'longrun.compaction.percent': 0.7,
+      'longrun.compaction.keepRecent.mode': 'messages',
+      'longrun.compaction.keepRecent.messages': 4,
+      'longrun.compaction.summary.preservePaths': false,
+      'longrun.compaction.summary.customPrompt': 'Summarize.\nKeep decisions.',
+      'longrun.compaction.importance.roleTool': 7,
+      'longrun.compaction.importance.keywords': ['deadline'],
+      'longrun.compaction.summarizerTimeoutSeconds': 30,
+      'longrun.compaction.onSummarizerFailure': 'keep-history',
+      'longrun.compaction.requireConfirmation': true,
+      'longrun.compaction.showWarnings': false,
+      'longrun.compaction.model': 'copilot/gpt-4o-mini',
+      'longrun.contextWindow': 128000,
+      'longrun.agent.autoApproveEdits': true,
+      'longrun.agent.maxSteps': 60,
+      'longrun.telemetry.enabled': true,
+      'longrun.telemetry.otlpEndpoint': 'http://localhost:4318/v1/traces',
+      'longrun.logging.verbose': true,
+    });
+    assert.deepEqual(problems, []);
+    const c = settings.compaction;
+    assert.equal(c.autoCompact, false);
+    assert.deepEqual([c.trigger.mode, c.trigger.warningPercent, c.trigger.criticalPercent, c.trigger.percent], ['percent', 0.5, 0.95, 0.7]);
+    assert.deepEqual([c.keepRecent.mode, c.keepRecent.messages], ['messages', 4]);
+    assert.equal(c.summary.preserveFilePaths, false);
+    assert.equal(c.summary.preserveCodeBlocks, true);
+    assert.equal(c.summary.customPrompt, 'Summarize.\nKeep decisions.');
+    assert.equal(c.importance.roleTool, 7);
+    assert.deepEqual(c.importance.keywords, ['deadline']);
+    assert.equal(c.summarizerTimeoutMs, 30_000);
+    assert.equal(c.onSummarizerFailure, 'keep-history');
+    assert.equal(settings.requireConfirmation, true);
+    assert.equal(settings.showWarnings, false);
+    assert.equal(settings.summarizerModel, 'copilot/gpt-4o-mini');
+    assert.equal(settings.contextWindow, 128000);
+    assert.deepEqual(settings.agent, { autoApproveEdits: true, maxSteps: 60 });
+    assert.deepEqual(settings.telemetry, { enabled: true, otlpEndpoint: 'http://localhost:4318/v1/traces' });
+    assert.equal(settings.verboseLogging, true);
+  });
+
+  it('turns fractional timeout seconds into whole milliseconds', () => {
+    const { settings, problems } = read({ 'longrun.compaction.summarizerTimeoutSeconds': 1.1 });
+    assert.deepEqual(problems, []);
+    assert.equal(settings.compaction.summarizerTimeoutMs, 1100);
+  });
+
+  describe('replaces each invalid value by its default, with exactly one problem', () => {
+    const cases: Array<[key: string, value: unknown, usedInstead: unknown]> = [
+      ['compaction.auto', 'yes', true],
+      ['compaction.thresholdMode', 'sometimes', 'levels'],
+      ['compaction.warningThreshold', 7, 0.75],
+      ['compaction.criticalThreshold', -1, 0.9],
+      ['compaction.reserveTokens', 10.5, 16_384],
+      ['compaction.keepRecent.tokensShare', 2, 0.35],
+      ['compaction.minMessages', -3, 6],
+      ['compaction.summary.depth', 'epic', 'standard'],
+      ['compaction.summary.preservePaths', 'no', true],
+      ['compaction.summary.targetTokens', 10, 800],
+      ['compaction.summary.temperature', 3, 0.3],
+      ['compaction.summary.customPrompt', 42, ''],
+      ['compaction.importance.recencyDecay', 0, 0.95],
+      ['compaction.importance.keywords', ['ok', 3], DEFAULT_CONFIG.importance.keywords],
+      ['compaction.minGainShare', 'lots', 0.1],
+      ['compaction.onSummarizerFailure', 'panic', 'fallback'],
+      ['compaction.summarizerTimeoutSeconds', 0, 120],
+      ['compaction.requireConfirmation', 1, false],
+      ['compaction.showWarnings', 'on', true],
+      ['compaction.model', 'gpt-4o', ''],
+      ['contextWindow', -5, 0],
+      ['agent.autoApproveEdits', 'true', false],
+      ['agent.maxSteps', 500, 25],
+      ['agent.maxSteps', 2.5, 25],
+      ['telemetry.enabled', 'yes', false],
+      ['telemetry.otlpEndpoint', 'localhost:4318', ''],
+      ['logging.verbose', 0, false],
+      ['endpoints', { name: 'x' }, []],
+    ];
+    for (const [key, value, usedInstead] of cases) {
+      it(`longrun.${key} = ${JSON.stringify(value)}`, () => {
+        const { settings, problems } = read({ [`longrun.${key}`]: value });
+        assert.equal(problems.length, 1, JSON.stringify(problems));
+        const [problem] = problems as [SettingProblem];
+        assert.equal(problem.setting, `longrun.${key}`);
+        assert.deepEqual(problem.value, value);
+        assert.deepEqual(problem.usedInstead, usedInstead);
+        assert.ok(problem.message.length > 0);
+        // The value in force is the default one.
+        assert.deepEqual(settings, readSettings(() => undefined).settings);
+      });
+    }
+  });
+
+  it('says what is wrong in one sentence naming the setting and the value used instead', () => {
+    const { problems } = read({ 'longrun.compaction.warningThreshold': 7 });
+    assert.equal(
+      formatProblem(problems[0]!),
+      'Longrun: "longrun.compaction.warningThreshold" is 7, which is not valid (must be at most 1); using 0.75 instead.',
+    );
+    const [mode] = read({ 'longrun.compaction.thresholdMode': 'often' }).problems;
+    assert.equal(
+      formatProblem(mode!),
+      'Longrun: "longrun.compaction.thresholdMode" is "often", which is not valid (must be one of "levels", "reserve", "reserved-percent", "percent"); using "levels" instead.',
+    );
+    const [keywords] = read({ 'longrun.compaction.importance.keywords': ['ok', ''] }).problems;
+    assert.match(keywords!.message, /^item 2 must not be empty$/);
+  });
+
+  it('reports a warning level above the critical one and uses the critical level', () => {
+    const { settings, problems } = read({ 'longrun.compaction.warningThreshold': 0.95, 'longrun.compaction.criticalThreshold': 0.8 });
+    assert.equal(settings.compaction.trigger.warningPercent, 0.8);
+    assert.equal(settings.compaction.trigger.criticalPercent, 0.8);
+    assert.equal(problems.length, 1);
+    assert.equal(problems[0]!.setting, 'longrun.compaction.warningThreshold');
+    assert.equal(problems[0]!.value, 0.95);
+    assert.equal(problems[0]!.usedInstead, 0.8);
+    assert.equal(
+      formatProblem(problems[0]!),
+      'Longrun: "longrun.compaction.warningThreshold" is 0.95, which is not valid (must not be above "longrun.compaction.criticalThreshold" (0.8)); using 0.8 instead.',
+    );
+  });
+
+  it('reports an invalid warning level once even when its default is above the critical level', () => {
+    const { settings, problems } = read({ 'longrun.compaction.warningThreshold': 7, 'longrun.compaction.criticalThreshold': 0.5 });
+    assert.equal(settings.compaction.trigger.warningPercent, 0.5);
+    assert.equal(problems.length, 1);
+    assert.deepEqual([problems[0]!.setting, problems[0]!.value, problems[0]!.usedInstead], ['longrun.compaction.warningThreshold', 7, 0.5]);
+  });
+
+  describe('endpoints', () => {
+    it('keeps valid endpoints, with tool calling on unless turned off', () => {
+      const lmStudio = { name: 'lm-studio', baseUrl: 'https://lm.example.com/v1', models: [{ id: 'qwen', name: 'Qwen', maxOutputTokens: 4096, toolCalling: false }] };
+      const { settings, problems } = read({ 'longrun.endpoints': [ollama, lmStudio] });
+      assert.deepEqual(problems, []);
+      assert.deepEqual(settings.endpoints, [
+        { name: 'ollama', baseUrl: 'http://localhost:11434/v1', models: [{ id: 'llama3.1', contextWindow: 131072, toolCalling: true }] },
+        lmStudio,
+      ]);
+    });
+
+    it('drops each malformed endpoint with one problem and keeps the others', () => {
+      const bad = [
+        { name: 'ftp', baseUrl: 'ftp://files.example.com', models: [{ id: 'm' }] },
+        { baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm' }] },
+        { name: 'no-models', baseUrl: 'http://localhost:1234/v1' },
+        { name: 'empty', baseUrl: 'http://localhost:1234/v1', models: [] },
+        { name: 'has/slash', baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm' }] },
+        { name: 'bad-model', baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm', contextWindow: 'big' }] },
+        { ...ollama, baseUrl: 'http://elsewhere:11434/v1' },
+        'not an endpoint',
+      ];
+      const second = { name: 'second', baseUrl: 'http://localhost:8000/v1', models: [{ id: 'm' }] };
+      const { settings, problems } = read({ 'longrun.endpoints': [ollama, ...bad, second] });
+      assert.deepEqual(settings.endpoints.map((e) => e.name), ['ollama', 'second']);
+      assert.equal(settings.endpoints[0]!.baseUrl, ollama.baseUrl);
+      assert.equal(problems.length, bad.length);
+      assert.ok(problems.every((p) => p.setting === 'longrun.endpoints' && p.usedInstead === undefined));
+      assert.deepEqual(problems.map((p) => p.value), bad);
+      const messages = problems.map((p) => p.message);
+      assert.match(messages[0]!, /^entry 2 \("ftp"\): baseUrl must be an http or https URL$/);
+      assert.match(messages[1]!, /^entry 3: name is missing$/);
+      assert.match(messages[2]!, /^entry 4 \("no-models"\): models is missing$/);
+      assert.match(messages[3]!, /^entry 5 \("empty"\): models must have at least 1 item$/);
+      assert.match(messages[4]!, /^entry 6 \("has\/slash"\): name must be an id/);
+      assert.match(messages[5]!, /^entry 7 \("bad-model"\): in models item 1, contextWindow must be a number$/);
+      assert.match(messages[6]!, /^entry 8 \("ollama"\): the name "ollama" is already used by entry 1$/);
+      assert.match(formatProblem(problems[0]!), /^Longrun: "longrun.endpoints" contains \{.*\}, which is not valid \(entry 2 .*\); it is ignored\.$/);
+    });
+  });
+});
+
+describe('settings: package.json declares what readSettings reads', () => {
+  interface Property {
+    type?: string | string[];
+    default?: unknown;
+    enum?: unknown[];
+    minimum?: number;
+    maximum?: number;
+    exclusiveMinimum?: number;
+    description?: string;
+    markdownDescription?: string;
+  }
+  const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')) as {
+    contributes?: { configuration?: { properties?: Record<string, Property> } | Array<{ properties?: Record<string, Property> }> };
+  };
+  const sections = pkg.contributes?.configuration;
+  const declared: Record<string, Property> = Object.assign({}, ...(Array.isArray(sections) ? sections : [sections]).map((s) => s?.properties ?? {}));
+  const declaredDefaults = Object.fromEntries(Object.entries(declared).map(([key, p]) => [key, p.default]));
+
+  it('reads exactly the keys of settingDefaults', () => {
+    const seen = new Set<string>();
+    readSettings((key) => {
+      seen.add(`longrun.${key}`);
+      return undefined;
+    });
+    assert.deepEqual([...seen].sort(), Object.keys(settingDefaults()).sort());
+  });
+
+  it('declares every key read, with the same default, and nothing else', () => {
+    assert.deepEqual(Object.keys(declared).sort(), Object.keys(settingDefaults()).sort());
+    for (const [key, value] of Object.entries(settingDefaults())) {
+      assert.deepEqual(declared[key]?.default, value, `default of ${key}`);
+      assert.ok(declared[key]?.description || declared[key]?.markdownDescription, `${key} has a description`);
+    }
+  });
+
+  it('gives the default settings, without a problem, when VS Code returns the declared defaults', () => {
+    const fromPackage = read(declaredDefaults);
+    assert.deepEqual(fromPackage.problems, []);
+    assert.deepEqual(fromPackage.settings, readSettings(() => undefined).settings);
+  });
+
+  it('accepts every declared enum value and bound, and rejects just past each bound', () => {
+    // Levels at 0 and 1, so that either may take any value in between without crossing the other.
+    const base = { ...declaredDefaults, 'longrun.compaction.warningThreshold': 0, 'longrun.compaction.criticalThreshold': 1 };
+    for (const [key, p] of Object.entries(declared)) {
+      const accepts = (value: unknown) => assert.deepEqual(read({ ...base, [key]: value }).problems, [], `${key} = ${JSON.stringify(value)}`);
+      const rejects = (value: unknown) => {
+        const problems = read({ ...base, [key]: value }).problems;
+        assert.deepEqual(problems.map((x) => x.setting), [key], `${key} = ${JSON.stringify(value)}`);
+      };
+      const step = p.type === 'integer' ? 1 : 0.5;
+      for (const value of p.enum ?? []) accepts(value);
+      if (p.enum) rejects('not-an-option');
+      if (p.minimum !== undefined) {
+        accepts(p.minimum);
+        rejects(p.minimum - step);
+      }
+      if (p.maximum !== undefined) {
+        accepts(p.maximum);
+        rejects(p.maximum + step);
+      }
+      if (p.exclusiveMinimum !== undefined) rejects(p.exclusiveMinimum);
+      if (p.type === 'integer') rejects((p.default as number) + 0.5);
+    }
+  });
+});
