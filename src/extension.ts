@@ -19,9 +19,11 @@ import { VsCodeWorkspace } from './vscode/workspace-tools';
  * conversation and the models load when first needed.
  */
 
+/** What the extension exports: its state, for tests and for other extensions that build on it. */
 export interface LongrunApi {
   readonly session: Session;
   readonly gauge: ContextGauge;
+  readonly participant: LongrunParticipant;
   readonly settings: () => LongrunSettings;
 }
 
@@ -42,6 +44,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
   const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log);
   context.subscriptions.push(session);
+  session.configureTelemetry();
 
   const reporter = new CompactionReporter(log, () => settings.verboseLogging, now);
   const documents = new ReportDocuments();
@@ -56,16 +59,16 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const tracker = new EditTracker(roots, recordFile, now);
   context.subscriptions.push(tracker);
 
-  let participant: LongrunParticipant | undefined;
+  let shown: LongrunParticipant | undefined;
   const workspace = new VsCodeWorkspace({
     roots,
     autoApprove: () => settings.agent.autoApproveEdits,
     confirm: async (title, detail) => (await vscode.window.showWarningMessage(title, { modal: true, detail }, 'Apply')) === 'Apply',
     beforeWrite: (path) => tracker.agentWriting(path),
-    onChanged: (change) => participant?.showChange(change.path, change.diff),
+    onChanged: (change) => shown?.showChange(change.path, change.diff),
   });
 
-  participant = new LongrunParticipant({
+  const participant = new LongrunParticipant({
     session,
     settings: currentSettings,
     workspace,
@@ -74,6 +77,8 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     now,
     onAgentFile: (kind, path) => recordFile({ kind, path, actor: 'agent', at: now() }),
   });
+  shown = participant;
+  session.setRequestOverhead(participant.requestOverheadText());
   const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
   chat.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');
   context.subscriptions.push(chat);
@@ -92,23 +97,39 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
       documents,
       reporter,
       now,
-      onKeysChanged: () => provider.refresh(),
+      onKeysChanged: () => {
+        provider.refresh();
+        session.invalidateModels();
+      },
     }),
   );
-  context.subscriptions.push(keys.onDidChange(() => provider.refresh()));
+  context.subscriptions.push(
+    keys.onDidChange(() => {
+      provider.refresh();
+      session.invalidateModels();
+    }),
+  );
 
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('longrun')) return;
       settings = loadSettings(log, reported);
-      if (e.affectsConfiguration('longrun.endpoints')) provider.refresh();
+      session.configureTelemetry();
+      if (e.affectsConfiguration('longrun.endpoints')) {
+        provider.refresh();
+        session.invalidateModels();
+      }
       gauge.update();
     }),
   );
 
   // Show the saved conversation in the gauge without delaying activation.
-  void session.current().then(() => gauge.update());
-  return { session, gauge, settings: currentSettings };
+  void session
+    .current()
+    .then(() => session.useDefaultModel())
+    .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
+    .then(() => gauge.update());
+  return { session, gauge, participant, settings: currentSettings };
 }
 
 function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {

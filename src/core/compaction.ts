@@ -102,13 +102,20 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   }
 
   const limit = request.window.limit;
-  const selected = selectForCompaction(view, {
+  const selectionOptions = {
     keepRecent: config.keepRecent,
     limit,
-    countMessage: (m) => deps.counter.countMessage(m),
+    countMessage: (m: Message) => deps.counter.countMessage(m),
     keepSystemMessages: config.keepSystemMessages,
     maxKeptTokens: limit > 0 ? Math.floor(limit * MAX_KEPT_SHARE) : Number.POSITIVE_INFINITY,
-  });
+  };
+  let selected = selectForCompaction(view, selectionOptions);
+  if (!selected.ok && request.reason !== 'threshold') {
+    // Asked for by the user, or forced by an overflow: when the configured recent part is all
+    // there is, keep only the latest request and its answer.
+    const harder = selectForCompaction(view, { ...selectionOptions, keepRecent: { ...config.keepRecent, mode: 'messages', messages: 0 } });
+    if (harder.ok) selected = harder;
+  }
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
   const selection = selected.selection;
 

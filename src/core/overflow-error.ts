@@ -16,6 +16,35 @@ export interface OverflowMatch {
   pattern: string;
   /** The HTTP status found on the error, when there was one. */
   statusCode?: number;
+  /** The window size the provider stated in its message ("maximum context length is 8192 tokens"), if any. */
+  limit?: number;
+}
+
+/**
+ * Phrasings in which providers state the real window. A model may declare a larger window than
+ * the server it runs on allows (a local server started with a short context): the stated number
+ * lets compaction aim at what actually fits.
+ */
+const LIMIT_PATTERNS: readonly RegExp[] = [
+  /maximum (?:context|prompt) length is (\d[\d,]*)/i,
+  /context length of only (\d[\d,]*)/i,
+  /> ?(\d[\d,]*) maximum/i,
+  /maximum number of tokens allowed \((\d[\d,]*)\)/i,
+  /(\d[\d,]*) maximum context length/i,
+  /exceeds? (?:the )?(?:limit|maximum) of (\d[\d,]*)/i,
+  /context window (?:of|is) (\d[\d,]*) tokens/i,
+];
+
+function statedLimit(texts: readonly string[]): number | undefined {
+  for (const text of texts) {
+    for (const pattern of LIMIT_PATTERNS) {
+      const found = pattern.exec(text)?.[1];
+      if (found === undefined) continue;
+      const n = Number(found.replace(/,/g, ''));
+      if (Number.isFinite(n) && n >= 256) return n;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -123,7 +152,8 @@ export function describeOverflow(error: unknown): OverflowMatch | undefined {
 
     for (const row of OVERFLOW_PATTERNS) {
       if (gathered.texts.some((text) => row.pattern.test(text))) {
-        return withStatus({ provider: row.provider, pattern: row.pattern.source });
+        const limit = statedLimit(gathered.texts);
+        return withStatus({ provider: row.provider, pattern: row.pattern.source, ...(limit !== undefined ? { limit } : {}) });
       }
     }
     // 413 means the request was too large, and the conversation is what grows.

@@ -1,4 +1,4 @@
-import { asSchema, stepCountIs, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { asSchema, stepCountIs, streamText, type LanguageModel, type ModelMessage, type TelemetryOptions, type ToolSet } from 'ai';
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
 import { beginTurn, mayAutoCompact, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
@@ -22,8 +22,11 @@ export interface AgentConversation {
   append(records: readonly LogRecord[]): Promise<void>;
   /** The budget of the model's current view. */
   assess(): BudgetAssessment;
-  /** Compacts the conversation now. */
-  compact(reason: CompactionReason, signal: AbortSignal): Promise<CompactionOutcome>;
+  /**
+   * Compacts the conversation now. `statedLimit` is the window a provider named in an overflow
+   * error, when it named one: smaller than the declared window, it is the one to aim for.
+   */
+  compact(reason: CompactionReason, signal: AbortSignal, statedLimit?: number): Promise<CompactionOutcome>;
   /** The compaction round the view is at (0 before any compaction). */
   round(): number;
   newId(): string;
@@ -50,8 +53,8 @@ export interface AgentTurnOptions {
   /** Anti-loop state carried from turn to turn. */
   readonly guard: GuardState;
   readonly overflowRetriesPerTurn: number;
-  /** Passed to the AI SDK as `experimental_telemetry` when telemetry is on. */
-  readonly telemetry?: { readonly isEnabled: boolean; readonly functionId?: string };
+  /** The AI SDK's telemetry option (`{ isEnabled: false }` when tracing is off). */
+  readonly telemetry?: TelemetryOptions;
 }
 
 export interface AgentTurnResult {
@@ -71,9 +74,9 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   let compactions = 0;
   let finishReason = 'unknown';
 
-  const compactNow = async (reason: CompactionReason): Promise<CompactionOutcome> => {
+  const compactNow = async (reason: CompactionReason, statedLimit?: number): Promise<CompactionOutcome> => {
     ui.compacting(reason);
-    const outcome = await conversation.compact(reason, signal);
+    const outcome = await conversation.compact(reason, signal, statedLimit);
     ui.compacted(outcome, reason);
     if (outcome.status === 'compacted') {
       compactions++;
@@ -107,7 +110,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     }
     guard = noteOverflowRetry(guard);
-    const outcome = await compactNow('overflow');
+    const outcome = await compactNow('overflow', overflow.limit);
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
@@ -159,7 +162,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       onError: ({ error }) => {
         streamError ??= error;
       },
-      ...(options.telemetry ? { experimental_telemetry: options.telemetry } : {}),
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
       prepareStep: async ({ responseMessages }) => {
         await sync(responseMessages);
         await beforeStep();

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { CompactionOutcome } from '../core/compaction';
-import { INITIAL_GUARD, type GuardState } from '../core/compaction-guard';
-import type { CompactionReason } from '../core/history';
+import { INITIAL_GUARD, mayAutoCompact, noteCompaction, type GuardState } from '../core/compaction-guard';
+import { lastUsage, type CompactionReason } from '../core/history';
 import { text } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
@@ -38,17 +38,68 @@ export interface LongrunChatResult extends vscode.ChatResult {
 
 export class LongrunParticipant {
   private guard: GuardState = INITIAL_GUARD;
+  private active = 0;
+  private completed = 0;
+  private readonly idleWaiters: Array<() => void> = [];
   /** The stream of the request under way, where the agent's edits are shown. */
   private activeStream: vscode.ChatResponseStream | undefined;
 
   constructor(private readonly deps: ParticipantDeps) {}
+
+  /** The system prompt and the tools of a request, as the workspace is now (trust, folders). */
+  requestSetup(): { system: string; tools: ReturnType<typeof createAgentTools> } {
+    const trusted = vscode.workspace.isTrusted;
+    const tools = createAgentTools(this.deps.workspace, {
+      readOnly: !trusted,
+      maxResultChars: 20_000,
+      onFileEvent: (e) => this.deps.onAgentFile(e.kind, e.path),
+    });
+    return { system: systemPrompt(trusted), tools };
+  }
+
+  /** What every request carries besides the messages, as text, for the token count. */
+  requestOverheadText(): string {
+    const { system, tools } = this.requestSetup();
+    // Same text as each request sets, so the gauge reads the same before and after a reload.
+    return `${system}\n${toolDefinitionsText(tools)}`;
+  }
 
   /** Shows a change the agent made in the chat of the request under way. */
   showChange(path: string, diff: string): void {
     this.activeStream?.markdown(`\n\n**${escape(path)}**\n\n\`\`\`diff\n${diff}\n\`\`\`\n`);
   }
 
+  /** Requests handled so far, and whether one is under way (for the status of tests and tools). */
+  turns(): { readonly active: number; readonly completed: number } {
+    return { active: this.active, completed: this.completed };
+  }
+
+  /** Resolves when no request is under way. */
+  idle(): Promise<void> {
+    if (this.active === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
   readonly handler: vscode.ChatRequestHandler = async (request, context, stream, token): Promise<LongrunChatResult> => {
+    this.active++;
+    try {
+      return await this.handle(request, context, stream, token);
+    } catch (error) {
+      this.deps.log.error(`Request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      return { errorDetails: { message: errorMessage(error) }, metadata: {} };
+    } finally {
+      this.active--;
+      this.completed++;
+      if (this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    }
+  };
+
+  private async handle(
+    request: vscode.ChatRequest,
+    context: vscode.ChatContext,
+    stream: vscode.ChatResponseStream,
+    token: vscode.CancellationToken,
+  ): Promise<LongrunChatResult> {
     const { session } = this.deps;
     try {
       await session.useModel(request.model);
@@ -67,7 +118,7 @@ export class LongrunParticipant {
       default:
         return this.agentTurn(request, context, stream, token);
     }
-  };
+  }
 
   private async newConversation(stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
     const conversation = await this.deps.session.startNew();
@@ -125,15 +176,8 @@ export class LongrunParticipant {
       return { errorDetails: { message: 'No language model is selected. Pick one in the chat, or configure longrun.endpoints and run "Longrun: Set API Key".' }, metadata: {} };
     }
     await session.prepareSummarizer();
-    const trusted = vscode.workspace.isTrusted;
-    const tools = createAgentTools(this.deps.workspace, {
-      readOnly: !trusted,
-      maxResultChars: 20_000,
-      onFileEvent: (e) => this.deps.onAgentFile(e.kind, e.path),
-    });
-    const system = systemPrompt(trusted);
-    const counter = session.modelContext().counter;
-    session.setFixedOverhead(counter.countText(system) + counter.countText(toolDefinitionsText(tools)));
+    const { system, tools } = this.requestSetup();
+    session.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
 
     await conversation.append([{ type: 'message', message: { id: session.newId(), role: 'user', content: [text(request.prompt)] } }]);
     const controller = abortOn(token);
@@ -157,16 +201,26 @@ export class LongrunParticipant {
           log: () => conversation.log(),
           append: (records) => conversation.append(records),
           assess: () => conversation.assess(),
-          compact: (reason, signal) => this.compactForAgent(reason, signal),
+          compact: async (reason, signal, statedLimit) => {
+            if (statedLimit !== undefined) {
+              session.learnWindow(statedLimit);
+              // The summary request must fit the stated window too.
+              await session.prepareSummarizer();
+            }
+            return this.compactForAgent(reason, signal);
+          },
           round: () => conversation.round(),
           newId: () => session.newId(),
         },
         ui,
         guard: this.guard,
         overflowRetriesPerTurn: settings().compaction.overflowRetriesPerTurn,
-        ...(settings().telemetry.enabled ? { telemetry: { isEnabled: true, functionId: 'longrun.agent' } } : {}),
+        // Always explicit: with tracing off this also keeps integrations other extensions register away from Longrun's calls.
+        telemetry: session.telemetry().settings('longrun.agent', { 'longrun.conversation': conversation.id }),
       });
       this.guard = result.guard;
+      session.observeUsage(lastUsage(conversation.log()));
+      this.compactInBackgroundIfNeeded();
       const metadata = { conversationId: conversation.id, compactions: result.compactions };
       if (result.cancelled) return { metadata };
       if (result.error !== undefined) return { errorDetails: { message: errorMessage(result.error) }, metadata };
@@ -177,6 +231,21 @@ export class LongrunParticipant {
     } finally {
       this.activeStream = undefined;
     }
+  }
+
+  /**
+   * A turn that ends at the critical level is compacted right away, in the background, so the
+   * next request does not wait for it (the conversation may go on meanwhile: the result is
+   * applied to whatever has been appended since).
+   */
+  private compactInBackgroundIfNeeded(): void {
+    const conversation = this.deps.session.currentIfLoaded();
+    if (!conversation || conversation.isCompacting() || !conversation.assess().shouldCompact) return;
+    if (!mayAutoCompact(this.guard).allowed) return;
+    void this.compactForAgent('threshold', new AbortController().signal).then((outcome) => {
+      this.deps.reporter.report(outcome, 'threshold');
+      if (outcome.status === 'compacted') this.guard = noteCompaction(this.guard, outcome.compaction.entry.lowGain);
+    });
   }
 
   /** Compaction asked for by the agent loop: asks first when the user wants that (seed 004). */

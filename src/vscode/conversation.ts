@@ -20,6 +20,7 @@ import type { Clock, Summarizer } from '../core/ports';
 import { countContext, type ContextCount } from '../core/usage-calibration';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import type { UsageBreakdown } from './gauge-text';
+import type { LongrunTelemetry } from '../llm/telemetry';
 
 /**
  * One conversation: its append-only log (persisted record by record), the model's view of it,
@@ -47,6 +48,8 @@ export interface ConversationDeps {
   readonly model: () => ModelContext;
   /** The summarizer for the next compaction; undefined when no model can summarize. */
   readonly summarizer: () => Summarizer | undefined;
+  /** Tracing of compactions (a span each, numbers only, never content). */
+  readonly telemetry?: () => LongrunTelemetry;
 }
 
 export interface CompactOptions {
@@ -151,7 +154,27 @@ export class Conversation {
    */
   compact(reason: CompactionReason, options: CompactOptions = {}): Promise<CompactionOutcome> {
     if (this.compacting) return this.compacting;
-    const run = this.runCompaction(reason, options).finally(() => {
+    const traced = this.deps.telemetry
+      ? this.deps.telemetry().span('longrun.compaction', { 'longrun.reason': reason, 'longrun.conversation': this.id }, async (span) => {
+          const outcome = await this.runCompaction(reason, options);
+          const attributes: Record<string, string | number | boolean> = { 'longrun.status': outcome.status };
+          if (outcome.status === 'compacted') {
+            const e = outcome.compaction.entry;
+            Object.assign(attributes, {
+              'longrun.round': e.round,
+              'longrun.tokens_before': e.tokensBefore,
+              'longrun.tokens_after': e.tokensAfter,
+              'longrun.duration_ms': e.durationMs,
+              'longrun.messages_compacted': outcome.compaction.compactedCount,
+              'longrun.fallback': e.fallback,
+              'longrun.summarizer_calls': e.summarizerCalls,
+            });
+          }
+          span.setAttributes(attributes);
+          return outcome;
+        })
+      : this.runCompaction(reason, options);
+    const run = traced.finally(() => {
       this.compacting = undefined;
       this.changed();
     });

@@ -6,6 +6,7 @@ import type { Clock, Summarizer } from '../core/ports';
 import { charEstimator, encodingForModel, loadTokenizer } from '../core/tokenizer';
 import { createAiSummarizer } from '../llm/ai-summarizer';
 import { createEndpointModel } from '../llm/openai-endpoint';
+import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
 import type { ApiKeys } from './api-keys';
 import { Conversation, type ModelContext } from './conversation';
@@ -32,12 +33,16 @@ export const vscodeLmApi: VsCodeLmApi = {
   LanguageModelChatToolMode: vscode.LanguageModelChatToolMode,
 };
 
+const LAST_MODEL_KEY = 'longrun.lastModel';
+
 export class Session implements vscode.Disposable {
   private conversation: Conversation | undefined;
   private opening: Promise<Conversation | undefined> | undefined;
   private chatModel: ChatModel | undefined;
   private counter = new MessageTokenCounter(charEstimator);
-  private fixedOverhead = 0;
+  /** The system prompt and tool definitions every request carries, and their count with the current tokenizer. */
+  private fixedText = '';
+  private fixedCount: { counter: MessageTokenCounter; text: string; tokens: number } | undefined;
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when the conversation, its content or the model changes. */
   readonly onDidChange = this.changed.event;
@@ -47,7 +52,7 @@ export class Session implements vscode.Disposable {
 
   constructor(
     storageDir: string,
-    workspaceState: vscode.Memento,
+    private readonly workspaceState: vscode.Memento,
     private readonly settings: () => LongrunSettings,
     private readonly provider: LongrunModelProvider,
     private readonly keys: ApiKeys,
@@ -123,7 +128,33 @@ export class Session implements vscode.Disposable {
       config: () => this.settings().compaction,
       model: () => this.modelContext(),
       summarizer: () => this.summarizer(),
+      telemetry: () => this.tracing,
     };
+  }
+
+  private tracing: LongrunTelemetry = NO_TELEMETRY;
+  private tracingEndpoint = '';
+
+  telemetry(): LongrunTelemetry {
+    return this.tracing;
+  }
+
+  /** Starts, changes or stops tracing to the OTLP endpoint as the settings say. */
+  configureTelemetry(): void {
+    const { enabled, otlpEndpoint } = this.settings().telemetry;
+    const endpoint = enabled && otlpEndpoint ? otlpEndpoint : '';
+    if (endpoint === this.tracingEndpoint) return;
+    void this.tracing.shutdown().catch(() => undefined);
+    this.tracing = NO_TELEMETRY;
+    this.tracingEndpoint = endpoint;
+    this.summarizerModel = undefined;
+    if (!endpoint) return;
+    try {
+      this.tracing = createTelemetry({ endpoint, serviceName: 'longrun' });
+      this.log.info(`Tracing to ${endpoint} (OpenTelemetry, OTLP/HTTP).`);
+    } catch (error) {
+      this.log.warn(`Tracing is off: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   /** Makes `model` the model in use (the one picked in the chat). */
@@ -136,6 +167,8 @@ export class Session implements vscode.Disposable {
       this.chatModel = { kind: 'vscode', model };
     }
     if (this.modelKey() !== previous) {
+      // Remembered so that a reloaded window counts and gauges with the same model.
+      void this.workspaceState.update(LAST_MODEL_KEY, { vendor: model.vendor, id: model.id });
       const tokenizer = await loadTokenizer(encodingForModel(model.family || model.id)).catch((error: unknown) => {
         this.log.warn(`Falling back to the chars/4 estimate: the tokenizer did not load (${String(error)}).`);
         return charEstimator;
@@ -145,15 +178,61 @@ export class Session implements vscode.Disposable {
     }
   }
 
-  /** Picks a model when none was used yet: the first of Longrun's own, so the gauge can show something. */
+  /**
+   * Picks a model when none was used yet in this window: the one last used in this workspace,
+   * else the first of Longrun's own, so the gauge can show the window's use.
+   */
   async useDefaultModel(): Promise<void> {
     if (this.chatModel) return;
-    const [model] = await vscode.lm.selectChatModels({ vendor: VENDOR });
-    if (model) await this.useModel(model);
+    const last = this.workspaceState.get<{ vendor?: unknown; id?: unknown }>(LAST_MODEL_KEY);
+    let model: vscode.LanguageModelChat | undefined;
+    if (last && typeof last.vendor === 'string' && typeof last.id === 'string') {
+      [model] = await vscode.lm.selectChatModels({ vendor: last.vendor, id: last.id });
+    }
+    model ??= (await vscode.lm.selectChatModels({ vendor: VENDOR }))[0];
+    if (model && !this.chatModel) await this.useModel(model);
   }
 
-  setFixedOverhead(tokens: number): void {
-    this.fixedOverhead = tokens;
+  /** Windows providers stated in overflow errors, per model: smaller than declared, they win. */
+  private readonly learnedWindows = new Map<string, number>();
+
+  learnWindow(limit: number): void {
+    const key = this.modelKey();
+    if (!key) return;
+    const known = this.learnedWindows.get(key);
+    this.learnedWindows.set(key, known === undefined ? limit : Math.min(known, limit));
+    this.log.info(`The provider of ${key} stated a window of ${limit} tokens; compaction aims for it from now on.`);
+    this.changed.fire();
+  }
+
+  /** Sets what every request carries besides the messages (system prompt, tool definitions). */
+  setRequestOverhead(text: string): void {
+    if (text === this.fixedText) return;
+    this.fixedText = text;
+    this.changed.fire();
+  }
+
+  private fixedOverhead(): number {
+    const cached = this.fixedCount;
+    if (cached && cached.counter === this.counter && cached.text === this.fixedText) return cached.tokens;
+    const tokens = this.fixedText ? this.counter.countText(this.fixedText) : 0;
+    this.fixedCount = { counter: this.counter, text: this.fixedText, tokens };
+    return tokens;
+  }
+
+  /**
+   * A request that succeeded with more tokens than a window learned from an error proves the
+   * window larger now (the server was restarted with a longer context): forget what was learned.
+   */
+  observeUsage(usage: { inputTokens: number; outputTokens: number } | undefined): void {
+    const key = this.modelKey();
+    const learned = key ? this.learnedWindows.get(key) : undefined;
+    if (!key || learned === undefined || !usage) return;
+    if (usage.inputTokens + usage.outputTokens > learned) {
+      this.learnedWindows.delete(key);
+      this.log.info(`${key} answered a request of ${usage.inputTokens + usage.outputTokens} tokens; the window stated earlier (${learned}) no longer applies.`);
+      this.changed.fire();
+    }
   }
 
   model(): ChatModel | undefined {
@@ -180,7 +259,12 @@ export class Session implements vscode.Disposable {
         ? resolveContextWindow({ modelId: m.resolved.model.id, reported: m.resolved.contextWindow - m.resolved.maxOutputTokens, ...(override ? { override } : {}) })
         : resolveContextWindow({ ...(m ? { modelId: m.model.family || m.model.id, reported: m.model.maxInputTokens } : {}), ...(override ? { override } : {}) });
     const outputReserve = m?.kind === 'endpoint' ? m.resolved.maxOutputTokens : 0;
-    return { name: this.modelName() ?? 'no model', window, counter: this.counter, fixedOverhead: this.fixedOverhead, outputReserve };
+    const key = this.modelKey();
+    const learned = key ? this.learnedWindows.get(key) : undefined;
+    // The stated window holds input and output: keep room for the answer.
+    const stated = learned !== undefined ? Math.max(256, learned - outputReserve) : undefined;
+    const effective = stated !== undefined && (window.limit === 0 || stated < window.limit) ? { limit: stated, source: 'model' as const } : window;
+    return { name: this.modelName() ?? 'no model', window: effective, counter: this.counter, fixedOverhead: this.fixedOverhead(), outputReserve };
   }
 
   /** The model as an AI SDK model: called directly for Longrun's own, bridged for VS Code's. */
@@ -230,16 +314,30 @@ export class Session implements vscode.Disposable {
       this.summarizerModel = undefined;
       return;
     }
-    const key = chosen.kind === 'vscode' ? `${chosen.model.vendor}/${chosen.model.id}` : `${VENDOR}/${chosen.resolved.id}`;
+    const modelKey = chosen.kind === 'vscode' ? `${chosen.model.vendor}/${chosen.model.id}` : `${VENDOR}/${chosen.resolved.id}`;
+    const declared = chosen.kind === 'vscode' ? chosen.model.maxInputTokens : chosen.resolved.contextWindow;
+    const learned = this.learnedWindows.get(modelKey);
+    const window = learned !== undefined && (declared <= 0 || learned < declared) ? learned : declared;
+    const key = `${modelKey}@${window}`;
     if (this.summarizerModel?.key === key) return;
-    const window = chosen.kind === 'vscode' ? chosen.model.maxInputTokens : chosen.resolved.contextWindow;
     this.summarizerModel = {
       key,
-      summarizer: createAiSummarizer({ model: await this.toLanguageModel(chosen), name: key, ...(window > 0 ? { contextWindow: window } : {}) }),
+      summarizer: createAiSummarizer({
+        model: await this.toLanguageModel(chosen),
+        name: modelKey,
+        telemetry: this.tracing.settings('longrun.summarizer'),
+        ...(window > 0 ? { contextWindow: window } : {}),
+      }),
     };
   }
 
+  /** Forgets prepared models, e.g. after an API key or the endpoints changed. */
+  invalidateModels(): void {
+    this.summarizerModel = undefined;
+  }
+
   dispose(): void {
+    void this.tracing.shutdown().catch(() => undefined);
     this.conversationSubscription?.dispose();
     this.changed.dispose();
   }

@@ -105,6 +105,18 @@ describe('compaction: result, entry and the model\'s view', () => {
     assert.equal(outcome.compaction.entry.focus, 'the scheduling algorithm');
   });
 
+  it('on demand, compacts everything but the latest turn when the recent part would keep it all', async () => {
+    const { deps } = setup();
+    const short = asLog([...turn('t1', 'first', 3, 'x'.repeat(2_000)), ...turn('t2', 'second', 1)]);
+    const automatic = await computeCompaction(request(short, { config: config(), reason: 'threshold' }), deps);
+    assert.equal(automatic.status, 'noop', 'the threshold keeps the configured recent part');
+    for (const reason of ['manual', 'overflow'] as const) {
+      const outcome = await computeCompaction(request(short, { config: config(), reason }), deps);
+      assert.ok(outcome.status === 'compacted', reason);
+      assert.equal(outcome.compaction.entry.firstKeptMessageId, 't2-u');
+    }
+  });
+
   it('is a no-op with a reason when there is nothing to compact', async () => {
     const { deps, summarizer } = setup();
     const outcome = await computeCompaction(request(asLog(turn('t1', 'hi', 0)), { config: config() }), deps);

@@ -378,3 +378,25 @@ describe('overflow-error', () => {
     });
   });
 });
+
+describe('overflow-error: the window the provider states', () => {
+  const cases: Array<[string, number]> = [
+    ["This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", 8192],
+    ['prompt is too long: 210000 tokens > 200000 maximum', 200000],
+    ['The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)', 1048576],
+    ['Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens', 4096],
+    ["This endpoint's maximum context length is 131,072 tokens. However, you requested about 140000 tokens", 131072],
+    ['Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length', 32768],
+  ];
+  for (const [message, limit] of cases) {
+    it(`reads ${limit} from "${message.slice(0, 50)}…"`, () => {
+      assert.equal(describeOverflow(new Error(message))?.limit, limit);
+    });
+  }
+
+  it('states no limit when the message gives none', () => {
+    const match = describeOverflow(new Error('context length exceeded'));
+    assert.ok(match);
+    assert.equal(match.limit, undefined);
+  });
+});

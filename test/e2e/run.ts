@@ -1,0 +1,330 @@
+/**
+ * `npm run test:e2e`: Longrun in a real VS Code. Builds the extension, starts the loopback scripted
+ * model, code-server with Longrun and a test-runner extension installed, and headless Chromium on
+ * the workbench. The suites run inside the extension host; this process drives the browser for
+ * them when they ask (status bar, chat input, Command Palette, screenshots), reloads the window
+ * between phases, and reports. A failure leaves a screenshot and the extension host's logs in
+ * `test-results/`.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startScriptedModelServer } from '../../scripts/scripted-model/server';
+import { ensureDebianPackages, EXTENSION_FILES, installUnpacked, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
+
+const PHASES = ['main', 'after-reload'] as const;
+const PHASE_TIMEOUT_MS = 25 * 60_000;
+const RESULTS = join(ROOT, 'test-results');
+const DOCS = join(ROOT, 'docs');
+
+interface TestResult {
+  readonly title: string;
+  readonly state: 'passed' | 'failed' | 'pending';
+  readonly error?: string;
+}
+
+const say = (message: string): void => {
+  process.stdout.write(`${message}\n`);
+};
+
+async function main(): Promise<number> {
+  ensureDebianPackages(['chromium', 'libkrb5-dev']);
+  rmSync(RESULTS, { recursive: true, force: true });
+  mkdirSync(RESULTS, { recursive: true });
+
+  say('Building the extension…');
+  run('npx', ['tsc', '-p', '.', '--noEmit']);
+  run('node', ['esbuild.js']);
+
+  const work = mkdtempSync(join(tmpdir(), 'longrun-e2e-'));
+  const e2eDir = join(work, 'e2e');
+  const suitesDir = join(e2eDir, 'suites');
+  mkdirSync(suitesDir, { recursive: true });
+  await build({
+    entryPoints: PHASES.map((phase) => join(ROOT, 'test', 'e2e', 'suites', `${phase}.ts`)),
+    outdir: suitesDir,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    external: ['vscode', 'mocha'],
+    logLevel: 'warning',
+  });
+
+  const workspace = join(work, 'workspace');
+  makeWorkspace(workspace);
+  const extensionsDir = join(work, 'extensions');
+  const userDataDir = join(work, 'user-data');
+  installUnpacked(extensionsDir, ROOT, EXTENSION_FILES);
+  installUnpacked(extensionsDir, join(ROOT, 'test', 'e2e', 'runner-extension'), ['package.json', 'extension.js']);
+
+  const server = await startScriptedModelServer({
+    port: 0,
+    models: [
+      { id: 'scripted', window: 128_000 },
+      { id: 'scripted-small', window: 8_192 },
+      { id: 'scripted-overflow', window: 128_000 },
+    ],
+  });
+  const uiAgent = await startUiAgent();
+  writeUserSettings(userDataDir, {
+    ...QUIET_SETTINGS,
+    'longrun.endpoints': [
+      {
+        name: 'offline',
+        baseUrl: server.url,
+        models: [
+          { id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 500 },
+          { id: 'scripted-small', name: 'Offline scripted model (small)', contextWindow: 8_192, maxOutputTokens: 512 },
+          // Declares more than its server will accept when the test shrinks it: overflow errors.
+          { id: 'scripted-overflow', name: 'Offline scripted model (overflowing)', contextWindow: 128_000, maxOutputTokens: 500 },
+        ],
+      },
+    ],
+    'longrun.agent.autoApproveEdits': true,
+    'longrun.compaction.showWarnings': false,
+  });
+
+  const port = await freePort();
+  const codeServer = await startCodeServer({
+    port,
+    userDataDir,
+    extensionsDir,
+    workspace,
+    logFile: join(RESULTS, 'code-server.log'),
+    env: {
+      LONGRUN_E2E_DIR: e2eDir,
+      LONGRUN_E2E_ROOT: ROOT,
+      LONGRUN_E2E_UI: uiAgent.url,
+      LONGRUN_E2E_MODEL_CONTROL: server.url.replace(/\/v1$/, ''),
+    },
+  });
+
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  uiAgent.attach(page);
+  const results: TestResult[] = [];
+  try {
+    for (const [index, phase] of PHASES.entries()) {
+      writeFileSync(join(e2eDir, 'phase'), phase);
+      say(`Phase "${phase}"…`);
+      if (index === 0) await page.goto(codeServer.url);
+      else await page.reload();
+      await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+      const phaseResults = await waitForResults(join(e2eDir, `results-${phase}.json`), join(e2eDir, `started-${phase}`), page);
+      for (const result of phaseResults) {
+        results.push(result);
+        say(`  ${result.state === 'passed' ? '✔' : result.state === 'failed' ? '✘' : '-'} ${result.title}`);
+        if (result.error) say(indent(result.error));
+      }
+      if (phaseResults.some((r) => r.state === 'failed')) await page.screenshot({ path: join(RESULTS, `failure-${phase}.png`) }).catch(() => undefined);
+    }
+  } catch (error) {
+    results.push({ title: 'end-to-end run', state: 'failed', error: String(error instanceof Error ? error.stack : error) });
+    say(`  ✘ ${String(error)}`);
+    await page.screenshot({ path: join(RESULTS, 'failure.png') }).catch(() => undefined);
+  } finally {
+    await closeQuietly(browser);
+    await codeServer.stop();
+    await server.close();
+    await uiAgent.close();
+  }
+
+  const failed = results.filter((r) => r.state === 'failed').length;
+  const passed = results.filter((r) => r.state === 'passed').length;
+  if (failed > 0) {
+    collectLogs(userDataDir);
+    say(`Screenshots and extension host logs are in ${RESULTS}.`);
+  } else {
+    rmSync(work, { recursive: true, force: true });
+  }
+  say(`e2e: ${passed} passed, ${failed} failed`);
+  return failed > 0 || passed === 0 ? 1 : 0;
+}
+
+function run(command: string, args: string[]): void {
+  const result = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit' });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed`);
+}
+
+/** A small workspace with files to read, edit and delete. */
+function makeWorkspace(dir: string): void {
+  cpSync(join(ROOT, 'test', 'e2e', 'fixtures', 'workspace'), dir, { recursive: true });
+  for (let i = 1; i <= 10; i++) {
+    const lines = Array.from({ length: 40 }, (_, j) => `export const item${i}_${j} = 'alpha beta gamma delta ${i * 100 + j}';`);
+    writeFileSync(join(dir, 'src', `big-${i}.ts`), `${lines.join('\n')}\n`);
+  }
+}
+
+async function waitForResults(file: string, started: string, page: Page): Promise<TestResult[]> {
+  const deadline = Date.now() + PHASE_TIMEOUT_MS;
+  let startSeen = false;
+  while (Date.now() < deadline) {
+    if (existsSync(file)) {
+      try {
+        const parsed = JSON.parse(readFileSync(file, 'utf8')) as { tests: TestResult[]; done?: boolean };
+        if (parsed.done) return parsed.tests;
+      } catch {
+        // written while we read it: try again
+      }
+    }
+    if (!startSeen && existsSync(started)) startSeen = true;
+    if (!startSeen && Date.now() > deadline - PHASE_TIMEOUT_MS + 180_000) {
+      await page.screenshot({ path: join(RESULTS, 'no-start.png') }).catch(() => undefined);
+      throw new Error('the test-runner extension did not start within 3 minutes');
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`the suite did not finish within ${PHASE_TIMEOUT_MS / 60_000} minutes`);
+}
+
+/** Loopback HTTP server through which the suites ask this process to act on the browser. */
+async function startUiAgent(): Promise<{ url: string; attach(page: Page): void; close(): Promise<void> }> {
+  let page: Page | undefined;
+  const server = createServer((request, response) => {
+    void handle(request, response);
+  });
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+      const body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as Record<string, unknown>;
+      if (!page) throw new Error('no browser page yet');
+      const result = await act(page, body);
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(result ?? null));
+    } catch (error) {
+      response.writeHead(500, { 'content-type': 'text/plain' });
+      response.end(String(error instanceof Error ? error.message : error));
+    }
+  }
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    attach: (p) => {
+      page = p;
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function act(page: Page, body: Record<string, unknown>): Promise<unknown> {
+  switch (body.action) {
+    case 'statusbar':
+      return page.$$eval('.statusbar-item', (items) =>
+        items.map((item) => {
+          const anchor = item.querySelector('a, .statusbar-item-label') ?? item;
+          const color = (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(item).backgroundColor;
+          const classes = `${item.className} ${anchor.className}`;
+          return {
+            id: item.id,
+            text: (item.textContent ?? '').trim(),
+            ariaLabel: anchor.getAttribute('aria-label') ?? item.getAttribute('aria-label') ?? '',
+            className: classes,
+            background: /error-kind/.test(classes) ? 'error' : /warning-kind/.test(classes) ? 'warning' : color === 'rgba(0, 0, 0, 0)' ? 'none' : color,
+          };
+        }),
+      );
+    case 'click-statusbar': {
+      const id = String(body.idContains);
+      await page.locator(`.statusbar-item[id*="${id}"]`).first().click();
+      return true;
+    }
+    case 'command-palette': {
+      await page.keyboard.press('F1');
+      await page.waitForSelector('.quick-input-widget .quick-input-box input', { timeout: 10_000 });
+      await page.keyboard.type(String(body.text));
+      await page.waitForTimeout(800);
+      await page.keyboard.press('Enter');
+      return true;
+    }
+    case 'chat-type': {
+      const input = page.locator('.interactive-input-part .monaco-editor').first();
+      await input.click();
+      await page.keyboard.type(String(body.text));
+      await page.keyboard.press('Enter');
+      return true;
+    }
+    case 'chat-text':
+      return page.$$eval('.interactive-item-container', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
+    case 'notifications':
+      return page.$$eval('.notification-list-item-message', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
+    case 'screenshot': {
+      const name = String(body.name);
+      const dir = body.docs ? DOCS : RESULTS;
+      mkdirSync(dir, { recursive: true });
+      const path = join(dir, `${name}.png`);
+      if (body.gauge) {
+        await page.locator('.statusbar-item[id*="longrun.gauge"]').first().hover();
+        await page.waitForTimeout(1_200);
+        await page.screenshot({ path, clip: { x: 700, y: 450, width: 700, height: 450 } });
+      } else if (body.chat) {
+        const panel = page.locator('.interactive-session').first();
+        await panel.screenshot({ path });
+      } else {
+        await page.screenshot({ path });
+      }
+      await page.mouse.move(10, 10);
+      return path;
+    }
+    default:
+      throw new Error(`unknown action ${String(body.action)}`);
+  }
+}
+
+function collectLogs(userDataDir: string): void {
+  const logs = join(userDataDir, 'logs');
+  if (!existsSync(logs)) return;
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (/exthost|Longrun|renderer|remoteagent/i.test(path) && name.endsWith('.log')) {
+        cpSync(path, join(RESULTS, 'logs', path.slice(logs.length + 1).replace(/[\\/]/g, '__')));
+      }
+    }
+  };
+  mkdirSync(join(RESULTS, 'logs'), { recursive: true });
+  walk(logs);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function closeQuietly(browser: Browser): Promise<void> {
+  await browser.close().catch(() => undefined);
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .slice(0, 12)
+    .map((line) => `      ${line}`)
+    .join('\n');
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    say(String(error instanceof Error ? error.stack : error));
+    say('e2e: 0 passed, 1 failed');
+    process.exit(1);
+  },
+);

@@ -1,0 +1,134 @@
+/**
+ * Helpers for the suites that run inside the real extension host. The outer test process drives
+ * the browser (status bar, chat input, Command Palette, screenshots) on request, over loopback
+ * HTTP; the loopback scripted model is programmed the same way.
+ */
+import * as vscode from 'vscode';
+import type { LongrunApi } from '../../../src/extension';
+import type { CompactionEntry, ConversationLog } from '../../../src/core/history';
+import { activeEntries } from '../../../src/core/history';
+
+export const EXTENSION_ID = 'longrun.longrun';
+export const VENDOR = 'longrun';
+export const MODEL = { vendor: VENDOR, id: 'offline/scripted' };
+export const SMALL_MODEL = { vendor: VENDOR, id: 'offline/scripted-small' };
+export const OVERFLOW_MODEL = { vendor: VENDOR, id: 'offline/scripted-overflow' };
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the suites through "npm run test:e2e".`);
+  return value;
+}
+
+export async function api(): Promise<LongrunApi> {
+  const extension = vscode.extensions.getExtension<LongrunApi>(EXTENSION_ID);
+  if (!extension) throw new Error(`${EXTENSION_ID} is not installed`);
+  return extension.isActive ? extension.exports : extension.activate();
+}
+
+async function post(base: string, path: string, body: unknown): Promise<unknown> {
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body ?? null),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${path} answered ${response.status}: ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Asks the outer process to act on the workbench in the browser. */
+export function ui<T = unknown>(action: string, args: Record<string, unknown> = {}): Promise<T> {
+  return post(env('LONGRUN_E2E_UI'), '/ui', { action, ...args }) as Promise<T>;
+}
+
+export interface StatusItem {
+  readonly id: string;
+  readonly text: string;
+  readonly ariaLabel: string;
+  readonly className: string;
+  readonly background: string;
+}
+
+export async function gaugeInDom(): Promise<StatusItem> {
+  const items = await ui<StatusItem[]>('statusbar');
+  const gauge = items.find((i) => i.id.includes('longrun.gauge'));
+  if (!gauge) throw new Error(`no gauge in the status bar: ${JSON.stringify(items.map((i) => i.id))}`);
+  return gauge;
+}
+
+/** Programs the loopback scripted model. */
+export const model = {
+  url: (): string => env('LONGRUN_E2E_MODEL_CONTROL'),
+  script: (steps: unknown[]) => post(model.url(), '/__control/script', steps),
+  failSummaries: (step: unknown) => post(model.url(), '/__control/fail-summaries', step),
+  setWindow: (modelId: string, window: number) => post(model.url(), '/__control/window', { model: modelId, window }),
+  reset: () => post(model.url(), '/__control/reset', {}),
+  requests: async (): Promise<RecordedRequest[]> => {
+    const response = await fetch(`${model.url()}/__control/requests`);
+    return (await response.json()) as RecordedRequest[];
+  },
+};
+
+export interface RecordedRequest {
+  readonly path: string;
+  readonly model?: string;
+  readonly body: { messages?: Array<{ role: string; content?: unknown; tool_calls?: Array<{ id: string }>; tool_call_id?: string }> } & Record<string, unknown>;
+  readonly promptTokens?: number;
+  readonly summary: boolean;
+  readonly status: number | null;
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? ` (${String(last)})` : ''}`);
+}
+
+/**
+ * Sends a chat request to @longrun with a Longrun model selected, through the chat panel, and
+ * waits until the participant has finished it.
+ */
+export async function chat(prompt: string, selector = MODEL): Promise<void> {
+  const longrun = await api();
+  const before = longrun.participant.turns().completed;
+  await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: selector });
+  await waitFor('the participant to finish the request', () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0, 120_000);
+}
+
+export async function log(): Promise<ConversationLog> {
+  const conversation = await (await api()).session.current();
+  return conversation?.log() ?? [];
+}
+
+export async function entries(): Promise<CompactionEntry[]> {
+  return activeEntries(await log());
+}
+
+export async function newConversation(): Promise<void> {
+  await vscode.commands.executeCommand('longrun.newConversation');
+}
+
+/** Tool results in a chat-completions request that have no tool call before them. */
+export function orphanToolResults(request: RecordedRequest): string[] {
+  const calls = new Set<string>();
+  const orphans: string[] = [];
+  for (const m of request.body.messages ?? []) {
+    for (const call of m.tool_calls ?? []) calls.add(call.id);
+    if (m.role === 'tool' && m.tool_call_id && !calls.has(m.tool_call_id)) orphans.push(m.tool_call_id);
+  }
+  return orphans;
+}
+
+export function requestText(request: RecordedRequest): string {
+  return JSON.stringify(request.body.messages ?? []);
+}

@@ -1,0 +1,306 @@
+/**
+ * End-to-end scenarios in a real VS Code (code-server in headless Chromium), against the loopback
+ * scripted model. They run in order and share one workbench; `after-reload.ts` continues after
+ * the window is reloaded.
+ */
+import * as assert from 'assert';
+import { writeFileSync } from 'fs';
+import { join } from 'path';
+import * as vscode from 'vscode';
+import {
+  api,
+  chat,
+  entries,
+  gaugeInDom,
+  log,
+  model,
+  MODEL,
+  newConversation,
+  orphanToolResults,
+  OVERFLOW_MODEL,
+  requestText,
+  SMALL_MODEL,
+  ui,
+  waitFor,
+} from './harness';
+
+const COMMANDS = ['longrun.compact', 'longrun.showSummary', 'longrun.undoCompaction', 'longrun.newConversation', 'longrun.showContextUsage', 'longrun.setApiKey'];
+const percentOf = (text: string): number => Number(/(\d+)%/.exec(text)?.[1] ?? NaN);
+const workspaceUri = (path: string): vscode.Uri => vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, path);
+const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');
+
+describe('Longrun in a real VS Code', function () {
+  this.timeout(600_000);
+
+  before(async () => {
+    await model.reset();
+  });
+
+  describe('1. activation and contributions', () => {
+    it('activates and registers its commands, the participant, the gauge and the longrun model vendor', async () => {
+      const longrun = await api();
+      assert.ok(longrun.session && longrun.gauge && longrun.participant, 'the extension exports its state');
+      const commands = await vscode.commands.getCommands(true);
+      for (const command of COMMANDS) assert.ok(commands.includes(command), `${command} is registered`);
+      const extension = vscode.extensions.getExtension('longrun.longrun')!;
+      assert.equal(extension.packageJSON.contributes.chatParticipants[0].id, 'longrun.agent');
+      const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
+      assert.deepEqual(models.map((m) => m.id).sort(), ['offline/scripted', 'offline/scripted-overflow', 'offline/scripted-small']);
+      const gauge = await gaugeInDom();
+      assert.match(gauge.text, /no conversation/);
+      assert.match(gauge.ariaLabel, /^Longrun context/);
+    });
+  });
+
+  describe('2. a chat request through the chat panel', () => {
+    it('reaches @longrun with a Longrun model selected, and the reply streams in', async () => {
+      await chat('hello there');
+      await waitFor('the reply in the chat panel', async () => (await chatText()).includes('Offline scripted model: I received your message'));
+      const requests = await model.requests();
+      assert.ok(requests.some((r) => r.model === 'scripted' && requestText(r).includes('hello there')), 'the request reached the model');
+    });
+
+    it('answers a request typed into the chat input', async () => {
+      const longrun = await api();
+      const before = longrun.participant.turns().completed;
+      await ui('chat-type', { text: '@longrun how are you today' });
+      await waitFor('the typed request to finish', () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0);
+      const requests = await model.requests();
+      assert.ok(requests.some((r) => requestText(r).includes('how are you today')));
+    });
+  });
+
+  describe('3. a multi-turn conversation with tool calls', () => {
+    it('moves the gauge, in text and level, as files are read', async () => {
+      await newConversation();
+      const seen: number[] = [];
+      let level = '';
+      for (let i = 1; i <= 10 && level !== 'warning'; i++) {
+        await chat(`please read src/big-${i}.ts`, SMALL_MODEL);
+        const gauge = await waitFor('the gauge to show a percentage', async () => {
+          const g = await gaugeInDom();
+          return /\d+% · [\d.]+k\/7\.7k/.test(g.text) ? g : undefined;
+        });
+        seen.push(percentOf(gauge.text));
+        level = /, (ok|warning|critical|over)$/.exec(gauge.ariaLabel)?.[1] ?? '';
+        if (i === 1) await ui('screenshot', { name: 'gauge-ok', gauge: true, docs: true });
+      }
+      for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! > seen[i - 1]!, `the gauge rises: ${seen.join(' → ')}`);
+      assert.equal(level, 'warning', `the gauge reached the warning level: ${seen.join(' → ')}`);
+      const gauge = await gaugeInDom();
+      assert.equal(gauge.background, 'warning');
+      await ui('screenshot', { name: 'gauge-warning', gauge: true, docs: true });
+      const reads = (await log()).filter((r) => r.type === 'message' && r.message.role === 'tool').length;
+      assert.ok(reads >= 4, `tool results are in the history (${reads})`);
+    });
+  });
+
+  describe('4. automatic compaction in the middle of a tool loop', () => {
+    it('compacts at the threshold between steps, and the next request holds the summary and the kept messages without orphans', async () => {
+      const before = (await entries()).length;
+      const requestsBefore = (await model.requests()).length;
+      await model.script([
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'src/big-7.ts' } }] },
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'src/big-8.ts' } }] },
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'src/big-1.ts' } }] },
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'src/big-2.ts' } }] },
+        { text: 'All four files read; the loop is finished.' },
+      ]);
+      await chat('read four more files one by one', SMALL_MODEL);
+      const after = await entries();
+      assert.ok(after.length > before, 'a compaction happened');
+      assert.equal(after.at(-1)!.reason, 'threshold');
+      const requests = (await model.requests()).slice(requestsBefore);
+      const summaryAt = requests.findIndex((r) => r.summary);
+      assert.ok(summaryAt >= 0, 'a summary request was made');
+      const next = requests.slice(summaryAt + 1).find((r) => !r.summary);
+      assert.ok(next, 'the conversation continued after the compaction');
+      assert.match(requestText(next), /Session Summary \(Compaction Round \d+\)/);
+      assert.match(requestText(next), /read four more files one by one/, 'the latest request is kept');
+      assert.deepEqual(orphanToolResults(next), []);
+      await waitFor('the compaction line and the final answer in the chat', async () => {
+        const text = await chatText();
+        return /Compacted \d+ messages: [\d.]+k? → [\d.]+k? tokens \(round \d+\)/.test(text) && text.includes('All four files read') ? text : undefined;
+      });
+      await ui('screenshot', { name: 'compaction-in-chat', chat: true, docs: true });
+    });
+  });
+
+  describe('5. the provider answers context_length_exceeded', () => {
+    it('compacts, retries once, and the answer arrives', async () => {
+      await newConversation();
+      for (let i = 1; i <= 6; i++) await chat(`please read src/big-${i}.ts`, OVERFLOW_MODEL);
+      const requestsBefore = (await model.requests()).length;
+      await model.setWindow('scripted-overflow', 4_000);
+      try {
+        await chat('what do these files have in common?', OVERFLOW_MODEL);
+      } finally {
+        await model.setWindow('scripted-overflow', 128_000);
+      }
+      const requests = (await model.requests()).slice(requestsBefore);
+      assert.ok(requests.some((r) => r.status === 400), 'the server refused the oversized request');
+      const last = (await entries()).at(-1);
+      assert.equal(last?.reason, 'overflow');
+      assert.equal(last?.fallback, false, 'the summary request was sized for the window the provider stated');
+      const retried = requests.filter((r) => !r.summary).at(-1)!;
+      assert.equal(retried.status, 200, 'the retry succeeded');
+      assert.deepEqual(orphanToolResults(retried), []);
+      await waitFor('the answer after the retry', async () => (await chatText()).includes('what do these files have in common') || undefined);
+    });
+  });
+
+  describe('6. compacting on demand', () => {
+    before(async () => {
+      await newConversation();
+      await chat('please read src/big-1.ts', MODEL);
+    });
+
+    it('compacts when the gauge is clicked', async () => {
+      await chat('please read src/big-3.ts', MODEL);
+      await chat('please read src/big-4.ts', MODEL);
+      const before = (await entries()).length;
+      await ui('click-statusbar', { idContains: 'longrun.gauge' });
+      const after = await waitFor('a compaction from the gauge', async () => {
+        const list = await entries();
+        return list.length > before ? list : undefined;
+      });
+      assert.equal(after.at(-1)!.reason, 'manual');
+    });
+
+    it('compacts from "Compact Conversation" typed into the Command Palette', async () => {
+      await chat('please read src/big-5.ts', MODEL);
+      await chat('please read src/big-6.ts', MODEL);
+      const before = (await entries()).length;
+      await ui('command-palette', { text: 'Longrun: Compact Conversation' });
+      const after = await waitFor('a compaction from the Command Palette', async () => {
+        const list = await entries();
+        return list.length > before ? list : undefined;
+      });
+      assert.equal(after.at(-1)!.reason, 'manual');
+    });
+
+    it('passes the focus of /compact into the summary request', async () => {
+      await chat('please read src/big-7.ts', MODEL);
+      await chat('please read src/big-8.ts', MODEL);
+      const requestsBefore = (await model.requests()).length;
+      await chat('/compact the parser module', MODEL);
+      const summary = (await model.requests()).slice(requestsBefore).find((r) => r.summary);
+      assert.ok(summary, 'a summary request was made');
+      assert.match(requestText(summary), /focus on: the parser module/);
+      const last = (await entries()).at(-1)!;
+      assert.equal(last.focus, 'the parser module');
+      assert.match(last.summary, /the parser module/, 'the focus reached the summary');
+    });
+  });
+
+  describe('7. file operations from the editor', () => {
+    it('lists a file the user edited, one created and one deleted in the next summary', async () => {
+      const document = await vscode.workspace.openTextDocument(workspaceUri('src/app.ts'));
+      const editor = await vscode.window.showTextDocument(document);
+      await editor.edit((edit) => edit.insert(new vscode.Position(0, 0), '// edited by the user\n'));
+      await document.save();
+      const create = new vscode.WorkspaceEdit();
+      create.createFile(workspaceUri('src/created-by-user.ts'), { contents: Buffer.from('export const created = true;\n') });
+      assert.ok(await vscode.workspace.applyEdit(create));
+      const remove = new vscode.WorkspaceEdit();
+      remove.deleteFile(workspaceUri('src/to-delete.ts'));
+      assert.ok(await vscode.workspace.applyEdit(remove));
+      await chat('please read README.md', MODEL);
+      await chat('please read src/big-1.ts', MODEL);
+      const before = (await entries()).length;
+      await vscode.commands.executeCommand('longrun.compact');
+      const last = await waitFor('the compaction', async () => {
+        const list = await entries();
+        return list.length > before ? list.at(-1) : undefined;
+      });
+      const modified = /<modified-files>([\s\S]*)<\/modified-files>/.exec(last.summary)?.[1] ?? '';
+      assert.match(modified, /src\/app\.ts \(modified; user\)/);
+      assert.match(modified, /src\/created-by-user\.ts \(created; user\)/);
+      assert.match(modified, /src\/to-delete\.ts \(deleted; user\)/);
+      assert.match(last.summary, /<read-files>[\s\S]*README\.md[\s\S]*<\/read-files>/);
+    });
+  });
+
+  describe('9. the summarizer fails', () => {
+    it('keeps the chat going, loses nothing, and shows the fallback', async () => {
+      await model.failSummaries({ error: { status: 500, body: { error: { message: 'summarizer down' } } } });
+      try {
+        await chat('please read src/big-2.ts', MODEL);
+        await chat('please read src/big-3.ts', MODEL);
+        const messagesBefore = (await log()).filter((r) => r.type === 'message').length;
+        const before = (await entries()).length;
+        await vscode.commands.executeCommand('longrun.compact');
+        const last = await waitFor('the fallback compaction', async () => {
+          const list = await entries();
+          return list.length > before ? list.at(-1) : undefined;
+        });
+        assert.equal(last.fallback, true);
+        assert.equal(last.model, 'extractive-fallback');
+        assert.match(last.summary, /extractive fallback/);
+        await waitFor('the fallback notice', async () => ((await ui<string[]>('notifications')).join('\n').includes('extractive fallback') ? true : undefined));
+        const messagesAfter = (await log()).filter((r) => r.type === 'message').length;
+        assert.equal(messagesAfter, messagesBefore, 'no message was lost');
+      } finally {
+        await model.failSummaries(null);
+      }
+      await chat('are you still there?', MODEL);
+      await waitFor('a reply after the failure', async () => ((await chatText()).includes('are you still there') ? true : undefined));
+    });
+  });
+
+  describe('10. settings', () => {
+    const config = () => vscode.workspace.getConfiguration('longrun');
+
+    it('applies a new threshold without reload', async () => {
+      const longrun = await api();
+      await config().update('compaction.auto', false, vscode.ConfigurationTarget.Global);
+      try {
+        await config().update('compaction.warningThreshold', 0.001, vscode.ConfigurationTarget.Global);
+        await config().update('compaction.criticalThreshold', 0.002, vscode.ConfigurationTarget.Global);
+        await waitFor('the new threshold', () => longrun.settings().compaction.trigger.criticalPercent === 0.002 || undefined);
+        longrun.gauge.update();
+        const gauge = await waitFor('the critical level in the status bar', async () => {
+          const g = await gaugeInDom();
+          return g.background === 'error' ? g : undefined;
+        });
+        assert.match(gauge.ariaLabel, /critical|over/);
+        await ui('screenshot', { name: 'gauge-critical', gauge: true, docs: true });
+      } finally {
+        await config().update('compaction.criticalThreshold', undefined, vscode.ConfigurationTarget.Global);
+        await config().update('compaction.warningThreshold', undefined, vscode.ConfigurationTarget.Global);
+        await config().update('compaction.auto', undefined, vscode.ConfigurationTarget.Global);
+      }
+      await waitFor('the default threshold again', () => longrun.settings().compaction.trigger.criticalPercent === 0.9 || undefined);
+    });
+
+    it('warns about an invalid threshold and uses the default', async () => {
+      const longrun = await api();
+      await config().update('compaction.criticalThreshold', 7, vscode.ConfigurationTarget.Global);
+      try {
+        const notice = await waitFor('the warning', async () => (await ui<string[]>('notifications')).find((n) => n.includes('longrun.compaction.criticalThreshold')));
+        assert.match(notice, /using 0\.9 instead/);
+        assert.equal(longrun.settings().compaction.trigger.criticalPercent, 0.9);
+      } finally {
+        await config().update('compaction.criticalThreshold', undefined, vscode.ConfigurationTarget.Global);
+      }
+    });
+  });
+
+  describe('before the reload', () => {
+    it('records what the reloaded window must show', async () => {
+      const longrun = await api();
+      const conversation = (await longrun.session.current())!;
+      longrun.gauge.update();
+      const gauge = await gaugeInDom();
+      const state = {
+        conversationId: conversation.id,
+        records: conversation.log().length,
+        entries: (await entries()).map((e) => e.id),
+        gaugeText: gauge.text,
+        view: conversation.view().map((m) => m.id),
+      };
+      writeFileSync(join(process.env.LONGRUN_E2E_DIR!, 'state.json'), JSON.stringify(state));
+      assert.ok(state.entries.length >= 3);
+    });
+  });
+});
