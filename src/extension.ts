@@ -123,6 +123,10 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     }),
   );
 
+  void adoptKeyFromEnvironment(keys, log).then(() => provider.refresh());
+  const openWith = process.env.LONGRUN_OPEN_CHAT_MODEL;
+  if (openWith) void vscode.commands.executeCommand('longrun.openChat', openWith);
+
   // Show the saved conversation in the gauge without delaying activation.
   void session
     .current()
@@ -130,6 +134,19 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
     .then(() => gauge.update());
   return { session, gauge, participant, settings: currentSettings };
+}
+
+/**
+ * `npm start` hands an API key over in the environment; it goes straight into secret storage
+ * (never into settings or logs), and is not replaced if one is stored already.
+ */
+async function adoptKeyFromEnvironment(keys: ApiKeys, log: vscode.LogOutputChannel): Promise<void> {
+  const key = process.env.LONGRUN_API_KEY;
+  const endpoint = process.env.LONGRUN_API_KEY_ENDPOINT;
+  if (!key || !endpoint) return;
+  if (await keys.get(endpoint)) return;
+  await keys.set(endpoint, key);
+  log.info(`Stored the API key for ${endpoint} from the environment in secret storage.`);
 }
 
 function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {

@@ -123,6 +123,24 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
       return markdown;
     }),
 
+    vscode.commands.registerCommand('longrun.openChat', async (modelId?: unknown) => {
+      // VS Code builds without Copilot select no model by themselves: open the chat with one of Longrun's.
+      const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
+      if (models.length === 0) {
+        const choice = await vscode.window.showWarningMessage('Longrun: no models are configured. Add an endpoint in the longrun.endpoints setting.', 'Open Settings');
+        if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
+        return false;
+      }
+      const chosen =
+        (typeof modelId === 'string' && models.find((m) => m.id === modelId)) ||
+        (models.length === 1
+          ? models[0]
+          : (await vscode.window.showQuickPick(models.map((m) => ({ label: m.name, description: m.id, model: m })), { title: 'Chat with which model?' }))?.model);
+      if (!chosen) return false;
+      await vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun ', isPartialQuery: true, modelSelector: { vendor: chosen.vendor, id: chosen.id } });
+      return true;
+    }),
+
     vscode.commands.registerCommand('longrun.setApiKey', async (endpointName?: unknown, key?: unknown) => {
       const endpoints = deps.settings().endpoints;
       if (endpoints.length === 0) {

@@ -17,7 +17,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { ensureDebianPackages, EXTENSION_FILES, installUnpacked, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const PHASES = ['main', 'after-reload'] as const;
+const PHASES = ['main', 'after-reload', 'api'] as const;
 const PHASE_TIMEOUT_MS = 25 * 60_000;
 const RESULTS = join(ROOT, 'test-results');
 const DOCS = join(ROOT, 'docs');
@@ -268,6 +268,9 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
         await page.waitForTimeout(1_200);
         await page.screenshot({ path, clip: { x: 700, y: 450, width: 700, height: 450 } });
       } else if (body.chat) {
+        // Open the folded steps of the last answer, where the compaction line is.
+        await page.getByText(/Completed \d+ steps/).last().click({ timeout: 5_000 }).catch(() => undefined);
+        await page.waitForTimeout(500);
         const panel = page.locator('.interactive-session').first();
         await panel.screenshot({ path });
       } else {

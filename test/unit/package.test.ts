@@ -33,6 +33,7 @@ describe('extension manifest', () => {
       'longrun.newConversation': 'Longrun: New Conversation',
       'longrun.showContextUsage': 'Longrun: Show Context Usage',
       'longrun.setApiKey': 'Longrun: Set API Key',
+      'longrun.openChat': 'Longrun: Open Chat with a Longrun Model',
     });
   });
 

@@ -24,7 +24,7 @@ import {
   waitFor,
 } from './harness';
 
-const COMMANDS = ['longrun.compact', 'longrun.showSummary', 'longrun.undoCompaction', 'longrun.newConversation', 'longrun.showContextUsage', 'longrun.setApiKey'];
+const COMMANDS = ['longrun.compact', 'longrun.showSummary', 'longrun.undoCompaction', 'longrun.newConversation', 'longrun.showContextUsage', 'longrun.setApiKey', 'longrun.openChat'];
 const percentOf = (text: string): number => Number(/(\d+)%/.exec(text)?.[1] ?? NaN);
 const workspaceUri = (path: string): vscode.Uri => vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, path);
 const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');

@@ -1,0 +1,5 @@
+export interface Card {
+  readonly id: string;
+  readonly front: string;
+  readonly back: string;
+}

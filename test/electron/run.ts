@@ -1,0 +1,62 @@
+/**
+ * `npm run test:electron`: the browser-free extension-host suite (`test/e2e/suites/api.ts`) in a
+ * desktop VS Code that `@vscode/test-electron` downloads. For machines that can reach VS Code's
+ * download servers; here `npm run test:e2e` runs the same suite in code-server instead.
+ */
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runTests } from '@vscode/test-electron';
+import { build } from 'esbuild';
+import { startScriptedModelServer } from '../../scripts/scripted-model/server';
+import { QUIET_SETTINGS, ROOT, writeUserSettings } from '../../scripts/sandbox';
+
+async function main(): Promise<number> {
+  const work = mkdtempSync(join(tmpdir(), 'longrun-electron-'));
+  const out = join(work, 'out');
+  await build({
+    entryPoints: [join(ROOT, 'test', 'electron', 'index.ts'), join(ROOT, 'test', 'e2e', 'suites', 'api.ts')],
+    outdir: out,
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    external: ['vscode', 'mocha'],
+    logLevel: 'warning',
+  });
+  const workspace = join(work, 'workspace');
+  cpSync(join(ROOT, 'test', 'e2e', 'fixtures', 'workspace'), workspace, { recursive: true });
+  mkdirSync(join(workspace, 'src'), { recursive: true });
+  for (let i = 1; i <= 3; i++) {
+    const lines = Array.from({ length: 40 }, (_, j) => `export const item${i}_${j} = 'alpha beta gamma delta ${i * 100 + j}';`);
+    writeFileSync(join(workspace, 'src', `big-${i}.ts`), `${lines.join('\n')}\n`);
+  }
+  const server = await startScriptedModelServer({ port: 0 });
+  const userDataDir = join(work, 'user-data');
+  writeUserSettings(userDataDir, {
+    ...QUIET_SETTINGS,
+    'longrun.endpoints': [
+      { name: 'offline', baseUrl: server.url, models: [{ id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 500 }] },
+    ],
+  });
+  try {
+    await runTests({
+      extensionDevelopmentPath: ROOT,
+      extensionTestsPath: join(out, 'test', 'electron', 'index.js'),
+      launchArgs: [workspace, '--user-data-dir', userDataDir, '--disable-workspace-trust'],
+      extensionTestsEnv: {
+        LONGRUN_E2E_ROOT: ROOT,
+        LONGRUN_E2E_SUITE: join(out, 'test', 'e2e', 'suites', 'api.js'),
+        LONGRUN_E2E_MODEL_CONTROL: server.url.replace(/\/v1$/, ''),
+      },
+    });
+    return 0;
+  } catch (error) {
+    process.stderr.write(`${String(error)}\n`);
+    return 1;
+  } finally {
+    await server.close();
+  }
+}
+
+void main().then((code) => process.exit(code));
