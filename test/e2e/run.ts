@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
-import { ensureDebianPackages, EXTENSION_FILES, installUnpacked, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
+import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
 const PHASES = ['main', 'after-reload', 'api'] as const;
 const PHASE_TIMEOUT_MS = 25 * 60_000;
@@ -37,9 +37,8 @@ async function main(): Promise<number> {
   rmSync(RESULTS, { recursive: true, force: true });
   mkdirSync(RESULTS, { recursive: true });
 
-  say('Building the extension…');
-  run('npx', ['tsc', '-p', '.', '--noEmit']);
-  run('node', ['esbuild.js']);
+  say('Packaging the extension…');
+  run('npm', ['run', 'package', '--silent']);
 
   const work = mkdtempSync(join(tmpdir(), 'longrun-e2e-'));
   const e2eDir = join(work, 'e2e');
@@ -60,7 +59,8 @@ async function main(): Promise<number> {
   makeWorkspace(workspace);
   const extensionsDir = join(work, 'extensions');
   const userDataDir = join(work, 'user-data');
-  installUnpacked(extensionsDir, ROOT, EXTENSION_FILES);
+  // The .vsix a user would install, installed the way a user would.
+  installVsix(extensionsDir, userDataDir, join(ROOT, 'longrun.vsix'));
   installUnpacked(extensionsDir, join(ROOT, 'test', 'e2e', 'runner-extension'), ['package.json', 'extension.js']);
 
   const server = await startScriptedModelServer({
