@@ -1,6 +1,7 @@
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
 import { ToolFailure, type ReadResult, type SearchMatch, type WorkspacePort } from './workspace-port';
+import { splitLines } from '../core/lines';
 
 /**
  * The agent's AI SDK tools over a {@link WorkspacePort}. Every tool returns a compact string for the
@@ -224,12 +225,6 @@ function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? '' : 's'}`;
 }
 
-function splitLines(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split(/\r?\n/);
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}
 
 function countLines(text: string): number {
   return splitLines(text).length;

@@ -1,4 +1,5 @@
 import { structuredPatch } from 'diff';
+import { splitLines } from '../core/lines';
 
 /**
  * A short unified diff of one file for the edit confirmation and the chat. Pure (no `vscode`).
@@ -43,12 +44,6 @@ function range(start: number, lines: number): string {
   return lines === 1 ? `${start}` : `${start},${lines}`;
 }
 
-function splitLines(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split(/\r?\n/);
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}
 
 /** Used when the texts differ too much for a line diff to be worth computing. */
 function wholeFileHunk(oldText: string, newText: string) {

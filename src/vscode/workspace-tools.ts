@@ -9,6 +9,7 @@ import {
 } from '../llm/workspace-port';
 import { unifiedDiffPreview } from './diff-preview';
 import { resolveInWorkspace, toWorkspaceRelative, type WorkspaceRoot } from './path-guard';
+import { splitLines } from '../core/lines';
 
 /**
  * The agent's {@link WorkspacePort} in VS Code: reads through `workspace.fs` (or the editor's
@@ -269,12 +270,6 @@ function toRegExp(query: string, isRegex: boolean, caseSensitive: boolean): RegE
   }
 }
 
-function splitLines(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split(/\r?\n/);
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}
 
 /** The requested lines, cut at a line boundary to {@link MAX_READ_CHARS} (mid-line only for a single huge line). */
 function sliceLines(path: string, text: string, range: LineRange): ReadResult {

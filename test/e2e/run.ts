@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
+import { makeWorkspace } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
 const PHASES = ['main', 'after-reload', 'api'] as const;
@@ -56,7 +57,7 @@ async function main(): Promise<number> {
   });
 
   const workspace = join(work, 'workspace');
-  makeWorkspace(workspace);
+  makeWorkspace(workspace, 10);
   const extensionsDir = join(work, 'extensions');
   const userDataDir = join(work, 'user-data');
   // The .vsix a user would install, installed the way a user would.
@@ -153,15 +154,6 @@ async function main(): Promise<number> {
 function run(command: string, args: string[]): void {
   const result = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit' });
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed`);
-}
-
-/** A small workspace with files to read, edit and delete. */
-function makeWorkspace(dir: string): void {
-  cpSync(join(ROOT, 'test', 'e2e', 'fixtures', 'workspace'), dir, { recursive: true });
-  for (let i = 1; i <= 10; i++) {
-    const lines = Array.from({ length: 40 }, (_, j) => `export const item${i}_${j} = 'alpha beta gamma delta ${i * 100 + j}';`);
-    writeFileSync(join(dir, 'src', `big-${i}.ts`), `${lines.join('\n')}\n`);
-  }
 }
 
 async function waitForResults(file: string, started: string, page: Page): Promise<TestResult[]> {

@@ -3,13 +3,14 @@
  * desktop VS Code that `@vscode/test-electron` downloads. For machines that can reach VS Code's
  * download servers; here `npm run test:e2e` runs the same suite in code-server instead.
  */
-import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runTests } from '@vscode/test-electron';
 import { build } from 'esbuild';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { QUIET_SETTINGS, ROOT, writeUserSettings } from '../../scripts/sandbox';
+import { makeWorkspace } from '../e2e/workspace';
 
 async function main(): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), 'longrun-electron-'));
@@ -25,12 +26,7 @@ async function main(): Promise<number> {
     logLevel: 'warning',
   });
   const workspace = join(work, 'workspace');
-  cpSync(join(ROOT, 'test', 'e2e', 'fixtures', 'workspace'), workspace, { recursive: true });
-  mkdirSync(join(workspace, 'src'), { recursive: true });
-  for (let i = 1; i <= 3; i++) {
-    const lines = Array.from({ length: 40 }, (_, j) => `export const item${i}_${j} = 'alpha beta gamma delta ${i * 100 + j}';`);
-    writeFileSync(join(workspace, 'src', `big-${i}.ts`), `${lines.join('\n')}\n`);
-  }
+  makeWorkspace(workspace, 3);
   const server = await startScriptedModelServer({ port: 0 });
   const userDataDir = join(work, 'user-data');
   writeUserSettings(userDataDir, {

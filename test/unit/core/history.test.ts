@@ -99,3 +99,12 @@ describe('history: usage and file records', () => {
     assert.deepEqual(modelView(log).map((m) => m.id), ['u']);
   });
 });
+
+describe('lines', () => {
+  it('splits LF and CRLF text without an empty last line', async () => {
+    const { splitLines } = await import('../../../src/core/lines');
+    assert.deepEqual(splitLines('a\r\nb\nc\n'), ['a', 'b', 'c']);
+    assert.deepEqual(splitLines(''), []);
+    assert.deepEqual(splitLines('\n'), ['']);
+  });
+});
