@@ -128,28 +128,28 @@ function suffixTokens(body: readonly Message[], count: (m: Message) => number): 
 
 /**
  * valid[c] is true when keeping body[c..] leaves no tool result without its call and no tool call
- * without its results: every call/result pair lies wholly on one side of the cut.
+ * without its results: every call/result pair lies wholly on one side of the cut. A result pairs
+ * with the nearest call of its id before it, since providers may reuse ids in later turns.
  */
 export function validCuts(body: readonly Message[]): boolean[] {
   const n = body.length;
-  // For each call id, the first and last index where it appears (as call or result).
-  const first = new Map<string, number>();
-  const last = new Map<string, number>();
+  const lastCall = new Map<string, number>();
+  // The span of each pair, from its call to its last result.
+  const spanEnd = new Map<number, number>();
   body.forEach((message, index) => {
     for (const part of message.content) {
-      if (part.type !== 'tool-call' && part.type !== 'tool-result') continue;
-      if (!first.has(part.toolCallId)) first.set(part.toolCallId, index);
-      last.set(part.toolCallId, index);
+      if (part.type === 'tool-call') lastCall.set(part.toolCallId, index);
+      else if (part.type === 'tool-result') {
+        const call = lastCall.get(part.toolCallId);
+        if (call !== undefined && call < index) spanEnd.set(call, Math.max(spanEnd.get(call) ?? call, index));
+      }
     }
   });
-  // A cut at c splits a pair when first < c <= last.
+  // A cut at c splits a pair when call < c <= result.
   const crossing = new Array<number>(n + 2).fill(0);
-  for (const [id, start] of first) {
-    const end = last.get(id)!;
-    if (end > start) {
-      crossing[start + 1]! += 1;
-      crossing[end + 1]! -= 1;
-    }
+  for (const [start, end] of spanEnd) {
+    crossing[start + 1]! += 1;
+    crossing[end + 1]! -= 1;
   }
   const valid = new Array<boolean>(n + 1).fill(false);
   let open = 0;

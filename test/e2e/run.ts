@@ -18,7 +18,11 @@ import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { makeWorkspace } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const PHASES = ['main', 'after-reload', 'api'] as const;
+const ALL_PHASES = ['main', 'after-reload', 'api'] as const;
+/** `LONGRUN_E2E_PHASES=api` runs a subset (while developing); every phase runs by default. */
+const PHASES = (process.env.LONGRUN_E2E_PHASES?.split(',') ?? [...ALL_PHASES]).filter((p): p is (typeof ALL_PHASES)[number] =>
+  (ALL_PHASES as readonly string[]).includes(p),
+);
 const PHASE_TIMEOUT_MS = 25 * 60_000;
 const RESULTS = join(ROOT, 'test-results');
 const DOCS = join(ROOT, 'docs');
@@ -46,7 +50,7 @@ async function main(): Promise<number> {
   const suitesDir = join(e2eDir, 'suites');
   mkdirSync(suitesDir, { recursive: true });
   await build({
-    entryPoints: PHASES.map((phase) => join(ROOT, 'test', 'e2e', 'suites', `${phase}.ts`)),
+    entryPoints: ALL_PHASES.map((phase) => join(ROOT, 'test', 'e2e', 'suites', `${phase}.ts`)),
     outdir: suitesDir,
     bundle: true,
     format: 'cjs',

@@ -32,7 +32,14 @@ async function main(): Promise<number> {
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
     'longrun.endpoints': [
-      { name: 'offline', baseUrl: server.url, models: [{ id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 500 }] },
+      {
+        name: 'offline',
+        baseUrl: server.url,
+        models: [
+          { id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 500 },
+          { id: 'scripted-small', name: 'Offline scripted model (small)', contextWindow: 8_192, maxOutputTokens: 512 },
+        ],
+      },
     ],
   });
   try {

@@ -35,6 +35,22 @@ describe('Longrun through the extension API', function () {
     assert.equal(conversation.view().length, messages, 'undo restores every message');
   });
 
+  it('writes summaries with the model named in longrun.compaction.model', async () => {
+    const config = vscode.workspace.getConfiguration('longrun');
+    await config.update('compaction.model', 'longrun/offline/scripted-small', vscode.ConfigurationTarget.Global);
+    try {
+      await model.reset();
+      await chat('please read src/big-2.ts', MODEL);
+      assert.equal(await vscode.commands.executeCommand('longrun.compact'), 'compacted');
+      const summaries = (await model.requests()).filter((r) => r.summary);
+      assert.deepEqual(summaries.map((r) => r.model), ['scripted-small']);
+      const chats = (await model.requests()).filter((r) => !r.summary && r.path.endsWith('/chat/completions'));
+      assert.ok(chats.every((r) => r.model === 'scripted'), 'the conversation stays on its own model');
+    } finally {
+      await config.update('compaction.model', undefined, vscode.ConfigurationTarget.Global);
+    }
+  });
+
   it('reports context usage as a document', async () => {
     const markdown = await vscode.commands.executeCommand<string>('longrun.showContextUsage');
     assert.match(markdown, /\| Tool results \| [\d,]+ \|/);

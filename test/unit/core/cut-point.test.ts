@@ -40,6 +40,14 @@ describe('cut point: what to compact and what to keep', () => {
     assert.deepEqual(validCuts(body), [true, true, false, false, true, true]);
   });
 
+  it('pairs a tool result with the nearest call of its id, so ids reused in later turns still allow cuts between turns', () => {
+    const body = [
+      user('u1', 'one'), assistant('a1', '', { callId: 'call_1', tool: 'read_file' }), toolResult('t1', 'call_1', 'read_file', 'x'), assistant('d1', 'done'),
+      user('u2', 'two'), assistant('a2', '', { callId: 'call_1', tool: 'read_file' }), toolResult('t2', 'call_1', 'read_file', 'y'), assistant('d2', 'done'),
+    ];
+    assert.deepEqual(validCuts(body), [true, true, false, true, true, true, false, true, true]);
+  });
+
   it('never separates the latest user message from what answers it', () => {
     const view = [...turn('t1', 'first', 2), ...turn('t2', 'latest', 4)];
     // Keeping only 2 messages would cut inside the latest turn.
