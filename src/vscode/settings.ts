@@ -96,6 +96,10 @@ const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
   ...Object.keys(DEFAULT_CONFIG.importance).map((field) => ({ key: `compaction.importance.${field}`, path: ['importance', field] })),
   { key: 'compaction.minGainShare', path: ['minGainShare'] },
   { key: 'compaction.onSummarizerFailure', path: ['onSummarizerFailure'] },
+  { key: 'compaction.overflowRetries', path: ['overflowRetriesPerTurn'] },
+  { key: 'compaction.truncation.resultChars', path: ['truncation', 'resultChars'] },
+  { key: 'compaction.truncation.hugeResultChars', path: ['truncation', 'hugeResultChars'] },
+  { key: 'compaction.truncation.messageChars', path: ['truncation', 'messageChars'] },
 ];
 
 /** Seconds in settings, milliseconds in the core; validated here so messages speak of seconds. */

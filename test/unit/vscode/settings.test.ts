@@ -74,6 +74,21 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.equal(settings.verboseLogging, true);
   });
 
+  it('maps the truncation limits and overflow retries of seeds 000 and 001', () => {
+    const { settings, problems } = read({
+      'compaction.truncation.resultChars': 3_000,
+      'compaction.truncation.hugeResultChars': 12_000,
+      'compaction.truncation.messageChars': 8_000,
+      'compaction.overflowRetries': 2,
+    });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(settings.compaction.truncation, { resultChars: 3_000, hugeResultChars: 12_000, messageChars: 8_000 });
+    assert.equal(settings.compaction.overflowRetriesPerTurn, 2);
+    const bad = read({ 'compaction.overflowRetries': 9 });
+    assert.equal(bad.settings.compaction.overflowRetriesPerTurn, 1);
+    assert.equal(bad.problems[0]?.setting, 'longrun.compaction.overflowRetries');
+  });
+
   it('turns fractional timeout seconds into whole milliseconds', () => {
     const { settings, problems } = read({ 'longrun.compaction.summarizerTimeoutSeconds': 1.1 });
     assert.deepEqual(problems, []);
