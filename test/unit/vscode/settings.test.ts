@@ -76,15 +76,15 @@ describe('settings: longrun.* onto the core configuration', () => {
 
   it('maps the truncation limits and overflow retries of seeds 000 and 001', () => {
     const { settings, problems } = read({
-      'compaction.truncation.resultChars': 3_000,
-      'compaction.truncation.hugeResultChars': 12_000,
-      'compaction.truncation.messageChars': 8_000,
-      'compaction.overflowRetries': 2,
+      'longrun.compaction.truncation.resultChars': 3_000,
+      'longrun.compaction.truncation.hugeResultChars': 12_000,
+      'longrun.compaction.truncation.messageChars': 8_000,
+      'longrun.compaction.overflowRetries': 2,
     });
     assert.deepEqual(problems, []);
     assert.deepEqual(settings.compaction.truncation, { resultChars: 3_000, hugeResultChars: 12_000, messageChars: 8_000 });
     assert.equal(settings.compaction.overflowRetriesPerTurn, 2);
-    const bad = read({ 'compaction.overflowRetries': 9 });
+    const bad = read({ 'longrun.compaction.overflowRetries': 9 });
     assert.equal(bad.settings.compaction.overflowRetriesPerTurn, 1);
     assert.equal(bad.problems[0]?.setting, 'longrun.compaction.overflowRetries');
   });
