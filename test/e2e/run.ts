@@ -12,10 +12,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
-import { makeWorkspace } from './workspace';
+import { bundleForExtensionHost, makeWorkspace } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
 const ALL_PHASES = ['main', 'after-reload', 'api'] as const;
@@ -49,16 +48,7 @@ async function main(): Promise<number> {
   const e2eDir = join(work, 'e2e');
   const suitesDir = join(e2eDir, 'suites');
   mkdirSync(suitesDir, { recursive: true });
-  await build({
-    entryPoints: ALL_PHASES.map((phase) => join(ROOT, 'test', 'e2e', 'suites', `${phase}.ts`)),
-    outdir: suitesDir,
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node20',
-    external: ['vscode', 'mocha'],
-    logLevel: 'warning',
-  });
+  await bundleForExtensionHost(ALL_PHASES.map((phase) => join(ROOT, 'test', 'e2e', 'suites', `${phase}.ts`)), suitesDir);
 
   const workspace = join(work, 'workspace');
   makeWorkspace(workspace, 10);

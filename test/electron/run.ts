@@ -7,24 +7,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runTests } from '@vscode/test-electron';
-import { build } from 'esbuild';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { QUIET_SETTINGS, ROOT, writeUserSettings } from '../../scripts/sandbox';
-import { makeWorkspace } from '../e2e/workspace';
+import { bundleForExtensionHost, makeWorkspace } from '../e2e/workspace';
 
 async function main(): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), 'longrun-electron-'));
   const out = join(work, 'out');
-  await build({
-    entryPoints: [join(ROOT, 'test', 'electron', 'index.ts'), join(ROOT, 'test', 'e2e', 'suites', 'api.ts')],
-    outdir: out,
-    bundle: true,
-    format: 'cjs',
-    platform: 'node',
-    target: 'node20',
-    external: ['vscode', 'mocha'],
-    logLevel: 'warning',
-  });
+  await bundleForExtensionHost([join(ROOT, 'test', 'electron', 'index.ts'), join(ROOT, 'test', 'e2e', 'suites', 'api.ts')], out);
   const workspace = join(work, 'workspace');
   makeWorkspace(workspace, 3);
   const server = await startScriptedModelServer({ port: 0 });
