@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
-import { bundleForExtensionHost, makeWorkspace } from './workspace';
+import { bundleForExtensionHost, makeWorkspace, offlineEndpoints } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
 const ALL_PHASES = ['main', 'after-reload', 'api'] as const;
@@ -69,18 +69,7 @@ async function main(): Promise<number> {
   const uiAgent = await startUiAgent();
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
-    'longrun.endpoints': [
-      {
-        name: 'offline',
-        baseUrl: server.url,
-        models: [
-          { id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 500 },
-          { id: 'scripted-small', name: 'Offline scripted model (small)', contextWindow: 8_192, maxOutputTokens: 512 },
-          // Declares more than its server will accept when the test shrinks it: overflow errors.
-          { id: 'scripted-overflow', name: 'Offline scripted model (overflowing)', contextWindow: 128_000, maxOutputTokens: 500 },
-        ],
-      },
-    ],
+    'longrun.endpoints': offlineEndpoints(server.url, ['scripted', 'scripted-small', 'scripted-overflow']),
     'longrun.agent.autoApproveEdits': true,
     'longrun.compaction.showWarnings': false,
   });

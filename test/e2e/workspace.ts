@@ -25,3 +25,16 @@ export async function bundleForExtensionHost(entryPoints: string[], outdir: stri
     logLevel: 'warning',
   });
 }
+
+/** The scripted models the tests declare to Longrun (the windows Longrun is told about). */
+const OFFLINE_MODELS = {
+  scripted: { id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 500 },
+  'scripted-small': { id: 'scripted-small', name: 'Offline scripted model (small)', contextWindow: 8_192, maxOutputTokens: 512 },
+  // Declares more than its server will accept when a test shrinks it: overflow errors.
+  'scripted-overflow': { id: 'scripted-overflow', name: 'Offline scripted model (overflowing)', contextWindow: 128_000, maxOutputTokens: 500 },
+} as const;
+
+/** `longrun.endpoints` with one endpoint, `offline`, serving the named scripted models from `baseUrl`. */
+export function offlineEndpoints(baseUrl: string, ids: ReadonlyArray<keyof typeof OFFLINE_MODELS>): unknown[] {
+  return [{ name: 'offline', baseUrl, models: ids.map((id) => OFFLINE_MODELS[id]) }];
+}

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { runTests } from '@vscode/test-electron';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { QUIET_SETTINGS, ROOT, writeUserSettings } from '../../scripts/sandbox';
-import { bundleForExtensionHost, makeWorkspace } from '../e2e/workspace';
+import { bundleForExtensionHost, makeWorkspace, offlineEndpoints } from '../e2e/workspace';
 
 async function main(): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), 'longrun-electron-'));
@@ -21,16 +21,7 @@ async function main(): Promise<number> {
   const userDataDir = join(work, 'user-data');
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
-    'longrun.endpoints': [
-      {
-        name: 'offline',
-        baseUrl: server.url,
-        models: [
-          { id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 500 },
-          { id: 'scripted-small', name: 'Offline scripted model (small)', contextWindow: 8_192, maxOutputTokens: 512 },
-        ],
-      },
-    ],
+    'longrun.endpoints': offlineEndpoints(server.url, ['scripted', 'scripted-small']),
   });
   try {
     await runTests({
