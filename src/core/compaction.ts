@@ -1,6 +1,6 @@
 import { briefTruncation, planBatches, type Positioned } from './batches';
 import type { CompactionConfig, TruncationConfig } from './config';
-import type { ContextWindow } from './context-window';
+import { outputReserveFor, type ContextWindow } from './context-window';
 import { selectForCompaction } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
 import { renderFileOperations, type FileLedger } from './file-ledger';
@@ -18,7 +18,7 @@ import {
 import type { Message } from './messages';
 import type { MessageTokenCounter } from './message-tokens';
 import type { Clock, Summarizer, SummaryRequest } from './ports';
-import { repairSummary, unusableReason } from './summary-repair';
+import { boundTask, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason } from './summary-repair';
 import {
   buildMergeRequest,
   buildSummaryRequest,
@@ -120,14 +120,16 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   const selection = selected.selection;
 
   const round = nextRound(log);
-  const task = originalTask(log);
+  const sized = sizeSummary(config, request.window.limit, deps);
+  const task = sized.task(originalTask(log));
+  const summaryConfig: CompactionConfig = { ...config, summary: { ...config.summary, targetTokens: sized.targetFor(task) } };
   const positionOf = new Map(view.map((m, i) => [m.id, i] as const));
   const positioned: Positioned[] = selection.toCompact.map((message) => ({ message, position: positionOf.get(message.id) ?? 0 }));
   const items = config.summary.depth === 'brief' ? briefTruncation(positioned, view.length, config.importance) : positioned;
   const directive: DirectiveOptions = {
     round,
-    summary: config.summary,
-    originalTask: task,
+    summary: summaryConfig.summary,
+    originalTask: task?.text,
     focus: request.focus,
     splitTurn: selection.splitTurn,
   };
@@ -138,7 +140,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   let fallback = false;
   let failure: string | undefined;
   try {
-    const produced = await summarize(items, view.length, selection.previousSummary, directive, request, { ...deps, counted });
+    const produced = await summarize(items, view.length, selection.previousSummary, directive, { ...request, config: summaryConfig }, { ...deps, counted });
     model = produced.model ?? model;
     const unusable = unusableReason(produced.text);
     if (unusable) throw new SummarizerFailure(unusable);
@@ -156,12 +158,13 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
       toCompact: selection.toCompact,
       previousSummary: selection.previousSummary,
       failure,
-      budgetTokens: config.summary.targetTokens * 2,
+      budgetTokens: summaryConfig.summary.targetTokens * 2,
+      ...(task ? { skipUserText: originalTask(log) } : {}),
       countText: (value) => deps.counter.countText(value),
     });
   }
 
-  const repaired = repairSummary(summaryText, round, task);
+  const repaired = repairSummary(summaryText, round, task?.text);
   const summary = `${repaired.text}\n\n${renderFileOperations(request.ledger)}`;
   const entryId = deps.newId();
   const firstKept = selection.kept[0]?.id ?? null;
@@ -214,6 +217,25 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     },
   };
 }
+
+/** The model's output room (001's reserve rule on the summarizer's window) and the bounded task. */
+function sizeSummary(config: CompactionConfig, conversationWindow: number, deps: CompactionDeps) {
+  const target = config.summary.targetTokens;
+  const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : conversationWindow;
+  // The summary's output room is the target and a quarter; a small window caps it like any answer.
+  const outputRoom = Math.min(Math.ceil(target * 1.25), outputReserveFor(window) || Number.POSITIVE_INFINITY);
+  const fitted = Math.max(MIN_TARGET_TOKENS, Math.min(target, Math.floor(outputRoom / 1.25)));
+  const taskCap = Math.min(ORIGINAL_TASK_MAX_TOKENS, Math.floor(fitted / 2));
+  const countText = (value: string): number => deps.counter.countText(value);
+  return {
+    task: (task: string | undefined) => (task === undefined ? undefined : boundTask(task, taskCap, countText)),
+    // The task is inserted verbatim by the repair; the model writes the rest within what is left.
+    targetFor: (task: { tokens: number } | undefined) => Math.max(MIN_TARGET_TOKENS, fitted - (task?.tokens ?? 0)),
+  };
+}
+
+/** The smallest summary target worth asking for (the setting's own minimum). */
+const MIN_TARGET_TOKENS = 50;
 
 export type ApplyResult =
   | { readonly ok: true; readonly log: ConversationLog; readonly view: Message[] }

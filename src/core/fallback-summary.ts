@@ -14,6 +14,8 @@ export interface FallbackInput {
   readonly failure: string;
   readonly budgetTokens: number;
   readonly countText: (value: string) => number;
+  /** A user message with this text is left out: the original task, which has a section of its own. */
+  readonly skipUserText?: string;
 }
 
 export const FALLBACK_MODEL = 'extractive-fallback';
@@ -35,7 +37,11 @@ export function extractiveSummary(input: FallbackInput): string {
   ];
   remaining -= countText(lines.join('\n'));
 
-  const users = input.toCompact.filter((m) => m.role === 'user' && !isSummaryMessage(m)).map((m) => messageText(m).trim()).filter(Boolean);
+  const skip = input.skipUserText?.trim();
+  const users = input.toCompact
+    .filter((m) => m.role === 'user' && !isSummaryMessage(m))
+    .map((m) => messageText(m).trim())
+    .filter((t) => t && t !== skip);
   // The first request, then the newest ones: the task and where it stands matter most.
   const order = users.length > 0 ? [0, ...users.map((_, i) => users.length - 1 - i).filter((i) => i !== 0)] : [];
   const chosen = new Map<number, string>();

@@ -125,6 +125,21 @@ export function modelView(log: ConversationLog): Message[] {
   return [...before, summaryMessage(last), ...after];
 }
 
+/**
+ * The compaction state the model's view is in: the id of the entry in force, null before any.
+ * A request records it when sent; usage reported under another basis no longer describes the view.
+ */
+export function currentBasis(log: ConversationLog): string | null {
+  return lastEntry(log)?.id ?? null;
+}
+
+/** Every usage report in the log, oldest first. */
+export function usageReports(log: ConversationLog): ReportedUsage[] {
+  const out: ReportedUsage[] = [];
+  for (const record of log) if (record.type === 'usage') out.push(record.usage);
+  return out;
+}
+
 /** The round the next compaction will have. */
 export function nextRound(log: ConversationLog): number {
   return (lastEntry(log)?.round ?? 0) + 1;

@@ -7,12 +7,36 @@ export interface ReportedUsage {
   readonly anchorMessageId: string;
   readonly inputTokens: number;
   readonly outputTokens: number;
-  /** The compaction round the view was at when the call was made; a later compaction voids it. */
-  readonly round: number;
+  /**
+   * The compaction state of the view the request was built from: the id of the compaction entry
+   * in force when the request was sent (null before any). Taken when the request is sent, never
+   * when the usage arrives, so a compaction (or an undo) that lands in between voids the report.
+   * Entry ids are never reused, unlike round numbers after an undo.
+   */
+  readonly basis: string | null;
+  /** The local count of the request as sent (messages, system prompt, tools), when known. */
+  readonly localTokens?: number;
+  /** The model that answered, to learn its tokenizer's ratio to the local count. */
+  readonly model?: string;
+  /** The server counted far fewer tokens than were sent: it cut the prompt. Never calibrates. */
+  readonly truncated?: boolean;
 }
 
+/** What a request was built from, recorded when it is sent and stamped on the usage it gets back. */
+export interface RequestBasis {
+  /** The compaction entry in force (null before any). */
+  readonly basis: string | null;
+  /** The local count of the request: messages plus system prompt and tools. */
+  readonly localTokens: number;
+  /** The provider-to-local ratio learned for this model so far, when any. */
+  readonly ratio?: number;
+}
+
+/** What a usage record of an older format (a round number, no basis) is given: it never applies. */
+export const LEGACY_BASIS = '(legacy usage record)';
+
 export interface ContextCount {
-  /** The best count of the view: calibrated when possible, else local. */
+  /** The best count of the view: calibrated when possible, else local (scaled by the learned ratio). */
   readonly tokens: number;
   /** The local tokenizer's count of the whole view, always computed. */
   readonly localTokens: number;
@@ -21,29 +45,79 @@ export interface ContextCount {
   readonly sinceReport: number;
 }
 
+/** The ratio is kept within these bounds: past them it says more about a broken report than a tokenizer. */
+const MIN_RATIO = 0.5;
+const MAX_RATIO = 2;
+
 /**
  * Current tokens = last reported (input + output) + the local count of what was added since.
  * The provider's count includes the system prompt and tool definitions that the local count of
  * the messages cannot see, so it is preferred whenever it still describes the current view.
+ * `ratio` (the provider's count over the local count, learned from earlier reports) scales every
+ * local part, so that counts made without a fresh report land close to the provider's too.
  */
 export function countContext(
   view: readonly Message[],
   counter: MessageTokenCounter,
   usage: ReportedUsage | undefined,
-  currentRound: number,
+  currentBasis: string | null,
   localOverhead = 0,
+  ratio = 1,
 ): ContextCount {
   const localTokens = counter.countMessages(view) + localOverhead;
-  if (!usage || usage.round !== currentRound) {
-    return { tokens: localTokens, localTokens, source: 'local', sinceReport: 0 };
-  }
+  const local: ContextCount = { tokens: Math.round(localTokens * ratio), localTokens, source: 'local', sinceReport: 0 };
+  if (!usage || usage.truncated || usage.basis !== currentBasis) return local;
   const anchor = view.findIndex((m) => m.id === usage.anchorMessageId);
-  if (anchor < 0) return { tokens: localTokens, localTokens, source: 'local', sinceReport: 0 };
+  if (anchor < 0) return local;
   const sinceReport = counter.countMessages(view.slice(anchor + 1));
   return {
-    tokens: usage.inputTokens + usage.outputTokens + sinceReport,
+    tokens: usage.inputTokens + usage.outputTokens + Math.round(sinceReport * ratio),
     localTokens,
     source: 'provider+local',
     sinceReport,
   };
+}
+
+/**
+ * How the provider's counts compare with the local tokenizer's for one model: the input tokens it
+ * reported for the latest usable request over the local count of that request; undefined when no
+ * report says.
+ */
+export function learnedRatio(usages: readonly ReportedUsage[], model: string | undefined): number | undefined {
+  for (let i = usages.length - 1; i >= 0; i--) {
+    const u = usages[i]!;
+    if (u.truncated || !u.localTokens || u.localTokens <= 0 || u.inputTokens <= 0) continue;
+    if (model !== undefined && u.model !== undefined && u.model !== model) continue;
+    return Math.min(MAX_RATIO, Math.max(MIN_RATIO, u.inputTokens / u.localTokens));
+  }
+  return undefined;
+}
+
+/** A server that reports fewer prompt tokens than this share of what was expected cut the prompt. */
+const TRUNCATION_SHARE_UNCALIBRATED = 0.75;
+const TRUNCATION_SHARE_CALIBRATED = 0.85;
+/** Differences smaller than this are tokenizer noise, whatever the share. */
+const TRUNCATION_MIN_TOKENS = 256;
+
+export interface TruncationVerdict {
+  /** Tokens the server said it read. */
+  readonly reported: number;
+  /** Tokens it was expected to read: the local count of the request, scaled by the learned ratio. */
+  readonly expected: number;
+}
+
+/**
+ * Whether a server silently cut a prompt (Ollama drops the start of a prompt longer than its
+ * context instead of refusing it): it reports noticeably fewer prompt tokens than were sent. Local
+ * tokenizers of open models count more tokens than o200k for the same text, rarely fewer, so a
+ * report far below the local count is not a tokenizer difference. With a ratio learned from the
+ * same model's earlier reports the bar is tighter.
+ */
+export function detectTruncation(reportedInput: number, localSent: number, ratio: number | undefined): TruncationVerdict | undefined {
+  if (!(localSent > 0) || !(reportedInput >= 0)) return undefined;
+  const expected = Math.round(localSent * (ratio ?? 1));
+  const share = ratio === undefined ? TRUNCATION_SHARE_UNCALIBRATED : TRUNCATION_SHARE_CALIBRATED;
+  if (expected - reportedInput < TRUNCATION_MIN_TOKENS) return undefined;
+  if (reportedInput >= expected * share) return undefined;
+  return { reported: reportedInput, expected };
 }

@@ -5,7 +5,7 @@ import { beginTurn, mayAutoCompact, mayRetryOverflow, noteCompaction, noteOverfl
 import { modelView, type CompactionReason, type ConversationLog, type LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
-import type { ReportedUsage } from '../core/usage-calibration';
+import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
 import { fromResponseMessages, toModelMessages } from './model-messages';
 
 /**
@@ -27,8 +27,8 @@ export interface AgentConversation {
    * error, when it named one: smaller than the declared window, it is the one to aim for.
    */
   compact(reason: CompactionReason, signal: AbortSignal, statedLimit?: number): Promise<CompactionOutcome>;
-  /** The compaction round the view is at (0 before any compaction). */
-  round(): number;
+  /** What a request sent now is built on; stamped on the usage that comes back for it. */
+  requestBasis(): RequestBasis & { readonly model?: string };
   newId(): string;
 }
 
@@ -40,6 +40,11 @@ export interface AgentUi {
   compacting(reason: CompactionReason): void;
   compacted(outcome: CompactionOutcome, reason: CompactionReason): void;
   notice(message: string): void;
+  /**
+   * Asks the user once whether to compact now (with `requireConfirmation`); resolves true for
+   * "Compact". Absent: compaction needs no confirmation.
+   */
+  confirmCompaction?(signal: AbortSignal): Promise<boolean>;
 }
 
 export interface AgentTurnOptions {
@@ -55,6 +60,13 @@ export interface AgentTurnOptions {
   readonly overflowRetriesPerTurn: number;
   /** The AI SDK's telemetry option (`{ isEnabled: false }` when tracing is off). */
   readonly telemetry?: TelemetryOptions;
+  /**
+   * Whether the provider's prompt-token reports are its own count of what it read (a server's
+   * usage), so that a report far below what was sent means the server cut the prompt.
+   */
+  readonly detectTruncation?: boolean;
+  /** Said after the notice of a cut prompt: how to raise the server's context, when known. */
+  readonly truncationAdvice?: string;
 }
 
 export interface AgentTurnResult {
@@ -73,6 +85,9 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   let stepsDone = 0;
   let compactions = 0;
   let finishReason = 'unknown';
+  // "Not now" holds for the rest of the turn: the question is asked at most once.
+  let declined = false;
+  let asked = false;
 
   const compactNow = async (reason: CompactionReason, statedLimit?: number): Promise<CompactionOutcome> => {
     ui.compacting(reason);
@@ -85,36 +100,67 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     return outcome;
   };
 
-  for (;;) {
-    if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
-    const attempt = await runSteps(options, options.maxSteps - stepsDone, async () => {
-      const budget = conversation.assess();
-      if (!budget.shouldCompact) return;
-      const verdict = mayAutoCompact(guard);
-      if (!verdict.allowed) {
-        ui.notice(`Not compacting automatically: ${verdict.reason}.`);
+  const beforeStep = async (): Promise<void> => {
+    const budget = conversation.assess();
+    if (!budget.shouldCompact || declined) return;
+    const verdict = mayAutoCompact(guard);
+    if (!verdict.allowed) {
+      ui.notice(`Not compacting automatically: ${verdict.reason}.`);
+      return;
+    }
+    if (ui.confirmCompaction && !asked) {
+      asked = true;
+      if (!(await ui.confirmCompaction(signal))) {
+        declined = true;
         return;
       }
-      await compactNow('threshold');
-    });
+    } else if (ui.confirmCompaction) {
+      return;
+    }
+    await compactNow('threshold');
+  };
+
+  for (;;) {
+    if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    const attempt = await runSteps(options, options.maxSteps - stepsDone, beforeStep);
     stepsDone += attempt.steps;
     finishReason = attempt.finishReason;
     if (attempt.error === undefined) return { steps: stepsDone, finishReason, compactions, guard, cancelled: false };
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
 
-    const overflow = describeOverflow(attempt.error);
+    const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
+    const overflow = truncation ? { limit: truncation.statedWindow } : describeOverflow(attempt.error);
     if (!overflow) return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
+    if (truncation) ui.notice(describeTruncation(truncation.verdict, options.truncationAdvice));
     const verdict = mayRetryOverflow(guard, options.overflowRetriesPerTurn);
     if (!verdict.allowed || stepsDone >= options.maxSteps) {
       ui.notice(`The model's context window overflowed and Longrun will not retry: ${verdict.allowed ? 'the step limit was reached' : verdict.reason}.`);
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     }
+    if (declined) ui.notice('The request no longer fits the model\'s window, so Longrun compacts now although you chose not to.');
     guard = noteOverflowRetry(guard);
     const outcome = await compactNow('overflow', overflow.limit);
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
   }
+}
+
+/** A server reported reading far fewer prompt tokens than were sent: it cut the prompt silently. */
+export class SilentTruncation extends Error {
+  override readonly name = 'SilentTruncation';
+  constructor(
+    readonly verdict: TruncationVerdict,
+    /** The window the report suggests: what the server read plus what it wrote. */
+    readonly statedWindow: number,
+  ) {
+    super(`The server read ${verdict.reported} prompt tokens of about ${verdict.expected} sent: it cut the prompt.`);
+  }
+}
+
+function describeTruncation(verdict: TruncationVerdict, advice: string | undefined): string {
+  const numbers = `it read ${verdict.reported.toLocaleString('en-US')} prompt tokens of about ${verdict.expected.toLocaleString('en-US')} sent`;
+  return `The server cut the prompt without saying so (${numbers}), dropping the start of the conversation. Longrun compacts and asks again.${advice ? ` ${advice}` : ''}`;
 }
 
 interface Attempt {
@@ -128,9 +174,12 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   const { conversation, ui } = options;
   let persisted = 0;
   let steps = 0;
-  let pendingUsage: { inputTokens: number; outputTokens: number } | undefined;
+  let pendingUsage: Omit<ReportedUsage, 'anchorMessageId'> | undefined;
   let finishReason = 'unknown';
   let streamError: unknown;
+  // What the step under way was built from: taken when its messages are made, before it is sent.
+  let sent = conversation.requestBasis();
+  let truncation: SilentTruncation | undefined;
 
   // Appends the response messages not yet in the log, and the usage of the latest step.
   const sync = async (responseMessages: readonly ModelMessage[]): Promise<void> => {
@@ -141,11 +190,23 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
     const records: LogRecord[] = messages.map((message) => ({ type: 'message', message }));
     const anchor = lastAssistant(messages);
     if (pendingUsage && anchor) {
-      const usage: ReportedUsage = { anchorMessageId: anchor.id, ...pendingUsage, round: conversation.round() };
-      records.push({ type: 'usage', usage });
+      records.push({ type: 'usage', usage: { anchorMessageId: anchor.id, ...pendingUsage } });
       pendingUsage = undefined;
     }
     await conversation.append(records);
+  };
+
+  const onUsage = (inputTokens: number, outputTokens: number): void => {
+    const verdict = options.detectTruncation ? detectTruncation(inputTokens, sent.localTokens, sent.ratio) : undefined;
+    pendingUsage = {
+      inputTokens,
+      outputTokens,
+      basis: sent.basis,
+      localTokens: sent.localTokens,
+      ...(sent.model !== undefined ? { model: sent.model } : {}),
+      ...(verdict ? { truncated: true } : {}),
+    };
+    if (verdict) truncation ??= new SilentTruncation(verdict, inputTokens + outputTokens);
   };
 
   try {
@@ -165,8 +226,12 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
       prepareStep: async ({ responseMessages }) => {
         await sync(responseMessages);
+        // The step the server cut has run its tools (kept above); the next one is not sent as is.
+        if (truncation) throw truncation;
         await beforeStep();
-        return { messages: toModelMessages(modelView(conversation.log())) };
+        const messages = toModelMessages(modelView(conversation.log()));
+        sent = conversation.requestBasis();
+        return { messages };
       },
     });
     for await (const part of result.fullStream) {
@@ -186,9 +251,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
         case 'finish-step':
           steps++;
           finishReason = part.finishReason;
-          if (part.usage.inputTokens !== undefined) {
-            pendingUsage = { inputTokens: part.usage.inputTokens, outputTokens: part.usage.outputTokens ?? 0 };
-          }
+          if (part.usage.inputTokens !== undefined) onUsage(part.usage.inputTokens, part.usage.outputTokens ?? 0);
           break;
         case 'error':
           streamError = part.error;
@@ -197,13 +260,27 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
           break;
       }
     }
-    if (streamError === undefined) {
+    // An answer written from a cut prompt is not kept: the turn asks again after compacting.
+    if (streamError === undefined && !truncation) {
       await sync(await result.responseMessages);
     }
   } catch (error) {
     streamError = error;
   }
+  if (truncation && (streamError === undefined || streamError === truncation || isWrapped(streamError, truncation))) {
+    return { steps, finishReason, error: truncation };
+  }
   return streamError === undefined ? { steps, finishReason } : { steps, finishReason, error: streamError };
+}
+
+/** Whether `error` carries `inner` as its cause (the AI SDK may wrap what a callback threw). */
+function isWrapped(error: unknown, inner: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    if (current === inner) return true;
+    current = current.cause;
+  }
+  return current === inner;
 }
 
 function lastAssistant(messages: readonly Message[]): Message | undefined {

@@ -209,7 +209,7 @@ export class LongrunParticipant {
             }
             return this.compactForAgent(reason, signal);
           },
-          round: () => conversation.round(),
+          requestBasis: () => conversation.requestBasis(),
           newId: () => session.newId(),
         },
         ui,

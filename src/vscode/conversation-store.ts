@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { parseLedger } from '../core/file-ledger';
 import type { CompactionReason, LogRecord } from '../core/history';
+import { LEGACY_BASIS } from '../core/usage-calibration';
 
 /**
  * Where conversations live between sessions. Deliberately free of `vscode`: the extension passes
@@ -85,12 +86,19 @@ const compactionEntrySchema = z.object({
   failure: z.string().optional(),
 });
 
-const usageSchema = z.object({
-  anchorMessageId: z.string(),
-  inputTokens: count,
-  outputTokens: count,
-  round: z.number().int().min(0),
-});
+// Records written before usage carried its basis have a round number instead: they never calibrate.
+const usageSchema = z
+  .object({
+    anchorMessageId: z.string(),
+    inputTokens: count,
+    outputTokens: count,
+    basis: z.string().nullable().optional(),
+    round: z.number().int().min(0).optional(),
+    localTokens: count.optional(),
+    model: z.string().optional(),
+    truncated: z.boolean().optional(),
+  })
+  .transform(({ round: _round, basis, ...rest }) => ({ ...rest, basis: basis === undefined ? LEGACY_BASIS : basis }));
 
 const fileEventSchema = z
   .object({

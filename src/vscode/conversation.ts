@@ -3,12 +3,14 @@ import { applyCompaction, computeCompaction, type CompactionOutcome, type Compac
 import type { CompactionConfig } from '../core/config';
 import type { ContextWindow } from '../core/context-window';
 import {
+  currentBasis,
   isSummaryMessage,
   lastEntry,
   lastUsage,
   ledgerOf,
   modelView,
   undoLastCompaction,
+  usageReports,
   type CompactionEntry,
   type CompactionReason,
   type ConversationLog,
@@ -17,7 +19,7 @@ import {
 import type { MessageTokenCounter } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import type { Clock, Summarizer } from '../core/ports';
-import { countContext, type ContextCount } from '../core/usage-calibration';
+import { countContext, learnedRatio, type ContextCount, type RequestBasis } from '../core/usage-calibration';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import type { UsageBreakdown } from './gauge-text';
 import type { LongrunTelemetry } from '../llm/telemetry';
@@ -37,7 +39,10 @@ export interface ModelContext {
   readonly fixedOverhead: number;
   /** Tokens kept free for the answer (shown in the gauge). */
   readonly outputReserve: number;
+  /** Identifies the model across reports (vendor/id), to learn its tokenizer's ratio to the local count. */
+  readonly key?: string;
 }
+
 
 export interface ConversationDeps {
   readonly store: ConversationStore;
@@ -123,7 +128,21 @@ export class Conversation {
   /** The tokens of the model's view, calibrated by the provider's last report when it still applies. */
   count(): ContextCount {
     const model = this.deps.model();
-    return countContext(this.view(), model.counter, lastUsage(this.records), this.round(), model.fixedOverhead);
+    const ratio = learnedRatio(usageReports(this.records), model.key) ?? 1;
+    return countContext(this.view(), model.counter, lastUsage(this.records), currentBasis(this.records), model.fixedOverhead, ratio);
+  }
+
+  /** The basis a request sent now is built on: stamped on the usage it gets back. */
+  requestBasis(): RequestBasis & { readonly model?: string } {
+    const model = this.deps.model();
+    const ratio = learnedRatio(usageReports(this.records), model.key);
+    const localTokens = model.counter.countMessages(this.view()) + model.fixedOverhead;
+    return {
+      basis: currentBasis(this.records),
+      localTokens,
+      ...(ratio !== undefined ? { ratio } : {}),
+      ...(model.key !== undefined ? { model: model.key } : {}),
+    };
   }
 
   assess(): BudgetAssessment {

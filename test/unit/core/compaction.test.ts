@@ -196,7 +196,8 @@ describe('compaction: failure without loss', () => {
     assert.equal(e.fallback, true);
     assert.equal(e.model, 'extractive-fallback');
     assert.match(e.failure ?? '', /boom/);
-    assert.match(e.summary, /> Build a flashcard app/);
+    assert.match(e.summary, /### Original Task \(verbatim\)\nBuild a flashcard app\n/);
+    assert.match(e.summary, /> Add SM-2 scheduling/);
     assert.match(e.summary, /read_file ×/);
     assert.match(e.summary, /ENOENT: no such file src\/missing\.ts/);
     assert.ok(e.tokensAfter < e.tokensBefore);

@@ -90,9 +90,9 @@ describe('history: usage and file records', () => {
     const log: LogRecord[] = [
       ...asLog([user('u', 'go')]),
       { type: 'file', event: { kind: 'read', path: 'a.ts', actor: 'agent', at: 1 } },
-      { type: 'usage', usage: { anchorMessageId: 'u', inputTokens: 10, outputTokens: 2, round: 0 } },
+      { type: 'usage', usage: { anchorMessageId: 'u', inputTokens: 10, outputTokens: 2, basis: null } },
       { type: 'file', event: { kind: 'modified', path: 'b.ts', actor: 'user', at: 2 } },
-      { type: 'usage', usage: { anchorMessageId: 'u', inputTokens: 20, outputTokens: 3, round: 0 } },
+      { type: 'usage', usage: { anchorMessageId: 'u', inputTokens: 20, outputTokens: 3, basis: null } },
     ];
     assert.match(renderFileOperations(ledgerOf(log)), /<read-files>\na\.ts\n<\/read-files>\n<modified-files>\nb\.ts \(modified; user\)/);
     assert.equal(lastUsage(log)?.inputTokens, 20);

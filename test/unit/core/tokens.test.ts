@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, encodingForModel, estimateTokens, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
-import { countContext } from '../../../src/core/usage-calibration';
+import { countContext, detectTruncation, learnedRatio, LEGACY_BASIS } from '../../../src/core/usage-calibration';
 import { assistant, toolResult, user } from './fixtures';
 
 describe('token accounting', () => {
@@ -59,8 +59,8 @@ describe('token accounting', () => {
   it('calibrates with provider usage: last reported input + output plus what was added since', () => {
     const counter = new MessageTokenCounter(charEstimator);
     const view = [user('u1', 'x'.repeat(400)), assistant('a1', 'y'.repeat(400)), user('u2', 'z'.repeat(40))];
-    const usage = { anchorMessageId: 'a1', inputTokens: 1_000, outputTokens: 150, round: 0 };
-    const calibrated = countContext(view, counter, usage, 0);
+    const usage = { anchorMessageId: 'a1', inputTokens: 1_000, outputTokens: 150, basis: null };
+    const calibrated = countContext(view, counter, usage, null);
     assert.equal(calibrated.source, 'provider+local');
     assert.equal(calibrated.sinceReport, counter.countMessage(view[2]!));
     assert.equal(calibrated.tokens, 1_150 + counter.countMessage(view[2]!));
@@ -70,10 +70,49 @@ describe('token accounting', () => {
   it('ignores a provider report made before the last compaction or about a message no longer in view', () => {
     const counter = new MessageTokenCounter(charEstimator);
     const view = [user('u1', 'abc'), assistant('a1', 'def')];
-    const stale = countContext(view, counter, { anchorMessageId: 'a1', inputTokens: 9_999, outputTokens: 1, round: 1 }, 2);
+    const stale = countContext(view, counter, { anchorMessageId: 'a1', inputTokens: 9_999, outputTokens: 1, basis: 'entry-1' }, 'entry-2');
     assert.equal(stale.source, 'local');
     assert.equal(stale.tokens, counter.countMessages(view));
-    const gone = countContext(view, counter, { anchorMessageId: 'zz', inputTokens: 9_999, outputTokens: 1, round: 2 }, 2);
+    const gone = countContext(view, counter, { anchorMessageId: 'zz', inputTokens: 9_999, outputTokens: 1, basis: 'entry-2' }, 'entry-2');
     assert.equal(gone.source, 'local');
+    const legacy = countContext(view, counter, { anchorMessageId: 'a1', inputTokens: 9_999, outputTokens: 1, basis: LEGACY_BASIS }, null);
+    assert.equal(legacy.source, 'local');
+  });
+
+  it('never trusts a report the server made from a prompt it cut', () => {
+    const counter = new MessageTokenCounter(charEstimator);
+    const view = [user('u1', 'abc'), assistant('a1', 'def')];
+    const cut = countContext(view, counter, { anchorMessageId: 'a1', inputTokens: 1, outputTokens: 1, basis: null, truncated: true }, null);
+    assert.equal(cut.source, 'local');
+  });
+
+  it('scales local counts by the ratio learned from the same model\'s reports', () => {
+    const counter = new MessageTokenCounter(charEstimator);
+    const view = [user('u1', 'x'.repeat(400)), assistant('a1', 'y'.repeat(400)), user('u2', 'z'.repeat(400))];
+    const ratio = learnedRatio(
+      [
+        { anchorMessageId: 'old', inputTokens: 500, outputTokens: 1, basis: null, localTokens: 250, model: 'other' },
+        { anchorMessageId: 'a1', inputTokens: 330, outputTokens: 1, basis: null, localTokens: 300, model: 'm' },
+        { anchorMessageId: 'cut', inputTokens: 10, outputTokens: 1, basis: null, localTokens: 300, model: 'm', truncated: true },
+      ],
+      'm',
+    );
+    assert.equal(ratio, 1.1);
+    const local = countContext(view, counter, undefined, null, 0, ratio);
+    assert.equal(local.tokens, Math.round(counter.countMessages(view) * 1.1));
+    assert.equal(learnedRatio([], 'm'), undefined);
+    assert.equal(learnedRatio([{ anchorMessageId: 'a', inputTokens: 9_000, outputTokens: 0, basis: null, localTokens: 10 }], undefined), 2);
+  });
+
+  it('tells a prompt the server cut from a tokenizer that counts differently', () => {
+    // Ollama read 2,048 of the ~6,000 tokens sent: cut.
+    assert.deepEqual(detectTruncation(2_048, 6_000, undefined), { reported: 2_048, expected: 6_000 });
+    // An open model's tokenizer counting 10% fewer than o200k: not cut.
+    assert.equal(detectTruncation(5_400, 6_000, undefined), undefined);
+    // Small prompts: a few hundred tokens of difference are noise.
+    assert.equal(detectTruncation(100, 300, undefined), undefined);
+    // Calibrated: this model usually reports 1.3× the local count, so 6,000 for 6,000 sent is cut.
+    assert.ok(detectTruncation(6_000, 6_000, 1.3));
+    assert.equal(detectTruncation(7_700, 6_000, 1.3), undefined);
   });
 });

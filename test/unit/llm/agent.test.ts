@@ -119,7 +119,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
         append: (r) => s.conversation.append(r),
         assess: () => s.conversation.assess(),
         compact: (reason, sig) => s.conversation.compact(reason, { signal: sig }),
-        round: () => s.conversation.round(),
+        requestBasis: () => s.conversation.requestBasis(),
         newId: () => `m${Math.random().toString(36).slice(2)}`,
       },
       ui: s.ui,

@@ -46,7 +46,7 @@ function sampleLog(): LogRecord[] {
       type: 'message',
       message: { id: 't1', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: 'export {}', isError: false }] },
     },
-    { type: 'usage', usage: { anchorMessageId: 'a1', inputTokens: 120, outputTokens: 30, round: 0 } },
+    { type: 'usage', usage: { anchorMessageId: 'a1', inputTokens: 120, outputTokens: 30, basis: null } },
     { type: 'file', event: { kind: 'renamed', from: 'src/b.ts', path: 'src/c.ts', actor: 'user', at: 2 } },
     {
       type: 'compaction',
