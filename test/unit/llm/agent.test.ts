@@ -51,6 +51,7 @@ class RecordingUi implements AgentUi {
   texts: string[] = [];
   notices: string[] = [];
   compactions: string[] = [];
+  confirmCompaction?: (signal: AbortSignal) => Promise<boolean>;
   text(delta: string) {
     this.texts.push(delta);
   }
@@ -107,7 +108,13 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     return { conversation, tools, reads, ui: new RecordingUi() };
   }
 
-  function run(s: ReturnType<typeof setup>, model: MockLanguageModelV4, maxSteps = 10, signal = new AbortController().signal) {
+  function run(
+    s: ReturnType<typeof setup>,
+    model: MockLanguageModelV4,
+    maxSteps = 10,
+    signal = new AbortController().signal,
+    extra: Partial<Parameters<typeof runAgentTurn>[0]> = {},
+  ) {
     return runAgentTurn({
       model,
       system: 'You are a test agent.',
@@ -125,8 +132,12 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
       ui: s.ui,
       guard: INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
+      ...extra,
     });
   }
+
+  /** What a provider counting like the local tokenizer reports for the request being sent. */
+  const sentTokens = (s: ReturnType<typeof setup>): number => s.conversation.count().localTokens;
 
   async function ask(s: ReturnType<typeof setup>, prompt: string) {
     await s.conversation.append([{ type: 'message', message: { id: `u-${prompt.length}-${Math.random()}`, role: 'user', content: [text(prompt)] } }]);
@@ -240,5 +251,117 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     const callIds = view.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])));
     const resultIds = new Set(view.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [p.toolCallId] : []))));
     for (const id of callIds) assert.ok(resultIds.has(id), `call ${id} has its result`);
+  });
+
+  it('treats a prompt the server cut silently as an overflow: compacts, asks again once, and keeps no answer written from the cut prompt', async () => {
+    const config: CompactionConfig = { ...DEFAULT_CONFIG, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const s = setup(1_000_000, config);
+    for (let i = 0; i < 6; i++) {
+      await ask(s, `earlier question ${i} ${'q'.repeat(1_200)}`);
+      await s.conversation.append([{ type: 'message', message: { id: `a${i}`, role: 'assistant', content: [text(`earlier answer ${i} ${'a'.repeat(1_200)}`)] } }]);
+    }
+    await ask(s, 'And now?');
+    // Like Ollama with a 1,024-token context: it reads what fits and says nothing.
+    const serverWindow = 1_024;
+    let calls = 0;
+    const model: MockLanguageModelV4 = new MockLanguageModelV4({
+      doStream: async (options) => {
+        const sent = Math.ceil(JSON.stringify(options.prompt).length / 4);
+        const reply = ++calls === 1 ? 'An answer to half a conversation.' : 'The real answer.';
+        const parts = answerStep(reply).map((p) => (p.type === 'finish' ? { ...p, usage: usage(Math.min(sent, serverWindow - 24), 8) } : p));
+        return { stream: streamOf(parts) };
+      },
+    });
+    const result = await run(s, model, 10, undefined, { detectTruncation: true, truncationAdvice: 'Raise num_ctx.' });
+    assert.equal(result.error, undefined);
+    assert.deepEqual(s.ui.compactions, ['overflow:compacted']);
+    assert.ok(s.ui.notices.some((n) => /cut the prompt/.test(n) && /Raise num_ctx\./.test(n)), s.ui.notices.join('\n'));
+    assert.equal(model.doStreamCalls.length, 2);
+    const answers = modelView(s.conversation.log()).filter((m) => m.role === 'assistant').map((m) => JSON.stringify(m.content));
+    assert.ok(answers.some((a) => a.includes('The real answer.')));
+    assert.ok(!s.conversation.log().some((r) => r.type === 'message' && JSON.stringify(r.message.content).includes('half a conversation')), 'the answer from the cut prompt is not kept');
+    const usages = s.conversation.log().filter((r) => r.type === 'usage');
+    assert.ok(usages.every((r) => r.type === 'usage' && r.usage.truncated !== true), 'only usage of the retry is kept');
+  });
+
+  it('does not take a tokenizer that counts differently for a cut prompt', async () => {
+    const s = setup(1_000_000);
+    for (let i = 0; i < 6; i++) await ask(s, `question ${i} ${'q'.repeat(1_200)}`);
+    const model = new MockLanguageModelV4({
+      doStream: async (options) => {
+        const sent = Math.ceil(JSON.stringify(options.prompt).length / 4);
+        const parts = answerStep('Fine.').map((p) => (p.type === 'finish' ? { ...p, usage: usage(Math.round(sent * 0.9), 2) } : p));
+        return { stream: streamOf(parts) };
+      },
+    });
+    const result = await run(s, model, 10, undefined, { detectTruncation: true });
+    assert.equal(result.error, undefined);
+    assert.deepEqual(s.ui.compactions, []);
+    assert.equal(model.doStreamCalls.length, 1);
+  });
+
+  it('stamps usage with the compaction state its request was sent under, so a compaction landing mid-step voids it', async () => {
+    const config: CompactionConfig = { ...DEFAULT_CONFIG, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const s = setup(1_000_000, config);
+    for (let i = 0; i < 6; i++) await ask(s, `question ${i} ${'q'.repeat(2_000)}`);
+    const model = new MockLanguageModelV4({
+      doStream: async () => {
+        const sent = sentTokens(s);
+        // The user clicks the gauge: a manual compaction finishes while this step is in flight.
+        const manual = await s.conversation.compact('manual');
+        assert.equal(manual.status, 'compacted');
+        const parts = answerStep('Answered.').map((p) => (p.type === 'finish' ? { ...p, usage: usage(sent, 3) } : p));
+        return { stream: streamOf(parts) };
+      },
+    });
+    const result = await run(s, model);
+    assert.equal(result.error, undefined);
+    const count = s.conversation.count();
+    assert.equal(count.source, 'local', 'the report describes the view before the compaction');
+    assert.ok(count.tokens <= count.localTokens * 1.02, `budget ${count.tokens} against a view of ${count.localTokens}`);
+  });
+
+  it('with confirmation on, asks once per turn; "Not now" holds for the turn and overflow recovery still compacts, saying so', async () => {
+    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const s = setup(2_000, config);
+    let asked = 0;
+    s.ui.confirmCompaction = async () => {
+      asked++;
+      return false;
+    };
+    await ask(s, `Read files ${'p'.repeat(6_000)}`);
+    let call = 0;
+    const model = new MockLanguageModelV4({
+      doStream: async () => {
+        call++;
+        if (call === 4) {
+          throw new APICallError({ message: 'maximum context length is 2000 tokens', url: 'x', requestBodyValues: {}, statusCode: 400, isRetryable: false });
+        }
+        return { stream: streamOf(call < 4 ? toolCallStep(`c${call}`, `f${call}.ts`, sentTokens(s)) : answerStep('Done.')) };
+      },
+    });
+    const result = await run(s, model);
+    assert.equal(result.error, undefined);
+    assert.equal(asked, 1, 'asked once, although the threshold was crossed at every step');
+    assert.deepEqual(s.ui.compactions, ['overflow:compacted']);
+    assert.ok(s.ui.notices.some((n) => /although you chose not to/.test(n)));
+    assert.equal(s.ui.texts.at(-1), 'Done.');
+  });
+
+  it('with confirmation on, compacts when the user says so', async () => {
+    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const s = setup(2_000, config);
+    let asked = 0;
+    s.ui.confirmCompaction = async () => {
+      asked++;
+      return true;
+    };
+    await ask(s, `Read files ${'p'.repeat(6_000)}`);
+    const script = [(n: number) => toolCallStep('c1', 'a.ts', n), () => answerStep('Done.')];
+    const model = new MockLanguageModelV4({ doStream: async () => ({ stream: streamOf(script.shift()!(sentTokens(s))) }) });
+    const result = await run(s, model);
+    assert.equal(result.error, undefined);
+    assert.equal(asked, 1);
+    assert.ok(s.ui.compactions.includes('threshold:compacted'));
   });
 });
