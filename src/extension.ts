@@ -2,12 +2,14 @@ import * as vscode from 'vscode';
 import type { FileEvent } from './core/file-ledger';
 import { systemClock } from './core/ports';
 import { ApiKeys } from './vscode/api-keys';
-import { LongrunParticipant, PARTICIPANT_ID } from './vscode/chat-participant';
+import { ANSWER_COMMAND, LongrunParticipant, PARTICIPANT_ID } from './vscode/chat-participant';
 import { registerCommands, ReportDocuments, DOC_SCHEME } from './vscode/commands';
 import { CompactionReporter } from './vscode/compaction-report';
 import { EditTracker } from './vscode/edit-tracker';
 import { ContextGauge } from './vscode/gauge';
+import { discoverContextWindow } from './llm/window-discovery';
 import { LongrunModelProvider, VENDOR } from './vscode/model-provider';
+import { ModelWindows } from './vscode/model-windows';
 import type { WorkspaceRoot } from './vscode/path-guard';
 import { Session } from './vscode/session';
 import { formatProblem, readSettings, type LongrunSettings } from './vscode/settings';
@@ -38,11 +40,21 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const currentSettings = () => settings;
 
   const keys = new ApiKeys(context.secrets);
-  const provider = new LongrunModelProvider(() => settings.endpoints, keys, log);
+  // Windows servers state for their models: cached across sessions, asked again once per session.
+  const windows = new ModelWindows(
+    context.globalState,
+    async (target) => {
+      const apiKey = target.endpoint ? await keys.get(target.endpoint) : undefined;
+      return discoverContextWindow({ baseUrl: target.baseUrl, modelId: target.modelId, ...(apiKey ? { apiKey } : {}) });
+    },
+    now,
+    (message) => log.info(message),
+  );
+  const provider = new LongrunModelProvider(() => settings.endpoints, keys, log, windows);
   context.subscriptions.push(vscode.lm.registerLanguageModelChatProvider(VENDOR, provider));
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
-  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log);
+  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows);
   context.subscriptions.push(session);
   session.configureTelemetry();
 
@@ -79,6 +91,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   });
   shown = participant;
   session.setRequestOverhead(participant.requestOverheadText());
+  context.subscriptions.push(vscode.commands.registerCommand(ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)));
   const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
   chat.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');
   context.subscriptions.push(chat);
@@ -86,6 +99,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const gauge = new ContextGauge(session, currentSettings, now);
   context.subscriptions.push(gauge);
   context.subscriptions.push(session.onDidChange(() => gauge.update()));
+  context.subscriptions.push(windows.onDidChange(() => gauge.update()));
   // Edits to files the conversation holds change what the model would re-read: refresh the gauge.
   context.subscriptions.push(vscode.workspace.onDidChangeTextDocument(() => gauge.update()));
 

@@ -23,10 +23,11 @@ export interface AgentConversation {
   /** The budget of the model's current view. */
   assess(): BudgetAssessment;
   /**
-   * Compacts the conversation now. `statedLimit` is the window a provider named in an overflow
-   * error, when it named one: smaller than the declared window, it is the one to aim for.
+   * Compacts the conversation now. `stated` is the window a provider named in an overflow error
+   * (or the one a cut prompt suggests), when there is one: smaller than the declared window, it is
+   * the one to aim for; `why` says where it came from.
    */
-  compact(reason: CompactionReason, signal: AbortSignal, statedLimit?: number): Promise<CompactionOutcome>;
+  compact(reason: CompactionReason, signal: AbortSignal, stated?: { readonly limit: number; readonly why: string }): Promise<CompactionOutcome>;
   /** What a request sent now is built on; stamped on the usage that comes back for it. */
   requestBasis(): RequestBasis & { readonly model?: string };
   newId(): string;
@@ -67,6 +68,11 @@ export interface AgentTurnOptions {
   readonly detectTruncation?: boolean;
   /** Said after the notice of a cut prompt: how to raise the server's context, when known. */
   readonly truncationAdvice?: string;
+  /**
+   * The answer's maximum length for each attempt (the output reserve), read again after an overflow
+   * has taught a smaller window; absent: the model's own default.
+   */
+  readonly maxOutputTokens?: () => number | undefined;
 }
 
 export interface AgentTurnResult {
@@ -89,9 +95,9 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   let declined = false;
   let asked = false;
 
-  const compactNow = async (reason: CompactionReason, statedLimit?: number): Promise<CompactionOutcome> => {
+  const compactNow = async (reason: CompactionReason, stated?: { limit: number; why: string }): Promise<CompactionOutcome> => {
     ui.compacting(reason);
-    const outcome = await conversation.compact(reason, signal, statedLimit);
+    const outcome = await conversation.compact(reason, signal, stated);
     ui.compacted(outcome, reason);
     if (outcome.status === 'compacted') {
       compactions++;
@@ -129,7 +135,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
-    const overflow = truncation ? { limit: truncation.statedWindow } : describeOverflow(attempt.error);
+    const overflow = truncation ? { limit: truncation.statedWindow, why: 'suggested by a prompt the server cut' } : statedOverflow(attempt.error);
     if (!overflow) return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     if (truncation) ui.notice(describeTruncation(truncation.verdict, options.truncationAdvice));
     const verdict = mayRetryOverflow(guard, options.overflowRetriesPerTurn);
@@ -139,11 +145,17 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     }
     if (declined) ui.notice('The request no longer fits the model\'s window, so Longrun compacts now although you chose not to.');
     guard = noteOverflowRetry(guard);
-    const outcome = await compactNow('overflow', overflow.limit);
+    const outcome = await compactNow('overflow', overflow.limit !== undefined ? { limit: overflow.limit, why: overflow.why } : undefined);
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
   }
+}
+
+function statedOverflow(error: unknown): { limit?: number; why: string } | undefined {
+  const overflow = describeOverflow(error);
+  if (!overflow) return undefined;
+  return { ...(overflow.limit !== undefined ? { limit: overflow.limit } : {}), why: 'stated by the server in an overflow error' };
 }
 
 /** A server reported reading far fewer prompt tokens than were sent: it cut the prompt silently. */
@@ -209,9 +221,11 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
     if (verdict) truncation ??= new SilentTruncation(verdict, inputTokens + outputTokens);
   };
 
+  const maxOutputTokens = options.maxOutputTokens?.();
   try {
     const result = streamText({
       model: options.model,
+      ...(maxOutputTokens ? { maxOutputTokens } : {}),
       instructions: options.system,
       messages: toModelMessages(modelView(conversation.log())),
       allowSystemInMessages: true,

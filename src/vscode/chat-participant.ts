@@ -20,6 +20,8 @@ import type { VsCodeWorkspace } from './workspace-tools';
  */
 
 export const PARTICIPANT_ID = 'longrun.agent';
+/** The command the chat's "Compact" / "Not now" buttons run. Not in the Command Palette. */
+export const ANSWER_COMMAND = 'longrun.answerCompaction';
 
 export interface ParticipantDeps {
   readonly session: Session;
@@ -189,7 +191,9 @@ export class LongrunParticipant {
       compacting: () => stream.progress('Compacting conversation…'),
       compacted: (outcome, reason) => this.reportOutcome(outcome, reason, stream),
       notice: (message) => stream.markdown(`\n\n> ${message}\n\n`),
+      ...(settings().requireConfirmation ? { confirmCompaction: (signal: AbortSignal) => this.askToCompact(stream, signal) } : {}),
     };
+    const advice = session.truncationAdvice();
     try {
       const result = await runAgentTurn({
         model,
@@ -201,9 +205,9 @@ export class LongrunParticipant {
           log: () => conversation.log(),
           append: (records) => conversation.append(records),
           assess: () => conversation.assess(),
-          compact: async (reason, signal, statedLimit) => {
-            if (statedLimit !== undefined) {
-              session.learnWindow(statedLimit);
+          compact: async (reason, signal, stated) => {
+            if (stated !== undefined) {
+              session.learnWindow(stated.limit, stated.why);
               // The summary request must fit the stated window too.
               await session.prepareSummarizer();
             }
@@ -217,9 +221,14 @@ export class LongrunParticipant {
         overflowRetriesPerTurn: settings().compaction.overflowRetriesPerTurn,
         // Always explicit: with tracing off this also keeps integrations other extensions register away from Longrun's calls.
         telemetry: session.telemetry().settings('longrun.agent', { 'longrun.conversation': conversation.id }),
+        maxOutputTokens: () => session.maxOutputTokens(),
+        // A server's usage is its own count of what it read; VS Code's models report a local estimate.
+        detectTruncation: session.model()?.kind === 'endpoint',
+        ...(advice ? { truncationAdvice: advice } : {}),
       });
       this.guard = result.guard;
       session.observeUsage(lastUsage(conversation.log()));
+      this.settleQuestions();
       this.compactInBackgroundIfNeeded();
       const metadata = { conversationId: conversation.id, compactions: result.compactions };
       if (result.cancelled) return { metadata };
@@ -241,26 +250,70 @@ export class LongrunParticipant {
   private compactInBackgroundIfNeeded(): void {
     const conversation = this.deps.session.currentIfLoaded();
     if (!conversation || conversation.isCompacting() || !conversation.assess().shouldCompact) return;
-    if (!mayAutoCompact(this.guard).allowed) return;
+    // With confirmation on, the next turn asks in the chat; nothing compacts behind the user's back.
+    if (this.deps.settings().requireConfirmation || !mayAutoCompact(this.guard).allowed) return;
     void this.compactForAgent('threshold', new AbortController().signal).then((outcome) => {
       this.deps.reporter.report(outcome, 'threshold');
       if (outcome.status === 'compacted') this.guard = noteCompaction(this.guard, outcome.compaction.entry.lowGain);
     });
   }
 
-  /** Compaction asked for by the agent loop: asks first when the user wants that (seed 004). */
-  private async compactForAgent(reason: CompactionReason, signal: AbortSignal): Promise<CompactionOutcome> {
+  /** Compaction asked for by the agent loop (the loop has asked the user first when they want that). */
+  private async compactForAgent(reason: CompactionReason, signal: AbortSignal): Promise<CompactionOutcome & { joined?: boolean }> {
     const conversation = await this.deps.session.current();
     if (!conversation) return { status: 'noop', reason: 'There is no conversation.' };
-    if (reason === 'threshold' && this.deps.settings().requireConfirmation) {
-      const choice = await vscode.window.showWarningMessage('Longrun: the context window is nearly full. Compact the conversation now?', 'Compact', 'Not now');
-      if (choice !== 'Compact') return { status: 'noop', reason: 'You chose not to compact now.' };
-    }
     return conversation.compact(reason, { signal });
   }
 
-  private reportOutcome(outcome: CompactionOutcome, reason: CompactionReason, stream: vscode.ChatResponseStream): void {
-    this.deps.reporter.report(outcome, reason);
+  private readonly questions = new Map<string, (compact: boolean) => void>();
+  private questionCount = 0;
+
+  /**
+   * Asks in the chat, with two buttons, whether to compact now (seed 004's confirmation). The turn
+   * waits for the answer; Stop, or the end of the request, counts as "Not now".
+   */
+  private askToCompact(stream: vscode.ChatResponseStream, signal: AbortSignal): Promise<boolean> {
+    const id = `q${++this.questionCount}`;
+    const percent = Math.round((this.deps.session.currentIfLoaded()?.assess().fraction ?? 0) * 100);
+    stream.markdown(`\n\n**The context window is ${percent ? `${percent}% ` : ''}full.** Compact the conversation now? "Not now" holds for the rest of this request.\n\n`);
+    stream.button({ command: ANSWER_COMMAND, title: 'Compact', arguments: [id, true] });
+    stream.button({ command: ANSWER_COMMAND, title: 'Not now', arguments: [id, false] });
+    stream.progress('Waiting for your answer…');
+    return new Promise<boolean>((resolve) => {
+      const settle = (compact: boolean): void => {
+        this.questions.delete(id);
+        signal.removeEventListener('abort', onAbort);
+        this.deps.log.info(`Compaction question ${id}: ${compact ? 'compact' : 'not now'}.`);
+        resolve(compact);
+      };
+      const onAbort = (): void => settle(false);
+      if (signal.aborted) return settle(false);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.questions.set(id, settle);
+    });
+  }
+
+  /** The answer to a question asked in the chat (the buttons run `longrun.answerCompaction`). */
+  answerCompaction(id: unknown, compact: unknown): boolean {
+    const settle = typeof id === 'string' ? this.questions.get(id) : undefined;
+    if (!settle) return false;
+    settle(compact === true);
+    return true;
+  }
+
+  /** Questions of a request that ended count as "Not now". */
+  private settleQuestions(): void {
+    for (const settle of [...this.questions.values()]) settle(false);
+  }
+
+  /** Questions waiting for an answer (for tests). */
+  pendingQuestions(): string[] {
+    return [...this.questions.keys()];
+  }
+
+  private reportOutcome(outcome: CompactionOutcome & { joined?: boolean }, reason: CompactionReason, stream: vscode.ChatResponseStream): void {
+    // A compaction joined while it ran elsewhere was logged where it started.
+    if (!outcome.joined) this.deps.reporter.report(outcome, reason);
     switch (outcome.status) {
       case 'compacted': {
         const e = outcome.compaction.entry;

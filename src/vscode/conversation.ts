@@ -41,6 +41,8 @@ export interface ModelContext {
   readonly outputReserve: number;
   /** Identifies the model across reports (vendor/id), to learn its tokenizer's ratio to the local count. */
   readonly key?: string;
+  /** The whole window (input and output) and where its size came from, for the gauge. */
+  readonly whole?: { readonly limit: number; readonly origin: string; readonly assumed: boolean };
 }
 
 
@@ -163,7 +165,14 @@ export class Conversation {
       else if (m.role === 'system') system += n;
       else messages += n;
     }
-    return { systemAndTools: system, summary, messages, toolResults, outputReserve: model.outputReserve };
+    return {
+      systemAndTools: system,
+      summary,
+      messages,
+      toolResults,
+      outputReserve: model.outputReserve,
+      ...(model.whole ? { window: model.whole } : {}),
+    };
   }
 
   /**
@@ -171,8 +180,9 @@ export class Conversation {
    * go on; it is then applied to the log as it is, keeping whatever was appended meanwhile.
    * One compaction runs at a time: a second request while one runs waits for it and gets its outcome.
    */
-  compact(reason: CompactionReason, options: CompactOptions = {}): Promise<CompactionOutcome> {
-    if (this.compacting) return this.compacting;
+  compact(reason: CompactionReason, options: CompactOptions = {}): Promise<CompactionOutcome & { readonly joined?: boolean }> {
+    // Joined, not started: the caller shows the outcome but does not log it a second time.
+    if (this.compacting) return this.compacting.then((outcome) => ({ ...outcome, joined: true }));
     const traced = this.deps.telemetry
       ? this.deps.telemetry().span('longrun.compaction', { 'longrun.reason': reason, 'longrun.conversation': this.id }, async (span) => {
           const outcome = await this.runCompaction(reason, options);

@@ -13,8 +13,10 @@ export interface UsageBreakdown {
   readonly summary: number;
   readonly messages: number;
   readonly toolResults: number;
-  /** Room kept for the model's answer. */
+  /** Room kept for the model's answer (what is sent as its maximum output). */
   readonly outputReserve: number;
+  /** The whole window and where its size came from; the budget's limit is this less the reserve. */
+  readonly window?: { readonly limit: number; readonly origin: string; readonly assumed: boolean };
 }
 
 export interface GaugeState {
@@ -97,9 +99,14 @@ function tooltip(state: GaugeState): string {
   const lines = [`**Longrun context**${state.modelName ? ` — ${escapeMarkdown(state.modelName)}` : ''}`, '', '| | tokens |', '|---|---:|'];
   for (const [label, value] of rows) lines.push(`| ${label} | ${value.toLocaleString('en-US')} |`);
   if (a.limit > 0) {
-    const free = Math.max(0, a.limit - a.used - b.outputReserve);
+    // The budget's limit is what the conversation may fill: the window less the output reserve.
+    const free = Math.max(0, a.limit - a.used);
     lines.push(`| Free | ${free.toLocaleString('en-US')} |`);
-    lines.push(`| **Window** | **${a.limit.toLocaleString('en-US')}** |`);
+    lines.push(`| **Window** | **${(b.window?.limit ?? a.limit + b.outputReserve).toLocaleString('en-US')}** |`);
+  }
+  if (b.window) {
+    const reserve = b.outputReserve > 0 ? `; ${b.outputReserve.toLocaleString('en-US')} of it kept for the answer, ${a.limit.toLocaleString('en-US')} for the conversation` : '';
+    lines.push('', `${b.window.assumed ? '$(warning) ' : ''}Window ${b.window.limit.toLocaleString('en-US')} tokens, ${escapeMarkdown(b.window.origin)}${reserve}.`);
   }
   lines.push('', a.explanation);
   lines.push('', state.source === 'provider+local' ? 'Counted from the provider’s last reported usage plus a local count of what came since.' : 'Counted locally with the tokenizer.');

@@ -1,10 +1,10 @@
 import type { ModelMessage } from 'ai';
 import * as vscode from 'vscode';
-import { tableLimit } from '../core/context-window';
 import { loadTokenizer, encodingForModel } from '../core/tokenizer';
 import { streamEndpointChat } from '../llm/endpoint-chat';
 import { createEndpointModel } from '../llm/openai-endpoint';
 import type { ApiKeys } from './api-keys';
+import type { ModelWindows, WindowInfo } from './model-windows';
 import type { EndpointSetting } from './settings';
 
 /**
@@ -14,28 +14,36 @@ import type { EndpointSetting } from './settings';
  */
 
 export const VENDOR = 'longrun';
-const DEFAULT_WINDOW = 32_768;
-const DEFAULT_MAX_OUTPUT = 4_096;
 
 export interface ResolvedEndpointModel {
   readonly endpoint: EndpointSetting;
   readonly model: EndpointSetting['models'][number];
   /** `endpoint/model`, the id VS Code knows the model by. */
   readonly id: string;
+  /** The whole window (input and output), and where it came from. */
+  readonly window: WindowInfo;
+  /** The window's size in tokens. */
   readonly contextWindow: number;
+  /** Tokens kept for the answer, sent as `max_tokens`: the model's maximum, at most 25% of the window. */
   readonly maxOutputTokens: number;
+  /** What the conversation may fill: the window less the output reserve. */
+  readonly inputLimit: number;
 }
 
-export function endpointModels(endpoints: readonly EndpointSetting[]): ResolvedEndpointModel[] {
+export function endpointModels(endpoints: readonly EndpointSetting[], windows: ModelWindows): ResolvedEndpointModel[] {
   const out: ResolvedEndpointModel[] = [];
   for (const endpoint of endpoints) {
     for (const model of endpoint.models) {
+      const id = `${endpoint.name}/${model.id}`;
+      const sized = windows.forEndpointModel({ baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name }, `${VENDOR}/${id}`, model);
       out.push({
         endpoint,
         model,
-        id: `${endpoint.name}/${model.id}`,
-        contextWindow: model.contextWindow ?? tableLimit(model.id) ?? DEFAULT_WINDOW,
-        maxOutputTokens: model.maxOutputTokens ?? DEFAULT_MAX_OUTPUT,
+        id,
+        window: sized.window,
+        contextWindow: sized.window.limit,
+        maxOutputTokens: sized.outputReserve,
+        inputLimit: sized.inputLimit,
       });
     }
   }
@@ -50,7 +58,11 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
     private readonly endpoints: () => readonly EndpointSetting[],
     private readonly keys: ApiKeys,
     private readonly log: vscode.LogOutputChannel,
-  ) {}
+    private readonly windows: ModelWindows,
+  ) {
+    // A window learned from the server changes what VS Code should be told of the model.
+    windows.onDidChange(() => this.changed.fire());
+  }
 
   /** Tells VS Code the list of models may have changed (settings or keys changed). */
   refresh(): void {
@@ -58,18 +70,28 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
   }
 
   find(id: string): ResolvedEndpointModel | undefined {
-    return endpointModels(this.endpoints()).find((m) => m.id === id);
+    return endpointModels(this.endpoints(), this.windows).find((m) => m.id === id);
+  }
+
+  /** Asks the server of each model for its window, in the background; the list is refreshed when one answers. */
+  discoverWindows(models: readonly ResolvedEndpointModel[] = endpointModels(this.endpoints(), this.windows)): void {
+    for (const m of models) {
+      if (m.model.contextWindow !== undefined) continue;
+      void this.windows.ensure({ baseUrl: m.endpoint.baseUrl, modelId: m.model.id, endpoint: m.endpoint.name });
+    }
   }
 
   provideLanguageModelChatInformation(): vscode.LanguageModelChatInformation[] {
-    return endpointModels(this.endpoints()).map((m) => ({
+    const models = endpointModels(this.endpoints(), this.windows);
+    this.discoverWindows(models);
+    return models.map((m) => ({
       id: m.id,
       name: m.model.name ?? m.model.id,
       family: m.model.id,
       version: '1',
       detail: m.endpoint.name,
-      tooltip: `${m.model.id} at ${m.endpoint.baseUrl} (${m.contextWindow.toLocaleString('en-US')}-token window)`,
-      maxInputTokens: Math.max(1, m.contextWindow - m.maxOutputTokens),
+      tooltip: `${m.model.id} at ${m.endpoint.baseUrl} (${m.contextWindow.toLocaleString('en-US')}-token window, ${m.window.origin})`,
+      maxInputTokens: m.inputLimit,
       maxOutputTokens: m.maxOutputTokens,
       capabilities: { toolCalling: m.model.toolCalling ?? true, imageInput: false },
     }));

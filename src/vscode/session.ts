@@ -1,6 +1,6 @@
 import type { LanguageModel } from 'ai';
 import * as vscode from 'vscode';
-import { resolveContextWindow } from '../core/context-window';
+import type { ContextWindow } from '../core/context-window';
 import { MessageTokenCounter } from '../core/message-tokens';
 import type { Clock, Summarizer } from '../core/ports';
 import { charEstimator, encodingForModel, loadTokenizer } from '../core/tokenizer';
@@ -12,6 +12,7 @@ import type { ApiKeys } from './api-keys';
 import { Conversation, type ModelContext } from './conversation';
 import { ConversationIndex, ConversationStore } from './conversation-store';
 import { VENDOR, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
+import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from './model-windows';
 import type { LongrunSettings } from './settings';
 
 /**
@@ -22,6 +23,7 @@ import type { LongrunSettings } from './settings';
 /** The model a conversation runs on: one of VS Code's, or one of Longrun's own endpoints. */
 export type ChatModel =
   | { readonly kind: 'vscode'; readonly model: vscode.LanguageModelChat }
+  /** `resolved` as first seen; `Session.endpointModel` reads it afresh (windows are learned later). */
   | { readonly kind: 'endpoint'; readonly resolved: ResolvedEndpointModel; readonly name: string };
 
 /** The runtime pieces of the `vscode` module that the model bridge needs. */
@@ -58,6 +60,7 @@ export class Session implements vscode.Disposable {
     private readonly keys: ApiKeys,
     private readonly clock: Clock,
     private readonly log: vscode.LogOutputChannel,
+    private readonly windows: ModelWindows,
   ) {
     this.store = new ConversationStore(storageDir, () => clock.now());
     this.index = new ConversationIndex(workspaceState);
@@ -163,6 +166,7 @@ export class Session implements vscode.Disposable {
     if (model.vendor === VENDOR) {
       const resolved = this.provider.find(model.id);
       this.chatModel = resolved ? { kind: 'endpoint', resolved, name: model.name } : { kind: 'vscode', model };
+      if (resolved) this.provider.discoverWindows([resolved]);
     } else {
       this.chatModel = { kind: 'vscode', model };
     }
@@ -193,15 +197,15 @@ export class Session implements vscode.Disposable {
     if (model && !this.chatModel) await this.useModel(model);
   }
 
-  /** Windows providers stated in overflow errors, per model: smaller than declared, they win. */
-  private readonly learnedWindows = new Map<string, number>();
-
-  learnWindow(limit: number): void {
+  /**
+   * A window the provider stated (in an overflow error, or by cutting a prompt): smaller than
+   * declared, it wins for this model from now on. `why` says where it came from, for the gauge.
+   */
+  learnWindow(limit: number, why = 'stated by the server in an error'): void {
     const key = this.modelKey();
     if (!key) return;
-    const known = this.learnedWindows.get(key);
-    this.learnedWindows.set(key, known === undefined ? limit : Math.min(known, limit));
-    this.log.info(`The provider of ${key} stated a window of ${limit} tokens; compaction aims for it from now on.`);
+    this.windows.learn(key, limit, why);
+    this.log.info(`The provider of ${key} stated a window of ${limit} tokens (${why}); compaction aims for it from now on.`);
     this.changed.fire();
   }
 
@@ -224,13 +228,12 @@ export class Session implements vscode.Disposable {
    * A request that succeeded with more tokens than a window learned from an error proves the
    * window larger now (the server was restarted with a longer context): forget what was learned.
    */
-  observeUsage(usage: { inputTokens: number; outputTokens: number } | undefined): void {
+  observeUsage(usage: { inputTokens: number; outputTokens: number; truncated?: boolean } | undefined): void {
     const key = this.modelKey();
-    const learned = key ? this.learnedWindows.get(key) : undefined;
-    if (!key || learned === undefined || !usage) return;
-    if (usage.inputTokens + usage.outputTokens > learned) {
-      this.learnedWindows.delete(key);
-      this.log.info(`${key} answered a request of ${usage.inputTokens + usage.outputTokens} tokens; the window stated earlier (${learned}) no longer applies.`);
+    const learned = key ? this.windows.learnedWindow(key) : undefined;
+    if (!key || learned === undefined || !usage || usage.truncated) return;
+    if (usage.inputTokens + usage.outputTokens > learned.limit && this.windows.forget(key)) {
+      this.log.info(`${key} answered a request of ${usage.inputTokens + usage.outputTokens} tokens; the window stated earlier (${learned.limit}) no longer applies.`);
       this.changed.fire();
     }
   }
@@ -251,20 +254,82 @@ export class Session implements vscode.Disposable {
     return m.kind === 'vscode' ? m.model.name : m.name;
   }
 
-  modelContext(): ModelContext {
+  /** The configured endpoint model in use, read afresh: its window may have been discovered or learned since. */
+  private endpointModel(): ResolvedEndpointModel | undefined {
     const m = this.chatModel;
+    if (m?.kind !== 'endpoint') return undefined;
+    return this.provider.find(m.resolved.id) ?? m.resolved;
+  }
+
+  /** The whole window of the model in use, the room kept for its answer, and where the numbers come from. */
+  windowInUse(): { window: WindowInfo; outputReserve: number; inputLimit: number } | undefined {
+    const m = this.chatModel;
+    if (!m) return undefined;
     const override = this.settings().contextWindow;
-    const window =
-      m?.kind === 'endpoint'
-        ? resolveContextWindow({ modelId: m.resolved.model.id, reported: m.resolved.contextWindow - m.resolved.maxOutputTokens, ...(override ? { override } : {}) })
-        : resolveContextWindow({ ...(m ? { modelId: m.model.family || m.model.id, reported: m.model.maxInputTokens } : {}), ...(override ? { override } : {}) });
-    const outputReserve = m?.kind === 'endpoint' ? m.resolved.maxOutputTokens : 0;
+    const key = this.modelKey()!;
+    const learned = this.windows.learnedWindow(key);
+    if (m.kind === 'endpoint') {
+      const r = this.endpointModel()!;
+      if (!override) return { window: r.window, outputReserve: r.maxOutputTokens, inputLimit: r.inputLimit };
+      const window = applyLearned({ limit: override, origin: 'from your longrun.contextWindow setting', assumed: false }, learned);
+      return withReserve(window, r.model.maxOutputTokens ?? this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens);
+    }
+    const declaredInput = m.model.maxInputTokens > 0 ? m.model.maxInputTokens : undefined;
+    if (override) return withReserve(applyLearned({ limit: override, origin: 'from your longrun.contextWindow setting', assumed: false }, learned), undefined);
+    // The server's own number is the whole window: keep the reserve rule's room for the answer.
+    const fromServer = learned ? withReserve({ limit: learned.limit, origin: learned.why, assumed: false }, undefined) : undefined;
+    if (declaredInput === undefined || (fromServer && fromServer.inputLimit < declaredInput)) return fromServer;
+    // VS Code's models declare their input limit; the answer's room is their provider's business.
+    return {
+      window: { limit: declaredInput, origin: `declared by ${m.model.vendor}'s model in VS Code (maxInputTokens)`, assumed: false },
+      outputReserve: 0,
+      inputLimit: declaredInput,
+    };
+  }
+
+  /** How to give the model in use a larger context, by the server it runs on (for the notice of a cut prompt). */
+  truncationAdvice(): string | undefined {
+    const r = this.endpointModel();
+    if (!r) return undefined;
+    const server = this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.server ?? guessServer(r.endpoint.baseUrl);
+    const id = r.model.id;
+    switch (server) {
+      case 'ollama':
+        return `Ollama runs ${id} with a ${r.contextWindow.toLocaleString('en-US')}-token context and drops the start of longer prompts. Raise it: start Ollama with OLLAMA_CONTEXT_LENGTH=16384 (or more), or create a model with "PARAMETER num_ctx 16384" in its Modelfile; then set "contextWindow" for it in longrun.endpoints.`;
+      case 'lmstudio':
+        return `Raise the model's context length in LM Studio's load settings and reload ${id}.`;
+      case 'llamacpp':
+        return 'Start llama-server with a larger --ctx-size (-c).';
+      default:
+        return `If you know the model's real window, set "contextWindow" for ${id} in longrun.endpoints.`;
+    }
+  }
+
+  /** The `max_tokens` to send with the model in use: the reserve, for Longrun's own endpoints. */
+  maxOutputTokens(): number | undefined {
+    return this.endpointModel()?.maxOutputTokens;
+  }
+
+  modelContext(): ModelContext {
+    const sized = this.windowInUse();
+    const name = this.modelName() ?? 'no model';
     const key = this.modelKey();
-    const learned = key ? this.learnedWindows.get(key) : undefined;
-    // The stated window holds input and output: keep room for the answer.
-    const stated = learned !== undefined ? Math.max(256, learned - outputReserve) : undefined;
-    const effective = stated !== undefined && (window.limit === 0 || stated < window.limit) ? { limit: stated, source: 'model' as const } : window;
-    return { name: this.modelName() ?? 'no model', window: effective, counter: this.counter, fixedOverhead: this.fixedOverhead(), outputReserve };
+    const window: ContextWindow = sized
+      ? { limit: sized.inputLimit, source: sized.window.assumed ? 'table' : 'model' }
+      : {
+          limit: 0,
+          source: 'unknown',
+          reason: this.chatModel ? `the context window of "${name}" is unknown: the model reports none; set longrun.contextWindow to enable automatic compaction` : 'no model is selected, so the context window is unknown',
+        };
+    return {
+      name,
+      window,
+      counter: this.counter,
+      fixedOverhead: this.fixedOverhead(),
+      outputReserve: sized?.outputReserve ?? 0,
+      ...(key ? { key } : {}),
+      ...(sized ? { whole: sized.window } : {}),
+    };
   }
 
   /** The model as an AI SDK model: called directly for Longrun's own, bridged for VS Code's. */
@@ -276,7 +341,7 @@ export class Session implements vscode.Disposable {
 
   private async toLanguageModel(m: ChatModel): Promise<LanguageModel> {
     if (m.kind === 'vscode') return createVsCodeLanguageModel(m.model, vscodeLmApi);
-    const r = m.resolved;
+    const r = this.provider.find(m.resolved.id) ?? m.resolved;
     return createEndpointModel(
       { endpoint: r.endpoint.name, baseUrl: r.endpoint.baseUrl, id: r.model.id, contextWindow: r.contextWindow, maxOutputTokens: r.maxOutputTokens },
       await this.keys.get(r.endpoint.name),
@@ -315,8 +380,9 @@ export class Session implements vscode.Disposable {
       return;
     }
     const modelKey = chosen.kind === 'vscode' ? `${chosen.model.vendor}/${chosen.model.id}` : `${VENDOR}/${chosen.resolved.id}`;
-    const declared = chosen.kind === 'vscode' ? chosen.model.maxInputTokens : chosen.resolved.contextWindow;
-    const learned = this.learnedWindows.get(modelKey);
+    // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
+    const declared = chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
+    const learned = this.windows.learnedWindow(modelKey)?.limit;
     const window = learned !== undefined && (declared <= 0 || learned < declared) ? learned : declared;
     const key = `${modelKey}@${window}`;
     if (this.summarizerModel?.key === key) return;
@@ -340,5 +406,15 @@ export class Session implements vscode.Disposable {
     void this.tracing.shutdown().catch(() => undefined);
     this.conversationSubscription?.dispose();
     this.changed.dispose();
+  }
+}
+
+/** The server behind a base URL by its usual port, when nothing better is known. */
+function guessServer(baseUrl: string): string | undefined {
+  try {
+    const port = new URL(baseUrl).port;
+    return port === '11434' ? 'ollama' : port === '1234' ? 'lmstudio' : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -35,8 +35,20 @@ describe('gauge text and levels', () => {
     const tip = gaugePresentation(state(81_000)).tooltipMarkdown;
     assert.match(tip, /\| Tool results \| 27,000 \|/);
     assert.match(tip, /\| Reserved for output \| 4,000 \|/);
-    assert.match(tip, /\| Free \| 43,000 \|/);
+    // The budget's limit is what the conversation may fill: the reserve is outside it.
+    assert.match(tip, /\| Free \| 47,000 \|/);
+    assert.match(tip, /\| \*\*Window\*\* \| \*\*132,000\*\* \|/);
     assert.match(tip, /No compaction yet/);
+  });
+
+  it('says how large the whole window is, where that came from, and what is kept for the answer', () => {
+    const small = { ...breakdown, outputReserve: 1_500, window: { limit: 6_000, origin: "from the server's model list (context_length)", assumed: false } };
+    const tip = gaugePresentation({ ...state(3_300, 4_500), breakdown: small }).tooltipMarkdown;
+    assert.match(tip, /Window 6,000 tokens, from the server's model list \\\(context\\_length\\\); 1,500 of it kept for the answer, 4,500 for the conversation\./);
+    assert.match(tip, /\| Reserved for output \| 1,500 \|/);
+    assert.match(tip, /\| \*\*Window\*\* \| \*\*6,000\*\* \|/);
+    const assumed = gaugePresentation({ ...state(3_300, 28_672), breakdown: { ...small, window: { limit: 32_768, origin: 'assumed: set it', assumed: true } } }).tooltipMarkdown;
+    assert.match(assumed, /\$\(warning\) Window 32,768 tokens, assumed: set it/);
   });
 
   it('describes the last compaction: when, before → after, reason', () => {

@@ -1,0 +1,201 @@
+import { z } from 'zod';
+import { outputReserveFor, tableLimit } from '../core/context-window';
+import type { DiscoveredWindow } from '../llm/window-discovery';
+
+/**
+ * What Longrun knows about the context windows of the models it talks to, and where each number
+ * came from. In order, for a model of a configured endpoint:
+ *
+ * 1. the user's `contextWindow` for that model in `longrun.endpoints`;
+ * 2. what the server states (its model list, or LM Studio's, Ollama's or llama.cpp's own API),
+ *    discovered in the background, cached per endpoint and model, and refreshed once per session;
+ * 3. Longrun's table of known models;
+ * 4. an assumed 32,768 tokens, said to be assumed.
+ *
+ * A window the server itself stated by refusing a request (an overflow error) or by cutting a prompt
+ * is learned per model and applies whenever it is smaller: the server has the last word on what fits.
+ * Free of `vscode`: state goes through a memento-like store, so it is tested in Node.
+ */
+
+/** A window and where it came from, for the gauge's tooltip. */
+export interface WindowInfo {
+  /** Tokens the window holds (input and output). */
+  readonly limit: number;
+  /** For a person: "from the server's model list (context_length)". */
+  readonly origin: string;
+  /** True when the number is a guess. */
+  readonly assumed: boolean;
+}
+
+/** The numbers a model of an endpoint runs with. */
+export interface EndpointWindow {
+  readonly window: WindowInfo;
+  /** Tokens kept for the answer, and sent as its `max_tokens`. */
+  readonly outputReserve: number;
+  /** What the conversation may fill: the window less the reserve. */
+  readonly inputLimit: number;
+}
+
+export const ASSUMED_WINDOW = 32_768;
+export const DEFAULT_MAX_OUTPUT = 4_096;
+
+interface Memento {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): Thenable<void> | Promise<void>;
+}
+
+const cachedSchema = z.object({
+  limit: z.number().int().positive(),
+  origin: z.string(),
+  server: z.string(),
+  maxOutputTokens: z.number().int().positive().optional(),
+  at: z.number(),
+});
+type CachedDiscovery = z.infer<typeof cachedSchema>;
+
+const CACHE_KEY = 'longrun.discoveredWindows';
+/** Kept this many at most, so the cache cannot grow without bound. */
+const MAX_CACHED = 200;
+
+export interface DiscoveryTarget {
+  /** Cache key part: the endpoint's base URL. */
+  readonly baseUrl: string;
+  readonly modelId: string;
+  /** The endpoint's name, to find its API key. */
+  readonly endpoint?: string;
+}
+
+export class ModelWindows {
+  private readonly learned = new Map<string, { limit: number; why: string }>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Keys asked of their server in this session (successfully or not). */
+  private readonly asked = new Set<string>();
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly memento: Memento,
+    private readonly discover: (target: DiscoveryTarget) => Promise<DiscoveredWindow | undefined>,
+    private readonly now: () => number,
+    private readonly log: (message: string) => void = () => undefined,
+  ) {}
+
+  onDidChange(listener: () => void): { dispose(): void } {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** What the server said about this model, from this session or an earlier one. */
+  discovered(target: DiscoveryTarget): CachedDiscovery | undefined {
+    const parsed = cachedSchema.safeParse(this.cache()[cacheKey(target)]);
+    return parsed.success ? parsed.data : undefined;
+  }
+
+  /**
+   * Asks the server about this model in the background, once per session (the server may have been
+   * restarted with another context since the cached answer). Never blocks a request.
+   */
+  ensure(target: DiscoveryTarget): Promise<void> {
+    const key = cacheKey(target);
+    if (this.asked.has(key)) return this.inFlight.get(key) ?? Promise.resolve();
+    this.asked.add(key);
+    const run = this.discover(target)
+      .then(async (found) => {
+        if (!found) return;
+        const previous = this.discovered(target);
+        const entry: CachedDiscovery = {
+          limit: found.limit,
+          origin: found.origin,
+          server: found.server,
+          ...(found.maxOutputTokens !== undefined ? { maxOutputTokens: found.maxOutputTokens } : {}),
+          at: this.now(),
+        };
+        await this.store(key, entry);
+        if (!previous || previous.limit !== entry.limit || previous.maxOutputTokens !== entry.maxOutputTokens) {
+          this.log(`The server of ${target.modelId} states a ${found.limit.toLocaleString('en-US')}-token window (${found.origin}).`);
+          this.changed();
+        }
+      })
+      .catch((error: unknown) => this.log(`Could not ask the server about ${target.modelId}'s window: ${String(error)}`))
+      .finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, run);
+    return run;
+  }
+
+  /** A window the provider stated by refusing a request or cutting a prompt: smaller ones win. */
+  learn(modelKey: string, limit: number, why: string): void {
+    const known = this.learned.get(modelKey);
+    if (known && known.limit <= limit) return;
+    this.learned.set(modelKey, { limit, why });
+    this.changed();
+  }
+
+  learnedWindow(modelKey: string): { limit: number; why: string } | undefined {
+    return this.learned.get(modelKey);
+  }
+
+  /** Forgets a learned window (a larger request succeeded: the server's context was raised). */
+  forget(modelKey: string): boolean {
+    const had = this.learned.delete(modelKey);
+    if (had) this.changed();
+    return had;
+  }
+
+  /**
+   * The window, reserve and input room of a model of an endpoint. `configured` is what the user set
+   * for it in `longrun.endpoints`; `modelKey` names it for learned windows.
+   */
+  forEndpointModel(target: DiscoveryTarget, modelKey: string, configured: { contextWindow?: number; maxOutputTokens?: number }): EndpointWindow {
+    const found = this.discovered(target);
+    const declared = declaredWindow(target.modelId, configured.contextWindow, found);
+    const maxOutput = configured.maxOutputTokens ?? found?.maxOutputTokens ?? DEFAULT_MAX_OUTPUT;
+    return withReserve(applyLearned(declared, this.learned.get(modelKey)), maxOutput);
+  }
+
+  private cache(): Record<string, unknown> {
+    const value = this.memento.get<unknown>(CACHE_KEY);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  }
+
+  private async store(key: string, entry: CachedDiscovery): Promise<void> {
+    const all = { ...this.cache(), [key]: entry };
+    const keys = Object.keys(all);
+    if (keys.length > MAX_CACHED) {
+      const at = (k: string): number => cachedSchema.safeParse(all[k]).data?.at ?? 0;
+      keys.sort((a, b) => at(a) - at(b));
+      for (const old of keys.slice(0, keys.length - MAX_CACHED)) delete all[old];
+    }
+    await this.memento.update(CACHE_KEY, all);
+  }
+
+  private changed(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+function cacheKey(target: DiscoveryTarget): string {
+  return `${target.baseUrl.trim().replace(/\/+$/, '')}|${target.modelId}`;
+}
+
+function declaredWindow(modelId: string, configured: number | undefined, found: CachedDiscovery | undefined): WindowInfo {
+  if (configured !== undefined && configured > 0) return { limit: configured, origin: 'from your longrun.endpoints setting', assumed: false };
+  if (found && found.limit > 0) return { limit: found.limit, origin: `from ${found.origin}`, assumed: false };
+  const table = tableLimit(modelId);
+  if (table) return { limit: table, origin: "from Longrun's table of known models", assumed: false };
+  return {
+    limit: ASSUMED_WINDOW,
+    origin: 'assumed: the server states no window and the model is not in Longrun\'s table; set "contextWindow" for it in longrun.endpoints',
+    assumed: true,
+  };
+}
+
+/** A window the server stated by refusing or cutting a request, when smaller than the declared one. */
+export function applyLearned(declared: WindowInfo, learned: { limit: number; why: string } | undefined): WindowInfo {
+  if (!learned || learned.limit >= declared.limit) return declared;
+  return { limit: learned.limit, origin: learned.why, assumed: false };
+}
+
+/** The reserve rule (001): the model's maximum output, at most min(16,384, 25% of the window). */
+export function withReserve(window: WindowInfo, maxOutput: number | undefined): EndpointWindow {
+  const outputReserve = outputReserveFor(window.limit, maxOutput);
+  return { window, outputReserve, inputLimit: Math.max(1, window.limit - outputReserve) };
+}

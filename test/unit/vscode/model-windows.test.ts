@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import type { DiscoveredWindow } from '../../../src/llm/window-discovery';
+import { ASSUMED_WINDOW, ModelWindows, type DiscoveryTarget } from '../../../src/vscode/model-windows';
+
+/** A memento over a map, like VS Code's globalState. */
+class MapMemento {
+  readonly values = new Map<string, unknown>();
+  get<T>(key: string): T | undefined {
+    return this.values.get(key) as T | undefined;
+  }
+  async update(key: string, value: unknown): Promise<void> {
+    this.values.set(key, structuredClone(value));
+  }
+}
+
+// A model Longrun's table does not know, as most local fine-tunes are.
+const target: DiscoveryTarget = { baseUrl: 'http://127.0.0.1:11434/v1/', modelId: 'acme-coder:7b', endpoint: 'ollama' };
+const key = 'longrun/ollama/acme-coder:7b';
+
+function windows(answers: Array<DiscoveredWindow | undefined | Error>, memento = new MapMemento()) {
+  const asked: DiscoveryTarget[] = [];
+  const registry = new ModelWindows(
+    memento,
+    async (t) => {
+      asked.push(t);
+      const answer = answers.shift();
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+    () => 1_000,
+  );
+  return { registry, asked, memento };
+}
+
+const fromServer = (limit: number, extra: Partial<DiscoveredWindow> = {}): DiscoveredWindow => ({
+  limit,
+  server: 'ollama',
+  origin: "Ollama's loaded model (/api/ps)",
+  ...extra,
+});
+
+describe('model windows: where the window comes from, in order', () => {
+  it('assumes 32,768 tokens for an unknown model before its server answers, and says it is assumed', () => {
+    const { registry } = windows([]);
+    const sized = registry.forEndpointModel(target, key, {});
+    assert.equal(sized.window.limit, ASSUMED_WINDOW);
+    assert.equal(sized.window.assumed, true);
+    assert.match(sized.window.origin, /assumed/);
+  });
+
+  it('uses the window the server states once asked, with a reserve that fits it', async () => {
+    const { registry } = windows([fromServer(6_000)]);
+    let changes = 0;
+    registry.onDidChange(() => changes++);
+    await registry.ensure(target);
+    const sized = registry.forEndpointModel(target, key, {});
+    assert.deepEqual(sized, {
+      window: { limit: 6_000, origin: "from Ollama's loaded model (/api/ps)", assumed: false },
+      outputReserve: 1_500,
+      inputLimit: 4_500,
+    });
+    assert.equal(changes, 1);
+  });
+
+  it('prefers the table of known models to an assumption, and the server to the table', async () => {
+    const known = { ...target, modelId: 'gpt-4o' };
+    const { registry } = windows([fromServer(64_000)]);
+    assert.equal(registry.forEndpointModel(known, 'longrun/x/gpt-4o', {}).window.limit, 128_000);
+    await registry.ensure(known);
+    assert.equal(registry.forEndpointModel(known, 'longrun/x/gpt-4o', {}).window.limit, 64_000);
+  });
+
+  it('lets the user\'s contextWindow and maxOutputTokens win over the server', async () => {
+    const { registry } = windows([fromServer(6_000, { maxOutputTokens: 100 })]);
+    await registry.ensure(target);
+    const sized = registry.forEndpointModel(target, key, { contextWindow: 16_384, maxOutputTokens: 2_000 });
+    assert.equal(sized.window.limit, 16_384);
+    assert.match(sized.window.origin, /your longrun\.endpoints setting/);
+    assert.equal(sized.outputReserve, 2_000);
+    assert.equal(sized.inputLimit, 14_384);
+  });
+
+  it('uses the server\'s stated maximum output when the user set none', async () => {
+    const { registry } = windows([fromServer(200_000, { maxOutputTokens: 8_000 })]);
+    await registry.ensure(target);
+    assert.equal(registry.forEndpointModel(target, key, {}).outputReserve, 8_000);
+  });
+
+  it('lets a smaller window the server stated in an error win, and forgets it when a larger request succeeds', async () => {
+    const { registry } = windows([fromServer(32_000)]);
+    await registry.ensure(target);
+    registry.learn(key, 4_096, 'stated by the server in an overflow error');
+    const sized = registry.forEndpointModel(target, key, {});
+    assert.deepEqual(sized.window, { limit: 4_096, origin: 'stated by the server in an overflow error', assumed: false });
+    assert.equal(sized.outputReserve, 1_024);
+    registry.learn(key, 8_000, 'later, larger');
+    assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 4_096, 'the smaller stays');
+    assert.equal(registry.forget(key), true);
+    assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 32_000);
+  });
+});
+
+describe('model windows: asking the server', () => {
+  it('asks once per session, keeps the answer across sessions, and asks again in the next', async () => {
+    const memento = new MapMemento();
+    const first = windows([fromServer(6_000)], memento);
+    await Promise.all([first.registry.ensure(target), first.registry.ensure(target)]);
+    await first.registry.ensure(target);
+    assert.equal(first.asked.length, 1);
+    // A new session (a reload) shows the cached window at once, and refreshes it in the background.
+    const second = windows([fromServer(8_192)], memento);
+    assert.equal(second.registry.forEndpointModel(target, key, {}).window.limit, 6_000);
+    await second.registry.ensure(target);
+    assert.equal(second.asked.length, 1);
+    assert.equal(second.registry.forEndpointModel(target, key, {}).window.limit, 8_192);
+  });
+
+  it('keeps what it knew when the server does not answer or discovery fails', async () => {
+    const memento = new MapMemento();
+    const first = windows([fromServer(6_000)], memento);
+    await first.registry.ensure(target);
+    const second = windows([undefined], memento);
+    await second.registry.ensure(target);
+    assert.equal(second.registry.forEndpointModel(target, key, {}).window.limit, 6_000);
+    const third = windows([new Error('boom')], memento);
+    await third.registry.ensure(target);
+    assert.equal(third.registry.forEndpointModel(target, key, {}).window.limit, 6_000);
+  });
+
+  it('treats base URLs that differ only by a trailing slash as one endpoint', async () => {
+    const { registry } = windows([fromServer(6_000)]);
+    await registry.ensure(target);
+    assert.equal(registry.forEndpointModel({ ...target, baseUrl: 'http://127.0.0.1:11434/v1' }, key, {}).window.limit, 6_000);
+  });
+
+  it('never reads a malformed cache as a window', () => {
+    const memento = new MapMemento();
+    memento.values.set('longrun.discoveredWindows', 'garbage');
+    assert.equal(windows([], memento).registry.forEndpointModel(target, key, {}).window.assumed, true);
+    memento.values.set('longrun.discoveredWindows', { 'http://127.0.0.1:11434/v1|acme-coder:7b': { limit: 'big', origin: 7 } });
+    assert.equal(windows([], memento).registry.forEndpointModel(target, key, {}).window.assumed, true);
+  });
+});
