@@ -24,6 +24,13 @@ export interface ScriptedModelConfig {
   readonly window: number;
   /** A human-readable name, reported by `/v1/models` beside the id. */
   readonly name?: string;
+  /** States the window in `/v1/models` as vLLM (`max_model_len`) and gateways (`context_length`) do. */
+  readonly advertiseWindow?: boolean;
+  /**
+   * What a prompt over the window gets: OpenAI's 400 `context_length_exceeded` (the default), or
+   * Ollama's behaviour: the start of the prompt is dropped until it fits, and nothing is said.
+   */
+  readonly overflow?: 'error' | 'truncate';
 }
 
 export const DEFAULT_MODELS: readonly ScriptedModelConfig[] = [
@@ -345,6 +352,8 @@ export interface RecordedRequest {
   readonly status: number | null;
   /** How the request ended so far. */
   readonly outcome: 'pending' | 'answered' | 'error' | 'hung' | 'broken' | 'client-closed';
+  /** Set when the server dropped the start of the prompt to fit its window, without saying so. */
+  readonly truncated?: { readonly sentTokens: number; readonly droppedMessages: number };
 }
 
 type MutableRecord = { -readonly [K in keyof RecordedRequest]: RecordedRequest[K] };
@@ -555,6 +564,7 @@ class ScriptedModel implements ScriptedModelServer {
         created: 0,
         owned_by: OWNED_BY,
         name: model.name ?? `Offline scripted model ${model.id}`,
+        ...(model.advertiseWindow ? { context_length: this.windows.get(model.id), max_model_len: this.windows.get(model.id) } : {}),
       })),
     };
   }
@@ -585,7 +595,7 @@ class ScriptedModel implements ScriptedModelServer {
       answerError(entry, res, 400, invalidRequest(`Invalid request body: ${z.prettifyError(parsed.error)}`, param || null));
       return;
     }
-    const request = parsed.data;
+    let request = parsed.data;
     entry.body = request;
     entry.model = request.model;
     const window = this.windows.get(request.model);
@@ -601,11 +611,20 @@ class ScriptedModel implements ScriptedModelServer {
       return;
     }
 
-    const promptTokens = countPromptTokens(request, this.countText);
+    let promptTokens = countPromptTokens(request, this.countText);
     entry.promptTokens = promptTokens;
     entry.summary = isSummaryRequest(request);
     const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? 0;
-    if (promptTokens + maxTokens > window) {
+    const overflowMode = this.models.find((m) => m.id === request.model)?.overflow ?? 'error';
+    if (overflowMode === 'truncate' && promptTokens > window) {
+      // Ollama's way: the prompt loses its beginning, the system prompt included, and the usage
+      // reports only what was read. The answer is made from what is left.
+      const cut = truncateToWindow(request, window, this.countText);
+      entry.truncated = { sentTokens: promptTokens, droppedMessages: request.messages.length - cut.request.messages.length };
+      request = cut.request;
+      promptTokens = cut.tokens;
+      entry.promptTokens = promptTokens;
+    } else if (overflowMode === 'error' && promptTokens + maxTokens > window) {
       answerError(entry, res, 400, contextLengthExceeded(window, promptTokens, maxTokens));
       return;
     }
@@ -800,6 +819,21 @@ function waitUnlessClosed(res: ServerResponse, ms: number): Promise<boolean> {
 
 function formatPath(path: readonly PropertyKey[]): string {
   return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i > 0 ? '.' : ''}${String(key)}`)).join('');
+}
+
+/** Drops messages from the start of a request until its prompt fits `window` (the last one always stays). */
+function truncateToWindow(
+  request: ChatCompletionRequest,
+  window: number,
+  countText: (text: string) => number,
+): { request: ChatCompletionRequest; tokens: number } {
+  let messages = request.messages;
+  let tokens = countPromptTokens(request, countText);
+  while (tokens > window && messages.length > 1) {
+    messages = messages.slice(1);
+    tokens = countPromptTokens({ ...request, messages }, countText);
+  }
+  return { request: { ...request, messages }, tokens };
 }
 
 interface OpenAIErrorBody {

@@ -93,11 +93,16 @@ export function learnedRatio(usages: readonly ReportedUsage[], model: string | u
   return undefined;
 }
 
-/** A server that reports fewer prompt tokens than this share of what was expected cut the prompt. */
+/**
+ * A server that reports fewer prompt tokens than this share of what was expected cut the prompt.
+ * Calibrated by the same model's last report, only what was added since can differ by tokenizer,
+ * so the bar is close; without a report, open models' tokenizers may differ from o200k by 20%.
+ */
 const TRUNCATION_SHARE_UNCALIBRATED = 0.75;
-const TRUNCATION_SHARE_CALIBRATED = 0.85;
+const TRUNCATION_SHARE_CALIBRATED = 0.94;
 /** Differences smaller than this are tokenizer noise, whatever the share. */
-const TRUNCATION_MIN_TOKENS = 256;
+const TRUNCATION_MIN_TOKENS_UNCALIBRATED = 256;
+const TRUNCATION_MIN_TOKENS_CALIBRATED = 128;
 
 export interface TruncationVerdict {
   /** Tokens the server said it read. */
@@ -117,7 +122,8 @@ export function detectTruncation(reportedInput: number, localSent: number, ratio
   if (!(localSent > 0) || !(reportedInput >= 0)) return undefined;
   const expected = Math.round(localSent * (ratio ?? 1));
   const share = ratio === undefined ? TRUNCATION_SHARE_UNCALIBRATED : TRUNCATION_SHARE_CALIBRATED;
-  if (expected - reportedInput < TRUNCATION_MIN_TOKENS) return undefined;
+  const minTokens = ratio === undefined ? TRUNCATION_MIN_TOKENS_UNCALIBRATED : TRUNCATION_MIN_TOKENS_CALIBRATED;
+  if (expected - reportedInput < minTokens) return undefined;
   if (reportedInput >= expected * share) return undefined;
   return { reported: reportedInput, expected };
 }

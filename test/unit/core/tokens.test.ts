@@ -114,5 +114,8 @@ describe('token accounting', () => {
     // Calibrated: this model usually reports 1.3× the local count, so 6,000 for 6,000 sent is cut.
     assert.ok(detectTruncation(6_000, 6_000, 1.3));
     assert.equal(detectTruncation(7_700, 6_000, 1.3), undefined);
+    // Calibrated, a cut of a few hundred tokens in a small window shows: 3,000 read of ~3,300 sent.
+    assert.ok(detectTruncation(3_000, 3_300, 1));
+    assert.equal(detectTruncation(3_000, 3_300, undefined), undefined);
   });
 });

@@ -245,6 +245,44 @@ describe('offline scripted model server', () => {
     assert.equal(lastCompletion(server).status, 400);
   });
 
+  describe('models like local servers', () => {
+    let local: ScriptedModelServer;
+    before(async () => {
+      local = await startScriptedModelServer({
+        models: [
+          { id: 'advertised', window: 6_000, advertiseWindow: true },
+          { id: 'ollama-like', window: 200, overflow: 'truncate' },
+        ],
+      });
+    });
+    after(() => local.close());
+
+    it('states an advertised window in /v1/models as vLLM and gateways do', async () => {
+      const body = (await (await fetch(`${local.url}/models`)).json()) as { data: Array<Record<string, unknown>> };
+      assert.equal(body.data[0]!.context_length, 6_000);
+      assert.equal(body.data[0]!.max_model_len, 6_000);
+      assert.equal(body.data[1]!.context_length, undefined);
+    });
+
+    it('drops the start of a prompt over the window without saying so, and reports only what it read', async () => {
+      const messages = [
+        { role: 'system', content: 'You are a careful agent. '.repeat(20) },
+        { role: 'user', content: 'The original task. '.repeat(20) },
+        { role: 'assistant', content: 'Working on it.' },
+        { role: 'user', content: 'What next?' },
+      ];
+      const sent = countPromptTokens(chatCompletionRequestSchema.parse({ model: 'ollama-like', messages }), count);
+      assert.ok(sent > 200);
+      const response = await post(completions(local), { model: 'ollama-like', messages, max_tokens: 4_096 });
+      assert.equal(response.status, 200, 'no error, as Ollama gives none');
+      const body = (await response.json()) as { usage: { prompt_tokens: number } };
+      assert.ok(body.usage.prompt_tokens <= 200, `read ${body.usage.prompt_tokens}`);
+      const record = lastCompletion(local);
+      assert.deepEqual(record.truncated, { sentTokens: sent, droppedMessages: 1 }, 'the system prompt went first');
+      assert.equal(record.promptTokens, body.usage.prompt_tokens);
+    });
+  });
+
   it('counts the requested output tokens against the window, with OpenAI\'s wording for that case', async () => {
     const request = { model: 'scripted-small', messages: [{ role: 'user', content: 'short' }] };
     const tokens = countPromptTokens(chatCompletionRequestSchema.parse(request), count);
