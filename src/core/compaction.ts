@@ -224,7 +224,9 @@ function sizeSummary(config: CompactionConfig, conversationWindow: number, deps:
   const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : conversationWindow;
   // The summary's output room is the target and a quarter; a small window caps it like any answer.
   const outputRoom = Math.min(Math.ceil(target * 1.25), outputReserveFor(window) || Number.POSITIVE_INFINITY);
-  const fitted = Math.max(MIN_TARGET_TOKENS, Math.min(target, Math.floor(outputRoom / 1.25)));
+  // A summary that takes a fifth of a small window would be compacted again a turn or two later.
+  const shareCap = conversationWindow > 0 ? Math.floor(conversationWindow * SUMMARY_MAX_SHARE) : Number.POSITIVE_INFINITY;
+  const fitted = Math.max(MIN_TARGET_TOKENS, Math.min(target, Math.floor(outputRoom / 1.25), shareCap));
   const taskCap = Math.min(ORIGINAL_TASK_MAX_TOKENS, Math.floor(fitted / 2));
   const countText = (value: string): number => deps.counter.countText(value);
   return {
@@ -233,6 +235,9 @@ function sizeSummary(config: CompactionConfig, conversationWindow: number, deps:
     targetFor: (task: { tokens: number } | undefined) => Math.max(MIN_TARGET_TOKENS, fitted - (task?.tokens ?? 0)),
   };
 }
+
+/** A summary takes at most this share of the conversation's window (800 of 8,000 and more stays 800). */
+const SUMMARY_MAX_SHARE = 0.1;
 
 /** The smallest summary target worth asking for (the setting's own minimum). */
 const MIN_TARGET_TOKENS = 50;

@@ -96,6 +96,23 @@ describe('summary bounds: output room follows the window', () => {
   });
 });
 
+describe('summary bounds: a small window asks for a small summary', () => {
+  it('aims a summary at a tenth of a 4,500-token window, and keeps the 800 target for large windows', async () => {
+    const log = asLog([...turn('t1', 'Build it', 2, 'x'.repeat(400)), ...turn('t2', 'Test it', 2, 'y'.repeat(400)), ...turn('t3', 'Ship it', 1)]);
+    const small = new RecordingSummarizer();
+    await compact(request(log, { window: { limit: 4_500, source: 'model' } }), deps(small));
+    assert.match(small.requests[0]!.messages.at(-1)!.content, /Keep the summary under about (\d+) tokens/);
+    const asked = Number(/under about (\d+) tokens/.exec(small.requests[0]!.messages.at(-1)!.content)?.[1]);
+    assert.ok(asked <= 450, `asked for ${asked}`);
+    const large = new RecordingSummarizer();
+    await compact(request(log, { window: { limit: 128_000, source: 'model' } }), deps(large));
+    assert.match(large.requests[0]!.messages.at(-1)!.content, /under about \d+ tokens/);
+    const target = Number(/under about (\d+) tokens/.exec(large.requests[0]!.messages.at(-1)!.content)?.[1]);
+    // 800, less the original task ("Build it") that is inserted verbatim.
+    assert.ok(target > 780 && target <= 800, `asked for ${target}`);
+  });
+});
+
 describe('summary bounds: one ledger per summary', () => {
   const conversation = [...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)), ...turn('t2', 'Add SM-2', 3, 'y'.repeat(2_000)), ...turn('t3', 'Tests', 1)];
   const read: FileLedger = recordFileEvent(EMPTY_LEDGER, { kind: 'read', path: 'src/a.ts', actor: 'agent', at: 1 });
