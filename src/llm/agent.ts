@@ -27,7 +27,11 @@ export interface AgentConversation {
    * (or the one a cut prompt suggests), when there is one: smaller than the declared window, it is
    * the one to aim for; `why` says where it came from.
    */
-  compact(reason: CompactionReason, signal: AbortSignal, stated?: { readonly limit: number; readonly why: string }): Promise<CompactionOutcome>;
+  compact(
+    reason: CompactionReason,
+    signal: AbortSignal,
+    stated?: { readonly limit: number; readonly why: string; readonly lowerBound?: boolean },
+  ): Promise<CompactionOutcome>;
   /** What a request sent now is built on; stamped on the usage that comes back for it. */
   requestBasis(): RequestBasis & { readonly model?: string };
   newId(): string;
@@ -95,7 +99,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   let declined = false;
   let asked = false;
 
-  const compactNow = async (reason: CompactionReason, stated?: { limit: number; why: string }): Promise<CompactionOutcome> => {
+  const compactNow = async (reason: CompactionReason, stated?: { limit: number; why: string; lowerBound?: boolean }): Promise<CompactionOutcome> => {
     ui.compacting(reason);
     const outcome = await conversation.compact(reason, signal, stated);
     ui.compacted(outcome, reason);
@@ -135,7 +139,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
-    const overflow = truncation ? { limit: truncation.statedWindow, why: 'suggested by a prompt the server cut' } : statedOverflow(attempt.error);
+    const overflow = truncation ? { limit: truncation.statedWindow, why: 'suggested by a prompt the server cut', lowerBound: true } : statedOverflow(attempt.error);
     if (!overflow) return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     if (truncation) ui.notice(describeTruncation(truncation.verdict, options.truncationAdvice));
     const verdict = mayRetryOverflow(guard, options.overflowRetriesPerTurn);
@@ -145,7 +149,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     }
     if (declined) ui.notice('The request no longer fits the model\'s window, so Longrun compacts now although you chose not to.');
     guard = noteOverflowRetry(guard);
-    const outcome = await compactNow('overflow', overflow.limit !== undefined ? { limit: overflow.limit, why: overflow.why } : undefined);
+    const outcome = await compactNow('overflow', overflow.limit !== undefined ? { ...overflow, limit: overflow.limit } : undefined);
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }

@@ -207,7 +207,7 @@ export class LongrunParticipant {
           assess: () => conversation.assess(),
           compact: async (reason, signal, stated) => {
             if (stated !== undefined) {
-              session.learnWindow(stated.limit, stated.why);
+              session.learnWindow(stated.limit, stated.why, stated.lowerBound);
               // The summary request must fit the stated window too.
               await session.prepareSummarizer();
             }

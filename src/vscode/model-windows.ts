@@ -67,6 +67,8 @@ export interface DiscoveryTarget {
 
 export class ModelWindows {
   private readonly learned = new Map<string, { limit: number; why: string }>();
+  /** Learned windows that are lower bounds (a cut prompt shows the window holds at least what was read). */
+  private readonly lowerBounds = new Set<string>();
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Keys asked of their server in this session (successfully or not). */
   private readonly asked = new Set<string>();
@@ -121,12 +123,31 @@ export class ModelWindows {
     return run;
   }
 
-  /** A window the provider stated by refusing a request or cutting a prompt: smaller ones win. */
-  learn(modelKey: string, limit: number, why: string): void {
+  /**
+   * A window the provider stated by refusing a request, or suggested by cutting a prompt (then
+   * `lowerBound`: the window holds at least what was read): smaller ones win.
+   */
+  learn(modelKey: string, limit: number, why: string, lowerBound = false): void {
     const known = this.learned.get(modelKey);
     if (known && known.limit <= limit) return;
     this.learned.set(modelKey, { limit, why });
+    if (lowerBound) this.lowerBounds.add(modelKey);
+    else this.lowerBounds.delete(modelKey);
     this.changed();
+  }
+
+  /**
+   * A request of `used` tokens succeeded. A window learned from an error that it exceeds no longer
+   * holds (the server was restarted with a longer context): it is forgotten. One learned from a cut
+   * prompt was only a lower bound: it is raised to what was used, so that the next cut is still seen.
+   */
+  observe(modelKey: string, used: number): boolean {
+    const known = this.learned.get(modelKey);
+    if (!known || used <= known.limit) return false;
+    if (this.lowerBounds.has(modelKey)) this.learned.set(modelKey, { ...known, limit: used });
+    else this.learned.delete(modelKey);
+    this.changed();
+    return true;
   }
 
   learnedWindow(modelKey: string): { limit: number; why: string } | undefined {

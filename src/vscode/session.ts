@@ -201,10 +201,10 @@ export class Session implements vscode.Disposable {
    * A window the provider stated (in an overflow error, or by cutting a prompt): smaller than
    * declared, it wins for this model from now on. `why` says where it came from, for the gauge.
    */
-  learnWindow(limit: number, why = 'stated by the server in an error'): void {
+  learnWindow(limit: number, why = 'stated by the server in an error', lowerBound = false): void {
     const key = this.modelKey();
     if (!key) return;
-    this.windows.learn(key, limit, why);
+    this.windows.learn(key, limit, why, lowerBound);
     this.log.info(`The provider of ${key} stated a window of ${limit} tokens (${why}); compaction aims for it from now on.`);
     this.changed.fire();
   }
@@ -232,8 +232,9 @@ export class Session implements vscode.Disposable {
     const key = this.modelKey();
     const learned = key ? this.windows.learnedWindow(key) : undefined;
     if (!key || learned === undefined || !usage || usage.truncated) return;
-    if (usage.inputTokens + usage.outputTokens > learned.limit && this.windows.forget(key)) {
-      this.log.info(`${key} answered a request of ${usage.inputTokens + usage.outputTokens} tokens; the window stated earlier (${learned.limit}) no longer applies.`);
+    const used = usage.inputTokens + usage.outputTokens;
+    if (this.windows.observe(key, used)) {
+      this.log.info(`${key} answered a request of ${used} tokens, more than the window learned earlier (${learned.limit}).`);
       this.changed.fire();
     }
   }

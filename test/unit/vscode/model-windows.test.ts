@@ -98,6 +98,17 @@ describe('model windows: where the window comes from, in order', () => {
     assert.equal(registry.forget(key), true);
     assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 32_000);
   });
+
+  it('raises a window learned from a cut prompt when more is read later, instead of forgetting it', () => {
+    const { registry } = windows([]);
+    registry.learn(key, 2_400, 'suggested by a prompt the server cut', true);
+    assert.equal(registry.observe(key, 2_000), false);
+    assert.equal(registry.observe(key, 2_900), true);
+    assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 2_900);
+    registry.learn(key, 2_000, 'stated by the server in an overflow error');
+    assert.equal(registry.observe(key, 2_500), true);
+    assert.equal(registry.learnedWindow(key), undefined, 'an error\'s window is forgotten once exceeded');
+  });
 });
 
 describe('model windows: asking the server', () => {
