@@ -11,6 +11,7 @@ import { MessageTokenCounter } from '../src/core/message-tokens';
 import type { Message } from '../src/core/messages';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import { charEstimator, loadTokenizer } from '../src/core/tokenizer';
+import { benchGauge } from './gauge';
 
 function history(turns: number, stepsPerTurn: number): Message[] {
   const out: Message[] = [];
@@ -75,6 +76,17 @@ async function main(): Promise<void> {
   const calls = outcome.compaction.entry.summarizerCalls;
   console.log(`full compaction with batching (${calls} summarizer calls, instant model): ${ms.toFixed(1)} ms`);
   console.log(`heap growth during compaction: ${((process.memoryUsage().heapUsed - before) / 1e6).toFixed(1)} MB`);
+
+  const gauge = await benchGauge();
+  console.log(
+    `gauge against a provider counting with cl100k, ${gauge.requests} requests of a 60-turn session, ${gauge.compactions} compactions: ` +
+      `mean error ${gauge.gauge_error_mean_pct}% (target ≤ 1%), max ${gauge.gauge_error_max_pct}% (target ≤ 3%), ` +
+      `first request after a compaction at most ${gauge.gauge_error_after_compaction_max_pct}%`,
+  );
+  console.log(
+    `raw local count of a rendered request against the same tokenizer with OpenAI's framing: ${gauge.local_vs_same_tokenizer_per_message} tokens per message ` +
+      '(Longrun counts 4 per message, 8 per tool call and 6 per tool result; OpenAI 3, and 3 to prime the reply)',
+  );
 }
 
 void main();

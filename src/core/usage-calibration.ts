@@ -80,18 +80,29 @@ export function countContext(
 
 /**
  * How the provider's counts compare with the local tokenizer's for one model: the input tokens it
- * reported for the latest usable request over the local count of that request; undefined when no
- * report says.
+ * reported over the local count of the same requests, over the latest few usable reports; undefined
+ * when no report says. A prior of ratio 1 weighs as much as `RATIO_PRIOR_TOKENS`, so that one
+ * small request (mostly framing) does not set the ratio alone.
  */
 export function learnedRatio(usages: readonly ReportedUsage[], model: string | undefined): number | undefined {
-  for (let i = usages.length - 1; i >= 0; i--) {
+  let reported = 0;
+  let local = 0;
+  let samples = 0;
+  for (let i = usages.length - 1; i >= 0 && samples < RATIO_SAMPLES; i--) {
     const u = usages[i]!;
     if (u.truncated || !u.localTokens || u.localTokens <= 0 || u.inputTokens <= 0) continue;
     if (model !== undefined && u.model !== undefined && u.model !== model) continue;
-    return Math.min(MAX_RATIO, Math.max(MIN_RATIO, u.inputTokens / u.localTokens));
+    reported += u.inputTokens;
+    local += u.localTokens;
+    samples++;
   }
-  return undefined;
+  if (samples === 0) return undefined;
+  const ratio = (reported + RATIO_PRIOR_TOKENS) / (local + RATIO_PRIOR_TOKENS);
+  return Math.min(MAX_RATIO, Math.max(MIN_RATIO, ratio));
 }
+
+const RATIO_SAMPLES = 5;
+const RATIO_PRIOR_TOKENS = 1_000;
 
 /**
  * A server that reports fewer prompt tokens than this share of what was expected cut the prompt.

@@ -97,11 +97,15 @@ describe('token accounting', () => {
       ],
       'm',
     );
-    assert.equal(ratio, 1.1);
+    // The usable report of this model, weighed against a prior of ratio 1 worth 1,000 tokens.
+    assert.equal(ratio, (330 + 1_000) / (300 + 1_000));
     const local = countContext(view, counter, undefined, null, 0, ratio);
-    assert.equal(local.tokens, Math.round(counter.countMessages(view) * 1.1));
+    assert.equal(local.tokens, Math.round(counter.countMessages(view) * ratio!));
     assert.equal(learnedRatio([], 'm'), undefined);
-    assert.equal(learnedRatio([{ anchorMessageId: 'a', inputTokens: 9_000, outputTokens: 0, basis: null, localTokens: 10 }], undefined), 2);
+    assert.equal(learnedRatio([{ anchorMessageId: 'a', inputTokens: 90_000, outputTokens: 0, basis: null, localTokens: 10 }], undefined), 2, 'bounded');
+    // Large requests outweigh the prior.
+    const big = learnedRatio([{ anchorMessageId: 'a', inputTokens: 120_000, outputTokens: 0, basis: null, localTokens: 100_000 }], undefined)!;
+    assert.ok(big > 1.19 && big < 1.2, String(big));
   });
 
   it('tells a prompt the server cut from a tokenizer that counts differently', () => {
