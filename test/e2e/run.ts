@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
-import { bundleForExtensionHost, makeWorkspace, offlineEndpoints } from './workspace';
+import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
 const ALL_PHASES = ['main', 'after-reload', 'api'] as const;
@@ -58,18 +58,11 @@ async function main(): Promise<number> {
   installVsix(extensionsDir, userDataDir, join(ROOT, 'longrun.vsix'));
   installUnpacked(extensionsDir, join(ROOT, 'test', 'e2e', 'runner-extension'), ['package.json', 'extension.js']);
 
-  const server = await startScriptedModelServer({
-    port: 0,
-    models: [
-      { id: 'scripted', window: 128_000 },
-      { id: 'scripted-small', window: 8_192 },
-      { id: 'scripted-overflow', window: 128_000 },
-    ],
-  });
+  const server = await startScriptedModelServer({ port: 0, models: SERVED_MODELS });
   const uiAgent = await startUiAgent();
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
-    'longrun.endpoints': offlineEndpoints(server.url, ['scripted', 'scripted-small', 'scripted-overflow']),
+    'longrun.endpoints': offlineEndpoints(server.url, ['scripted', 'scripted-small', 'scripted-overflow', 'scripted-6k', 'scripted-trunc']),
     'longrun.agent.autoApproveEdits': true,
     'longrun.compaction.showWarnings': false,
   });

@@ -32,7 +32,20 @@ const OFFLINE_MODELS = {
   'scripted-small': { id: 'scripted-small', name: 'Offline scripted model (small)', contextWindow: 8_192, maxOutputTokens: 512 },
   // Declares more than its server will accept when a test shrinks it: overflow errors.
   'scripted-overflow': { id: 'scripted-overflow', name: 'Offline scripted model (overflowing)', contextWindow: 128_000, maxOutputTokens: 500 },
+  // As a newcomer sets a model up: an id and nothing else. Its server states a 6,000-token window.
+  'scripted-6k': { id: 'scripted-6k' },
+  // Nothing stated anywhere, and a server that cuts long prompts silently, as Ollama does.
+  'scripted-trunc': { id: 'scripted-trunc' },
 } as const;
+
+/** The models the scripted server runs for the tests: the windows it really has. */
+export const SERVED_MODELS = [
+  { id: 'scripted', window: 128_000 },
+  { id: 'scripted-small', window: 8_192 },
+  { id: 'scripted-overflow', window: 128_000 },
+  { id: 'scripted-6k', window: 6_000, advertiseWindow: true },
+  { id: 'scripted-trunc', window: 3_000, overflow: 'truncate' as const },
+];
 
 /** `longrun.endpoints` with one endpoint, `offline`, serving the named scripted models from `baseUrl`. */
 export function offlineEndpoints(baseUrl: string, ids: ReadonlyArray<keyof typeof OFFLINE_MODELS>): unknown[] {

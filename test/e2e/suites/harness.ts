@@ -13,6 +13,8 @@ export const VENDOR = 'longrun';
 export const MODEL = { vendor: VENDOR, id: 'offline/scripted' };
 export const SMALL_MODEL = { vendor: VENDOR, id: 'offline/scripted-small' };
 export const OVERFLOW_MODEL = { vendor: VENDOR, id: 'offline/scripted-overflow' };
+export const SIX_K_MODEL = { vendor: VENDOR, id: 'offline/scripted-6k' };
+export const TRUNCATING_MODEL = { vendor: VENDOR, id: 'offline/scripted-trunc' };
 
 function env(name: string): string {
   const value = process.env[name];
@@ -73,10 +75,11 @@ export const model = {
 export interface RecordedRequest {
   readonly path: string;
   readonly model?: string;
-  readonly body: { messages?: Array<{ role: string; content?: unknown; tool_calls?: Array<{ id: string }>; tool_call_id?: string }> } & Record<string, unknown>;
+  readonly body?: { messages?: Array<{ role: string; content?: unknown; tool_calls?: Array<{ id: string }>; tool_call_id?: string }> } & Record<string, unknown>;
   readonly promptTokens?: number;
   readonly summary: boolean;
   readonly status: number | null;
+  readonly truncated?: { readonly sentTokens: number; readonly droppedMessages: number };
 }
 
 export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -122,7 +125,7 @@ export async function newConversation(): Promise<void> {
 export function orphanToolResults(request: RecordedRequest): string[] {
   const calls = new Set<string>();
   const orphans: string[] = [];
-  for (const m of request.body.messages ?? []) {
+  for (const m of request.body?.messages ?? []) {
     for (const call of m.tool_calls ?? []) calls.add(call.id);
     if (m.role === 'tool' && m.tool_call_id && !calls.has(m.tool_call_id)) orphans.push(m.tool_call_id);
   }
@@ -130,5 +133,5 @@ export function orphanToolResults(request: RecordedRequest): string[] {
 }
 
 export function requestText(request: RecordedRequest): string {
-  return JSON.stringify(request.body.messages ?? []);
+  return JSON.stringify(request.body?.messages ?? []);
 }

@@ -19,7 +19,9 @@ import {
   orphanToolResults,
   OVERFLOW_MODEL,
   requestText,
+  SIX_K_MODEL,
   SMALL_MODEL,
+  TRUNCATING_MODEL,
   ui,
   waitFor,
 } from './harness';
@@ -45,7 +47,7 @@ describe('Longrun in a real VS Code', function () {
       const extension = vscode.extensions.getExtension('longrun.longrun')!;
       assert.equal(extension.packageJSON.contributes.chatParticipants[0].id, 'longrun.agent');
       const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
-      assert.deepEqual(models.map((m) => m.id).sort(), ['offline/scripted', 'offline/scripted-overflow', 'offline/scripted-small']);
+      assert.deepEqual(models.map((m) => m.id).sort(), ['offline/scripted', 'offline/scripted-6k', 'offline/scripted-overflow', 'offline/scripted-small', 'offline/scripted-trunc']);
       const gauge = await gaugeInDom();
       assert.match(gauge.text, /no conversation/);
       assert.match(gauge.ariaLabel, /^Longrun context/);
@@ -146,6 +148,54 @@ describe('Longrun in a real VS Code', function () {
       assert.equal(retried.status, 200, 'the retry succeeded');
       assert.deepEqual(orphanToolResults(retried), []);
       await waitFor('the answer after the retry', async () => (await chatText()).includes('what do these files have in common') || undefined);
+    });
+  });
+
+  describe('5b. an honest gauge on a small local model', () => {
+    // About 150 tokens of words that no tokenizer compresses much.
+    const padding = (i: number): string => Array.from({ length: 60 }, (_, j) => `note${i}x${j}`).join(' ');
+    const outputLimit = (r: { body?: Record<string, unknown> }): number => Number(r.body?.max_tokens ?? r.body?.max_completion_tokens ?? 0);
+
+    it('shows the 6,000-token window its server states before any overflow; twenty turns compact a few times and no request is refused', async () => {
+      await newConversation();
+      const longrun = await api();
+      const before = (await model.requests()).length;
+      await chat('hello, small model', SIX_K_MODEL);
+      await waitFor('the window the server states', () => longrun.session.modelContext().whole?.limit === 6_000 || undefined);
+      longrun.gauge.update();
+      assert.match(longrun.gauge.current().tooltipMarkdown, /Window 6,000 tokens, from the server's model list/);
+      await waitFor('the gauge on the 4,500 tokens left for the conversation', async () => ((await gaugeInDom()).text.includes('/4.5k') ? true : undefined));
+      for (let i = 1; i <= 20; i++) await chat(`turn ${i}: ${padding(i)}`, SIX_K_MODEL);
+      const requests = (await model.requests()).slice(before).filter((r) => r.model === 'scripted-6k');
+      assert.deepEqual(requests.filter((r) => r.status !== 200).map((r) => r.status), [], 'no request was refused');
+      const turns = requests.filter((r) => !r.summary);
+      // Once the window is known, the answer's room is a quarter of it, not a fixed 4,096.
+      for (const r of turns.slice(1)) assert.ok(outputLimit(r) <= 1_500, `max_tokens ${outputLimit(r)}`);
+      const compactions = (await entries()).length;
+      writeFileSync(join(process.env.LONGRUN_E2E_DIR!, 'compactions-6k.txt'), String(compactions));
+      assert.ok(compactions >= 1 && compactions <= 4, `${compactions} compactions in 21 turns`);
+    });
+
+    it('notices a server that cuts the prompt silently: compacts, asks again, and says so in the chat', async () => {
+      await newConversation();
+      const longrun = await api();
+      const before = (await model.requests()).length;
+      for (let i = 1; i <= 16; i++) {
+        await chat(`step ${i}: ${padding(i)} ${padding(i + 100)}`, TRUNCATING_MODEL);
+        if ((await model.requests()).slice(before).some((r) => r.truncated)) break;
+      }
+      const requests = (await model.requests()).slice(before);
+      const cutAt = requests.findIndex((r) => r.truncated);
+      assert.ok(cutAt >= 0, 'the server cut a prompt');
+      const after = requests.slice(cutAt + 1);
+      const summaryAt = after.findIndex((r) => r.summary);
+      assert.ok(summaryAt >= 0, 'Longrun compacted after the cut');
+      const retry = after.slice(summaryAt + 1).find((r) => !r.summary);
+      assert.ok(retry, 'Longrun asked again');
+      assert.equal(retry.truncated, undefined, 'the second request fit');
+      assert.equal((await entries()).at(-1)?.reason, 'overflow');
+      await waitFor('the notice in the chat', async () => ((await chatText()).includes('cut the prompt') ? true : undefined));
+      assert.ok((longrun.session.modelContext().whole?.limit ?? Infinity) <= 3_000, 'the window the cut suggests is used from now on');
     });
   });
 
