@@ -85,4 +85,33 @@ describe('gauge property: stale usage never inflates the budget', function () {
     // The property means little unless requests were often overtaken by a compaction or an undo.
     assert.ok(stale >= 500, `only ${stale} requests were overtaken`);
   });
+
+  it('never trusts again a report made under a compaction that was undone, although the next compaction has the same round', async () => {
+    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 0, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const counter = estimatingCounter();
+    const clock = new FakeClock();
+    const deps: CompactionDeps = { counter, summarizer: new RecordingSummarizer(() => ({ text: '## Session Summary\nShort.' })), clock, newId: idGenerator() };
+    let log: LogRecord[] = [];
+    for (let i = 0; i < 8; i++) log.push({ type: 'message', message: { id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: 'x'.repeat(2_000) }] } });
+    const compactNow = async (): Promise<string> => {
+      const outcome = await computeCompaction({ log, reason: 'manual', config, window: { limit: 1_000_000, source: 'model' }, ledger: EMPTY_LEDGER }, deps);
+      assert.equal(outcome.status, 'compacted');
+      if (outcome.status !== 'compacted') return '';
+      log = [...log, outcome.compaction.record];
+      return outcome.compaction.entry.id;
+    };
+    const first = await compactNow();
+    // A report made under the first summary, for a large request.
+    log.push({ type: 'message', message: { id: 'a1', role: 'assistant', content: [{ type: 'text', text: 'answer' }] } });
+    log.push({ type: 'usage', usage: { anchorMessageId: 'a1', inputTokens: 50_000, outputTokens: 10, basis: first } });
+    const undo = undoLastCompaction(log, clock.now());
+    assert.ok(!('error' in undo));
+    log.push(undo);
+    const second = await compactNow();
+    const view = modelView(log);
+    const counted = countContext(view, counter, lastUsage(log), currentBasis(log));
+    assert.notEqual(second, first);
+    assert.equal(counted.source, 'local');
+    assert.equal(counted.tokens, counter.countMessages(view));
+  });
 });
