@@ -57,13 +57,16 @@ export type LogRecord =
 
 export type ConversationLog = readonly LogRecord[];
 
-/** What the model is told just before a summary. Also how an earlier summary is recognised. */
+/** What the model is told just before a summary. */
 export const SUMMARY_PREFIX = 'The conversation history before this point was compacted into the following summary:';
 
+/**
+ * Whether a message carries a compaction summary. Known by structure only (the view marks the
+ * message it makes from a compaction entry), never by its text: a reply or a quoted file that starts
+ * like a summary is ordinary content.
+ */
 export function isSummaryMessage(message: Message): boolean {
-  if (message.summaryOf !== undefined) return true;
-  const first = message.content[0];
-  return message.role !== 'tool' && first?.type === 'text' && first.text.startsWith(SUMMARY_PREFIX);
+  return message.summaryOf !== undefined;
 }
 
 export function summaryMessage(entry: CompactionEntry): Message {
@@ -106,7 +109,7 @@ export function allMessages(log: ConversationLog): Message[] {
 export function modelView(log: ConversationLog): Message[] {
   const entries = activeEntries(log);
   const last = entries.at(-1);
-  if (!last) return allMessages(log);
+  if (!last) return pairToolTraffic(allMessages(log));
   const removed = new Set<string>();
   for (const entry of entries) for (const id of entry.compactedMessageIds) removed.add(id);
 
@@ -122,7 +125,50 @@ export function modelView(log: ConversationLog): Message[] {
     if (record.type !== 'message' || removed.has(record.message.id)) return;
     (index < keptFrom ? before : after).push(record.message);
   });
-  return [...before, summaryMessage(last), ...after];
+  return pairToolTraffic([...before, summaryMessage(last), ...after]);
+}
+
+/** What a tool call that never got its result is answered with in the model's view. */
+export const INTERRUPTED_RESULT = 'interrupted: the editor closed (or the request stopped) before this tool finished; Longrun added this result. Run the tool again if its result is needed.';
+
+/**
+ * Makes the tool traffic of a view valid for every provider, whatever a crash, a full disk or a
+ * damaged line left in the log: a call without its result gets a synthetic one (an error saying it
+ * was interrupted) right after its message, and a result without its call is left out of the view.
+ * The log itself is not changed; the view is derived anew each time.
+ */
+export function pairToolTraffic(view: readonly Message[]): Message[] {
+  const out: Message[] = [];
+  // Calls of the latest assistant message still waiting for results, by id, in order.
+  let open = new Map<string, string>();
+  let openFrom = '';
+  let changed = false;
+  const closeOpen = (): void => {
+    if (open.size === 0) return;
+    out.push({
+      id: `interrupted:${openFrom}`,
+      role: 'tool',
+      content: [...open].map(([toolCallId, toolName]) => ({ type: 'tool-result' as const, toolCallId, toolName, output: INTERRUPTED_RESULT, isError: true })),
+    });
+    open = new Map();
+    changed = true;
+  };
+  for (const message of view) {
+    if (message.role === 'tool') {
+      const kept = message.content.filter((part) => part.type !== 'tool-result' || open.delete(part.toolCallId));
+      if (kept.length !== message.content.length) changed = true;
+      if (kept.length > 0) out.push(kept.length === message.content.length ? message : { ...message, content: kept });
+      continue;
+    }
+    closeOpen();
+    out.push(message);
+    if (message.role === 'assistant') {
+      for (const part of message.content) if (part.type === 'tool-call') open.set(part.toolCallId, part.toolName);
+      openFrom = message.id;
+    }
+  }
+  closeOpen();
+  return changed ? out : (view as Message[]);
 }
 
 /**

@@ -188,7 +188,8 @@ describe('compaction: failure without loss', () => {
 
   it('frees space with an extractive summary marked as fallback when the summarizer fails', async () => {
     const { deps } = setup(new RecordingSummarizer(() => Promise.reject(new Error('boom'))));
-    const withError = [...conversation.slice(0, 3), toolResult('err', 't1-c1', 'read_file', 'ENOENT: no such file src/missing.ts', true), ...conversation.slice(3)];
+    // The first read failed: its result is an error.
+    const withError = conversation.map((m) => (m.id === 't1-t0' ? toolResult('err', 't1-c0', 'read_file', 'ENOENT: no such file src/missing.ts', true) : m));
     const outcome = await computeCompaction(request(asLog(withError)), deps);
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;

@@ -78,16 +78,23 @@ describe('cut point: what to compact and what to keep', () => {
     assert.equal(result.selection.toCompact.length + result.selection.kept.length, view.length);
   });
 
-  it('recognises an earlier summary and sets it aside to be chained', () => {
+  it('recognises an earlier summary by structure and sets it aside to be chained', () => {
     const summary: Message = { id: 'summary:e1', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\nold` }], summaryOf: 'e1' };
-    const fromElsewhere: Message = { id: 'm0', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\nimported` }] };
-    for (const s of [summary, fromElsewhere]) {
-      const view = [sys('s', 'sys'), s, ...turn('t1', 'a', 4), ...turn('t2', 'b', 4)];
-      const result = selectForCompaction(view, options());
-      assert.ok(result.ok);
-      assert.equal(result.selection.previousSummary?.id, s.id);
-      assert.ok(!ids(result.selection.toCompact).includes(s.id));
-    }
+    const view = [sys('s', 'sys'), summary, ...turn('t1', 'a', 4), ...turn('t2', 'b', 4)];
+    const result = selectForCompaction(view, options());
+    assert.ok(result.ok);
+    assert.equal(result.selection.previousSummary?.id, summary.id);
+    assert.ok(!ids(result.selection.toCompact).includes(summary.id));
+  });
+
+  it('treats a message that only looks like a summary as ordinary content', () => {
+    // A reply, or a file the agent quoted, that starts with the summary's words.
+    const lookalike: Message = { id: 'm0', role: 'assistant', content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\nnot really` }] };
+    const view = [sys('s', 'sys'), ...turn('t0', 'first', 1), lookalike, ...turn('t1', 'a', 4), ...turn('t2', 'b', 4)];
+    const result = selectForCompaction(view, options());
+    assert.ok(result.ok);
+    assert.equal(result.selection.previousSummary, undefined);
+    assert.ok(ids(result.selection.toCompact).includes('m0'), 'it is compacted like any message');
   });
 
   it('is a no-op with a reason when everything is recent', () => {

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import {
   activeEntries,
+  allMessages,
+  INTERRUPTED_RESULT,
   modelView,
   nextRound,
   originalTask,
@@ -77,9 +79,28 @@ describe("history: the model's view of an append-only log", () => {
     assert.deepEqual(ids(log), ['s', 'summary:e1', 't2-u', 't2-done']);
   });
 
-  it('finds the original task verbatim, skipping summaries', () => {
-    const log = asLog([sys('s', 'x'), { id: 'old', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX} z` }] }, user('u', 'Build a flashcard app')]);
-    assert.equal(originalTask(log), 'Build a flashcard app');
+  it('finds the original task verbatim: the first user message, whatever it looks like', () => {
+    assert.equal(originalTask(asLog([sys('s', 'x'), user('u', 'Build a flashcard app'), user('v', 'later')])), 'Build a flashcard app');
+    // Text that starts like a summary is what the user typed, not a summary.
+    const pasted = asLog([sys('s', 'x'), { id: 'old', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX} z` }] }, user('u', 'Build')]);
+    assert.equal(originalTask(pasted), `${SUMMARY_PREFIX} z`);
+  });
+
+  it('answers a tool call left without its result with an interrupted result, and leaves out a result without its call', () => {
+    const log = asLog([
+      user('u', 'go'),
+      { id: 'a1', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: {} }, { type: 'tool-call', toolCallId: 'c2', toolName: 'search_text', input: {} }] },
+      { id: 't1', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: 'ok' }] },
+      user('u2', 'and?'),
+      { id: 't9', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c9', toolName: 'read_file', output: 'orphan' }] },
+      { id: 'a2', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c3', toolName: 'read_file', input: {} }] },
+    ]);
+    const view = modelView(log);
+    assert.deepEqual(ids(log), ['u', 'a1', 't1', 'interrupted:a1', 'u2', 'a2', 'interrupted:a2']);
+    const synthetic = view.find((m) => m.id === 'interrupted:a1')!;
+    assert.deepEqual(synthetic.content, [{ type: 'tool-result', toolCallId: 'c2', toolName: 'search_text', output: INTERRUPTED_RESULT, isError: true }]);
+    // The log itself is unchanged: the orphan is still on disk.
+    assert.equal(allMessages(log).length, 6);
   });
 });
 
