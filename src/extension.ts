@@ -75,6 +75,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const workspace = new VsCodeWorkspace({
     roots,
     autoApprove: () => settings.agent.autoApproveEdits,
+    protectedPaths: () => settings.agent.protectedPaths,
     confirm: async (title, detail) => (await vscode.window.showWarningMessage(title, { modal: true, detail }, 'Apply')) === 'Apply',
     beforeWrite: (path) => tracker.agentWriting(path),
     onChanged: (change) => shown?.showChange(change.path, change.diff),

@@ -105,7 +105,8 @@ const editFileInput = z.object({
 
 /**
  * Builds the tools: `read_file`, `list_files`, `search_text`, and unless `readOnly`, `create_file`
- * and `edit_file`. Each passes the AI SDK's abort signal to the port.
+ * and `edit_file`. Each passes the AI SDK's abort signal (the `abortSignal` of its execute options,
+ * which fires on the user's Stop) to the port, whose long operations stop when it fires.
  */
 export function createAgentTools(port: WorkspacePort, options: AgentToolOptions): ToolSet {
   const maxChars = options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
@@ -150,7 +151,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
 
     search_text: tool({
       description:
-        'Search the text of workspace files for a string or regular expression. Returns one match per line as "path:line: text". Use read_file around a match to see more.',
+        'Search the text of workspace files for a string or regular expression. Returns one match per line as "path:line: text". Use read_file around a match to see more. A search that takes more than a few seconds is stopped: keep regular expressions simple.',
       inputSchema: searchTextInput,
       execute: (input, { abortSignal }) =>
         run(async () => {
@@ -181,7 +182,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
 
   tools['create_file'] = tool({
     description:
-      'Create a new text file with the given content (parent folders are created). Fails if the file already exists: use edit_file to change existing files. The user may be asked to approve.',
+      'Create a new text file with the given content (parent folders are created). Fails if the file already exists: use edit_file to change existing files. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
     inputSchema: createFileInput,
     execute: (input, { abortSignal }) =>
       run(async () => {
@@ -193,13 +194,17 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
 
   tools['edit_file'] = tool({
     description:
-      'Edit an existing text file by exact text replacement. Each oldText must occur exactly once in the current file; all edits are applied together or not at all. Read the file first. The user may be asked to approve.',
+      'Edit an existing text file by exact text replacement. Each oldText must occur exactly once in the current file; all edits are applied together or not at all, and nothing else in the file changes. Read the file first. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
     inputSchema: editFileInput,
     execute: (input, { abortSignal }) =>
       run(async () => {
         const result = await port.editFile(input.path, input.edits, abortSignal ?? neverAborted());
         emit('modified', result.path);
-        return `Edited ${result.path}: ${plural(result.replacements, 'replacement')} applied.`;
+        const applied = `${plural(result.replacements, 'replacement')} applied`;
+        if (result.unsaved) {
+          return `Edited ${result.path} in the editor: ${applied}. The file has unsaved changes of the user's, so it was not saved; tools that read the disk see the old content until the user saves.`;
+        }
+        return `Edited ${result.path}: ${applied}.`;
       }),
   });
 

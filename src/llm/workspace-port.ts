@@ -1,11 +1,13 @@
 /**
  * What the agent's tools may do to the workspace. The AI SDK tools (`agent-tools.ts`) are defined
- * over this interface; `src/vscode/workspace-tools.ts` implements it with VS Code's file system and
- * `WorkspaceEdit`, confined to the workspace folders. Paths are workspace-relative
+ * over this interface; `src/vscode/workspace-tools.ts` implements it with VS Code's editor and the
+ * workspace folders on disk, confined to those folders. Paths are workspace-relative
  * (`src/a.ts`, or `folder-name/src/a.ts` in a multi-root workspace).
  *
  * Every method throws `ToolFailure` for a problem the model should be told about (file missing,
- * path outside the workspace, binary file, edit text not found, user declined); anything else is a bug.
+ * path outside the workspace, binary file or not a regular file, edit text not found, user declined,
+ * a search that ran out of time); anything else is a bug. Every method stops when its signal aborts
+ * (the user's Stop) and rejects with the signal's reason.
  */
 
 export class ToolFailure extends Error {
@@ -33,6 +35,7 @@ export interface SearchMatch {
   readonly path: string;
   /** 1-based. */
   readonly line: number;
+  /** The matching line; a very long one may be cut. */
   readonly text: string;
 }
 
@@ -50,8 +53,17 @@ export interface WorkspacePort {
     options: { readonly glob?: string; readonly isRegex: boolean; readonly caseSensitive: boolean; readonly limit: number },
     signal: AbortSignal,
   ): Promise<{ readonly matches: readonly SearchMatch[]; readonly truncated: boolean }>;
-  /** Fails when the file exists. Asks the user first unless edits are auto-approved. */
+  /** Fails when the file exists. Asks the user first unless edits are auto-approved (protected files always). */
   createFile(path: string, content: string, signal: AbortSignal): Promise<{ readonly path: string }>;
-  /** Applies all edits or none. Asks the user first unless edits are auto-approved. */
-  editFile(path: string, edits: readonly TextEdit[], signal: AbortSignal): Promise<{ readonly path: string; readonly replacements: number }>;
+  /**
+   * Applies all edits or none, changing nothing but the replaced text. Asks the user first unless
+   * edits are auto-approved; files that can make tools run programs (`.git`, `.vscode`, CI
+   * workflows …) are always asked for. `unsaved` is true when the file had unsaved changes in the
+   * editor: the edit was made there and not saved.
+   */
+  editFile(
+    path: string,
+    edits: readonly TextEdit[],
+    signal: AbortSignal,
+  ): Promise<{ readonly path: string; readonly replacements: number; readonly unsaved?: boolean }>;
 }

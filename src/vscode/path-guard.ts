@@ -4,7 +4,7 @@ import { ToolFailure } from '../llm/workspace-port';
 
 /**
  * Confines the agent's paths to the workspace folders. Pure Node (no `vscode` import) so it can be
- * tested on real directories and symlinks; `workspace-tools.ts` calls it for every path.
+ * tested on real directories and symlinks; `workspace-files.ts` calls it for every path.
  *
  * Paths shown to the model are POSIX and workspace-relative: `src/a.ts` in a single-root
  * workspace, `folder-name/src/a.ts` in a multi-root one.
@@ -58,6 +58,30 @@ export async function resolveInWorkspace(
     ? await locateAbsolute(roots, path.resolve(slashed), requested)
     : locateRelative(roots, slashed, requested);
 
+  const { exists } = await locateReal(root, absolute, requested);
+  const relative = display(roots, root, path.relative(root.fsPath, absolute));
+  if (mustExist && !exists) throw new ToolFailure(`File not found: ${relative}`);
+  return { absolute, relative, root };
+}
+
+/** Where a path under a workspace folder really is at the moment it was checked. */
+export interface RealLocation {
+  /** The folder's own real path. */
+  readonly realRoot: string;
+  /** The file's real path: every symlink followed; for a missing file, its deepest existing ancestor's real path and the rest. */
+  readonly real: string;
+  readonly exists: boolean;
+}
+
+/**
+ * Follows every symlink of `absolute` (a path under `root`, as {@link resolveInWorkspace} gives it)
+ * now, and refuses with a {@link ToolFailure} when it leads outside the folder. A check is only
+ * true when it is made: callers that open or write a file check again at that moment, and check
+ * the opened handle (see `confined-files.ts`).
+ *
+ * @param requested the path as the model wrote it, for the message.
+ */
+export async function locateReal(root: WorkspaceRoot, absolute: string, requested: string): Promise<RealLocation> {
   const realRoot = (await realLocation(root.fsPath)).real;
   const { real, exists } = await realLocation(absolute);
   if (!isInside(realRoot, real)) {
@@ -65,9 +89,7 @@ export async function resolveInWorkspace(
       `"${requested}" goes through a symbolic link that points outside the workspace folder, which is not allowed.`,
     );
   }
-  const relative = display(roots, root, path.relative(root.fsPath, absolute));
-  if (mustExist && !exists) throw new ToolFailure(`File not found: ${relative}`);
-  return { absolute, relative, root };
+  return { realRoot, real, exists };
 }
 
 /**
@@ -75,9 +97,17 @@ export async function resolveInWorkspace(
  * outside every folder. Lexical only: symlinks are not followed.
  */
 export function toWorkspaceRelative(roots: readonly WorkspaceRoot[], absolute: string): string | undefined {
+  return lexicalTarget(roots, absolute)?.relative;
+}
+
+/**
+ * `absolute` as a {@link ResolvedPath}, without looking at the disk: for paths the editor found,
+ * which are checked where they are used (`confined-files.ts`). `undefined` outside every folder.
+ */
+export function lexicalTarget(roots: readonly WorkspaceRoot[], absolute: string): ResolvedPath | undefined {
   const resolved = path.resolve(absolute);
   const root = deepestContaining(roots, resolved, (r) => r.fsPath);
-  return root ? display(roots, root, path.relative(root.fsPath, resolved)) : undefined;
+  return root ? { absolute: resolved, relative: display(roots, root, path.relative(root.fsPath, resolved)), root } : undefined;
 }
 
 function display(roots: readonly WorkspaceRoot[], root: WorkspaceRoot, nativeRelative: string): string {
@@ -87,7 +117,7 @@ function display(roots: readonly WorkspaceRoot[], root: WorkspaceRoot, nativeRel
 }
 
 /** True when `child` is `parent` or below it (both absolute, native). */
-function isInside(parent: string, child: string): boolean {
+export function isInside(parent: string, child: string): boolean {
   const rel = path.relative(parent, child);
   if (rel === '') return true;
   if (path.isAbsolute(rel)) return false; // another drive on Windows
@@ -193,6 +223,11 @@ async function realLocation(p: string, hops = 0): Promise<{ real: string; exists
     if (stat.isSymbolicLink()) link = await fs.readlink(p);
   } catch (error) {
     const code = errorCode(error);
+    if (code === 'EINVAL') {
+      // A link a moment ago, something else now: the path is being changed; look again.
+      if (hops >= MAX_LINK_HOPS) throw new ToolFailure('The path kept changing while it was being resolved.');
+      return realLocation(p, hops + 1);
+    }
     if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
   }
   if (link !== undefined) {

@@ -5,6 +5,14 @@ import { compactionConfigSchema, DEFAULT_CONFIG, resolveConfig, type CompactionC
  * The `longrun.*` settings, read through an injected getter so this file needs no `vscode`
  * (the extension passes `key => vscode.workspace.getConfiguration('longrun').get(key)`).
  *
+ * Settings a repository could turn against its user (where data goes, what the summarizer is told,
+ * what the agent may do unattended, what is logged) are `application`-scoped in `package.json`.
+ * VS Code drops the workspace and folder values of `application` and `machine` settings when it
+ * reads `.vscode/settings.json` and `.code-workspace` files (their parsers only accept the window,
+ * resource and machine-overridable scopes), so `get` never returns one; reading through `inspect`
+ * would need that filter here, which is why the extension reads through `get` only.
+ * `test/unit/vscode/settings.test.ts` fails when one of those settings loses its scope.
+ *
  * Every invalid value is replaced by its default and reported once, naming the full setting key
  * and the value used instead. The compaction settings are validated by the core's
  * `resolveConfig`; this file only maps setting keys onto the core's paths and back.
@@ -42,7 +50,12 @@ export interface LongrunSettings {
   /** A context window forced by the user; absent means what the model reports. */
   readonly contextWindow?: number;
   readonly endpoints: readonly EndpointSetting[];
-  readonly agent: { readonly autoApproveEdits: boolean; readonly maxSteps: number };
+  readonly agent: {
+    readonly autoApproveEdits: boolean;
+    readonly maxSteps: number;
+    /** Globs (relative to each workspace folder) of more files that always need approval before the agent writes them. */
+    readonly protectedPaths: readonly string[];
+  };
   readonly telemetry: { readonly enabled: boolean; readonly otlpEndpoint?: string };
   /** Include message content in the log. */
   readonly verboseLogging: boolean;
@@ -142,6 +155,8 @@ const OTHER_SETTINGS = {
 type OtherKey = keyof typeof OTHER_SETTINGS;
 
 const ENDPOINTS_KEY = 'endpoints';
+const PROTECTED_PATHS_KEY = 'agent.protectedPaths';
+const protectedPathSchema = z.string().refine((s) => s.trim() !== '', 'must not be empty');
 
 const endpointModelSchema = z.object({
   id: z.string().trim().min(1),
@@ -166,6 +181,7 @@ export function settingDefaults(): Record<string, unknown> {
   defaults[PREFIX + TIMEOUT_KEY] = TIMEOUT_DEFAULT_SECONDS;
   for (const [key, spec] of Object.entries(OTHER_SETTINGS)) defaults[PREFIX + key] = spec.default;
   defaults[PREFIX + ENDPOINTS_KEY] = [];
+  defaults[PREFIX + PROTECTED_PATHS_KEY] = [];
   return defaults;
 }
 
@@ -194,6 +210,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
   const otlpEndpoint = other('telemetry.otlpEndpoint').trim();
   const verboseLogging = other('logging.verbose');
   const endpoints = readEndpoints(get(ENDPOINTS_KEY), problems);
+  const protectedPaths = readProtectedPaths(get(PROTECTED_PATHS_KEY), problems);
 
   return {
     settings: {
@@ -203,7 +220,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
       ...(summarizerModel !== '' ? { summarizerModel } : {}),
       ...(contextWindow > 0 ? { contextWindow } : {}),
       endpoints,
-      agent: { autoApproveEdits, maxSteps },
+      agent: { autoApproveEdits, maxSteps, protectedPaths },
       telemetry: { enabled: telemetryEnabled, ...(otlpEndpoint !== '' ? { otlpEndpoint } : {}) },
       verboseLogging,
     },
@@ -293,6 +310,25 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
     });
   });
   return endpoints;
+}
+
+/**
+ * Each valid glob is kept and each invalid entry reported on its own: a typo in one entry must not
+ * lift the protection of the others.
+ */
+function readProtectedPaths(raw: unknown, problems: SettingProblem[]): string[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) {
+    problems.push({ setting: PREFIX + PROTECTED_PATHS_KEY, value: raw, message: 'must be a list of glob patterns', usedInstead: [] });
+    return [];
+  }
+  const globs: string[] = [];
+  raw.forEach((item: unknown, index) => {
+    const parsed = protectedPathSchema.safeParse(item, { error: friendlyIssue });
+    if (parsed.success) globs.push(parsed.data.trim());
+    else problems.push({ setting: PREFIX + PROTECTED_PATHS_KEY, value: item, message: `item ${index + 1} ${firstMessage(parsed.error)}`, usedInstead: undefined });
+  });
+  return globs;
 }
 
 function describeName(item: unknown): string {

@@ -23,6 +23,8 @@ class FakePort implements WorkspacePort {
   readAnswer: ReadResult | undefined;
   listAnswer: { files: string[]; truncated: boolean } | undefined;
   searchAnswer: { matches: SearchMatch[]; truncated: boolean } | undefined;
+  /** When true, editFile reports that it edited the editor's unsaved text. */
+  editUnsaved = false;
 
   private enter(method: string, signal: AbortSignal, ...args: unknown[]): void {
     this.calls.push({ method, args, signal });
@@ -76,7 +78,7 @@ class FakePort implements WorkspacePort {
     if (text === undefined) throw new ToolFailure(`File not found: ${path}`);
     for (const edit of edits) text = text.replace(edit.oldText, edit.newText);
     this.files.set(path, text);
-    return { path, replacements: edits.length };
+    return { path, replacements: edits.length, ...(this.editUnsaved ? { unsaved: true } : {}) };
   }
 }
 
@@ -269,6 +271,19 @@ describe('createAgentTools', () => {
       assert.equal(output, 'Edited src/a.ts: 2 replacements applied.');
       assert.deepEqual(port.calls[0]?.args, ['src/a.ts', edits]);
       assert.equal(port.files.get('src/a.ts'), 'let x = 10;\nlet y = 20;\n');
+      assert.deepEqual(events, [{ kind: 'modified', path: 'src/a.ts' }]);
+    });
+  });
+
+  describe('edit_file on a file with unsaved changes', () => {
+    it('tells the model the edit is in the editor and not saved yet', async () => {
+      port.files.set('src/a.ts', 'let x = 1;\n');
+      port.editUnsaved = true;
+      const output = await call(tools, 'edit_file', { path: 'src/a.ts', edits: [{ oldText: 'x = 1', newText: 'x = 2' }] });
+      assert.equal(
+        output,
+        "Edited src/a.ts in the editor: 1 replacement applied. The file has unsaved changes of the user's, so it was not saved; tools that read the disk see the old content until the user saves.",
+      );
       assert.deepEqual(events, [{ kind: 'modified', path: 'src/a.ts' }]);
     });
   });

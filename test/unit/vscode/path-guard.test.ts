@@ -3,7 +3,7 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolFailure } from '../../../src/llm/workspace-port';
-import { resolveInWorkspace, toWorkspaceRelative, type WorkspaceRoot } from '../../../src/vscode/path-guard';
+import { lexicalTarget, locateReal, resolveInWorkspace, toWorkspaceRelative, type WorkspaceRoot } from '../../../src/vscode/path-guard';
 
 async function rejectsWith(promise: Promise<unknown>, pattern: RegExp): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
@@ -201,6 +201,32 @@ describe('path-guard', () => {
       const roots = [...multi, { name: 'web-src', fsPath: nested }];
       const resolved = await resolveInWorkspace(roots, path.join(nested, 'a.ts'));
       assert.equal(resolved.relative, 'web-src/a.ts');
+    });
+  });
+
+  describe('locateReal', () => {
+    it('refuses, when asked again, a path whose folder became a link after it was resolved', async () => {
+      const resolved = await resolveInWorkspace(single, 'src/a.ts');
+      assert.deepEqual(await locateReal(resolved.root, resolved.absolute, 'src/a.ts'), {
+        realRoot: await fs.realpath(project),
+        real: await fs.realpath(path.join(project, 'src', 'a.ts')),
+        exists: true,
+      });
+      await fs.rename(path.join(project, 'src'), path.join(project, 'src-old'));
+      await fs.symlink(outside, path.join(project, 'src'), 'dir');
+      await rejectsWith(locateReal(resolved.root, resolved.absolute, 'src/a.ts'), /symbolic link that points outside/);
+    });
+  });
+
+  describe('lexicalTarget', () => {
+    it('gives the folder and the model-facing path of a found file without looking at the disk', () => {
+      const multi = [
+        { name: 'web', fsPath: project },
+        { name: 'web-src', fsPath: path.join(project, 'src') },
+      ];
+      const target = lexicalTarget(multi, path.join(project, 'src', 'not-there.ts'));
+      assert.deepEqual(target, { absolute: path.join(project, 'src', 'not-there.ts'), relative: 'web-src/not-there.ts', root: multi[1] });
+      assert.equal(lexicalTarget(multi, path.join(outside, 'secret.txt')), undefined);
     });
   });
 

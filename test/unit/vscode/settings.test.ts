@@ -22,7 +22,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       requireConfirmation: false,
       showWarnings: true,
       endpoints: [],
-      agent: { autoApproveEdits: false, maxSteps: 25 },
+      agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [] },
       telemetry: { enabled: false },
       verboseLogging: false,
     });
@@ -49,6 +49,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       'longrun.contextWindow': 128000,
       'longrun.agent.autoApproveEdits': true,
       'longrun.agent.maxSteps': 60,
+      'longrun.agent.protectedPaths': ['secrets/**', ' **/*.pem '],
       'longrun.telemetry.enabled': true,
       'longrun.telemetry.otlpEndpoint': 'http://localhost:4318/v1/traces',
       'longrun.logging.verbose': true,
@@ -69,7 +70,7 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.equal(settings.showWarnings, false);
     assert.equal(settings.summarizerModel, 'copilot/gpt-4o-mini');
     assert.equal(settings.contextWindow, 128000);
-    assert.deepEqual(settings.agent, { autoApproveEdits: true, maxSteps: 60 });
+    assert.deepEqual(settings.agent, { autoApproveEdits: true, maxSteps: 60, protectedPaths: ['secrets/**', '**/*.pem'] });
     assert.deepEqual(settings.telemetry, { enabled: true, otlpEndpoint: 'http://localhost:4318/v1/traces' });
     assert.equal(settings.verboseLogging, true);
   });
@@ -125,6 +126,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       ['telemetry.otlpEndpoint', 'localhost:4318', ''],
       ['logging.verbose', 0, false],
       ['endpoints', { name: 'x' }, []],
+      ['agent.protectedPaths', 'secrets/**', []],
     ];
     for (const [key, value, usedInstead] of cases) {
       it(`longrun.${key} = ${JSON.stringify(value)}`, () => {
@@ -175,6 +177,22 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.equal(settings.compaction.trigger.warningPercent, 0.5);
     assert.equal(problems.length, 1);
     assert.deepEqual([problems[0]!.setting, problems[0]!.value, problems[0]!.usedInstead], ['longrun.compaction.warningThreshold', 7, 0.5]);
+  });
+
+  it('keeps the valid protected paths and reports each invalid one, so one typo does not lift the others', () => {
+    const { settings, problems } = read({ 'longrun.agent.protectedPaths': ['secrets/**', '', 7, '**/*.pem'] });
+    assert.deepEqual(settings.agent.protectedPaths, ['secrets/**', '**/*.pem']);
+    assert.deepEqual(
+      problems.map((p) => [p.setting, p.value, p.message, p.usedInstead]),
+      [
+        ['longrun.agent.protectedPaths', '', 'item 2 must not be empty', undefined],
+        ['longrun.agent.protectedPaths', 7, 'item 3 must be a string', undefined],
+      ],
+    );
+    assert.equal(
+      formatProblem(problems[0]!),
+      'Longrun: "longrun.agent.protectedPaths" contains "", which is not valid (item 2 must not be empty); it is ignored.',
+    );
   });
 
   describe('endpoints', () => {
@@ -283,5 +301,52 @@ describe('settings: package.json declares what readSettings reads', () => {
       if (p.exclusiveMinimum !== undefined) rejects(p.exclusiveMinimum);
       if (p.type === 'integer') rejects((p.default as number) + 0.5);
     }
+  });
+});
+
+describe('settings: a repository cannot turn Longrun against its user', () => {
+  /**
+   * Settings a workspace must not set, and why. A workspace sets settings through a folder's
+   * `.vscode/settings.json` or a `.code-workspace` file, both of which come with a repository.
+   * VS Code ignores workspace and folder values of `application` and `machine` settings only;
+   * `window` (the scope of a setting that declares none), `resource`, `language-overridable` and
+   * `machine-overridable` all take a workspace's value.
+   */
+  const USER_ONLY: Record<string, string> = {
+    'longrun.endpoints': 'the URLs the conversation (and the stored API key) is sent to',
+    'longrun.telemetry.otlpEndpoint': 'where traces, which name files and tools, are sent',
+    'longrun.telemetry.enabled': 'turns sending traces on, to an endpoint the user once set up',
+    'longrun.compaction.model': 'which model, perhaps of another provider, receives the whole conversation to summarize',
+    'longrun.compaction.summary.customPrompt': "the summarizer's system prompt: its words end up in every summary the agent then reads as context",
+    'longrun.agent.autoApproveEdits': 'lets the agent write files without asking',
+    'longrun.agent.maxSteps': 'how many tool calls the agent makes unattended for one request',
+    // A list is replaced, not merged: a workspace's value would drop the user's own globs.
+    'longrun.agent.protectedPaths': "the files the user wants to approve even when edits are auto-approved",
+    'longrun.logging.verbose': 'puts conversation content, secrets included, into log files',
+  };
+
+  /**
+   * What a workspace may set: when and how compaction happens and how the gauge warns. None of it
+   * changes where data goes, what a model is told to do, or what the agent may do unasked.
+   */
+  const workspaceMaySet = (key: string): boolean =>
+    (key.startsWith('longrun.compaction.') || key === 'longrun.contextWindow') && !(key in USER_ONLY);
+
+  const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')) as {
+    contributes: { configuration: Array<{ properties: Record<string, { scope?: string }> }> };
+  };
+  const declared: Record<string, { scope?: string }> = Object.assign({}, ...pkg.contributes.configuration.map((s) => s.properties));
+
+  it('gives every security-relevant setting a scope a workspace cannot set', () => {
+    for (const [key, why] of Object.entries(USER_ONLY)) {
+      assert.ok(key in declared, `${key} is declared`);
+      const scope = declared[key]?.scope ?? 'window (the default)';
+      assert.ok(scope === 'application' || scope === 'machine', `${key} is "${scope}", so a workspace could set ${why}`);
+    }
+  });
+
+  it('decides for every longrun.* setting whether a workspace may set it', () => {
+    const undecided = Object.keys(declared).filter((key) => !(key in USER_ONLY) && !workspaceMaySet(key));
+    assert.deepEqual(undecided, [], 'new settings must be added to USER_ONLY or allowed for workspaces on purpose');
   });
 });
