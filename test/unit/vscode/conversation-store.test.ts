@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { EMPTY_LEDGER, recordFileEvents } from '../../../src/core/file-ledger';
 import type { LogRecord } from '../../../src/core/history';
 import {
+  ConversationConflictError,
   ConversationIndex,
   ConversationStore,
   ConversationVersionError,
+  type ConversationStoreOptions,
+  type DamagedLine,
   INDEX_KEY,
   summariesKey,
   type ConversationInfo,
@@ -138,6 +142,8 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     await store.append('c1', message('m1', 'first'));
     await fs.appendFile(fileOf('c1'), '{"v":1,"record":{"type":"message","message":{"id":"m2"}}}\n');
     await fs.appendFile(fileOf('c1'), 'not json at all\n');
+    // The next session, as after the crash that did the damage.
+    store = new ConversationStore(dir, () => NOW);
     await store.append('c1', message('m3', 'third'));
 
     const { log, problems } = await store.open('c1');
@@ -154,9 +160,21 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     ]);
     assert.ok(kept.every((k) => typeof k.error === 'string' && k.error.length > 0));
 
-    // Opening again reports the lines again but does not copy them twice.
-    assert.equal((await store.open('c1')).problems.length, 2);
+    // Opening again skips the same lines without reporting them again, and does not copy them twice.
+    const again = await new ConversationStore(dir, () => NOW).open('c1');
+    assert.deepEqual(again.problems, []);
+    assert.deepEqual(again.log, [message('m1', 'first'), message('m3', 'third')]);
     assert.equal((await linesOf(damagedOf('c1'))).filter(Boolean).length, 2);
+  });
+
+  it('reports a line damaged after the first report as a new problem', async () => {
+    await store.append('c1', message('m1', 'first'));
+    await fs.appendFile(fileOf('c1'), 'junk one\n');
+    assert.equal((await store.open('c1')).problems.length, 1);
+    await fs.appendFile(fileOf('c1'), 'junk two\n');
+    const { problems } = await store.open('c1');
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /^Line 4 of conversation "c1" could not be read/);
   });
 
   it('skips a line of an unknown version and a damaged header, keeping the records around them', async () => {
@@ -187,14 +205,16 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     assert.equal(lines[2], whole.slice(0, 25));
     assert.deepEqual(JSON.parse(lines[3]!), { v: 1, record: message('m3', 'third') });
 
+    // The cut-off line was reported once; it is skipped silently from now on.
     const reopened = await new ConversationStore(dir, () => NOW).open('c1');
     assert.deepEqual(reopened.log, [message('m1', 'first'), message('m3', 'third')]);
-    assert.equal(reopened.problems.length, 1);
+    assert.deepEqual(reopened.problems, []);
   });
 
   it('keeps a complete last record that only lost its newline, and appends after it', async () => {
     await store.append('c1', message('m1', 'first'));
     await fs.appendFile(fileOf('c1'), JSON.stringify({ v: 1, record: message('m2', 'second') }));
+    store = new ConversationStore(dir, () => NOW);
     await store.append('c1', message('m3', 'third'));
     const { log, problems } = await store.open('c1');
     assert.deepEqual(problems, []);
@@ -237,6 +257,331 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     assert.equal(await store.exists('c1'), false);
   });
 });
+
+describe('conversation store: large conversations, large records, newer lines', () => {
+  let dir: string;
+  const fileOf = (id: string, part = 1) => path.join(dir, 'conversations', part === 1 ? `${id}.jsonl` : `${id}.${part}.jsonl`);
+  const damagedOf = (id: string) => path.join(dir, 'conversations', `${id}.damaged.jsonl`);
+  const linesOf = async (file: string) => (await fs.readFile(file, 'utf8')).split('\n').filter(Boolean);
+  const storeWith = (options: ConversationStoreOptions = {}) => new ConversationStore(dir, () => NOW, options);
+  const textOf = (record: LogRecord | undefined) => {
+    assert.ok(record?.type === 'message');
+    const part = record.message.content[0];
+    assert.ok(part?.type === 'text');
+    return part.text;
+  };
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'longrun-store-'));
+  });
+
+  afterEach(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('opens a conversation read in chunks smaller than a line, without reading any file whole', async () => {
+    const records = Array.from({ length: 30 }, (_, i) => message(`m${i}`, `Zeile ${i}: äöü 日本語 🙂 `.repeat((i % 5) + 1)));
+    const writer = storeWith();
+    for (const record of records) await writer.append('c1', record);
+    await fs.appendFile(fileOf('c1'), 'a damaged 🙂 line\n');
+
+    const readFile = fs.readFile;
+    fs.readFile = (() => Promise.reject(new Error('a file was read whole'))) as typeof fs.readFile;
+    let opened;
+    try {
+      opened = await storeWith({ readChunkBytes: 7 }).open('c1');
+    } finally {
+      fs.readFile = readFile;
+    }
+    assert.deepEqual(opened.log, records);
+    assert.equal(opened.problems.length, 1);
+    assert.match(opened.problems[0]!, /^Line 32 of conversation "c1" could not be read/);
+  });
+
+  it('skips a line too long to read, keeps its start aside, and reads the lines after it', async () => {
+    const writer = storeWith();
+    await writer.append('c1', message('m1', 'first'));
+    await writer.append('c1', message('m2', 'x'.repeat(5_000)));
+    await writer.append('c1', message('m3', 'third'));
+
+    const { log, problems } = await storeWith({ maxLineBytes: 1_000, readChunkBytes: 256 }).open('c1');
+    assert.deepEqual(log, [message('m1', 'first'), message('m3', 'third')]);
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /^Line 3 of conversation "c1" could not be read \(the line is 5,\d{3} bytes long, more than the 1,000/);
+    const [kept] = (await linesOf(damagedOf('c1'))).map((l) => JSON.parse(l) as DamagedLine);
+    assert.equal(kept?.line, 3);
+    assert.equal(kept?.text.length, 1_000);
+    assert.ok(kept?.text.startsWith('{"v":1,"record":{"type":"message","message":{"id":"m2"'));
+  });
+
+  it('skips lines from a newer version or of an unknown kind in the middle, and reports them once', async () => {
+    await storeWith().append('c1', message('m1', 'first'));
+    await fs.appendFile(fileOf('c1'), '{"v":2,"record":{"type":"message","message":{"id":"m2","blocks":[]}}}\n');
+    await fs.appendFile(fileOf('c1'), '{"v":1,"record":{"type":"bookmark","at":5}}\n');
+    await storeWith().append('c1', message('m3', 'third'));
+
+    const first = await storeWith().open('c1');
+    assert.deepEqual(first.log, [message('m1', 'first'), message('m3', 'third')]);
+    assert.equal(first.problems.length, 2);
+    assert.match(first.problems[0]!, /^Line 3 of conversation "c1" could not be read \(it was written by a newer version of Longrun, format version 2\)/);
+    assert.match(first.problems[1]!, /^Line 4 of conversation "c1" could not be read \(an unknown kind of record, "bookmark"/);
+    assert.equal((await linesOf(damagedOf('c1'))).length, 2);
+
+    const second = await storeWith().open('c1');
+    assert.deepEqual(second.log, first.log);
+    assert.deepEqual(second.problems, []);
+    assert.equal((await linesOf(damagedOf('c1'))).length, 2);
+  });
+
+  it('stores an answer over the record limit cut in the middle, saying how long it was', async () => {
+    const store = storeWith({ maxRecordBytes: 2_000 });
+    const answer = `HEAD-${'x'.repeat(50_000)}-TAIL`;
+    const stored = await store.append('c1', message('a1', answer));
+
+    const [, line] = await linesOf(fileOf('c1'));
+    assert.ok(Buffer.byteLength(line!) <= 2_000, `the stored line has ${Buffer.byteLength(line!)} bytes`);
+    const { log, problems } = await storeWith().open('c1');
+    assert.deepEqual(problems, []);
+    assert.deepEqual(log, [stored]);
+    const text = textOf(log[0]);
+    assert.ok(text.startsWith('HEAD-x') && text.endsWith('x-TAIL'));
+    assert.match(text, /\n\[… cut by Longrun: 50,010 characters in all; the first [\d,]+ and the last [\d,]+ are kept\]\n/);
+    assert.ok(text.length > 1_500, 'more than the marker is kept');
+  });
+
+  it('keeps the shape of a tool output when cutting the texts inside it', async () => {
+    const store = storeWith({ maxRecordBytes: 2_000 });
+    const record: LogRecord = {
+      type: 'message',
+      message: {
+        id: 't1',
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: 'call-1', toolName: 'run', output: { exitCode: 1, stdout: 'o'.repeat(30_000), stderr: 'e'.repeat(30_000) } }],
+      },
+    };
+    const stored = await store.append('c1', record);
+    assert.deepEqual((await storeWith().open('c1')).log, [stored]);
+    assert.ok(stored.type === 'message');
+    const part = stored.message.content[0];
+    assert.ok(part?.type === 'tool-result');
+    assert.equal(part.toolCallId, 'call-1');
+    const output = part.output as { exitCode: number; stdout: string; stderr: string };
+    assert.equal(output.exitCode, 1);
+    assert.match(output.stdout, /^o+\n\[… cut by Longrun: 30,000 characters in all/);
+    assert.match(output.stderr, /^e+\n\[… cut by Longrun: 30,000 characters in all/);
+  });
+
+  it('cuts an output made of many small items as JSON text', async () => {
+    const store = storeWith({ maxRecordBytes: 2_000 });
+    const items = Array.from({ length: 5_000 }, (_, i) => i);
+    const stored = await store.append('c1', {
+      type: 'message',
+      message: { id: 't1', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call-1', toolName: 'list', output: items }] },
+    });
+    assert.ok(Buffer.byteLength((await linesOf(fileOf('c1')))[1]!) <= 2_000);
+    assert.ok(stored.type === 'message' && stored.message.content[0]?.type === 'tool-result');
+    const output = stored.message.content[0].output;
+    assert.equal(typeof output, 'string');
+    assert.match(output as string, /^\[0,1,2,3,[\s\S]*cut by Longrun: 23,891 characters in all[\s\S]*,4998,4999\]$/);
+  });
+
+  it('keeps a 40 MB answer to a line of at most 1 MB by default', async function () {
+    this.timeout(60_000);
+    const store = storeWith();
+    await store.append('c1', message('a1', 'z'.repeat(40 * 1024 * 1024)));
+    const size = (await fs.stat(fileOf('c1'))).size;
+    assert.ok(size <= 1_000_000 + 200, `the file has ${size} bytes`);
+    const { log } = await storeWith().open('c1');
+    assert.match(textOf(log[0]), /cut by Longrun: 41,943,040 characters in all/);
+  });
+
+  it('starts a new part file when the current one is full, and reads all parts back in order', async () => {
+    const store = storeWith({ partBytes: 4_096 });
+    const records = Array.from({ length: 40 }, (_, i) => message(`m${i}`, `message ${i} `.repeat(30)));
+    for (const record of records) await store.append('c1', record);
+
+    const names = (await fs.readdir(path.join(dir, 'conversations'))).filter((n) => n.endsWith('.jsonl'));
+    assert.ok(names.length >= 3, `only ${names.join(', ')}`);
+    for (const name of names) {
+      const size = (await fs.stat(path.join(dir, 'conversations', name))).size;
+      assert.ok(size <= 4_096, `${name} has ${size} bytes`);
+    }
+    const opened = await storeWith().open('c1');
+    assert.deepEqual(opened.problems, []);
+    assert.deepEqual(opened.log, records);
+    assert.deepEqual(await store.list(), ['c1']);
+
+    // A part's header names its part; the first part ends with a line older versions refuse, so
+    // they never show the first part as if it were the whole conversation.
+    assert.equal((JSON.parse((await linesOf(fileOf('c1', 2)))[0]!) as { part: number }).part, 2);
+    assert.equal((JSON.parse((await linesOf(fileOf('c1'))).at(-1)!) as { v: number }).v, 2);
+
+    // The next session goes on in the last part.
+    await storeWith({ partBytes: 4_096 }).append('c1', message('m40', 'last'));
+    const last = (await linesOf(fileOf('c1', names.length))).at(-1)!;
+    assert.deepEqual(JSON.parse(last), { v: 1, record: message('m40', 'last') });
+  });
+});
+
+describe('conversation store: two windows on one conversation', () => {
+  let dir: string;
+  const lockOf = (id: string) => path.join(dir, 'conversations', `${id}.lock`);
+  const storeWith = (options: ConversationStoreOptions = {}) => new ConversationStore(dir, () => NOW, options);
+  const idsOf = (log: readonly LogRecord[]) => log.map((r) => (r.type === 'message' ? r.message.id : r.type));
+  /** A lock file as another window writes it. */
+  const holdLock = async (id: string, holder: { pid: number; since?: number }) => {
+    await fs.mkdir(path.join(dir, 'conversations'), { recursive: true });
+    const content = { pid: holder.pid, host: os.hostname(), since: holder.since ?? Date.now(), token: 'another-window' };
+    await fs.writeFile(lockOf(id), JSON.stringify(content));
+  };
+  const exists = async (file: string) => fs.stat(file).then(() => true, () => false);
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'longrun-store-'));
+  });
+
+  afterEach(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('refuses to add to a conversation another window continued, until it is read again', async () => {
+    const mine = storeWith();
+    await mine.append('c1', message('m1', 'first'));
+    const other = storeWith();
+    await other.open('c1');
+    await other.append('c1', message('m2', 'from the other window'));
+
+    await assert.rejects(mine.append('c1', message('m3', 'from an out-of-date copy')), (error: unknown) => {
+      assert.ok(ConversationConflictError.isInstance(error));
+      assert.equal(error.reason, 'changed');
+      assert.match(error.message, /continued in another VS Code window .* nothing was saved\. Reload this window/);
+      return true;
+    });
+    assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1', 'm2']);
+
+    const reread = await mine.open('c1');
+    assert.deepEqual(idsOf(reread.log), ['m1', 'm2']);
+    await mine.append('c1', message('m3', 'after reading it again'));
+    assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1', 'm2', 'm3']);
+  });
+
+  it('waits for another window to finish writing, then appends', async () => {
+    await holdLock('c1', { pid: process.pid });
+    const started = Date.now();
+    setTimeout(() => void fs.rm(lockOf('c1')), 200);
+    await storeWith().append('c1', message('m1', 'after the wait'));
+    assert.ok(Date.now() - started >= 150, 'appended while the other window held the lock');
+    assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1']);
+    assert.equal(await exists(lockOf('c1')), false, 'the lock is released');
+  });
+
+  it('gives up on a window that keeps writing, names its process, and writes nothing', async () => {
+    await holdLock('c1', { pid: process.pid });
+    await assert.rejects(storeWith({ lockWaitMs: 150 }).append('c1', message('m1', 'x')), (error: unknown) => {
+      assert.ok(ConversationConflictError.isInstance(error));
+      assert.equal(error.reason, 'busy');
+      assert.equal(error.holder?.pid, process.pid);
+      assert.match(error.message, new RegExp(`being saved by another VS Code window \\(process ${process.pid}, writing for \\d+ s\\)`));
+      return true;
+    });
+    assert.equal(await storeWith().exists('c1'), false);
+    assert.equal(await exists(lockOf('c1')), true, "the other window's lock is left alone");
+  });
+
+  it('still opens a conversation whose lock another window keeps too long', async () => {
+    await storeWith().append('c1', message('m1', 'first'));
+    await holdLock('c1', { pid: process.pid });
+    const { log } = await storeWith({ lockWaitMs: 100 }).open('c1');
+    assert.deepEqual(idsOf(log), ['m1']);
+  });
+
+  it('takes over a lock left by a process that has exited', async () => {
+    const child = spawn(process.execPath, ['-e', '']);
+    await new Promise((resolve) => child.once('exit', resolve));
+    await holdLock('c1', { pid: child.pid! });
+    await storeWith({ lockWaitMs: 100 }).append('c1', message('m1', 'x'));
+    assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1']);
+    assert.equal(await exists(lockOf('c1')), false);
+  });
+
+  it('takes over a lock older than the stale limit even when its process runs', async () => {
+    await holdLock('c1', { pid: process.pid, since: Date.now() - 3 * 60 * 60 * 1000 });
+    await storeWith({ lockWaitMs: 100 }).append('c1', message('m1', 'x'));
+    assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1']);
+  });
+
+  it('three processes appending records over 512 KiB at once: every record reads back intact', async function () {
+    this.timeout(120_000);
+    const names = ['a', 'b', 'c'];
+    const perWriter = 30;
+    const size = 600 * 1024;
+    const script = path.join(dir, 'writer.ts');
+    await fs.writeFile(script, writerScript(path.resolve('src/vscode/conversation-store')));
+    const writers = names.map((name) => startWriter(script, [dir, name, String(perWriter), String(size)]));
+    await Promise.all(writers.map((w) => w.ready));
+    for (const w of writers) w.go();
+    const results = await Promise.all(writers.map((w) => w.done));
+    for (const result of results) assert.equal(result.code, 0, result.stderr);
+
+    const { log, problems } = await storeWith().open('c1');
+    assert.deepEqual(problems, []);
+    assert.equal(log.length, names.length * perWriter);
+    for (const name of names) {
+      const mine = log.filter((r) => r.type === 'message' && r.message.id.startsWith(`${name}-`));
+      assert.deepEqual(
+        mine,
+        Array.from({ length: perWriter }, (_, i) => message(`${name}-${i}`, bodyOf(name, i, size))),
+        `the records of writer ${name}`,
+      );
+    }
+  });
+});
+
+/** The text of record `i` of a writer: its name and number, then a letter that differs per record. */
+function bodyOf(name: string, i: number, size: number): string {
+  return `${name}:${i}:`.padEnd(size, String.fromCharCode(97 + ((i * 7 + name.charCodeAt(0)) % 26)));
+}
+
+/**
+ * A writer process: it appends its records as fast as it can, each through a store of its own (a
+ * store that has not read the conversation appends to it as it finds it).
+ */
+function writerScript(storeModule: string): string {
+  return `
+import { ConversationStore } from ${JSON.stringify(storeModule)};
+const bodyOf = ${bodyOf.toString()};
+async function main() {
+  const [dir, name, count, size] = process.argv.slice(2);
+  process.stdout.write('ready\\n');
+  await new Promise((resolve) => process.stdin.once('data', resolve));
+  for (let i = 0; i < Number(count); i++) {
+    const record = { type: 'message', message: { id: name + '-' + i, role: 'user', content: [{ type: 'text', text: bodyOf(name, i, Number(size)) }] } };
+    await new ConversationStore(dir, () => Date.now(), { maxRecordBytes: 8000000 }).append('c1', record);
+  }
+  process.exit(0);
+}
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
+`;
+}
+
+function startWriter(script: string, args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: path.resolve('.'), stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes('ready\n')) resolve();
+    });
+    child.once('exit', () => reject(new Error(`the writer stopped before it was ready: ${stderr}`)));
+  });
+  const done = new Promise<{ code: number | null; stderr: string }>((resolve) => child.once('exit', (code) => resolve({ code, stderr })));
+  return { ready, done, go: () => child.stdin.write('go\n') };
+}
 
 class FakeMemento implements MementoLike {
   readonly values = new Map<string, unknown>();
