@@ -109,12 +109,14 @@ export class Conversation {
     return { dispose: () => this.listeners.delete(listener) };
   }
 
-  /** Appends records, each persisted as one line before the next is written. */
+  /**
+   * Appends records in one write (an assistant step and its tool results land together, so a crash
+   * cannot leave a call on disk without its result); they join the log once they are on disk.
+   */
   async append(records: readonly LogRecord[]): Promise<void> {
-    for (const record of records) {
-      await this.deps.store.append(this.id, record);
-      this.records.push(record);
-    }
+    if (records.length === 0) return;
+    await this.deps.store.appendAll(this.id, records);
+    this.records.push(...records);
     if (records.some((r) => r.type === 'message')) {
       const info = this.deps.index.list().find((c) => c.id === this.id);
       await this.deps.index.upsert({
