@@ -50,12 +50,16 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     now,
     (message) => log.info(message),
   );
-  const provider = new LongrunModelProvider(() => settings.endpoints, keys, log, windows);
+  // Cleans provider error text of the stored keys; the session holds them once read.
+  let redact = (text: string): string => text;
+  const provider = new LongrunModelProvider(() => settings.endpoints, keys, log, windows, () => settings.timeouts, (text) => redact(text));
   context.subscriptions.push(vscode.lm.registerLanguageModelChatProvider(VENDOR, provider));
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
   const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows);
   context.subscriptions.push(session);
+  redact = (text) => session.redact(text);
+  void session.refreshSecrets();
   session.configureTelemetry();
 
   const reporter = new CompactionReporter(log, () => settings.verboseLogging, now);
@@ -115,6 +119,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
       onKeysChanged: () => {
         provider.refresh();
         session.invalidateModels();
+        void session.refreshSecrets();
       },
     }),
   );
@@ -122,6 +127,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     keys.onDidChange(() => {
       provider.refresh();
       session.invalidateModels();
+      void session.refreshSecrets();
     }),
   );
 
@@ -133,12 +139,16 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
       if (e.affectsConfiguration('longrun.endpoints')) {
         provider.refresh();
         session.invalidateModels();
+        void session.refreshSecrets();
       }
       gauge.update();
     }),
   );
 
-  void adoptKeyFromEnvironment(keys, log).then(() => provider.refresh());
+  void adoptKeyFromEnvironment(keys, log).then(() => {
+    provider.refresh();
+    void session.refreshSecrets();
+  });
   const openWith = process.env.LONGRUN_OPEN_CHAT_MODEL;
   if (openWith) void vscode.commands.executeCommand('longrun.openChat', openWith);
 

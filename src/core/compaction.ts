@@ -1,6 +1,7 @@
 import { briefTruncation, planBatches, type Positioned } from './batches';
 import type { CompactionConfig, TruncationConfig } from './config';
 import { outputReserveFor, type ContextWindow } from './context-window';
+import { redactSecrets } from './redact';
 import { selectForCompaction } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
 import { renderFileOperations, type FileLedger } from './file-ledger';
@@ -39,6 +40,11 @@ export interface CompactionDeps {
   readonly summarizer: Summarizer;
   readonly clock: Clock;
   readonly newId: () => string;
+  /**
+   * Cleans a summarizer's error text of the stored API keys; key-shaped text is removed in any case,
+   * since the reason is stored, shown and quoted in fallback summaries sent to other providers.
+   */
+  readonly redact?: (text: string) => string;
 }
 
 export interface CompactionProgress {
@@ -147,7 +153,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     summaryText = produced.text;
   } catch (error) {
     if (request.signal?.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled; the conversation is unchanged.' };
-    failure = describeFailure(error);
+    failure = redactSecrets(deps.redact ? deps.redact(describeFailure(error)) : describeFailure(error));
     if (config.onSummarizerFailure !== 'fallback') {
       return { status: 'failed', reason: `Compaction failed: ${failure}. The conversation is unchanged.` };
     }

@@ -77,6 +77,8 @@ export interface AgentTurnOptions {
    * has taught a smaller window; absent: the model's own default.
    */
   readonly maxOutputTokens?: () => number | undefined;
+  /** How long a model call may send nothing: before its first chunk, and between chunks. */
+  readonly timeouts?: { readonly firstChunkMs: number; readonly idleMs: number };
 }
 
 export interface AgentTurnResult {
@@ -237,6 +239,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       stopWhen: stepCountIs(Math.max(1, maxSteps)),
       abortSignal: options.signal,
       maxRetries: 1,
+      ...(options.timeouts ? { timeout: { firstChunkMs: options.timeouts.firstChunkMs, chunkMs: options.timeouts.idleMs } } : {}),
       // Errors are handled below (overflow recovery, error details); keep the original error.
       onError: ({ error }) => {
         streamError ??= error;
@@ -323,4 +326,12 @@ export function toolDefinitionsText(tools: ToolSet): string {
     parts.push(JSON.stringify({ type: 'function', function: { name, description, parameters: schema } }));
   }
   return parts.join('\n');
+}
+
+/** Whether a model call ended because it sent nothing for too long (the AI SDK's chunk timeouts). */
+export function isModelTimeout(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e.name === 'TimeoutError' && /chunk timeout/i.test(e.message)) return true;
+  }
+  return false;
 }

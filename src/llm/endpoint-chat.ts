@@ -19,6 +19,8 @@ export interface EndpointChatRequest {
   readonly toolMode: 'auto' | 'required';
   readonly maxOutputTokens?: number;
   readonly signal: AbortSignal;
+  /** How long the model may send nothing: before its first chunk, and between chunks. */
+  readonly timeouts?: { readonly firstChunkMs: number; readonly idleMs: number };
   readonly onText: (delta: string) => void;
   readonly onToolCall: (call: { toolCallId: string; toolName: string; input: unknown }) => void;
 }
@@ -45,6 +47,7 @@ export async function streamEndpointChat(request: EndpointChatRequest): Promise<
     ...(request.maxOutputTokens ? { maxOutputTokens: request.maxOutputTokens } : {}),
     abortSignal: request.signal,
     maxRetries: 1,
+    ...(request.timeouts ? { timeout: { firstChunkMs: request.timeouts.firstChunkMs, chunkMs: request.timeouts.idleMs } } : {}),
   });
   let failure: unknown;
   let usage: EndpointChatResult = {};

@@ -3,13 +3,13 @@ import type { CompactionOutcome } from '../core/compaction';
 import { INITIAL_GUARD, mayAutoCompact, noteCompaction, type GuardState } from '../core/compaction-guard';
 import { lastUsage, type CompactionReason } from '../core/history';
 import { text } from '../core/messages';
-import { describeOverflow } from '../core/overflow-error';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
 import { createAgentTools } from '../llm/agent-tools';
 import { compactNumber } from './gauge-text';
 import type { Session } from './session';
 import type { LongrunSettings } from './settings';
 import type { CompactionReporter } from './compaction-report';
+import { errorMessage } from './error-text';
 import { contextReport, summaryReport } from './reports';
 import type { VsCodeWorkspace } from './workspace-tools';
 
@@ -71,6 +71,20 @@ export class LongrunParticipant {
     this.activeStream?.markdown(`\n\n**${escape(path)}**\n\n\`\`\`diff\n${diff}\n\`\`\`\n`);
   }
 
+  private readonly notices: string[] = [];
+
+  /** Notices shown in the chat (why a compaction ran, a cut prompt, …) also go to the log. */
+  private remember(message: string): void {
+    this.deps.log.info(`Said in the chat: ${message}`);
+    this.notices.push(message);
+    if (this.notices.length > 20) this.notices.shift();
+  }
+
+  /** The latest notices shown in the chat, newest last. */
+  recentNotices(): readonly string[] {
+    return this.notices;
+  }
+
   /** Requests handled so far, and whether one is under way (for the status of tests and tools). */
   turns(): { readonly active: number; readonly completed: number } {
     return { active: this.active, completed: this.completed };
@@ -87,8 +101,9 @@ export class LongrunParticipant {
     try {
       return await this.handle(request, context, stream, token);
     } catch (error) {
-      this.deps.log.error(`Request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-      return { errorDetails: { message: errorMessage(error) }, metadata: {} };
+      const redact = (text: string): string => this.deps.session.redact(text);
+      this.deps.log.error(`Request failed: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
+      return { errorDetails: { message: errorMessage(error, this.deps.settings(), redact) }, metadata: {} };
     } finally {
       this.active--;
       this.completed++;
@@ -190,7 +205,10 @@ export class LongrunParticipant {
       toolResult: () => undefined,
       compacting: () => stream.progress('Compacting conversation…'),
       compacted: (outcome, reason) => this.reportOutcome(outcome, reason, stream),
-      notice: (message) => stream.markdown(`\n\n> ${message}\n\n`),
+      notice: (message) => {
+        stream.markdown(`\n\n> ${message}\n\n`);
+        this.remember(message);
+      },
       ...(settings().requireConfirmation ? { confirmCompaction: (signal: AbortSignal) => this.askToCompact(stream, signal) } : {}),
     };
     const advice = session.truncationAdvice();
@@ -222,6 +240,7 @@ export class LongrunParticipant {
         // Always explicit: with tracing off this also keeps integrations other extensions register away from Longrun's calls.
         telemetry: session.telemetry().settings('longrun.agent', { 'longrun.conversation': conversation.id }),
         maxOutputTokens: () => session.maxOutputTokens(),
+        timeouts: settings().timeouts,
         // A server's usage is its own count of what it read; VS Code's models report a local estimate.
         detectTruncation: session.model()?.kind === 'endpoint',
         ...(advice ? { truncationAdvice: advice } : {}),
@@ -232,7 +251,11 @@ export class LongrunParticipant {
       this.compactInBackgroundIfNeeded();
       const metadata = { conversationId: conversation.id, compactions: result.compactions };
       if (result.cancelled) return { metadata };
-      if (result.error !== undefined) return { errorDetails: { message: errorMessage(result.error) }, metadata };
+      if (result.error !== undefined) {
+        const message = errorMessage(result.error, settings(), (text) => session.redact(text));
+        this.deps.log.warn(`Request failed: ${message}`);
+        return { errorDetails: { message }, metadata };
+      }
       if (result.finishReason === 'tool-calls') {
         stream.markdown(`\n\n> Stopped after ${result.steps} steps (longrun.agent.maxSteps). Say "continue" to go on.`);
       }
@@ -375,12 +398,6 @@ function describeToolCall(toolName: string, input: unknown): string {
     default:
       return `Running ${toolName}…`;
   }
-}
-
-function errorMessage(error: unknown): string {
-  if (describeOverflow(error)) return 'The conversation no longer fits the model\'s context window, even after compacting. Run /compact with a focus, or /new to start over.';
-  const message = error instanceof Error ? error.message : String(error);
-  return `The model request failed: ${message}`;
 }
 
 function escape(value: string): string {

@@ -57,6 +57,8 @@ export interface ConversationDeps {
   readonly summarizer: () => Summarizer | undefined;
   /** Tracing of compactions (a span each, numbers only, never content). */
   readonly telemetry?: () => LongrunTelemetry;
+  /** Cleans provider text (a summarizer's error) of API keys before it is stored or summarized. */
+  readonly redact?: (text: string) => string;
 }
 
 export interface CompactOptions {
@@ -230,7 +232,7 @@ export class Conversation {
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       },
-      { counter: model.counter, summarizer, clock: this.deps.clock, newId: this.deps.newId },
+      { counter: model.counter, summarizer, clock: this.deps.clock, newId: this.deps.newId, ...(this.deps.redact ? { redact: this.deps.redact } : {}) },
     );
     if (outcome.status !== 'compacted') return outcome;
     const applied = applyCompaction(this.records, outcome.compaction);

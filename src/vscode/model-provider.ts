@@ -59,6 +59,8 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
     private readonly keys: ApiKeys,
     private readonly log: vscode.LogOutputChannel,
     private readonly windows: ModelWindows,
+    private readonly timeouts: () => { readonly firstChunkMs: number; readonly idleMs: number },
+    private readonly redact: (text: string) => string = (text) => text,
   ) {
     // A window learned from the server changes what VS Code should be told of the model.
     windows.onDidChange(() => this.changed.fire());
@@ -120,11 +122,12 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
         toolMode: options.toolMode === vscode.LanguageModelChatToolMode.Required ? 'required' : 'auto',
         maxOutputTokens: resolved.maxOutputTokens,
         signal: controller.signal,
+        timeouts: this.timeouts(),
         onText: (delta) => progress.report(new vscode.LanguageModelTextPart(delta)),
         onToolCall: (call) => progress.report(new vscode.LanguageModelToolCallPart(call.toolCallId, call.toolName, (call.input ?? {}) as object)),
       });
     } catch (error) {
-      if (!controller.signal.aborted) this.log.warn(`Request to ${resolved.id} failed: ${error instanceof Error ? error.message : String(error)}`);
+      if (!controller.signal.aborted) this.log.warn(`Request to ${resolved.id} failed: ${this.redact(error instanceof Error ? error.message : String(error))}`);
       throw error;
     } finally {
       subscription.dispose();

@@ -2,6 +2,7 @@ import type { LanguageModel } from 'ai';
 import * as vscode from 'vscode';
 import type { ContextWindow } from '../core/context-window';
 import { MessageTokenCounter } from '../core/message-tokens';
+import { redactSecrets } from '../core/redact';
 import type { Clock, Summarizer } from '../core/ports';
 import { charEstimator, encodingForModel, loadTokenizer } from '../core/tokenizer';
 import { createAiSummarizer } from '../llm/ai-summarizer';
@@ -122,8 +123,22 @@ export class Session implements vscode.Disposable {
     this.changed.fire();
   }
 
+  private secrets: string[] = [];
+
+  /** Re-reads the stored API keys, so that error text can be cleaned of them. */
+  async refreshSecrets(): Promise<void> {
+    const found = await Promise.all(this.settings().endpoints.map((e) => Promise.resolve(this.keys.get(e.name)).catch(() => undefined)));
+    this.secrets = found.filter((k): k is string => typeof k === 'string' && k.length > 0);
+  }
+
+  /** Text from a provider (an error, a failure reason) without API keys or anything shaped like one. */
+  redact(text: string): string {
+    return redactSecrets(text, this.secrets);
+  }
+
   private conversationDeps() {
     return {
+      redact: (text: string) => this.redact(text),
       store: this.store,
       index: this.index,
       clock: this.clock,

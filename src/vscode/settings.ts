@@ -57,6 +57,8 @@ export interface LongrunSettings {
     readonly protectedPaths: readonly string[];
   };
   readonly telemetry: { readonly enabled: boolean; readonly otlpEndpoint?: string };
+  /** How long a model call may send nothing: before its first chunk, and between chunks (ms). */
+  readonly timeouts: { readonly firstChunkMs: number; readonly idleMs: number };
   /** Include message content in the log. */
   readonly verboseLogging: boolean;
 }
@@ -150,6 +152,9 @@ const OTHER_SETTINGS = {
     default: '',
   },
   'logging.verbose': { schema: z.boolean(), default: false },
+  // Generous for slow local models: a CPU reading a 30,000-token prompt can take minutes.
+  'timeouts.firstChunkSeconds': { schema: z.number().int().min(5).max(3_600), default: 600 },
+  'timeouts.idleSeconds': { schema: z.number().int().min(5).max(3_600), default: 120 },
 } satisfies Record<string, { schema: z.ZodType; default: unknown }>;
 
 type OtherKey = keyof typeof OTHER_SETTINGS;
@@ -209,6 +214,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
   const telemetryEnabled = other('telemetry.enabled');
   const otlpEndpoint = other('telemetry.otlpEndpoint').trim();
   const verboseLogging = other('logging.verbose');
+  const timeouts = { firstChunkMs: other('timeouts.firstChunkSeconds') * 1_000, idleMs: other('timeouts.idleSeconds') * 1_000 };
   const endpoints = readEndpoints(get(ENDPOINTS_KEY), problems);
   const protectedPaths = readProtectedPaths(get(PROTECTED_PATHS_KEY), problems);
 
@@ -222,6 +228,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
       endpoints,
       agent: { autoApproveEdits, maxSteps, protectedPaths },
       telemetry: { enabled: telemetryEnabled, ...(otlpEndpoint !== '' ? { otlpEndpoint } : {}) },
+      timeouts,
       verboseLogging,
     },
     problems,

@@ -186,6 +186,18 @@ describe('compaction: failure without loss', () => {
     assert.deepEqual(log, snapshot);
   });
 
+  it('keeps an API key a failing server echoed out of the stored reason and the fallback summary', async () => {
+    const key = 'sk-or-v1-0123456789abcdef0123456789abcdef';
+    const { deps } = setup(new RecordingSummarizer(() => Promise.reject(new Error(`401 Unauthorized: invalid token Bearer ${key}`))));
+    const outcome = await compact(request(asLog(conversation)), { ...deps, redact: (t) => t.split('0123456789abcdef').join('[x]') });
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    const e = outcome.compaction.entry;
+    assert.equal(e.fallback, true);
+    assert.ok(!JSON.stringify(e).includes('0123456789abcdef'), JSON.stringify(e.failure));
+    assert.match(e.failure ?? '', /401 Unauthorized/);
+  });
+
   it('frees space with an extractive summary marked as fallback when the summarizer fails', async () => {
     const { deps } = setup(new RecordingSummarizer(() => Promise.reject(new Error('boom'))));
     // The first read failed: its result is an error.

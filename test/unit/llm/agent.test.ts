@@ -12,7 +12,7 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { text } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { runAgentTurn, type AgentUi } from '../../../src/llm/agent';
+import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/agent';
 import { Conversation } from '../../../src/vscode/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
 import { FakeClock } from '../core/fixtures';
@@ -363,5 +363,31 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     assert.equal(result.error, undefined);
     assert.equal(asked, 1);
     assert.ok(s.ui.compactions.includes('threshold:compacted'));
+  });
+
+  it('stops a model that sends nothing, or goes silent mid-answer, and leaves a consistent log', async () => {
+    const s = setup(1_000_000);
+    await ask(s, 'hello');
+    const silent = new MockLanguageModelV4({ doStream: async () => ({ stream: new ReadableStream({ start() {} }) }) });
+    const first = await run(s, silent, 10, undefined, { timeouts: { firstChunkMs: 50, idleMs: 50 } });
+    assert.ok(isModelTimeout(first.error), String(first.error));
+    assert.equal(first.cancelled, false);
+    const stalled = new MockLanguageModelV4({
+      doStream: async () => ({
+        stream: new ReadableStream({
+          start(controller) {
+            controller.enqueue({ type: 'stream-start', warnings: [] });
+            controller.enqueue({ type: 'text-start', id: 't' });
+            controller.enqueue({ type: 'text-delta', id: 't', delta: 'Half an ans' });
+          },
+        }),
+      }),
+    });
+    const second = await run(s, stalled, 10, undefined, { timeouts: { firstChunkMs: 50, idleMs: 50 } });
+    assert.ok(isModelTimeout(second.error), String(second.error));
+    assert.deepEqual(modelView(s.conversation.log()).map((m) => m.role), ['user'], 'nothing half-written was kept');
+    const next = new MockLanguageModelV4({ doStream: async () => ({ stream: streamOf(answerStep('Back.')) }) });
+    const third = await run(s, next);
+    assert.equal(third.error, undefined, 'the conversation goes on');
   });
 });

@@ -24,6 +24,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       endpoints: [],
       agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [] },
       telemetry: { enabled: false },
+      timeouts: { firstChunkMs: 600_000, idleMs: 120_000 },
       verboseLogging: false,
     });
   });
@@ -330,7 +331,7 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
    * changes where data goes, what a model is told to do, or what the agent may do unasked.
    */
   const workspaceMaySet = (key: string): boolean =>
-    (key.startsWith('longrun.compaction.') || key === 'longrun.contextWindow') && !(key in USER_ONLY);
+    (key.startsWith('longrun.compaction.') || key.startsWith('longrun.timeouts.') || key === 'longrun.contextWindow') && !(key in USER_ONLY);
 
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')) as {
     contributes: { configuration: Array<{ properties: Record<string, { scope?: string }> }> };

@@ -1,0 +1,25 @@
+import { describeOverflow } from '../core/overflow-error';
+import { isModelTimeout } from '../llm/agent';
+import type { LongrunSettings } from './settings';
+
+/**
+ * What a failed request says in the chat. Free of `vscode`, so it is tested in Node.
+ */
+
+/** What to do when a request keeps being refused: the ways out that lose nothing. */
+const WAYS_OUT = 'If it happens again: /compact (or "Longrun: Undo Last Compaction" if a compaction caused it), or /new to start a new conversation; this one stays on disk.';
+
+/** The message a failed request shows in the chat: what happened, in words, without secrets, and what to do. */
+export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'timeouts'>, redact: (text: string) => string): string {
+  if (describeOverflow(error)) return 'The conversation no longer fits the model\'s context window, even after compacting. Run /compact with a focus, or /new to start over.';
+  if (isModelTimeout(error)) {
+    const first = /first chunk/i.test(error instanceof Error ? error.message : '');
+    const seconds = Math.round((first ? settings.timeouts.firstChunkMs : settings.timeouts.idleMs) / 1000);
+    return first
+      ? `The model sent nothing for ${seconds} s, so the request was stopped (longrun.timeouts.firstChunkSeconds). Nothing was lost. Is the server running? A slow local model may need a longer limit.`
+      : `The model went silent for ${seconds} s in the middle of its answer, so the request was stopped (longrun.timeouts.idleSeconds). Nothing was lost; ask again to continue.`;
+  }
+  const message = redact(error instanceof Error ? error.message : String(error));
+  return `The model request failed: ${message}\n\n${WAYS_OUT}`;
+}
+

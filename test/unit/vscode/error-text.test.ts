@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { APICallError } from 'ai';
+import { errorMessage } from '../../../src/vscode/error-text';
+import { redactSecrets } from '../../../src/core/redact';
+
+const settings = { timeouts: { firstChunkMs: 600_000, idleMs: 120_000 } };
+const KEY = 'sk-proj-abcdefghijklmnopqrstuvwx1234567890';
+
+describe('the message a failed request shows in the chat', () => {
+  it('never shows an API key a server echoed, and says how to get out', () => {
+    const error = new APICallError({
+      message: `Incorrect API key provided: Bearer ${KEY}`,
+      url: 'http://127.0.0.1/v1/chat/completions',
+      requestBodyValues: {},
+      statusCode: 401,
+      responseBody: JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}` } }),
+    });
+    const text = errorMessage(error, settings, (t) => redactSecrets(t, [KEY]));
+    assert.ok(!text.includes(KEY), text);
+    assert.ok(!text.includes('abcdefghijklmnop'), text);
+    assert.match(text, /\/compact/);
+    assert.match(text, /\/new/);
+  });
+
+  it('names the timeout that stopped a silent model and the setting that sets it', () => {
+    const first = errorMessage(new DOMException('First chunk timeout of 600000ms exceeded', 'TimeoutError'), settings, (t) => t);
+    assert.match(first, /sent nothing for 600 s.*longrun\.timeouts\.firstChunkSeconds/);
+    const idle = errorMessage(new DOMException('Chunk timeout of 120000ms exceeded', 'TimeoutError'), settings, (t) => t);
+    assert.match(idle, /silent for 120 s.*longrun\.timeouts\.idleSeconds/);
+  });
+
+  it('tells an overflow that compaction could not fix from other failures', () => {
+    const text = errorMessage(new Error("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."), settings, (t) => t);
+    assert.match(text, /no longer fits/);
+  });
+});
