@@ -9,6 +9,8 @@ import { compactNumber } from './gauge-text';
 import type { Session } from './session';
 import type { LongrunSettings } from './settings';
 import type { CompactionReporter } from './compaction-report';
+import { conversationIdOf } from './chat-history';
+import type { Conversation } from './conversation';
 import { errorMessage } from './error-text';
 import { contextReport, summaryReport } from './reports';
 import type { VsCodeWorkspace } from './workspace-tools';
@@ -39,7 +41,8 @@ export interface LongrunChatResult extends vscode.ChatResult {
 }
 
 export class LongrunParticipant {
-  private guard: GuardState = INITIAL_GUARD;
+  /** Anti-loop state, per conversation: two chats do not share it. */
+  private readonly guards = new Map<string, GuardState>();
   private active = 0;
   private completed = 0;
   private readonly idleWaiters: Array<() => void> = [];
@@ -123,32 +126,64 @@ export class LongrunParticipant {
     } catch (error) {
       this.deps.log.warn(`Could not use the chat's model: ${String(error)}`);
     }
+    if (request.command === 'new') return this.newConversation(stream);
+    const conversation = await this.conversationOf(context, request.command === undefined);
     switch (request.command) {
-      case 'new':
-        return this.newConversation(stream);
       case 'compact':
-        return this.compactCommand(request.prompt, stream, token);
+        return this.compactCommand(conversation, request.prompt, stream, token);
       case 'context':
-        return this.contextCommand(stream);
+        return this.contextCommand(conversation, stream);
       case 'summary':
-        return this.summaryCommand(stream);
+        return this.summaryCommand(conversation, stream);
       default:
-        return this.agentTurn(request, context, stream, token);
+        return this.agentTurn(conversation ?? (await session.startNew()), request, stream, token);
     }
+  }
+
+  /**
+   * The conversation of the chat a request comes from: the one its history names; for a new chat,
+   * the one picked with "Open Conversation…", else a new one (agent requests only); for a chat
+   * with history but no id (from an older version), the current one.
+   */
+  private async conversationOf(context: vscode.ChatContext, agentRequest: boolean): Promise<Conversation | undefined> {
+    const { session } = this.deps;
+    const id = conversationIdOf(context.history, PARTICIPANT_ID);
+    // A conversation picked for "the next new chat" is for a new chat only; a request elsewhere drops it.
+    if (agentRequest && context.history.length > 0) session.takePendingOpen();
+    if (id) {
+      const found = await session.open(id);
+      if (found) return found;
+      this.deps.log.warn(`The chat's conversation ${id} is not in this workspace's storage; starting a new one.`);
+      return agentRequest ? session.startNew() : undefined;
+    }
+    if (context.history.length === 0) {
+      const picked = session.takePendingOpen();
+      const opened = picked ? await session.open(picked) : undefined;
+      if (opened) return opened;
+      return agentRequest ? session.startNew() : session.current();
+    }
+    return session.current();
+  }
+
+  private guardOf(conversation: Conversation): GuardState {
+    return this.guards.get(conversation.id) ?? INITIAL_GUARD;
   }
 
   private async newConversation(stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
     const conversation = await this.deps.session.startNew();
-    this.guard = INITIAL_GUARD;
     stream.markdown('Started a new conversation. The previous one is kept on disk.');
     return { metadata: { conversationId: conversation.id, command: 'new' } };
   }
 
-  private async compactCommand(focus: string, stream: vscode.ChatResponseStream, token: vscode.CancellationToken): Promise<LongrunChatResult> {
-    const conversation = await this.deps.session.current();
+  private async compactCommand(
+    conversation: Conversation | undefined,
+    focus: string,
+    stream: vscode.ChatResponseStream,
+    token: vscode.CancellationToken,
+  ): Promise<LongrunChatResult> {
     if (!conversation || conversation.isEmpty()) {
       stream.markdown('There is no conversation to compact yet.');
-      return { metadata: { command: 'compact' } };
+      return { metadata: { command: 'compact', ...(conversation ? { conversationId: conversation.id } : {}) } };
     }
     await this.deps.session.prepareSummarizer();
     stream.progress('Compacting conversation…');
@@ -158,36 +193,28 @@ export class LongrunParticipant {
     return { metadata: { conversationId: conversation.id, command: 'compact', compactions: outcome.status === 'compacted' ? 1 : 0 } };
   }
 
-  private async contextCommand(stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
-    const conversation = await this.deps.session.current();
+  private async contextCommand(conversation: Conversation | undefined, stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
     stream.markdown(conversation ? contextReport(conversation, this.deps.session.modelName(), this.deps.now()) : 'There is no conversation yet.');
     return { metadata: { command: 'context', ...(conversation ? { conversationId: conversation.id } : {}) } };
   }
 
-  private async summaryCommand(stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
-    const conversation = await this.deps.session.current();
+  private async summaryCommand(conversation: Conversation | undefined, stream: vscode.ChatResponseStream): Promise<LongrunChatResult> {
     const entry = conversation?.lastCompaction();
     if (!conversation || !entry) {
       stream.markdown('This conversation has not been compacted, so there is no summary yet.');
-      return { metadata: { command: 'summary' } };
+      return { metadata: { command: 'summary', ...(conversation ? { conversationId: conversation.id } : {}) } };
     }
     stream.markdown(summaryReport(entry));
     return { metadata: { command: 'summary', conversationId: conversation.id } };
   }
 
   private async agentTurn(
+    conversation: Conversation,
     request: vscode.ChatRequest,
-    context: vscode.ChatContext,
     stream: vscode.ChatResponseStream,
     token: vscode.CancellationToken,
   ): Promise<LongrunChatResult> {
     const { session, settings } = this.deps;
-    // A new chat session in VS Code starts a new conversation; the old one stays on disk.
-    let conversation = await session.current();
-    if (!conversation || context.history.length === 0) {
-      conversation = await session.startNew();
-      this.guard = INITIAL_GUARD;
-    }
     const model = await session.languageModel();
     if (!model) {
       return { errorDetails: { message: 'No language model is selected. Pick one in the chat, or configure longrun.endpoints and run "Longrun: Set API Key".' }, metadata: {} };
@@ -229,13 +256,13 @@ export class LongrunParticipant {
               // The summary request must fit the stated window too.
               await session.prepareSummarizer();
             }
-            return this.compactForAgent(reason, signal);
+            return this.compactForAgent(conversation, reason, signal);
           },
           requestBasis: () => conversation.requestBasis(),
           newId: () => session.newId(),
         },
         ui,
-        guard: this.guard,
+        guard: this.guardOf(conversation),
         overflowRetriesPerTurn: settings().compaction.overflowRetriesPerTurn,
         // Always explicit: with tracing off this also keeps integrations other extensions register away from Longrun's calls.
         telemetry: session.telemetry().settings('longrun.agent', { 'longrun.conversation': conversation.id }),
@@ -245,10 +272,10 @@ export class LongrunParticipant {
         detectTruncation: session.model()?.kind === 'endpoint',
         ...(advice ? { truncationAdvice: advice } : {}),
       });
-      this.guard = result.guard;
+      this.guards.set(conversation.id, result.guard);
       session.observeUsage(lastUsage(conversation.log()));
       this.settleQuestions();
-      this.compactInBackgroundIfNeeded();
+      this.compactInBackgroundIfNeeded(conversation);
       const metadata = { conversationId: conversation.id, compactions: result.compactions };
       if (result.cancelled) return { metadata };
       if (result.error !== undefined) {
@@ -270,21 +297,18 @@ export class LongrunParticipant {
    * next request does not wait for it (the conversation may go on meanwhile: the result is
    * applied to whatever has been appended since).
    */
-  private compactInBackgroundIfNeeded(): void {
-    const conversation = this.deps.session.currentIfLoaded();
-    if (!conversation || conversation.isCompacting() || !conversation.assess().shouldCompact) return;
+  private compactInBackgroundIfNeeded(conversation: Conversation): void {
+    if (conversation.isCompacting() || !conversation.assess().shouldCompact) return;
     // With confirmation on, the next turn asks in the chat; nothing compacts behind the user's back.
-    if (this.deps.settings().requireConfirmation || !mayAutoCompact(this.guard).allowed) return;
-    void this.compactForAgent('threshold', new AbortController().signal).then((outcome) => {
+    if (this.deps.settings().requireConfirmation || !mayAutoCompact(this.guardOf(conversation)).allowed) return;
+    void this.compactForAgent(conversation, 'threshold', new AbortController().signal).then((outcome) => {
       this.deps.reporter.report(outcome, 'threshold');
-      if (outcome.status === 'compacted') this.guard = noteCompaction(this.guard, outcome.compaction.entry.lowGain);
+      if (outcome.status === 'compacted') this.guards.set(conversation.id, noteCompaction(this.guardOf(conversation), outcome.compaction.entry.lowGain));
     });
   }
 
   /** Compaction asked for by the agent loop (the loop has asked the user first when they want that). */
-  private async compactForAgent(reason: CompactionReason, signal: AbortSignal): Promise<CompactionOutcome & { joined?: boolean }> {
-    const conversation = await this.deps.session.current();
-    if (!conversation) return { status: 'noop', reason: 'There is no conversation.' };
+  private compactForAgent(conversation: Conversation, reason: CompactionReason, signal: AbortSignal): Promise<CompactionOutcome & { joined?: boolean }> {
     return conversation.compact(reason, { signal });
   }
 

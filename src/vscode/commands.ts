@@ -3,6 +3,7 @@ import { activeEntries } from '../core/history';
 import type { ApiKeys } from './api-keys';
 import type { CompactionReporter } from './compaction-report';
 import { compactNumber } from './gauge-text';
+import { conversationMarkdown } from './conversation-export';
 import { contextReport, summaryReport } from './reports';
 import type { Session } from './session';
 import type { LongrunSettings } from './settings';
@@ -112,8 +113,52 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
 
     vscode.commands.registerCommand('longrun.newConversation', async () => {
       const conversation = await session.startNew();
-      void vscode.window.showInformationMessage('Longrun: started a new conversation. The previous one is kept on disk.');
+      // Each chat continues its own conversation: the new one goes with a new chat.
+      session.continueInNextChat(conversation.id);
+      await vscode.commands.executeCommand('workbench.action.chat.newChat').then(undefined, () => undefined);
+      void vscode.window.showInformationMessage('Longrun: started a new conversation in a new chat. The previous one is kept on disk.');
       return conversation.id;
+    }),
+
+    vscode.commands.registerCommand('longrun.openConversation', async (id?: unknown) => {
+      const list = await session.conversations();
+      if (list.length === 0) {
+        void vscode.window.showInformationMessage('Longrun: this workspace has no conversations yet. Chat with @longrun to start one.');
+        return undefined;
+      }
+      const now = deps.now();
+      const picked =
+        (typeof id === 'string' && list.find((c) => c.id === id)) ||
+        (
+          await vscode.window.showQuickPick(
+            list.map((c) => ({
+              label: c.title,
+              description: `${ago(now - c.updatedAt)} · ${size(c.bytes)} · ${c.compactions === 1 ? '1 compaction' : `${c.compactions} compactions`}`,
+              conversation: c,
+            })),
+            { title: 'Open which Longrun conversation?', matchOnDescription: true },
+          )
+        )?.conversation;
+      if (!picked) return undefined;
+      const conversation = await session.open(picked.id);
+      if (!conversation) return undefined;
+      // VS Code's chat cannot be pointed at an existing conversation: the next new chat continues it.
+      session.continueInNextChat(picked.id);
+      await vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun ', isPartialQuery: true });
+      void vscode.window.showInformationMessage(`Longrun: "${picked.title}" is open; the next new chat with @longrun continues it.`);
+      return picked.id;
+    }),
+
+    vscode.commands.registerCommand('longrun.exportConversation', async () => {
+      const conversation = await session.current();
+      if (!conversation || conversation.isEmpty()) {
+        void vscode.window.showInformationMessage('Longrun: there is no conversation to export yet.');
+        return undefined;
+      }
+      const title = (await session.conversations()).find((c) => c.id === conversation.id)?.title ?? 'Longrun conversation';
+      const document = await vscode.workspace.openTextDocument({ language: 'markdown', content: conversationMarkdown(conversation.log(), title) });
+      await vscode.window.showTextDocument(document, { preview: false });
+      return document.getText().length;
     }),
 
     vscode.commands.registerCommand('longrun.showContextUsage', async () => {
@@ -172,4 +217,16 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
       return true;
     }),
   ];
+}
+
+function ago(ms: number): string {
+  const minutes = Math.round(Math.max(0, ms) / 60_000);
+  if (minutes < 1) return 'just now';
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  return hours < 48 ? `${hours} h ago` : `${Math.round(hours / 24)} days ago`;
+}
+
+function size(bytes: number): string {
+  return bytes < 1_024 ? `${bytes} B` : bytes < 1_048_576 ? `${Math.round(bytes / 1_024)} KB` : `${(bytes / 1_048_576).toFixed(1)} MB`;
 }

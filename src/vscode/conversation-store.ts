@@ -397,6 +397,19 @@ export class ConversationStore {
     return isFile(this.partFile(id, 1));
   }
 
+  /** Bytes the conversation takes on disk, all its parts together; 0 when it does not exist. */
+  async size(id: string): Promise<number> {
+    let total = 0;
+    for (let part = 1; ; part++) {
+      try {
+        total += (await fs.stat(this.partFile(id, part))).size;
+      } catch (error) {
+        if (isCode(error, 'ENOENT')) return total;
+        throw error;
+      }
+    }
+  }
+
   /** The ids of all stored conversations, sorted. */
   async list(): Promise<string[]> {
     let names: string[];

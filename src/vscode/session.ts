@@ -49,7 +49,6 @@ export class Session implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when the conversation, its content or the model changes. */
   readonly onDidChange = this.changed.event;
-  private conversationSubscription: { dispose(): void } | undefined;
   readonly store: ConversationStore;
   readonly index: ConversationIndex;
 
@@ -71,7 +70,16 @@ export class Session implements vscode.Disposable {
     return `${this.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   }
 
-  /** The current conversation, loaded from disk on first use; undefined when there is none. */
+  /** Conversations loaded in this window, by id: one per chat that used Longrun. */
+  private readonly loaded = new Map<string, { conversation: Conversation; subscription: { dispose(): void } }>();
+  private readonly loading = new Map<string, Promise<Conversation | undefined>>();
+  /** A conversation picked with "Open Conversation…", continued by the next new chat. */
+  private pendingOpen: string | undefined;
+
+  /**
+   * The conversation of the chat used last (the gauge, /context, Undo and "Compact Conversation"
+   * act on it), loaded from disk on first use; undefined when there is none.
+   */
   current(): Promise<Conversation | undefined> {
     if (this.conversation) return Promise.resolve(this.conversation);
     this.opening ??= this.openCurrent().finally(() => {
@@ -87,15 +95,44 @@ export class Session implements vscode.Disposable {
   private async openCurrent(): Promise<Conversation | undefined> {
     for (const problem of this.index.problems()) this.log.warn(problem);
     const id = this.index.current();
-    if (!id || !(await this.store.exists(id))) return undefined;
+    return id ? this.open(id) : undefined;
+  }
+
+  /**
+   * Makes conversation `id` the current one, loading it from disk when this window has not yet;
+   * undefined when it does not exist or cannot be read (said in the log and a message).
+   */
+  async open(id: string): Promise<Conversation | undefined> {
+    const known = this.loaded.get(id)?.conversation;
+    const conversation = known ?? (await this.load(id));
+    if (!conversation) return undefined;
+    if (this.conversation !== conversation) {
+      this.conversation = conversation;
+      this.changed.fire();
+    }
+    if (this.index.current() !== id) await this.index.setCurrent(id);
+    return conversation;
+  }
+
+  private load(id: string): Promise<Conversation | undefined> {
+    let pending = this.loading.get(id);
+    if (!pending) {
+      pending = this.read(id).finally(() => this.loading.delete(id));
+      this.loading.set(id, pending);
+    }
+    return pending;
+  }
+
+  private async read(id: string): Promise<Conversation | undefined> {
+    if (!(await this.store.exists(id))) return undefined;
     try {
       const { log, problems } = await this.store.open(id);
       for (const problem of problems) {
         this.log.warn(problem);
         void vscode.window.showWarningMessage(`Longrun: ${problem}`);
       }
-      this.adopt(new Conversation(id, log, this.conversationDeps()));
-      return this.conversation;
+      // Another request may have loaded it meanwhile: one object per conversation.
+      return this.loaded.get(id)?.conversation ?? this.track(new Conversation(id, log, this.conversationDeps()));
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.log.error(`Could not open conversation ${id}: ${message}`);
@@ -104,23 +141,51 @@ export class Session implements vscode.Disposable {
     }
   }
 
-  /** Starts a new conversation; the old one stays on disk. */
+  private track(conversation: Conversation): Conversation {
+    const subscription = conversation.onDidChange(() => {
+      if (conversation === this.conversation) this.changed.fire();
+    });
+    this.loaded.set(conversation.id, { conversation, subscription });
+    return conversation;
+  }
+
+  /** Starts a new conversation and makes it the current one; the others stay on disk. */
   async startNew(): Promise<Conversation> {
     const id = this.newId();
     await this.store.create(id);
     const now = this.clock.now();
     await this.index.upsert({ id, title: 'New conversation', createdAt: now, updatedAt: now });
     await this.index.setCurrent(id);
-    this.adopt(new Conversation(id, [], this.conversationDeps()));
+    this.conversation = this.track(new Conversation(id, [], this.conversationDeps()));
+    this.changed.fire();
     this.log.info(`Started conversation ${id}.`);
-    return this.conversation!;
+    return this.conversation;
   }
 
-  private adopt(conversation: Conversation): void {
-    this.conversationSubscription?.dispose();
-    this.conversation = conversation;
-    this.conversationSubscription = conversation.onDidChange(() => this.changed.fire());
-    this.changed.fire();
+  /** Remembers a conversation picked to be continued by the next new chat. */
+  continueInNextChat(id: string): void {
+    this.pendingOpen = id;
+  }
+
+  /** The conversation a new chat continues, if one was picked; asked once. */
+  takePendingOpen(): string | undefined {
+    const id = this.pendingOpen;
+    this.pendingOpen = undefined;
+    return id;
+  }
+
+  /** This workspace's conversations, newest first, with what a picker shows of them. */
+  async conversations(): Promise<Array<{ id: string; title: string; updatedAt: number; bytes: number; compactions: number }>> {
+    const list = [...this.index.list()].sort((a, b) => b.updatedAt - a.updatedAt);
+    return Promise.all(
+      list.map(async (info) => ({
+        id: info.id,
+        title: info.title,
+        updatedAt: info.updatedAt,
+        bytes: await this.store.size(info.id).catch(() => 0),
+        compactions: this.index.summaries(info.id).length,
+      })),
+    );
   }
 
   private secrets: string[] = [];
@@ -420,7 +485,7 @@ export class Session implements vscode.Disposable {
 
   dispose(): void {
     void this.tracing.shutdown().catch(() => undefined);
-    this.conversationSubscription?.dispose();
+    for (const { subscription } of this.loaded.values()) subscription.dispose();
     this.changed.dispose();
   }
 }

@@ -215,6 +215,16 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       await page.keyboard.press('Enter');
       return true;
     }
+    case 'quick-pick': {
+      // Picks from a quick pick another command opened: types the filter, then takes the first match.
+      const items = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
+      await page.waitForSelector('.quick-input-widget .quick-input-box input', { timeout: 10_000 });
+      await page.keyboard.type(String(body.text));
+      await page.waitForTimeout(800);
+      const labels = await items.allInnerTexts();
+      await page.keyboard.press('Enter');
+      return labels;
+    }
     case 'chat-type': {
       const input = page.locator('.interactive-input-part .monaco-editor').first();
       await input.click();

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { build, type BuildOptions, type Metafile } from 'esbuild';
+
+const { buildOptions, VOCABULARIES } = require('../../esbuild.js') as {
+  buildOptions: (options: { production: boolean; outdir: string }) => BuildOptions;
+  VOCABULARIES: readonly string[];
+};
 
 /** The manifest is what VS Code reads: every contribution the product promises must be in it. */
 const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8'));
@@ -31,6 +39,8 @@ describe('extension manifest', () => {
       'longrun.showSummary': 'Longrun: Show Compaction Summary',
       'longrun.undoCompaction': 'Longrun: Undo Last Compaction',
       'longrun.newConversation': 'Longrun: New Conversation',
+      'longrun.openConversation': 'Longrun: Open Conversation…',
+      'longrun.exportConversation': 'Longrun: Export Conversation as Markdown',
       'longrun.showContextUsage': 'Longrun: Show Context Usage',
       'longrun.setApiKey': 'Longrun: Set API Key',
       'longrun.openChat': 'Longrun: Open Chat with a Longrun Model',
@@ -45,10 +55,41 @@ describe('extension manifest', () => {
     assert.deepEqual(manifest.activationEvents, ['onStartupFinished']);
   });
 
-  it('keeps sources, tests and maps out of the package', () => {
+  it('keeps sources, tests and maps out of the package, and ships the bundle with its vocabularies', () => {
     const ignore = readFileSync(join(__dirname, '..', '..', '.vscodeignore'), 'utf8').split('\n');
     assert.equal(ignore[0], '**');
     assert.ok(ignore.includes('!dist/extension.js'));
+    for (const name of VOCABULARIES) assert.ok(ignore.includes(`!dist/${name}.js`), `the package carries dist/${name}.js`);
     assert.ok(!ignore.some((line) => line.includes('.map') && line.startsWith('!')));
+  });
+
+  describe('the production bundle', () => {
+    let outdir: string;
+    let metafile: Metafile;
+    before(async function () {
+      this.timeout(60_000);
+      outdir = await mkdtemp(join(tmpdir(), 'longrun-bundle-'));
+      ({ metafile } = await build({ ...buildOptions({ production: true, outdir }), metafile: true, logLevel: 'warning' }));
+    });
+    after(() => rm(outdir, { recursive: true, force: true }));
+
+    const output = (name: string) => {
+      const found = Object.entries(metafile.outputs).find(([file]) => file.endsWith(`/${name}.js`));
+      assert.ok(found, `the build writes ${name}.js`);
+      return found[1];
+    };
+
+    it('leaves the tokenizer and its vocabularies out of extension.js', () => {
+      const inlined = Object.keys(output('extension').inputs).filter((input) => input.includes('node_modules/gpt-tokenizer/'));
+      assert.deepEqual(inlined, []);
+    });
+
+    it('builds each vocabulary into a file of its own that counts tokens', () => {
+      for (const name of VOCABULARIES) {
+        assert.ok(Object.keys(output(name).inputs).some((input) => input.includes(`gpt-tokenizer/esm/bpeRanks/${name}.js`)));
+        const encoding = require(join(outdir, `${name}.js`)) as { countTokens(text: string): number };
+        assert.ok(encoding.countTokens('hello world') > 0);
+      }
+    });
   });
 });

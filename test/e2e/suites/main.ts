@@ -26,7 +26,17 @@ import {
   waitFor,
 } from './harness';
 
-const COMMANDS = ['longrun.compact', 'longrun.showSummary', 'longrun.undoCompaction', 'longrun.newConversation', 'longrun.showContextUsage', 'longrun.setApiKey', 'longrun.openChat'];
+const COMMANDS = [
+  'longrun.compact',
+  'longrun.showSummary',
+  'longrun.undoCompaction',
+  'longrun.newConversation',
+  'longrun.openConversation',
+  'longrun.exportConversation',
+  'longrun.showContextUsage',
+  'longrun.setApiKey',
+  'longrun.openChat',
+];
 const percentOf = (text: string): number => Number(/(\d+)%/.exec(text)?.[1] ?? NaN);
 const workspaceUri = (path: string): vscode.Uri => vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, path);
 const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');
@@ -196,6 +206,35 @@ describe('Longrun in a real VS Code', function () {
       assert.equal((await entries()).at(-1)?.reason, 'overflow');
       assert.ok(longrun.participant.recentNotices().some((n) => n.includes('cut the prompt')), 'the chat says the server cut the prompt');
       assert.ok((longrun.session.modelContext().whole?.limit ?? Infinity) <= 3_000, 'the window the cut suggests is used from now on');
+    });
+  });
+
+  describe('5c. one conversation per chat', () => {
+    it('keeps two chats apart, goes back to the first through the chat history, and the gauge follows the chat used last', async () => {
+      const longrun = await api();
+      await vscode.commands.executeCommand('workbench.action.chat.newChat');
+      await chat('alphachat first request', MODEL);
+      const first = longrun.session.currentIfLoaded()!.id;
+      await vscode.commands.executeCommand('workbench.action.chat.newChat');
+      await chat('betachat first request', MODEL);
+      const second = longrun.session.currentIfLoaded()!.id;
+      assert.notEqual(first, second, 'a new chat starts a new conversation');
+
+      // Back to the first chat through VS Code's list of chats.
+      void vscode.commands.executeCommand('workbench.action.chat.pickAgentSession');
+      const offered = await ui<string[]>('quick-pick', { text: 'alphachat' });
+      assert.ok(offered.some((label) => label.includes('alphachat')), `the first chat is offered: ${JSON.stringify(offered)}`);
+      const before = (await model.requests()).length;
+      const completed = longrun.participant.turns().completed;
+      await ui('chat-type', { text: '@longrun alphachat second request' });
+      await waitFor('the follow-up to finish', () => longrun.participant.turns().completed > completed && longrun.participant.turns().active === 0);
+      const sent = (await model.requests()).slice(before).filter((r) => !r.summary && requestText(r).includes('alphachat second'));
+      assert.equal(sent.length, 1);
+      assert.match(requestText(sent[0]!), /alphachat first request/, 'the first chat continues its own conversation');
+      assert.doesNotMatch(requestText(sent[0]!), /betachat/, 'nothing of the other chat reaches it');
+      assert.equal(longrun.session.currentIfLoaded()!.id, first, 'the gauge follows the chat used last');
+      const titles = (await longrun.session.conversations()).map((c) => c.title);
+      assert.ok(titles.includes('alphachat first request') && titles.includes('betachat first request'), JSON.stringify(titles));
     });
   });
 
