@@ -143,6 +143,8 @@ export interface RunningCodeServer {
   readonly url: string;
   readonly process: ChildProcess;
   stop(): Promise<void>;
+  /** Kills it and everything it started at once, as a crash or a power cut would (for tests). */
+  kill(): Promise<void>;
 }
 
 export async function startCodeServer(options: CodeServerOptions): Promise<RunningCodeServer> {
@@ -197,7 +199,17 @@ export async function startCodeServer(options: CodeServerOptions): Promise<Runni
     await exited;
     clearTimeout(timer);
   };
-  return { url: `${base}/?folder=${encodeURIComponent(options.workspace)}`, process: child, stop };
+  const kill = async (): Promise<void> => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise<void>((done) => child.once('exit', () => done()));
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+    await exited;
+  };
+  return { url: `${base}/?folder=${encodeURIComponent(options.workspace)}`, process: child, stop, kill };
 }
 
 export async function waitForHttp(url: string, timeoutMs: number, gaveUp: () => boolean = () => false): Promise<void> {

@@ -17,7 +17,7 @@ import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const ALL_PHASES = ['main', 'after-reload', 'api'] as const;
+const ALL_PHASES = ['main', 'after-reload', 'api', 'crash', 'after-crash'] as const;
 /** `LONGRUN_E2E_PHASES=api` runs a subset (while developing); every phase runs by default. */
 const PHASES = (process.env.LONGRUN_E2E_PHASES?.split(',') ?? [...ALL_PHASES]).filter((p): p is (typeof ALL_PHASES)[number] =>
   (ALL_PHASES as readonly string[]).includes(p),
@@ -68,7 +68,7 @@ async function main(): Promise<number> {
   });
 
   const port = await freePort();
-  const codeServer = await startCodeServer({
+  const serverOptions = {
     port,
     userDataDir,
     extensionsDir,
@@ -80,7 +80,8 @@ async function main(): Promise<number> {
       LONGRUN_E2E_UI: uiAgent.url,
       LONGRUN_E2E_MODEL_CONTROL: server.url.replace(/\/v1$/, ''),
     },
-  });
+  };
+  let codeServer = await startCodeServer(serverOptions);
 
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
@@ -96,7 +97,19 @@ async function main(): Promise<number> {
       if (index === 0) await page.goto(codeServer.url);
       else await page.reload();
       await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
-      const phaseResults = await waitForResults(join(e2eDir, `results-${phase}.json`), join(e2eDir, `started-${phase}`), page);
+      const finished = waitForResults(join(e2eDir, `results-${phase}.json`), join(e2eDir, `started-${phase}`), page);
+      // The crash phase asks to be killed in the middle of a turn; the next phase runs on a new server.
+      const phaseResults = await Promise.race([
+        finished,
+        uiAgent.crashRequested().then(async () => {
+          await codeServer.kill();
+          const killed: TestResult[] = [{ title: 'Longrun killed in the middle of a tool call: the VS Code server was killed and started again', state: 'passed' }];
+          // Written before the restart, so that a window reconnecting early does not run this phase again.
+          writeFileSync(join(e2eDir, `results-${phase}.json`), JSON.stringify({ tests: killed, done: true }));
+          codeServer = await startCodeServer(serverOptions);
+          return killed;
+        }),
+      ]);
       for (const result of phaseResults) {
         results.push(result);
         say(`  ${result.state === 'passed' ? '✔' : result.state === 'failed' ? '✘' : '-'} ${result.title}`);
@@ -155,8 +168,12 @@ async function waitForResults(file: string, started: string, page: Page): Promis
 }
 
 /** Loopback HTTP server through which the suites ask this process to act on the browser. */
-async function startUiAgent(): Promise<{ url: string; attach(page: Page): void; close(): Promise<void> }> {
+async function startUiAgent(): Promise<{ url: string; attach(page: Page): void; crashRequested(): Promise<void>; close(): Promise<void> }> {
   let page: Page | undefined;
+  let requestCrash: () => void = () => undefined;
+  const crash = new Promise<void>((resolve) => {
+    requestCrash = resolve;
+  });
   const server = createServer((request, response) => {
     void handle(request, response);
   });
@@ -166,6 +183,12 @@ async function startUiAgent(): Promise<{ url: string; attach(page: Page): void; 
       for await (const chunk of request) chunks.push(chunk as Buffer);
       const body = JSON.parse(Buffer.concat(chunks).toString() || '{}') as Record<string, unknown>;
       if (!page) throw new Error('no browser page yet');
+      if (body.action === 'crash-server') {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end('true');
+        requestCrash();
+        return;
+      }
       const result = await act(page, body);
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify(result ?? null));
@@ -181,6 +204,7 @@ async function startUiAgent(): Promise<{ url: string; attach(page: Page): void; 
     attach: (p) => {
       page = p;
     },
+    crashRequested: () => crash,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
