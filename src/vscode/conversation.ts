@@ -69,6 +69,9 @@ export interface CompactOptions {
 
 type Listener = () => void;
 
+/** The title of a conversation before its first request. */
+export const NEW_TITLE = 'New conversation';
+
 export class Conversation {
   private records: LogRecord[];
   private readonly listeners = new Set<Listener>();
@@ -123,7 +126,8 @@ export class Conversation {
       const info = this.deps.index.list().find((c) => c.id === this.id);
       await this.deps.index.upsert({
         id: this.id,
-        title: info?.title ?? this.title(),
+        // A conversation is named after its first request, once it has one.
+        title: info && info.title !== NEW_TITLE ? info.title : this.title(),
         createdAt: info?.createdAt ?? this.deps.clock.now(),
         updatedAt: this.deps.clock.now(),
       });
@@ -268,9 +272,9 @@ export class Conversation {
 
   private title(): string {
     const first = this.records.find((r) => r.type === 'message' && r.message.role === 'user');
-    if (!first || first.type !== 'message') return 'New conversation';
+    if (!first || first.type !== 'message') return NEW_TITLE;
     const text = first.message.content.map((p) => (p.type === 'text' ? p.text : '')).join(' ').replace(/\s+/g, ' ').trim();
-    return text.length > 60 ? `${text.slice(0, 57)}…` : text || 'New conversation';
+    return text.length > 60 ? `${text.slice(0, 57)}…` : text || NEW_TITLE;
   }
 
   private changed(): void {

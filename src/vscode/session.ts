@@ -10,7 +10,7 @@ import { createEndpointModel } from '../llm/openai-endpoint';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
 import type { ApiKeys } from './api-keys';
-import { Conversation, type ModelContext } from './conversation';
+import { Conversation, NEW_TITLE, type ModelContext } from './conversation';
 import { ConversationIndex, ConversationStore } from './conversation-store';
 import { VENDOR, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
 import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from './model-windows';
@@ -154,7 +154,7 @@ export class Session implements vscode.Disposable {
     const id = this.newId();
     await this.store.create(id);
     const now = this.clock.now();
-    await this.index.upsert({ id, title: 'New conversation', createdAt: now, updatedAt: now });
+    await this.index.upsert({ id, title: NEW_TITLE, createdAt: now, updatedAt: now });
     await this.index.setCurrent(id);
     this.conversation = this.track(new Conversation(id, [], this.conversationDeps()));
     this.changed.fire();

@@ -17,7 +17,7 @@ import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const ALL_PHASES = ['main', 'after-reload', 'api', 'crash', 'after-crash'] as const;
+const ALL_PHASES = ['main', 'after-reload', 'api', 'safety', 'crash', 'after-crash'] as const;
 /** `LONGRUN_E2E_PHASES=api` runs a subset (while developing); every phase runs by default. */
 const PHASES = (process.env.LONGRUN_E2E_PHASES?.split(',') ?? [...ALL_PHASES]).filter((p): p is (typeof ALL_PHASES)[number] =>
   (ALL_PHASES as readonly string[]).includes(p),
@@ -170,10 +170,8 @@ async function waitForResults(file: string, started: string, page: Page): Promis
 /** Loopback HTTP server through which the suites ask this process to act on the browser. */
 async function startUiAgent(): Promise<{ url: string; attach(page: Page): void; crashRequested(): Promise<void>; close(): Promise<void> }> {
   let page: Page | undefined;
+  // Each phase waits on a fresh promise: a crash asked for in one phase ends that phase only.
   let requestCrash: () => void = () => undefined;
-  const crash = new Promise<void>((resolve) => {
-    requestCrash = resolve;
-  });
   const server = createServer((request, response) => {
     void handle(request, response);
   });
@@ -204,7 +202,10 @@ async function startUiAgent(): Promise<{ url: string; attach(page: Page): void; 
     attach: (p) => {
       page = p;
     },
-    crashRequested: () => crash,
+    crashRequested: () =>
+      new Promise<void>((resolve) => {
+        requestCrash = resolve;
+      }),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -260,6 +261,30 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       return page.$$eval('.interactive-item-container', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
     case 'notifications':
       return page.$$eval('.notification-list-item-message', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
+    case 'notification-button': {
+      // Clicks a button of the notification whose message contains the text.
+      const item = page.locator('.notification-list-item', { hasText: String(body.contains) }).last();
+      await item.getByRole('button', { name: String(body.button), exact: true }).click({ timeout: 10_000 });
+      return true;
+    }
+    case 'dialog':
+      return page.$$eval('.monaco-dialog-box', (boxes) => boxes.map((box) => (box as unknown as { innerText: string }).innerText));
+    case 'dialog-button': {
+      await page.locator('.monaco-dialog-box').last().getByRole('button', { name: String(body.button), exact: true }).click({ timeout: 10_000 });
+      return true;
+    }
+    case 'chat-button': {
+      // A button a participant added to its answer (stream.button), in the latest answer that has one.
+      const button = page.locator('.interactive-item-container').getByRole('button', { name: new RegExp(`^${String(body.text).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`) }).last();
+      // What an answer shows between tool calls is folded into its "Completed N steps" once it is
+      // done, a moment after the request ends: unfold it until the button shows.
+      for (let attempt = 0; attempt < 5 && !(await button.isVisible()); attempt++) {
+        await page.getByText(/Completed \d+ steps/).last().click({ timeout: 5_000 }).catch(() => undefined);
+        await page.waitForTimeout(1_000);
+      }
+      await button.click({ timeout: 10_000 });
+      return true;
+    }
     case 'screenshot': {
       const name = String(body.name);
       const dir = body.docs ? DOCS : RESULTS;
