@@ -1,92 +1,145 @@
 /**
- * Speed and memory of the compaction engine on large histories. Run with `npm run bench`.
- * Prints one line per measurement; nothing here is asserted (timings belong in benchmarks, not tests).
+ * Every benchmark in one run (`npm run bench`): writes `bench/results.json` (the measures that have
+ * targets, as numbers) and prints them as a Markdown table with their targets, then the details and
+ * the conversation store's numbers. Nothing here is asserted: timings belong in benchmarks, not tests.
+ * Takes a minute or two on a 2-core machine.
  */
-import { computeCompaction } from '../src/core/compaction';
-import { selectForCompaction } from '../src/core/cut-point';
-import { DEFAULT_CONFIG } from '../src/core/config';
-import { EMPTY_LEDGER } from '../src/core/file-ledger';
-import { modelView, type LogRecord } from '../src/core/history';
-import { MessageTokenCounter } from '../src/core/message-tokens';
-import type { Message } from '../src/core/messages';
-import { systemClock, type Summarizer } from '../src/core/ports';
-import { charEstimator, loadTokenizer } from '../src/core/tokenizer';
+import { readFileSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import { join } from 'node:path';
+import { loadTokenizer } from '../src/core/tokenizer';
+import { benchStall, benchSummarizerInput, TIMES } from './agent-session';
+import { benchBundle } from './bundle';
+import { benchEngine } from './engine';
 import { benchGauge } from './gauge';
+import { benchLongConversations } from './long-conversations';
+import { round } from './stats';
+import { benchStore } from './store';
 
-function history(turns: number, stepsPerTurn: number): Message[] {
-  const out: Message[] = [];
-  let n = 0;
-  const code = 'export function f(x: number): number {\n  return x * 2; // doubled\n}\n'.repeat(40);
-  for (let t = 0; t < turns; t++) {
-    out.push({ id: `m${n++}`, role: 'user', content: [{ type: 'text', text: `Please change module ${t} so that it handles edge case ${t}.` }] });
-    for (let s = 0; s < stepsPerTurn; s++) {
-      const callId = `c${t}-${s}`;
-      out.push({ id: `m${n++}`, role: 'assistant', content: [{ type: 'text', text: 'Reading the file.' }, { type: 'tool-call', toolCallId: callId, toolName: 'read_file', input: { path: `src/m${t}/f${s}.ts` } }] });
-      out.push({ id: `m${n++}`, role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: 'read_file', output: code }] });
-    }
-    out.push({ id: `m${n++}`, role: 'assistant', content: [{ type: 'text', text: `Done with module ${t}.` }] });
-  }
-  return out;
+/** The measures `results.json` holds, in the order of the table. */
+type Key =
+  | 'stall_p95_ratio'
+  | 'gauge_error_mean_pct'
+  | 'gauge_error_max_pct'
+  | 'summarizer_input_ratio'
+  | 'engine_ms_5k'
+  | 'gauge_update_ms_1m'
+  | 'activation_ms'
+  | 'bundle_bytes'
+  | 'reload_ms_10k'
+  | 'append_ratio_50k_1k';
+
+interface Target {
+  readonly what: string;
+  readonly op: '<' | '≤';
+  readonly limit: number;
 }
 
-function time<T>(label: string, fn: () => T): T {
-  const start = process.hrtime.bigint();
-  const result = fn();
-  const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  console.log(`${label}: ${ms.toFixed(1)} ms`);
+const TARGETS: Record<Key, Target> = {
+  stall_p95_ratio: { what: "p95 wait from compaction, Longrun ÷ blocking design (60 turns × 3, 2 s summarizer)", op: '≤', limit: 0.05 },
+  gauge_error_mean_pct: { what: 'gauge vs provider count, mean error (%)', op: '≤', limit: 1 },
+  gauge_error_max_pct: { what: 'gauge vs provider count, max error (%)', op: '≤', limit: 3 },
+  summarizer_input_ratio: { what: 'tokens sent to the summarizer ÷ unique tokens (300 turns, 32k)', op: '≤', limit: 0.8 },
+  engine_ms_5k: { what: 'compaction start to first summarizer call, 5,000 messages (ms)', op: '<', limit: 50 },
+  gauge_update_ms_1m: { what: 'one budget assessment over a 1M-token view after a compaction, p95 (ms)', op: '<', limit: 1 },
+  activation_ms: { what: 'require + activate, fresh process, median (ms)', op: '<', limit: 50 },
+  bundle_bytes: { what: 'production dist/extension.js, vocabularies apart (bytes)', op: '<', limit: 1_048_576 },
+  reload_ms_10k: { what: 'open a 10,000-message conversation until the gauge has its count (ms)', op: '<', limit: 200 },
+  append_ratio_50k_1k: { what: 'append with the gauge listening, 50,000 ÷ 1,000 messages', op: '≤', limit: 2 },
+};
+
+function met(key: Key, value: number): boolean {
+  const { op, limit } = TARGETS[key];
+  return op === '<' ? value < limit : value <= limit;
+}
+
+function formatNumber(value: number): string {
+  return Number.isInteger(value) ? value.toLocaleString('en-US') : value.toLocaleString('en-US', { maximumFractionDigits: 2 });
+}
+
+/** The machine, as the README's table states it. */
+function machine(): string {
+  let cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+  try {
+    cpu = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1]?.trim() ?? cpu;
+  } catch {
+    // Not Linux: the model Node reports.
+  }
+  return `${os.availableParallelism()} CPUs (${cpu}), Node ${process.version}, ${os.platform()}`;
+}
+
+async function step<T>(label: string, run: () => Promise<T>): Promise<T> {
+  const start = Date.now();
+  process.stderr.write(`${label}…`);
+  const result = await run();
+  process.stderr.write(` ${((Date.now() - start) / 1000).toFixed(1)} s\n`);
   return result;
 }
 
 async function main(): Promise<void> {
-  const messages = history(200, 10); // 4,200 messages
-  const o200k = await loadTokenizer('o200k_base');
-  const counter = new MessageTokenCounter(o200k);
-  const total = time(`first count of ${messages.length} messages (o200k)`, () => counter.countMessages(messages));
-  console.log(`  ${total.toLocaleString('en-US')} tokens`);
-  const grown = [...messages, { id: 'new', role: 'user' as const, content: [{ type: 'text' as const, text: 'one more' }] }];
-  time('count after one new message (cached)', () => counter.countMessages(grown));
-  time(`same history with the chars/4 estimator`, () => new MessageTokenCounter(charEstimator).countMessages(messages));
+  const started = Date.now();
+  const bundle = await step('bundle and activation', () => benchBundle());
+  const tokenizer = await loadTokenizer('o200k_base');
+  const gauge = await step('gauge accuracy', () => benchGauge());
+  const stall = await step('waits from compaction', () => benchStall(tokenizer));
+  const input = await step('summarizer input', () => benchSummarizerInput(tokenizer));
+  const engine = await step('engine on a million tokens', () => benchEngine(tokenizer));
+  const long = await step('long conversations', () => benchLongConversations(tokenizer));
+  const store = await step('conversation store', () => benchStore());
 
-  time('select the cut point', () =>
-    selectForCompaction(messages, {
-      keepRecent: DEFAULT_CONFIG.keepRecent,
-      limit: 1_000_000,
-      countMessage: (m) => counter.countMessage(m),
-      keepSystemMessages: true,
-      maxKeptTokens: 500_000,
-    }),
-  );
-
-  const log: LogRecord[] = messages.map((message) => ({ type: 'message', message }));
-  time('derive the model view from the log', () => modelView(log));
-
-  const summarizer: Summarizer = {
-    name: 'bench',
-    contextWindow: 128_000,
-    summarize: async (request) => ({ text: `## Session Summary\nA ${request.purpose} summary of ${request.messages.length} messages, standing in for a model.` }),
+  const results: Record<Key, number> = {
+    stall_p95_ratio: round(stall.stall_p95_ratio, 3),
+    gauge_error_mean_pct: gauge.gauge_error_mean_pct,
+    gauge_error_max_pct: gauge.gauge_error_max_pct,
+    summarizer_input_ratio: round(input.summarizer_input_ratio, 3),
+    engine_ms_5k: round(engine.engine_ms_5k, 1),
+    gauge_update_ms_1m: round(engine.gauge_update_ms_1m, 2),
+    activation_ms: round(bundle.activation_ms, 1),
+    bundle_bytes: bundle.bundle_bytes,
+    reload_ms_10k: round(long.reload_ms_10k, 1),
+    append_ratio_50k_1k: round(long.append_ratio_50k_1k, 2),
   };
-  const before = process.memoryUsage().heapUsed;
-  const start = process.hrtime.bigint();
-  const outcome = await computeCompaction(
-    { log, reason: 'manual', config: DEFAULT_CONFIG, window: { limit: 1_000_000, source: 'model' }, ledger: EMPTY_LEDGER },
-    { counter, summarizer, clock: systemClock, newId: () => 'bench' },
-  );
-  const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  if (outcome.status !== 'compacted') throw new Error(`compaction did not run: ${outcome.status} ${'reason' in outcome ? outcome.reason : ''}`);
-  const calls = outcome.compaction.entry.summarizerCalls;
-  console.log(`full compaction with batching (${calls} summarizer calls, instant model): ${ms.toFixed(1)} ms`);
-  console.log(`heap growth during compaction: ${((process.memoryUsage().heapUsed - before) / 1e6).toFixed(1)} MB`);
+  writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
-  const gauge = await benchGauge();
-  console.log(
-    `gauge against a provider counting with cl100k, ${gauge.requests} requests of a 60-turn session, ${gauge.compactions} compactions: ` +
-      `mean error ${gauge.gauge_error_mean_pct}% (target ≤ 1%), max ${gauge.gauge_error_max_pct}% (target ≤ 3%), ` +
-      `first request after a compaction at most ${gauge.gauge_error_after_compaction_max_pct}%`,
-  );
-  console.log(
-    `raw local count of a rendered request against the same tokenizer with OpenAI's framing: ${gauge.local_vs_same_tokenizer_per_message} tokens per message ` +
-      '(Longrun counts 4 per message, 8 per tool call and 6 per tool result; OpenAI 3, and 3 to prime the reply)',
-  );
+  const lines = [
+    `Machine: ${machine()}. Whole run: ${Math.round((Date.now() - started) / 1000)} s.`,
+    '',
+    '| measure | what | value | target | met |',
+    '|---|---|---:|---|---|',
+    ...(Object.keys(TARGETS) as Key[]).map((key) => {
+      const t = TARGETS[key];
+      return `| \`${key}\` | ${t.what} | ${formatNumber(results[key])} | ${t.op} ${formatNumber(t.limit)} | ${met(key, results[key]) ? 'yes' : '**no**'} |`;
+    }),
+    '',
+    'Details:',
+    `- waits: simulated ${TIMES.summarizerMs / 1000} s summarizer, ${TIMES.modelStepMs / 1000} s per model step, ${TIMES.userPauseMs / 1000} s between turns; ` +
+      `p95 ${formatNumber(stall.stall_p95_ms_longrun)} ms (Longrun) vs ${formatNumber(stall.stall_p95_ms_blocking)} ms (blocking) over ${stall.stall_turns} turns; ` +
+      `turns that waited ${stall.waited_turns_longrun} vs ${stall.waited_turns_blocking}; compactions ${stall.compactions_longrun} vs ${stall.compactions_blocking}`,
+    `- gauge: ${gauge.requests} requests, ${gauge.compactions} compactions; first request after a compaction at most ${gauge.gauge_error_after_compaction_max_pct}%; ` +
+      `raw local count vs the same tokenizer with OpenAI's framing ${gauge.local_vs_same_tokenizer_per_message} tokens per message`,
+    `- summarizer input: ${formatNumber(input.summarizer_input_tokens)} tokens in ${input.summarizer_calls} calls for ${formatNumber(input.session_unique_tokens)} unique tokens`,
+    `- engine: ${formatNumber(engine.engine_tokens_5k)} tokens in the 5,000 messages, ${engine.engine_summarizer_calls_5k} summarizer call(s); ` +
+      `assessment over a view of ${formatNumber(engine.gauge_update_view_tokens)} tokens`,
+    `- activation: require ${round(bundle.activation_require_ms, 1)} ms + activate ${round(bundle.activation_activate_ms, 1)} ms (median of ${bundle.activation_runs}); ` +
+      `vocabularies required during activation: ${bundle.vocabularies_during_activation.join(', ') || 'none'}; once a GPT-4o model is in use: ${bundle.vocabularies_after_activation.join(', ') || 'none'}` +
+      (bundle.check_warnings.length > 0 ? `; warnings logged: ${bundle.check_warnings.join(' / ')}` : ''),
+    `- vocabulary files: ${Object.entries(bundle.vocabulary_bytes).map(([name, bytes]) => `${name}.js ${formatNumber(bytes)} bytes`).join(', ')}`,
+    `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
+      `append with the gauge ${round(long.append_gauge_ms_1k, 2)} ms (1,000) vs ${round(long.append_gauge_ms_50k, 2)} ms (50,000 messages, ${long.compactions_50k} compactions)`,
+    '',
+    'Conversation store (bench/store.ts):',
+    '',
+    '| measure | value |',
+    '|---|---:|',
+    `| \`open_ms_50k\` (fresh process) | ${round(store.open_ms_50k, 0)} ms |`,
+    `| \`open_rss_mb_50k\` | ${round(store.open_rss_mb_50k, 0)} MB |`,
+    `| \`append_ms_1k\` (median) | ${round(store.append_ms_1k, 2)} ms |`,
+    `| \`append_ms_50k\` (median) | ${round(store.append_ms_50k, 2)} ms |`,
+  ];
+  console.log(lines.join('\n'));
 }
 
-void main();
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,7 +1,9 @@
+import { bundledOrPackage, type EncodingSource } from './vocabularies';
+
 /**
  * Counting the tokens of plain text. The real tokenizer (`gpt-tokenizer`) is loaded on demand,
- * because its vocabularies are large; the seeds' `ceil(chars / 4)` estimator is always at hand as
- * the fallback and as a baseline to compare against.
+ * because its vocabularies are large (`vocabularies.ts` says from where); the seeds'
+ * `ceil(chars / 4)` estimator is always at hand as the fallback and as a baseline to compare against.
  */
 
 /** Counts the tokens of a string. */
@@ -38,33 +40,53 @@ export function encodingForModel(modelId: string | undefined): EncodingName {
 // and here it is only text, so every special token is counted as ordinary characters.
 const asPlainText = { disallowedSpecial: new Set<string>() };
 
-const loaded = new Map<EncodingName, Promise<TextTokenizer>>();
+/** Loads real tokenizers from a source of encodings, each encoding once. */
+export interface TokenizerLoader {
+  /** The real tokenizer for an encoding; rejects (with a `VocabularyError`) when its vocabulary cannot be loaded. */
+  load(encoding?: EncodingName): Promise<TextTokenizer>;
+  /**
+   * The real tokenizer, or the chars/4 estimator when its vocabulary cannot be loaded, so that
+   * counting goes on roughly rather than not at all; `onError` hears why, once per encoding.
+   */
+  loadOrEstimate(encoding: EncodingName, onError: (error: unknown) => void): Promise<TextTokenizer>;
+}
+
+/** A loader over `source`, for the extension (the shared one below) and for tests. */
+export function createTokenizerLoader(source: EncodingSource): TokenizerLoader {
+  const loaded = new Map<EncodingName, Promise<TextTokenizer>>();
+  const reported = new Set<EncodingName>();
+  const load = (encoding: EncodingName = 'o200k_base'): Promise<TextTokenizer> => {
+    let pending = loaded.get(encoding);
+    if (!pending) {
+      pending = source(encoding).then((mod) => ({
+        name: encoding,
+        count: (value: string) => (value ? mod.countTokens(value, asPlainText) : 0),
+      }));
+      loaded.set(encoding, pending);
+      // A failed load must not be remembered: a later call may succeed.
+      pending.catch(() => loaded.delete(encoding));
+    }
+    return pending;
+  };
+  const loadOrEstimate = (encoding: EncodingName, onError: (error: unknown) => void): Promise<TextTokenizer> =>
+    load(encoding).catch((error: unknown) => {
+      if (!reported.has(encoding)) {
+        reported.add(encoding);
+        onError(error);
+      }
+      return charEstimator;
+    });
+  return { load, loadOrEstimate };
+}
+
+const shared = createTokenizerLoader(bundledOrPackage());
 
 /** Loads the real tokenizer for an encoding (once per process). */
 export function loadTokenizer(encoding: EncodingName = 'o200k_base'): Promise<TextTokenizer> {
-  let pending = loaded.get(encoding);
-  if (!pending) {
-    pending = importEncoding(encoding).then((mod) => ({
-      name: encoding,
-      count: (value: string) => (value ? mod.countTokens(value, asPlainText) : 0),
-    }));
-    loaded.set(encoding, pending);
-    // A failed load must not be remembered: a later call may succeed.
-    pending.catch(() => loaded.delete(encoding));
-  }
-  return pending;
+  return shared.load(encoding);
 }
 
-interface EncodingModule {
-  countTokens(value: string, options: typeof asPlainText): number;
-}
-
-function importEncoding(encoding: EncodingName): Promise<EncodingModule> {
-  // Literal specifiers so that the bundler sees (and lazily wraps) each vocabulary.
-  switch (encoding) {
-    case 'cl100k_base':
-      return import('gpt-tokenizer/encoding/cl100k_base');
-    case 'o200k_base':
-      return import('gpt-tokenizer/encoding/o200k_base');
-  }
+/** The real tokenizer for an encoding, or the chars/4 estimator when it cannot be loaded (see `TokenizerLoader`). */
+export function loadTokenizerOrEstimate(encoding: EncodingName, onError: (error: unknown) => void): Promise<TextTokenizer> {
+  return shared.loadOrEstimate(encoding, onError);
 }

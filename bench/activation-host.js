@@ -1,0 +1,268 @@
+// A stand-in extension host for the activation benchmark (bench/bundle.ts): in a fresh Node
+// process, requires a built extension.js with a stub `vscode` module and calls `activate`, then
+// prints what that took as JSON. Plain JavaScript run by plain Node, so that no TypeScript loader
+// sits between the bundle and `require`.
+//
+//   node bench/activation-host.js <bundle folder> [--check]
+//
+// With --check it also waits for what activation starts in the background: a model is offered (a
+// GPT-4o), so the gauge's tokenizer loads, and the output says which vocabulary files were required
+// during activation (none should be) and after it (only the model's), and what the extension logged
+// as warnings.
+'use strict';
+const fs = require('node:fs');
+const Module = require('node:module');
+const os = require('node:os');
+const path = require('node:path');
+
+const [bundleDir, mode] = process.argv.slice(2);
+if (!bundleDir) {
+  console.error('usage: node bench/activation-host.js <bundle folder> [--check]');
+  process.exit(2);
+}
+const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-activation-'));
+
+// --- The stub `vscode` module: what activation and the session's first steps touch, and a harmless
+// stand-in (a function returning a disposable) for anything else, so that activation code added
+// later does not break the benchmark.
+
+class Disposable {
+  constructor(dispose = () => undefined) {
+    this.disposeFn = dispose;
+  }
+  static from(...items) {
+    return new Disposable(() => items.forEach((item) => item.dispose()));
+  }
+  dispose() {
+    this.disposeFn();
+  }
+}
+
+class EventEmitter {
+  constructor() {
+    this.listeners = new Set();
+    this.event = (listener) => {
+      this.listeners.add(listener);
+      return new Disposable(() => this.listeners.delete(listener));
+    };
+  }
+  fire(value) {
+    for (const listener of [...this.listeners]) listener(value);
+  }
+  dispose() {
+    this.listeners.clear();
+  }
+}
+
+class Uri {
+  constructor(scheme, filePath) {
+    this.scheme = scheme;
+    this.path = filePath;
+  }
+  static file(filePath) {
+    return new Uri('file', filePath);
+  }
+  static parse(value) {
+    const match = /^([a-z][\w+.-]*):(.*)$/i.exec(value);
+    return match ? new Uri(match[1], match[2]) : new Uri('file', value);
+  }
+  static from(components) {
+    return new Uri(components.scheme, components.path ?? '');
+  }
+  static joinPath(base, ...parts) {
+    return new Uri(base.scheme, path.posix.join(base.path, ...parts));
+  }
+  get fsPath() {
+    return this.path;
+  }
+  with(change) {
+    return new Uri(change.scheme ?? this.scheme, change.path ?? this.path);
+  }
+  toString() {
+    return `${this.scheme}://${this.path}`;
+  }
+}
+
+class Memento {
+  constructor() {
+    this.values = new Map();
+  }
+  get(key, fallback) {
+    return this.values.has(key) ? this.values.get(key) : fallback;
+  }
+  async update(key, value) {
+    this.values.set(key, value);
+  }
+  keys() {
+    return [...this.values.keys()];
+  }
+  setKeysForSync() {}
+}
+
+const disposable = () => new Disposable();
+const event = () => disposable();
+
+/**
+ * Anything not stubbed explicitly: callable, constructible, every member again such a thing; an
+ * empty list when iterated, an empty string when converted, and not a promise.
+ */
+function anything() {
+  const special = {
+    then: undefined,
+    dispose: () => undefined,
+    [Symbol.iterator]: function* () {},
+    [Symbol.toPrimitive]: () => '',
+  };
+  return new Proxy(function stub() {}, {
+    get: (target, key) => (key in special ? special[key] : typeof key === 'symbol' ? undefined : anything()),
+    apply: () => anything(),
+    construct: () => anything(),
+    set: () => true,
+  });
+}
+
+/** A namespace: its stubbed members, and `anything()` for the rest. */
+function namespace(members) {
+  return new Proxy(members, { get: (target, key) => (key in target ? target[key] : typeof key === 'symbol' ? undefined : anything()) });
+}
+
+/** What the extension logged as warnings and errors, reported with --check. */
+const logged = [];
+const logChannel = namespace({
+  name: 'Longrun',
+  logLevel: 2,
+  onDidChangeLogLevel: event,
+  trace() {},
+  debug() {},
+  info() {},
+  warn: (message) => logged.push(String(message)),
+  error: (message) => logged.push(String(message)),
+  append() {},
+  appendLine() {},
+  replace() {},
+  clear() {},
+  show() {},
+  hide() {},
+  dispose() {},
+});
+
+const model = {
+  id: 'gpt-4o',
+  vendor: 'copilot',
+  family: 'gpt-4o',
+  name: 'GPT-4o',
+  version: 'gpt-4o-2024-11-20',
+  maxInputTokens: 128_000,
+  countTokens: async (text) => Math.ceil(String(text).length / 4),
+  sendRequest: async () => {
+    throw new Error('the activation benchmark sends no requests');
+  },
+};
+
+const vscode = namespace({
+  Disposable,
+  EventEmitter,
+  Uri,
+  ThemeColor: class ThemeColor {
+    constructor(id) {
+      this.id = id;
+    }
+  },
+  MarkdownString: class MarkdownString {
+    constructor(value = '') {
+      this.value = value;
+    }
+    appendMarkdown(value) {
+      this.value += value;
+      return this;
+    }
+    appendText(value) {
+      this.value += value;
+      return this;
+    }
+  },
+  StatusBarAlignment: { Left: 1, Right: 2 },
+  ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
+  LanguageModelChatToolMode: { Auto: 1, Required: 2 },
+  LanguageModelChatMessageRole: { User: 1, Assistant: 2 },
+  window: namespace({
+    createOutputChannel: () => logChannel,
+    createStatusBarItem: () => namespace({ show() {}, hide() {}, dispose() {} }),
+    tabGroups: namespace({ all: [], close: async () => true, onDidChangeTabs: event, onDidChangeTabGroups: event }),
+    showInformationMessage: async () => undefined,
+    showWarningMessage: async () => undefined,
+    showErrorMessage: async () => undefined,
+  }),
+  workspace: namespace({
+    workspaceFolders: undefined,
+    textDocuments: [],
+    isTrusted: true,
+    getConfiguration: () => ({ get: () => undefined, has: () => false, inspect: () => undefined, update: async () => undefined }),
+    registerTextDocumentContentProvider: disposable,
+    onDidChangeConfiguration: event,
+    onDidChangeTextDocument: event,
+    onDidSaveTextDocument: event,
+    onDidCreateFiles: event,
+    onDidDeleteFiles: event,
+    onDidRenameFiles: event,
+    onDidGrantWorkspaceTrust: event,
+  }),
+  commands: namespace({ registerCommand: disposable, executeCommand: async () => undefined }),
+  lm: namespace({ registerLanguageModelChatProvider: disposable, selectChatModels: async () => [model], onDidChangeChatModels: event }),
+  chat: namespace({ createChatParticipant: () => namespace({ dispose() {}, onDidReceiveFeedback: event }) }),
+});
+
+const extensionRoot = path.dirname(path.resolve(bundleDir));
+const context = namespace({
+  subscriptions: [],
+  secrets: namespace({ get: async () => undefined, store: async () => undefined, delete: async () => undefined, keys: async () => [], onDidChange: event }),
+  globalState: new Memento(),
+  workspaceState: new Memento(),
+  storageUri: Uri.file(path.join(storage, 'workspace')),
+  globalStorageUri: Uri.file(path.join(storage, 'global')),
+  logUri: Uri.file(path.join(storage, 'log')),
+  extensionUri: Uri.file(extensionRoot),
+  extensionPath: extensionRoot,
+  extensionMode: 1,
+  asAbsolutePath: (relative) => path.join(extensionRoot, relative),
+});
+
+// --- Loading: `vscode` is answered by the stub; vocabulary files are noted as they are required.
+
+const vocabularies = { duringActivation: [], afterActivation: [] };
+let activating = true;
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  if (request === 'vscode') return vscode;
+  const vocabulary = /(o200k_base|cl100k_base)\.js$/.exec(request);
+  if (vocabulary) (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(vocabulary[1]);
+  return load.call(this, request, ...rest);
+};
+
+const errors = [];
+process.on('unhandledRejection', (error) => errors.push(String(error)));
+
+async function main() {
+  const start = performance.now();
+  const extension = require(path.resolve(bundleDir, 'extension.js'));
+  const required = performance.now();
+  await extension.activate(context);
+  const activated = performance.now();
+  activating = false;
+  if (mode === '--check') {
+    // The saved conversation, the default model and its tokenizer load in the background.
+    const deadline = Date.now() + 10_000;
+    while (vocabularies.afterActivation.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  const result = { requireMs: required - start, activateMs: activated - required, totalMs: activated - start, vocabularies, errors, logged };
+  fs.writeSync(1, JSON.stringify(result));
+  fs.rmSync(storage, { recursive: true, force: true });
+  process.exit(0);
+}
+
+main().catch((error) => {
+  fs.rmSync(storage, { recursive: true, force: true });
+  console.error(error);
+  process.exit(1);
+});

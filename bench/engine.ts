@@ -1,0 +1,118 @@
+/**
+ * The engine on million-token conversations: how long a compaction takes before its first
+ * summarizer call, and how long one budget assessment (what the gauge does on every change) takes
+ * over a view of a million tokens that holds a summary.
+ */
+import { applyCompaction, computeCompaction } from '../src/core/compaction';
+import { DEFAULT_CONFIG, type CompactionConfig } from '../src/core/config';
+import { EMPTY_LEDGER } from '../src/core/file-ledger';
+import { modelView, type LogRecord } from '../src/core/history';
+import { MessageTokenCounter } from '../src/core/message-tokens';
+import { systemClock, type Summarizer } from '../src/core/ports';
+import type { TextTokenizer } from '../src/core/tokenizer';
+import { Conversation } from '../src/vscode/conversation';
+import { ConversationIndex, ConversationStore } from '../src/vscode/conversation-store';
+import { sessionLog, SMALL_MESSAGES } from './sessions';
+import { elapsedMs, median, percentile } from './stats';
+
+/** GPT-4.1's window: a conversation of a million tokens is at its compaction point. */
+const MILLION_WINDOW = 1_047_576;
+/** A 2M window (Gemini's), where a million-token view is what a compaction keeps. */
+const TWO_MILLION_WINDOW = 2_097_152;
+
+export interface EngineBench {
+  /** Median ms from the start of a compaction to its first summarizer call (5,000 messages). */
+  readonly engine_ms_5k: number;
+  readonly engine_tokens_5k: number;
+  readonly engine_summarizer_calls_5k: number;
+  /** p95 ms of one `Conversation.assess()` over a view of about a million tokens, right after a compaction. */
+  readonly gauge_update_ms_1m: number;
+  readonly gauge_update_view_tokens: number;
+}
+
+const SUMMARY = `## Session Summary\n${'The handlers now check their input before retrying; tests cover each failing case. '.repeat(40)}`;
+
+/** A summarizer that answers at once and notes when it was first called. */
+function timingSummarizer(): Summarizer & { firstCallAt?: bigint; calls: number } {
+  const summarizer: Summarizer & { firstCallAt?: bigint; calls: number } = {
+    name: 'bench',
+    calls: 0,
+    summarize: async () => {
+      summarizer.firstCallAt ??= process.hrtime.bigint();
+      summarizer.calls++;
+      return { text: SUMMARY };
+    },
+  };
+  return summarizer;
+}
+
+let ids = 0;
+const newId = (): string => `bench-entry-${ids++}`;
+
+/** Start of a compaction to its first summarizer call, on 5,000 messages (~1M tokens), the token cache warm. */
+async function engineToFirstCall(tokenizer: TextTokenizer, runs: number): Promise<{ ms: number; tokens: number; calls: number }> {
+  const log = sessionLog(5_000, 5, SMALL_MESSAGES);
+  const counter = new MessageTokenCounter(tokenizer);
+  const tokens = counter.countMessages(modelView(log));
+  const times: number[] = [];
+  let calls = 0;
+  for (let run = 0; run < runs; run++) {
+    const summarizer = timingSummarizer();
+    const start = process.hrtime.bigint();
+    const outcome = await computeCompaction(
+      { log, reason: 'threshold', config: DEFAULT_CONFIG, window: { limit: MILLION_WINDOW, source: 'model' }, ledger: EMPTY_LEDGER },
+      { counter, summarizer, clock: systemClock, newId },
+    );
+    if (outcome.status !== 'compacted' || summarizer.firstCallAt === undefined) throw new Error(`the 5,000-message compaction did not run: ${outcome.status}`);
+    times.push(Number(summarizer.firstCallAt - start) / 1e6);
+    calls = summarizer.calls;
+  }
+  return { ms: median(times), tokens, calls };
+}
+
+/** p95 of one budget assessment over a million-token view that holds a summary. */
+async function assessAfterCompaction(tokenizer: TextTokenizer, runs: number): Promise<{ ms: number; tokens: number }> {
+  // 6,500 messages (~1.3M tokens), compacted to keep the latest million.
+  const config: CompactionConfig = { ...DEFAULT_CONFIG, keepRecent: { ...DEFAULT_CONFIG.keepRecent, tokens: 1_000_000, tokensShare: 0.5 } };
+  const window = { limit: TWO_MILLION_WINDOW, source: 'model' as const };
+  let log: readonly LogRecord[] = sessionLog(6_500, 6, SMALL_MESSAGES);
+  const counter = new MessageTokenCounter(tokenizer);
+  const outcome = await computeCompaction({ log, reason: 'manual', config, window, ledger: EMPTY_LEDGER }, { counter, summarizer: timingSummarizer(), clock: systemClock, newId });
+  if (outcome.status !== 'compacted') throw new Error(`the million-token compaction did not run: ${outcome.status}`);
+  const applied = applyCompaction(log, outcome.compaction);
+  if (!applied.ok) throw new Error(applied.reason);
+  log = applied.log;
+
+  const state = new Map<string, unknown>();
+  const conversation = new Conversation('bench', log, {
+    // Assessing never writes; the store is only there because a conversation has one.
+    store: new ConversationStore('/nonexistent-longrun-bench', Date.now),
+    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    clock: systemClock,
+    newId,
+    config: () => config,
+    model: () => ({ name: 'bench', window, counter, fixedOverhead: 1_000, outputReserve: 0 }),
+    summarizer: () => undefined,
+  });
+  const times: number[] = [];
+  let tokens = 0;
+  for (let run = 0; run < runs; run++) {
+    const start = process.hrtime.bigint();
+    tokens = conversation.assess().used;
+    times.push(elapsedMs(start));
+  }
+  return { ms: percentile(times, 0.95), tokens };
+}
+
+/** Runs both measurements. */
+export async function benchEngine(tokenizer: TextTokenizer): Promise<EngineBench> {
+  const engine = await engineToFirstCall(tokenizer, 3);
+  const gauge = await assessAfterCompaction(tokenizer, 101);
+  return {
+    engine_ms_5k: engine.ms,
+    engine_tokens_5k: engine.tokens,
+    engine_summarizer_calls_5k: engine.calls,
+    gauge_update_ms_1m: gauge.ms,
+    gauge_update_view_tokens: gauge.tokens,
+  };
+}
