@@ -1,6 +1,6 @@
 import type { ModelMessage } from 'ai';
 import * as vscode from 'vscode';
-import { loadTokenizer, encodingForModel } from '../core/tokenizer';
+import { encodingForModel, loadTokenizerOrEstimate } from '../core/tokenizer';
 import { streamEndpointChat } from '../llm/endpoint-chat';
 import { createEndpointModel } from '../llm/openai-endpoint';
 import type { ApiKeys } from './api-keys';
@@ -138,7 +138,9 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
     info: vscode.LanguageModelChatInformation,
     text: string | vscode.LanguageModelChatRequestMessage,
   ): Promise<number> {
-    const tokenizer = await loadTokenizer(encodingForModel(info.family));
+    const tokenizer = await loadTokenizerOrEstimate(encodingForModel(info.family), (error) =>
+      this.log.warn(`Counting with the chars/4 estimate: the tokenizer did not load (${String(error)}).`),
+    );
     if (typeof text === 'string') return tokenizer.count(text);
     let total = 4;
     for (const part of text.content) {
