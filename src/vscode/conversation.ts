@@ -59,6 +59,11 @@ export interface ConversationDeps {
   readonly telemetry?: () => LongrunTelemetry;
   /** Cleans provider text (a summarizer's error) of API keys before it is stored or summarized. */
   readonly redact?: (text: string) => string;
+  /**
+   * Whether to start summarizing in the background once the view passes the warning level, so that
+   * the swap at the compaction point costs no wait. Off when absent.
+   */
+  readonly summarizeAhead?: () => boolean;
 }
 
 export interface CompactOptions {
@@ -72,10 +77,17 @@ type Listener = () => void;
 /** The title of a conversation before its first request. */
 export const NEW_TITLE = 'New conversation';
 
+/** A threshold compaction computed ahead of need, from a snapshot taken past the warning level. */
+interface Ahead {
+  readonly promise: Promise<CompactionOutcome>;
+  readonly controller: AbortController;
+}
+
 export class Conversation {
   private records: LogRecord[];
   private readonly listeners = new Set<Listener>();
   private compacting: Promise<CompactionOutcome> | undefined;
+  private ahead: Ahead | undefined;
 
   constructor(
     readonly id: string,
@@ -133,6 +145,48 @@ export class Conversation {
       });
     }
     this.changed();
+    this.summarizeAheadIfDue();
+  }
+
+  /**
+   * Starts summarizing in the background, on a snapshot, once the view passes the warning level (in
+   * the middle of a tool loop too): when the compaction point is reached, the summary is ready and
+   * applied at once. One at a time; a compaction, an undo or a new conversation ends it.
+   */
+  private summarizeAheadIfDue(): void {
+    if (this.ahead || this.compacting || !this.deps.summarizeAhead?.() || !this.deps.config().autoCompact) return;
+    const budget = this.assess();
+    if (budget.level !== 'warning' && budget.level !== 'critical' && budget.level !== 'over') return;
+    // The last compaction could not get below the warning level: summarizing again now would only churn.
+    const last = lastEntry(this.records);
+    if (last && last.tokensAfter >= budget.warningAt && !this.userSpokeSince(last.id)) return;
+    const summarizer = this.deps.summarizer();
+    if (!summarizer) return;
+    const controller = new AbortController();
+    const promise = this.computeOn([...this.records], 'threshold', { signal: controller.signal }).catch(
+      (error: unknown): CompactionOutcome => ({ status: 'failed', reason: error instanceof Error ? error.message : String(error) }),
+    );
+    this.ahead = { promise, controller };
+  }
+
+  private userSpokeSince(entryId: string): boolean {
+    for (let i = this.records.length - 1; i >= 0; i--) {
+      const record = this.records[i]!;
+      if (record.type === 'compaction' && record.entry.id === entryId) return false;
+      if (record.type === 'message' && record.message.role === 'user') return true;
+    }
+    return false;
+  }
+
+  /** Whether a summary is being prepared ahead of need (for the gauge and tests). */
+  isSummarizingAhead(): boolean {
+    return this.ahead !== undefined;
+  }
+
+  /** Drops a summary prepared ahead (the conversation was left, or undone past it). */
+  cancelAhead(): void {
+    this.ahead?.controller.abort();
+    this.ahead = undefined;
   }
 
   /** The tokens of the model's view, calibrated by the provider's last report when it still applies. */
@@ -221,11 +275,31 @@ export class Conversation {
   }
 
   private async runCompaction(reason: CompactionReason, options: CompactOptions): Promise<CompactionOutcome> {
+    const ahead = this.ahead;
+    this.ahead = undefined;
+    // A summary prepared ahead serves the threshold, and a manual compaction without focus; an
+    // overflow (perhaps a smaller window) or a focus needs one of its own.
+    if (ahead && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
+      const ready = await ahead.promise;
+      if (ready.status === 'compacted') {
+        const applied = await this.applyComputed(ready, reason);
+        if (applied) return applied;
+      }
+    } else {
+      ahead?.controller.abort();
+    }
     const summarizer = this.deps.summarizer();
     if (!summarizer) return { status: 'failed', reason: 'No model is available to write the summary. Pick a model in the chat, or set longrun.compaction.model.' };
+    const outcome = await this.computeOn([...this.records], reason, options);
+    if (outcome.status !== 'compacted') return outcome;
+    return (await this.applyComputed(outcome, reason)) ?? { status: 'failed', reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.' };
+  }
+
+  private computeOn(snapshot: LogRecord[], reason: CompactionReason, options: CompactOptions): Promise<CompactionOutcome> {
+    const summarizer = this.deps.summarizer();
+    if (!summarizer) return Promise.resolve({ status: 'failed', reason: 'No model is available to write the summary.' });
     const model = this.deps.model();
-    const snapshot = [...this.records];
-    const outcome = await computeCompaction(
+    return computeCompaction(
       {
         log: snapshot,
         reason,
@@ -238,12 +312,27 @@ export class Conversation {
       },
       { counter: model.counter, summarizer, clock: this.deps.clock, newId: this.deps.newId, ...(this.deps.redact ? { redact: this.deps.redact } : {}) },
     );
-    if (outcome.status !== 'compacted') return outcome;
-    const applied = applyCompaction(this.records, outcome.compaction);
-    if (!applied.ok) return { status: 'failed', reason: `${applied.reason} Nothing was changed.` };
-    const entry = outcome.compaction.entry;
-    await this.deps.store.append(this.id, outcome.compaction.record);
-    this.records.push(outcome.compaction.record);
+  }
+
+  /**
+   * Applies a computed compaction to the log as it is now, when the snapshot it was computed from is
+   * still a prefix of it; undefined when it is not (a compaction or an undo came between). The
+   * numbers are taken again, since messages may have come after the snapshot.
+   */
+  private async applyComputed(outcome: CompactionOutcome & { status: 'compacted' }, reason: CompactionReason): Promise<CompactionOutcome | undefined> {
+    const computed = outcome.compaction;
+    const check = applyCompaction(this.records, computed);
+    if (!check.ok) return undefined;
+    const counter = this.deps.model().counter;
+    const entry: CompactionEntry = {
+      ...computed.entry,
+      reason,
+      tokensBefore: counter.countMessages(this.view()),
+      tokensAfter: counter.countMessages(check.view),
+    };
+    const record: LogRecord = { type: 'compaction', entry };
+    await this.deps.store.append(this.id, record);
+    this.records.push(record);
     await this.deps.index.addSummary(this.id, {
       entryId: entry.id,
       round: entry.round,
@@ -254,7 +343,7 @@ export class Conversation {
       createdAt: entry.createdAt,
       fallback: entry.fallback,
     });
-    return outcome;
+    return { status: 'compacted', compaction: { ...computed, entry, record, view: check.view } };
   }
 
   /** Undoes the last compaction: the originals come back into the model's view. */
@@ -263,6 +352,8 @@ export class Conversation {
     const last = lastEntry(this.records);
     const record = undoLastCompaction(this.records, this.deps.clock.now());
     if ('error' in record || !last) return { ok: false, reason: 'error' in record ? record.error : 'There is no compaction to undo.' };
+    // What was being summarized ahead was built on the compaction being undone.
+    this.cancelAhead();
     await this.deps.store.append(this.id, record);
     this.records.push(record);
     await this.deps.index.removeSummary(this.id, last.id);

@@ -156,6 +156,8 @@ export class Session implements vscode.Disposable {
     const now = this.clock.now();
     await this.index.upsert({ id, title: NEW_TITLE, createdAt: now, updatedAt: now });
     await this.index.setCurrent(id);
+    // A summary being prepared for the conversation left behind may never be needed.
+    this.conversation?.cancelAhead();
     this.conversation = this.track(new Conversation(id, [], this.conversationDeps()));
     this.changed.fire();
     this.log.info(`Started conversation ${id}.`);
@@ -204,6 +206,7 @@ export class Session implements vscode.Disposable {
   private conversationDeps() {
     return {
       redact: (text: string) => this.redact(text),
+      summarizeAhead: () => this.settings().compaction.autoCompact,
       store: this.store,
       index: this.index,
       clock: this.clock,

@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/core/ports';
+import { charEstimator } from '../../../src/core/tokenizer';
+import { Conversation } from '../../../src/vscode/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
+import { FakeClock } from '../core/fixtures';
+
+/**
+ * The summary prepared ahead of need: started in the background past the warning level, applied at
+ * once at the compaction point, discarded when stale, cancelled by an undo or a new conversation,
+ * and never written twice for the same range.
+ */
+
+/** A summarizer whose answers the test releases one by one. */
+class GatedSummarizer implements Summarizer {
+  readonly name = 'gated';
+  readonly calls: Array<{ request: SummaryRequest; signal?: AbortSignal; release: () => void }> = [];
+  async summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse> {
+    await new Promise<void>((resolve, reject) => {
+      this.calls.push({ request, ...(signal ? { signal } : {}), release: resolve });
+      signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+    });
+    return { text: `## Session Summary (Compaction Round 1)\nWork so far, call ${this.calls.length}, summarized for the test.` };
+  }
+}
+
+const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+
+describe('summarizing ahead of need', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-ahead-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function setup(ahead = true) {
+    const clock = new FakeClock();
+    const state = new Map<string, unknown>();
+    const store = new ConversationStore(dir, () => clock.now());
+    await store.create('c1');
+    const summarizer = new GatedSummarizer();
+    const counter = new MessageTokenCounter(charEstimator);
+    let n = 0;
+    const conversation = new Conversation('c1', [], {
+      store,
+      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      clock,
+      newId: () => `id${++n}`,
+      config: () => config,
+      // 10,000 tokens: warning from 7,500, compaction from 9,000.
+      model: () => ({ name: 'm', window: { limit: 10_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+      summarizer: () => summarizer,
+      summarizeAhead: () => ahead,
+    });
+    const say = (i: number, tokens: number) =>
+      conversation.append([
+        { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: 'x'.repeat(tokens * 4) }] } },
+        { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [{ type: 'text', text: 'y'.repeat(tokens * 4) }] } },
+      ]);
+    return { conversation, summarizer, say };
+  }
+
+  const until = async (what: string, probe: () => boolean): Promise<void> => {
+    for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(probe(), what);
+  };
+
+  it('starts past the warning level, and the compaction at the threshold applies it without a second call', async () => {
+    const { conversation, summarizer, say } = await setup();
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    assert.equal(conversation.assess().level, 'warning');
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    summarizer.calls[0]!.release();
+    await say(4, 600);
+    assert.equal(conversation.assess().level, 'critical');
+    const outcome = await conversation.compact('threshold');
+    assert.equal(outcome.status, 'compacted');
+    assert.equal(summarizer.calls.length, 1, 'no second summary of the same range');
+    if (outcome.status !== 'compacted') return;
+    assert.ok(conversation.view().some((m) => m.id === 'u4'), 'what came after the snapshot stays in the view');
+    // The numbers describe the log it was applied to, not the snapshot it was computed from.
+    assert.ok(outcome.compaction.entry.tokensBefore >= 9_000, String(outcome.compaction.entry.tokensBefore));
+    assert.equal(outcome.compaction.entry.tokensAfter, conversation.count().localTokens);
+  });
+
+  it('joins a summary still being prepared instead of starting another', async () => {
+    const { conversation, summarizer, say } = await setup();
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    await say(4, 600);
+    const compaction = conversation.compact('threshold');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(summarizer.calls.length, 1);
+    summarizer.calls[0]!.release();
+    assert.equal((await compaction).status, 'compacted');
+    assert.equal(summarizer.calls.length, 1);
+  });
+
+  it('is discarded when stale, and a fresh summary is written', async () => {
+    const { conversation, summarizer, say } = await setup();
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    // A manual compaction with a focus needs its own summary: the one prepared ahead is dropped.
+    const manual = conversation.compact('manual', { focus: 'the parser' });
+    await until('the focused summary is asked for', () => summarizer.calls.length === 2);
+    assert.equal(summarizer.calls[0]!.signal?.aborted, true, 'the prepared one was cancelled');
+    summarizer.calls[1]!.release();
+    const outcome = await manual;
+    assert.equal(outcome.status, 'compacted');
+    assert.match(summarizer.calls[1]!.request.messages.at(-1)!.content, /focus on: the parser/);
+  });
+
+  it('is cancelled by an undo and by leaving the conversation', async () => {
+    const { conversation, summarizer, say } = await setup();
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    summarizer.calls[0]!.release();
+    assert.equal((await conversation.compact('manual')).status, 'compacted');
+    for (let i = 4; i < 8; i++) await say(i, 1_000);
+    await until('prepared again', () => summarizer.calls.length === 2);
+    assert.equal((await conversation.undo()).ok, true);
+    assert.equal(summarizer.calls[1]!.signal?.aborted, true, 'the undo cancelled it');
+    assert.equal(conversation.isSummarizingAhead(), false);
+    await say(9, 100);
+    await until('prepared again after the undo', () => summarizer.calls.length === 3);
+    conversation.cancelAhead();
+    assert.equal(summarizer.calls[2]!.signal?.aborted, true, 'leaving the conversation cancelled it');
+  });
+
+  it('does nothing ahead when turned off', async () => {
+    const { conversation, summarizer, say } = await setup(false);
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(summarizer.calls.length, 0);
+    assert.equal(conversation.isSummarizingAhead(), false);
+  });
+});
