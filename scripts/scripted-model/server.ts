@@ -352,6 +352,9 @@ export interface RecordedRequest {
   readonly status: number | null;
   /** How the request ended so far. */
   readonly outcome: 'pending' | 'answered' | 'error' | 'hung' | 'broken' | 'client-closed';
+  /** When the request arrived and when its answer was complete (milliseconds since the epoch). */
+  readonly receivedAt: number;
+  readonly answeredAt?: number;
   /** Set when the server dropped the start of the prompt to fit its window, without saying so. */
   readonly truncated?: { readonly sentTokens: number; readonly droppedMessages: number };
 }
@@ -526,7 +529,7 @@ class ScriptedModel implements ScriptedModelServer {
   }
 
   private record(method: string, path: string): MutableRecord {
-    const entry: MutableRecord = { seq: ++this.sequence, method, path, summary: false, status: null, outcome: 'pending' };
+    const entry: MutableRecord = { seq: ++this.sequence, method, path, summary: false, status: null, outcome: 'pending', receivedAt: Date.now() };
     this.recorded.push(entry);
     if (this.recorded.length > MAX_RECORDED_REQUESTS) this.recorded.shift();
     return entry;
@@ -664,6 +667,7 @@ class ScriptedModel implements ScriptedModelServer {
       for (const event of events) res.write(`data: ${JSON.stringify(event)}\n\n`);
       res.end('data: [DONE]\n\n');
       entry.outcome = 'answered';
+      entry.answeredAt = Date.now();
       return;
     }
     if (breakAfter !== undefined) {
@@ -882,6 +886,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 function answerJson(entry: MutableRecord, res: ServerResponse, status: number, body: unknown): void {
   entry.status = status;
   entry.outcome = 'answered';
+  entry.answeredAt = Date.now();
   sendJson(res, status, body);
 }
 

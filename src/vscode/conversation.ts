@@ -1,25 +1,23 @@
 import { assessBudget, type BudgetAssessment } from '../core/budget';
 import { applyCompaction, computeCompaction, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
+import { keepRecentTokens } from '../core/cut-point';
 import type { ContextWindow } from '../core/context-window';
 import {
-  currentBasis,
-  isSummaryMessage,
   lastEntry,
-  lastUsage,
   ledgerOf,
-  modelView,
+  LiveModelView,
   undoLastCompaction,
-  usageReports,
   type CompactionEntry,
   type CompactionReason,
   type ConversationLog,
   type LogRecord,
 } from '../core/history';
-import type { MessageTokenCounter } from '../core/message-tokens';
+import type { MessageTokenCounter, StoredTokens } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import type { Clock, Summarizer } from '../core/ports';
-import { countContext, learnedRatio, type ContextCount, type RequestBasis } from '../core/usage-calibration';
+import { calibratedCount, learnedRatio, type ContextCount, type ReportedUsage, type RequestBasis } from '../core/usage-calibration';
+import { ViewTokens } from '../core/view-tokens';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import type { UsageBreakdown } from './gauge-text';
 import type { LongrunTelemetry } from '../llm/telemetry';
@@ -88,6 +86,15 @@ export class Conversation {
   private readonly listeners = new Set<Listener>();
   private compacting: Promise<CompactionOutcome> | undefined;
   private ahead: Ahead | undefined;
+  // What the gauge reads, kept up to date with the log by `sync` at the cost of what was appended,
+  // so that an assessment costs the same at twenty messages and at twenty thousand.
+  private readonly live = new LiveModelView();
+  private readonly storedTokens = new WeakMap<Message, StoredTokens>();
+  private readonly viewTokens = new ViewTokens((message) => this.storedTokens.get(message));
+  private readonly usages: ReportedUsage[] = [];
+  private latestUsage: ReportedUsage | undefined;
+  private synced: { log: ConversationLog; records: number } | undefined;
+  private ratioMemo: { key: string | undefined; reports: number; ratio: number | undefined } | undefined;
 
   constructor(
     readonly id: string,
@@ -101,20 +108,24 @@ export class Conversation {
     return this.records;
   }
 
+  /** The model's view of the log, as `modelView(log())` derives it. */
   view(): Message[] {
-    return modelView(this.records);
+    this.sync();
+    return this.live.messages();
   }
 
   isEmpty(): boolean {
-    return !this.records.some((r) => r.type === 'message');
+    this.sync();
+    return !this.live.hasMessages();
   }
 
   lastCompaction(): CompactionEntry | undefined {
-    return lastEntry(this.records);
+    this.sync();
+    return this.live.entries().at(-1);
   }
 
   round(): number {
-    return lastEntry(this.records)?.round ?? 0;
+    return this.lastCompaction()?.round ?? 0;
   }
 
   isCompacting(): boolean {
@@ -132,8 +143,11 @@ export class Conversation {
    */
   async append(records: readonly LogRecord[]): Promise<void> {
     if (records.length === 0) return;
-    await this.deps.store.appendAll(this.id, records);
-    this.records.push(...records);
+    const counter = this.deps.model().counter;
+    // Counted now rather than by the gauge just after, so that the count is stored with the message.
+    const counted = records.map((record) => withTokenCounts(record, counter));
+    await this.deps.store.appendAll(this.id, counted);
+    this.records.push(...counted);
     if (records.some((r) => r.type === 'message')) {
       const info = this.deps.index.list().find((c) => c.id === this.id);
       await this.deps.index.upsert({
@@ -163,7 +177,15 @@ export class Conversation {
     const summarizer = this.deps.summarizer();
     if (!summarizer) return;
     const controller = new AbortController();
-    const promise = this.computeOn([...this.records], 'threshold', { signal: controller.signal }).catch(
+    // Messages keep coming until the compaction point: keep that much less now, so that the kept
+    // part is what the setting asks for when the summary is applied, not that plus the growth.
+    const config = this.deps.config();
+    const growth = Math.max(0, budget.compactAt - budget.used);
+    const keepRecent =
+      config.keepRecent.mode === 'tokens'
+        ? { ...config.keepRecent, tokens: Math.max(0, keepRecentTokens(config.keepRecent, this.deps.model().window.limit) - growth), tokensShare: 1 }
+        : config.keepRecent;
+    const promise = this.computeOn([...this.records], 'threshold', { signal: controller.signal }, { ...config, keepRecent }).catch(
       (error: unknown): CompactionOutcome => ({ status: 'failed', reason: error instanceof Error ? error.message : String(error) }),
     );
     this.ahead = { promise, controller };
@@ -192,17 +214,17 @@ export class Conversation {
   /** The tokens of the model's view, calibrated by the provider's last report when it still applies. */
   count(): ContextCount {
     const model = this.deps.model();
-    const ratio = learnedRatio(usageReports(this.records), model.key) ?? 1;
-    return countContext(this.view(), model.counter, lastUsage(this.records), currentBasis(this.records), model.fixedOverhead, ratio);
+    const tokens = this.tokensOfView(model.counter);
+    return calibratedCount(tokens.total(), (id) => tokens.after(id), this.latestUsage, this.basis(), model.fixedOverhead, this.ratio(model.key) ?? 1);
   }
 
   /** The basis a request sent now is built on: stamped on the usage it gets back. */
   requestBasis(): RequestBasis & { readonly model?: string } {
     const model = this.deps.model();
-    const ratio = learnedRatio(usageReports(this.records), model.key);
-    const localTokens = model.counter.countMessages(this.view()) + model.fixedOverhead;
+    const localTokens = this.tokensOfView(model.counter).total() + model.fixedOverhead;
+    const ratio = this.ratio(model.key);
     return {
-      basis: currentBasis(this.records),
+      basis: this.basis(),
       localTokens,
       ...(ratio !== undefined ? { ratio } : {}),
       ...(model.key !== undefined ? { model: model.key } : {}),
@@ -216,25 +238,62 @@ export class Conversation {
 
   breakdown(): UsageBreakdown {
     const model = this.deps.model();
-    let summary = 0;
-    let messages = 0;
-    let toolResults = 0;
-    let system = model.fixedOverhead;
-    for (const m of this.view()) {
-      const n = model.counter.countMessage(m);
-      if (isSummaryMessage(m)) summary += n;
-      else if (m.role === 'tool') toolResults += n;
-      else if (m.role === 'system') system += n;
-      else messages += n;
-    }
+    const parts = this.tokensOfView(model.counter).parts();
     return {
-      systemAndTools: system,
-      summary,
-      messages,
-      toolResults,
+      systemAndTools: model.fixedOverhead + parts.system,
+      summary: parts.summary,
+      messages: parts.messages,
+      toolResults: parts.toolResults,
       outputReserve: model.outputReserve,
       ...(model.whole ? { window: model.whole } : {}),
     };
+  }
+
+  /**
+   * Takes in the records appended since the last call, however they were appended: the view, its
+   * counts and the usage reports follow the log at the cost of what was added. A log replaced by
+   * another array is taken in from its start.
+   */
+  private sync(): void {
+    const log = this.records;
+    if (this.synced?.log !== log || this.synced.records > log.length) {
+      this.synced = { log, records: 0 };
+      this.usages.length = 0;
+      this.latestUsage = undefined;
+      this.ratioMemo = undefined;
+    }
+    for (let i = this.synced.records; i < log.length; i++) {
+      const record = log[i]!;
+      if (record.type === 'usage') {
+        this.usages.push(record.usage);
+        this.latestUsage = record.usage;
+      } else if (record.type === 'message' && record.tokens) {
+        this.storedTokens.set(record.message, record.tokens);
+      }
+    }
+    this.synced.records = log.length;
+    this.live.update(log);
+  }
+
+  private tokensOfView(counter: MessageTokenCounter): ViewTokens {
+    this.sync();
+    this.viewTokens.update(this.live, counter);
+    return this.viewTokens;
+  }
+
+  /** The compaction state of the view (see `currentBasis`). */
+  private basis(): string | null {
+    return this.lastCompaction()?.id ?? null;
+  }
+
+  /** `learnedRatio` over the usage reports, worked out again only when a report came or the model changed. */
+  private ratio(key: string | undefined): number | undefined {
+    this.sync();
+    const memo = this.ratioMemo;
+    if (memo && memo.key === key && memo.reports === this.usages.length) return memo.ratio;
+    const ratio = learnedRatio(this.usages, key);
+    this.ratioMemo = { key, reports: this.usages.length, ratio };
+    return ratio;
   }
 
   /**
@@ -295,7 +354,7 @@ export class Conversation {
     return (await this.applyComputed(outcome, reason)) ?? { status: 'failed', reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.' };
   }
 
-  private computeOn(snapshot: LogRecord[], reason: CompactionReason, options: CompactOptions): Promise<CompactionOutcome> {
+  private computeOn(snapshot: LogRecord[], reason: CompactionReason, options: CompactOptions, config = this.deps.config()): Promise<CompactionOutcome> {
     const summarizer = this.deps.summarizer();
     if (!summarizer) return Promise.resolve({ status: 'failed', reason: 'No model is available to write the summary.' });
     const model = this.deps.model();
@@ -303,7 +362,7 @@ export class Conversation {
       {
         log: snapshot,
         reason,
-        config: this.deps.config(),
+        config,
         window: model.window,
         ledger: ledgerOf(snapshot),
         ...(options.focus ? { focus: options.focus } : {}),
@@ -371,4 +430,12 @@ export class Conversation {
   private changed(): void {
     for (const listener of [...this.listeners]) listener();
   }
+}
+
+/** A message record with its token count by `counter`'s tokenizer, so that a reload need not count it again. */
+function withTokenCounts(record: LogRecord, counter: MessageTokenCounter): LogRecord {
+  if (record.type !== 'message') return record;
+  const tokens = counter.storedTokens(record.message);
+  if (!tokens || record.tokens?.[counter.tokenizer.name] !== undefined) return record;
+  return { ...record, tokens: { ...record.tokens, ...tokens } };
 }

@@ -80,6 +80,8 @@ export interface RecordedRequest {
   readonly summary: boolean;
   readonly status: number | null;
   readonly truncated?: { readonly sentTokens: number; readonly droppedMessages: number };
+  readonly receivedAt: number;
+  readonly answeredAt?: number;
 }
 
 export async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {

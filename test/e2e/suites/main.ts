@@ -238,6 +238,43 @@ describe('Longrun in a real VS Code', function () {
     });
   });
 
+  describe('5d. summaries ready before they are needed', () => {
+    it('crosses the compaction point in the middle of a tool loop without waiting for a 5 s summarizer', async () => {
+      const longrun = await api();
+      await newConversation();
+      await model.failSummaries({ delayMs: 5_000 });
+      try {
+        // Fill the 7,680-token room past the warning level (75%) but not to the compaction point (90%).
+        for (let i = 1; i <= 10 && longrun.session.currentIfLoaded()?.assess().level !== 'warning'; i++) {
+          await chat(`please read src/big-${i}.ts`, SMALL_MODEL);
+        }
+        const conversation = longrun.session.currentIfLoaded()!;
+        assert.equal(conversation.assess().level, 'warning');
+        // The summary is prepared while the user reads the answer.
+        await waitFor('the summary prepared ahead', () => (conversation.isSummarizingAhead() ? true : undefined));
+        await new Promise((resolve) => setTimeout(resolve, 6_000));
+        const before = (await model.requests()).length;
+        const entriesBefore = (await entries()).length;
+        await model.script([
+          { toolCalls: [{ name: 'read_file', arguments: { path: 'src/big-7.ts' } }] },
+          { toolCalls: [{ name: 'read_file', arguments: { path: 'src/big-8.ts' } }] },
+          { toolCalls: [{ name: 'read_file', arguments: { path: 'src/big-9.ts' } }] },
+          { text: 'Three more files read.' },
+        ]);
+        await chat('read three more files', SMALL_MODEL);
+        const after = await entries();
+        assert.ok(after.length > entriesBefore, 'a compaction happened during the loop');
+        assert.equal(after.at(-1)!.reason, 'threshold');
+        const turn = (await model.requests()).slice(before).filter((r) => !r.summary && r.path === '/v1/chat/completions');
+        assert.ok(turn.length >= 4, `the loop's requests: ${turn.length}`);
+        const gaps = turn.slice(1).map((r, i) => r.receivedAt - (turn[i]!.answeredAt ?? turn[i]!.receivedAt));
+        assert.ok(Math.max(...gaps) < 4_000, `no step waited for the summarizer: gaps ${gaps.join(', ')} ms`);
+      } finally {
+        await model.failSummaries(null);
+      }
+    });
+  });
+
   describe('6. compacting on demand', () => {
     before(async () => {
       await newConversation();

@@ -40,7 +40,7 @@ describe('summarizing ahead of need', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function setup(ahead = true) {
+  async function setup(ahead = true, cfg: CompactionConfig = config) {
     const clock = new FakeClock();
     const state = new Map<string, unknown>();
     const store = new ConversationStore(dir, () => clock.now());
@@ -53,7 +53,7 @@ describe('summarizing ahead of need', () => {
       index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
       clock,
       newId: () => `id${++n}`,
-      config: () => config,
+      config: () => cfg,
       // 10,000 tokens: warning from 7,500, compaction from 9,000.
       model: () => ({ name: 'm', window: { limit: 10_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
       summarizer: () => summarizer,
@@ -64,7 +64,7 @@ describe('summarizing ahead of need', () => {
         { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: 'x'.repeat(tokens * 4) }] } },
         { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [{ type: 'text', text: 'y'.repeat(tokens * 4) }] } },
       ]);
-    return { conversation, summarizer, say };
+    return { conversation, summarizer, say, counter };
   }
 
   const until = async (what: string, probe: () => boolean): Promise<void> => {
@@ -88,6 +88,20 @@ describe('summarizing ahead of need', () => {
     // The numbers describe the log it was applied to, not the snapshot it was computed from.
     assert.ok(outcome.compaction.entry.tokensBefore >= 9_000, String(outcome.compaction.entry.tokensBefore));
     assert.equal(outcome.compaction.entry.tokensAfter, conversation.count().localTokens);
+  });
+
+  it('keeps, once applied at the compaction point, about the recent part the setting asks for, not that plus what came meanwhile', async () => {
+    const byTokens: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2 };
+    const { conversation, summarizer, say, counter } = await setup(true, byTokens);
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    summarizer.calls[0]!.release();
+    await say(4, 600);
+    const outcome = await conversation.compact('threshold');
+    assert.equal(outcome.status, 'compacted');
+    const kept = counter.countMessages(conversation.view().filter((m) => !m.summaryOf));
+    // 35% of the window is 3,500 tokens; the cut falls between whole messages of about 1,000 tokens.
+    assert.ok(kept <= 3_500 + 1_000, `kept ${kept} tokens`);
   });
 
   it('joins a summary still being prepared instead of starting another', async () => {
