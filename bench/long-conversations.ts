@@ -12,7 +12,7 @@ import { DEFAULT_CONFIG } from '../src/core/config';
 import { EMPTY_LEDGER } from '../src/core/file-ledger';
 import { compactionThreshold } from '../src/core/budget';
 import type { LogRecord } from '../src/core/history';
-import { MessageTokenCounter } from '../src/core/message-tokens';
+import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../src/core/tokenizer';
 import { Conversation } from '../src/vscode/conversation';
@@ -29,7 +29,7 @@ const RELOADS = 5;
 export interface LongConversationBench {
   /** Median ms to open a 10,000-message conversation with the store and count its view. */
   readonly reload_ms_10k: number;
-  /** Its two parts: the store's open, and the first count of the view (token cache cold). */
+  /** Its two parts: the store's open, and the first count of the view (token cache cold, the counts stored with the messages at hand). */
   readonly reload_open_ms_10k: number;
   readonly reload_count_ms_10k: number;
   /** Median ms of an append with the gauge listening, to 1,000 and to 50,000 messages. */
@@ -72,9 +72,12 @@ async function grownConversation(count: number, seed: number): Promise<{ log: Lo
   return { log, compactions };
 }
 
-async function store(dir: string, id: string, log: readonly LogRecord[]): Promise<void> {
+/** Stores a conversation as Longrun writes it: each message with its count by the model's tokenizer. */
+async function store(dir: string, id: string, log: readonly LogRecord[], tokenizer: TextTokenizer): Promise<void> {
   const writer = new ConversationStore(dir, Date.now);
-  for (let i = 0; i < log.length; i += 1_000) await writer.appendAll(id, log.slice(i, i + 1_000));
+  const counter = new MessageTokenCounter(tokenizer);
+  const counted = log.map((record) => withTokenCounts(record, counter));
+  for (let i = 0; i < counted.length; i += 1_000) await writer.appendAll(id, counted.slice(i, i + 1_000));
 }
 
 function conversationOver(dir: string, id: string, log: readonly LogRecord[], tokenizer: TextTokenizer, store = new ConversationStore(dir, Date.now)): Conversation {
@@ -143,9 +146,9 @@ export async function benchLongConversations(tokenizer: TextTokenizer): Promise<
     const small = await grownConversation(1_000, 21);
     const medium = await grownConversation(10_000, 22);
     const large = await grownConversation(50_000, 23);
-    await store(dir, 'c1k', small.log);
-    await store(dir, 'c10k', medium.log);
-    await store(dir, 'c50k', large.log);
+    await store(dir, 'c1k', small.log, tokenizer);
+    await store(dir, 'c10k', medium.log, tokenizer);
+    await store(dir, 'c50k', large.log, tokenizer);
     const reload = await reloadMs(dir, 'c10k', tokenizer);
     const [at1k, at50k] = (await appendMs(dir, ['c1k', 'c50k'], tokenizer)) as [number, number];
     return {

@@ -23,8 +23,8 @@ import { boundTask, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason } fr
 import {
   buildMergeRequest,
   buildSummaryRequest,
-  renderMessage,
-  requestTokens,
+  countRequest,
+  renderedMessageTokens,
   type DirectiveOptions,
 } from './summary-request';
 
@@ -234,7 +234,8 @@ function sizeSummary(config: CompactionConfig, conversationWindow: number, deps:
   const shareCap = conversationWindow > 0 ? Math.floor(conversationWindow * SUMMARY_MAX_SHARE) : Number.POSITIVE_INFINITY;
   const fitted = Math.max(MIN_TARGET_TOKENS, Math.min(target, Math.floor(outputRoom / 1.25), shareCap));
   const taskCap = Math.min(ORIGINAL_TASK_MAX_TOKENS, Math.floor(fitted / 2));
-  const countText = (value: string): number => deps.counter.countText(value);
+  // The same task comes back at every compaction: its count is remembered.
+  const countText = (value: string): number => deps.counter.countRemembered(value);
   return {
     task: (task: string | undefined) => (task === undefined ? undefined : boundTask(task, taskCap, countText)),
     // The task is inserted verbatim by the repair; the model writes the rest within what is left.
@@ -318,7 +319,8 @@ async function summarize(
   deps: CountingDeps,
 ): Promise<Produced> {
   const { config } = request;
-  const countText = (value: string): number => deps.counter.countText(value);
+  // Rendered messages are counted once each, however often they are checked and packed.
+  const countTokens = (built: SummaryRequest): number => countRequest(built, deps.counter);
   const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : request.window.limit;
   const single = buildSummaryRequest({
     summary: config.summary,
@@ -328,7 +330,7 @@ async function summarize(
     directive,
     purpose: 'summary',
   });
-  if (window <= 0 || requestTokens(single, countText) <= window) {
+  if (window <= 0 || countTokens(single) <= window) {
     request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
     const response = await callSummarizer(single, request, deps);
     return { text: response.text, model: response.model };
@@ -342,11 +344,11 @@ async function summarize(
     directive: { ...directive, batch: { index: 1, count: 99 } },
     purpose: 'batch',
   });
-  const budget = window - requestTokens(emptyBatch, countText);
+  const budget = window - countTokens(emptyBatch);
   if (budget < MIN_BATCH_BUDGET) {
     throw new SummarizerFailure(`the summarizer's window (${window} tokens) is too small to hold a summary request`);
   }
-  const measure = (item: Positioned): number => countText(renderMessage(item.message, item.position, item.truncation ?? config.truncation).content) + 4;
+  const measure = (item: Positioned): number => renderedMessageTokens(item.message, item.position, item.truncation ?? config.truncation, deps.counter) + 4;
   const batches = planBatches(items, total, budget, measure, config.importance);
   const planned = batches.length + 1;
   const summaries: string[] = [];
@@ -364,7 +366,7 @@ async function summarize(
         }),
       config.truncation,
       window,
-      countText,
+      countTokens,
     );
     const response = await callSummarizer(batchRequest, request, deps);
     const usable = unusableReason(response.text);
@@ -386,9 +388,8 @@ async function mergeSummaries(
   deps: CountingDeps,
   depth: number,
 ): Promise<{ text: string; model?: string }> {
-  const countText = (value: string): number => deps.counter.countText(value);
   const whole = buildMergeRequest(request.config.summary, summaries, previousSummary, directive);
-  if (requestTokens(whole, countText) <= window || summaries.length <= 1 || depth >= MERGE_DEPTH_LIMIT) {
+  if (countRequest(whole, deps.counter) <= window || summaries.length <= 1 || depth >= MERGE_DEPTH_LIMIT) {
     const response = await callSummarizer(whole, request, deps);
     return { text: response.text, model: response.model };
   }
@@ -408,11 +409,11 @@ function fitToWindow(
   build: (truncation: TruncationConfig) => SummaryRequest,
   truncation: TruncationConfig,
   window: number,
-  countText: (value: string) => number,
+  countTokens: (request: SummaryRequest) => number,
 ): SummaryRequest {
   let current = truncation;
   let built = build(current);
-  for (let i = 0; i < 8 && requestTokens(built, countText) > window; i++) {
+  for (let i = 0; i < 8 && countTokens(built) > window; i++) {
     current = {
       resultChars: Math.max(100, Math.floor(current.resultChars / 2)),
       hugeResultChars: Math.max(100, Math.floor(current.hugeResultChars / 2)),

@@ -1,4 +1,5 @@
 import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
+import type { StoredTokens } from './message-tokens';
 import { text, type Message } from './messages';
 import type { ReportedUsage } from './usage-calibration';
 
@@ -47,7 +48,12 @@ export interface CompactionEntry {
 }
 
 export type LogRecord =
-  | { readonly type: 'message'; readonly message: Message }
+  | {
+      readonly type: 'message';
+      readonly message: Message;
+      /** The message's token counts when it was appended, so that a reload need not count it again. */
+      readonly tokens?: StoredTokens;
+    }
   | { readonly type: 'compaction'; readonly entry: CompactionEntry }
   | { readonly type: 'undo'; readonly entryId: string; readonly at: number }
   /** Token usage a provider reported, to calibrate the count after a reload. */
@@ -69,14 +75,26 @@ export function isSummaryMessage(message: Message): boolean {
   return message.summaryOf !== undefined;
 }
 
+/**
+ * The message that carries an entry's summary into the view. The same entry always gives the same
+ * message object: entries never change, and a token counter that remembers messages by identity then
+ * counts each summary once, however often the view is derived.
+ */
 export function summaryMessage(entry: CompactionEntry): Message {
-  return {
-    id: `summary:${entry.id}`,
-    role: entry.summaryRole,
-    content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`)],
-    summaryOf: entry.id,
-  };
+  let message = summaryMessages.get(entry);
+  if (!message) {
+    message = {
+      id: `summary:${entry.id}`,
+      role: entry.summaryRole,
+      content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`)],
+      summaryOf: entry.id,
+    };
+    summaryMessages.set(entry, message);
+  }
+  return message;
 }
+
+const summaryMessages = new WeakMap<CompactionEntry, Message>();
 
 /** The entries in force, oldest first: every compaction not undone since. */
 export function activeEntries(log: ConversationLog): CompactionEntry[] {
@@ -107,25 +125,9 @@ export function allMessages(log: ConversationLog): Message[] {
  * compaction took out, including all appended since.
  */
 export function modelView(log: ConversationLog): Message[] {
-  const entries = activeEntries(log);
-  const last = entries.at(-1);
-  if (!last) return pairToolTraffic(allMessages(log));
-  const removed = new Set<string>();
-  for (const entry of entries) for (const id of entry.compactedMessageIds) removed.add(id);
-
-  let keptFrom = -1;
-  if (last.firstKeptMessageId !== null) {
-    keptFrom = log.findIndex((r) => r.type === 'message' && r.message.id === last.firstKeptMessageId);
-  }
-  if (keptFrom < 0) keptFrom = log.findIndex((r) => r.type === 'compaction' && r.entry.id === last.id);
-
-  const before: Message[] = [];
-  const after: Message[] = [];
-  log.forEach((record, index) => {
-    if (record.type !== 'message' || removed.has(record.message.id)) return;
-    (index < keptFrom ? before : after).push(record.message);
-  });
-  return pairToolTraffic([...before, summaryMessage(last), ...after]);
+  const view = new LiveModelView();
+  view.update(log);
+  return view.messages();
 }
 
 /** What a tool call that never got its result is answered with in the model's view. */
@@ -138,37 +140,193 @@ export const INTERRUPTED_RESULT = 'interrupted: the editor closed (or the reques
  * The log itself is not changed; the view is derived anew each time.
  */
 export function pairToolTraffic(view: readonly Message[]): Message[] {
-  const out: Message[] = [];
-  // Calls of the latest assistant message still waiting for results, by id, in order.
-  let open = new Map<string, string>();
-  let openFrom = '';
-  let changed = false;
-  const closeOpen = (): void => {
-    if (open.size === 0) return;
-    out.push({
-      id: `interrupted:${openFrom}`,
-      role: 'tool',
-      content: [...open].map(([toolCallId, toolName]) => ({ type: 'tool-result' as const, toolCallId, toolName, output: INTERRUPTED_RESULT, isError: true })),
-    });
-    open = new Map();
-    changed = true;
-  };
-  for (const message of view) {
+  const pairing = new ToolPairing();
+  for (const message of view) pairing.push(message);
+  return pairing.changed() ? pairing.messages() : (view as Message[]);
+}
+
+/**
+ * `pairToolTraffic` one message at a time, so that a view that grows at its end is paired at the
+ * cost of what was added. The messages pushed so far are paired as `pairToolTraffic` would pair
+ * them: `stable` (which later pushes only extend) and `trailing` (the synthetic result for calls
+ * still open at the end, which the next push may change).
+ */
+export class ToolPairing {
+  private readonly out: Message[] = [];
+  /** Calls of the latest assistant message still waiting for results, by id, in order. */
+  private open = new Map<string, string>();
+  private openFrom = '';
+  /** Whether a result was left out or a synthetic one added: the paired view differs from what was pushed. */
+  private altered = false;
+  /** The synthetic result for the open calls, made once until they change. */
+  private closing: Message | undefined;
+
+  push(message: Message): void {
     if (message.role === 'tool') {
-      const kept = message.content.filter((part) => part.type !== 'tool-result' || open.delete(part.toolCallId));
-      if (kept.length !== message.content.length) changed = true;
-      if (kept.length > 0) out.push(kept.length === message.content.length ? message : { ...message, content: kept });
-      continue;
+      const kept = message.content.filter((part) => part.type !== 'tool-result' || this.open.delete(part.toolCallId));
+      this.closing = undefined;
+      if (kept.length !== message.content.length) this.altered = true;
+      if (kept.length > 0) this.out.push(kept.length === message.content.length ? message : { ...message, content: kept });
+      return;
     }
-    closeOpen();
-    out.push(message);
+    const closing = this.trailing();
+    if (closing) {
+      this.out.push(closing);
+      this.altered = true;
+      this.open = new Map();
+    }
+    this.closing = undefined;
+    this.out.push(message);
     if (message.role === 'assistant') {
-      for (const part of message.content) if (part.type === 'tool-call') open.set(part.toolCallId, part.toolName);
-      openFrom = message.id;
+      for (const part of message.content) if (part.type === 'tool-call') this.open.set(part.toolCallId, part.toolName);
+      this.openFrom = message.id;
     }
   }
-  closeOpen();
-  return changed ? out : (view as Message[]);
+
+  /** The paired messages that later pushes leave as they are. */
+  get stable(): readonly Message[] {
+    return this.out;
+  }
+
+  /** The synthetic result answering the calls still open at the end, if any. */
+  trailing(): Message | undefined {
+    if (this.open.size === 0) return undefined;
+    this.closing ??= {
+      id: `interrupted:${this.openFrom}`,
+      role: 'tool',
+      content: [...this.open].map(([toolCallId, toolName]) => ({ type: 'tool-result' as const, toolCallId, toolName, output: INTERRUPTED_RESULT, isError: true })),
+    };
+    return this.closing;
+  }
+
+  /** Whether pairing added or left out anything: the paired view differs from the messages pushed. */
+  changed(): boolean {
+    return this.altered || this.open.size > 0;
+  }
+
+  /** The paired view, as a new array. */
+  messages(): Message[] {
+    const closing = this.trailing();
+    return closing ? [...this.out, closing] : [...this.out];
+  }
+}
+
+/**
+ * The model's view of a log that only grows, kept up to date record by record: equal to
+ * `modelView(log)` after every `update`, at the cost of what was appended. A message appended after
+ * the compaction in force joins the end of the view; a compaction or an undo (and the rare message
+ * that moves where the kept part begins) has the view derived anew, once.
+ */
+export class LiveModelView {
+  private log: ConversationLog | undefined;
+  /** Records of `log` taken into account. */
+  private seen = 0;
+  private readonly active: CompactionEntry[] = [];
+  private removed = new Set<string>();
+  /** The first kept message the entry in force names but the log did not hold when it was derived. */
+  private awaitedKeptId: string | null = null;
+  private pairing = new ToolPairing();
+  private stale = false;
+  private generationCount = 0;
+  private messageCount = 0;
+
+  /**
+   * Takes in what was appended to `log` since the last update. A log that is not the one seen
+   * before, or is shorter, is taken in from its start.
+   */
+  update(log: ConversationLog): void {
+    if (log !== this.log || log.length < this.seen) this.reset(log);
+    for (; this.seen < log.length; this.seen++) this.take(log[this.seen]!);
+    if (this.stale) this.derive(log);
+  }
+
+  /** The view, as a new array. */
+  messages(): Message[] {
+    return this.pairing.messages();
+  }
+
+  /** The view but its last message when that is a synthetic result for open calls (see `ToolPairing`). */
+  get stable(): readonly Message[] {
+    return this.pairing.stable;
+  }
+
+  /** The synthetic result that ends the view while tool calls are open. */
+  trailing(): Message | undefined {
+    return this.pairing.trailing();
+  }
+
+  /** Changes each time the view is derived anew: positions in `stable` from before no longer hold. */
+  get generation(): number {
+    return this.generationCount;
+  }
+
+  /** The entries in force, oldest first, as `activeEntries` gives them. */
+  entries(): readonly CompactionEntry[] {
+    return this.active;
+  }
+
+  /** Whether the log holds any message. */
+  hasMessages(): boolean {
+    return this.messageCount > 0;
+  }
+
+  private reset(log: ConversationLog): void {
+    this.log = log;
+    this.seen = 0;
+    this.active.length = 0;
+    this.messageCount = 0;
+    this.stale = true;
+  }
+
+  private take(record: LogRecord): void {
+    if (record.type === 'message') {
+      this.messageCount++;
+      if (this.stale) return;
+      // The first kept message arriving late moves where the kept part begins, removed or not.
+      if (this.awaitedKeptId !== null && record.message.id === this.awaitedKeptId) this.stale = true;
+      else if (!this.removed.has(record.message.id)) this.pairing.push(record.message);
+    } else if (record.type === 'compaction') {
+      this.active.push(record.entry);
+      this.stale = true;
+    } else if (record.type === 'undo') {
+      const at = this.active.findIndex((e) => e.id === record.entryId);
+      if (at >= 0) {
+        this.active.splice(at, 1);
+        this.stale = true;
+      }
+    }
+  }
+
+  /** The view derived from the whole log, as it always was. */
+  private derive(log: ConversationLog): void {
+    this.stale = false;
+    this.generationCount++;
+    this.pairing = new ToolPairing();
+    this.removed = new Set();
+    this.awaitedKeptId = null;
+    const last = this.active.at(-1);
+    if (!last) {
+      for (const record of log) if (record.type === 'message') this.pairing.push(record.message);
+      return;
+    }
+    for (const entry of this.active) for (const id of entry.compactedMessageIds) this.removed.add(id);
+
+    let keptFrom = -1;
+    if (last.firstKeptMessageId !== null) {
+      keptFrom = log.findIndex((r) => r.type === 'message' && r.message.id === last.firstKeptMessageId);
+      if (keptFrom < 0) this.awaitedKeptId = last.firstKeptMessageId;
+    }
+    if (keptFrom < 0) keptFrom = log.findIndex((r) => r.type === 'compaction' && r.entry.id === last.id);
+
+    const after: Message[] = [];
+    log.forEach((record, index) => {
+      if (record.type !== 'message' || this.removed.has(record.message.id)) return;
+      if (index < keptFrom) this.pairing.push(record.message);
+      else after.push(record.message);
+    });
+    this.pairing.push(summaryMessage(last));
+    for (const message of after) this.pairing.push(message);
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
+import type { LogRecord } from './history';
 import { stringifyOutput, type Message } from './messages';
-import type { TextTokenizer } from './tokenizer';
+import { charEstimator, type TextTokenizer } from './tokenizer';
 
 /** Fixed costs that chat formats add around the text they carry. */
 export interface TokenOverheads {
@@ -21,11 +22,27 @@ export const DEFAULT_OVERHEADS: TokenOverheads = {
 };
 
 /**
+ * Token counts stored with a message's record, by tokenizer name (`o200k_base`, `cl100k_base`): the
+ * tokenizer's count of the message's text, tool names, arguments and outputs, without the framing
+ * of `TokenOverheads`, which is added when the count is used (so a change of overheads does not
+ * make stored counts wrong).
+ */
+export type StoredTokens = Readonly<Record<string, number>>;
+
+/** Strings longer than this are counted each time: remembering them would cost more memory than counting saves. */
+const REMEMBERED_MAX_CHARS = 64 * 1024;
+/** All remembered strings together: past this, they are forgotten at once and remembered anew. */
+const REMEMBERED_TOTAL_CHARS = 4 * 1024 * 1024;
+
+/**
  * Counts messages, remembering each message's count: messages are immutable, so a history that
  * grew by one message costs only the new message to count again.
  */
 export class MessageTokenCounter {
   private readonly cache = new WeakMap<Message, number>();
+  private readonly derived = new WeakMap<object, { readonly key: string; readonly tokens: number; others?: Map<string, number> }>();
+  private remembered = new Map<string, number>();
+  private rememberedChars = 0;
 
   constructor(
     readonly tokenizer: TextTokenizer,
@@ -36,10 +53,15 @@ export class MessageTokenCounter {
     return this.tokenizer.count(value);
   }
 
-  countMessage(message: Message): number {
+  /**
+   * Counts a message. `stored` is what its record holds, if anything: a count by this counter's
+   * tokenizer is taken instead of counting again (a reloaded conversation is not tokenized anew).
+   */
+  countMessage(message: Message, stored?: StoredTokens): number {
     const cached = this.cache.get(message);
     if (cached !== undefined) return cached;
-    const counted = this.measure(message);
+    const known = stored?.[this.tokenizer.name];
+    const counted = known !== undefined ? known + this.framing(message) : this.measure(message);
     this.cache.set(message, counted);
     return counted;
   }
@@ -50,9 +72,64 @@ export class MessageTokenCounter {
     return total;
   }
 
-  private measure(message: Message): number {
+  /**
+   * What to store with a message's record so that a reload need not count it again; undefined for
+   * the chars/4 estimate, which is as quick to compute as a stored number is to read.
+   */
+  storedTokens(message: Message): StoredTokens | undefined {
+    if (this.tokenizer.name === charEstimator.name) return undefined;
+    return { [this.tokenizer.name]: this.countMessage(message) - this.framing(message) };
+  }
+
+  /**
+   * Counts text made from an immutable object (a message as rendered for the summarizer with given
+   * limits), once per object and `key`. `text` may be given as a function, called only when the
+   * count is not known yet, when making the text costs more than looking the count up.
+   */
+  countDerived(owner: object, key: string, text: string | (() => string)): number {
+    const known = this.derived.get(owner);
+    if (known?.key === key) return known.tokens;
+    const other = known?.others?.get(key);
+    if (other !== undefined) return other;
+    const counted = this.tokenizer.count(typeof text === 'string' ? text : text());
+    // Most owners are only ever counted with one key: a map of their own only for those with more.
+    if (!known) this.derived.set(owner, { key, tokens: counted });
+    else (known.others ??= new Map()).set(key, counted);
+    return counted;
+  }
+
+  /**
+   * Counts text that comes back often (a summarizer's system prompt and directive, a message's
+   * header), remembering recent strings up to a few megabytes in all.
+   */
+  countRemembered(value: string): number {
+    if (value.length > REMEMBERED_MAX_CHARS) return this.tokenizer.count(value);
+    const cached = this.remembered.get(value);
+    if (cached !== undefined) return cached;
+    const counted = this.tokenizer.count(value);
+    if (this.rememberedChars + value.length > REMEMBERED_TOTAL_CHARS) {
+      this.remembered = new Map();
+      this.rememberedChars = 0;
+    }
+    this.remembered.set(value, counted);
+    this.rememberedChars += value.length;
+    return counted;
+  }
+
+  /** The fixed costs of a message's framing, which stored counts leave out. */
+  private framing(message: Message): number {
     const o = this.overheads;
     let total = o.perMessage;
+    for (const part of message.content) {
+      if (part.type === 'tool-call') total += o.perToolCall;
+      else if (part.type === 'tool-result') total += o.perToolResult;
+      else if (part.type === 'file') total += o.perFile;
+    }
+    return total;
+  }
+
+  private measure(message: Message): number {
+    let total = this.framing(message);
     for (const part of message.content) {
       switch (part.type) {
         case 'text':
@@ -60,16 +137,25 @@ export class MessageTokenCounter {
           total += this.tokenizer.count(part.text);
           break;
         case 'tool-call':
-          total += o.perToolCall + this.tokenizer.count(part.toolName) + this.tokenizer.count(stringifyOutput(part.input));
+          total += this.tokenizer.count(part.toolName) + this.tokenizer.count(stringifyOutput(part.input));
           break;
         case 'tool-result':
-          total += o.perToolResult + this.tokenizer.count(stringifyOutput(part.output));
+          total += this.tokenizer.count(stringifyOutput(part.output));
           break;
         case 'file':
-          total += o.perFile;
           break;
       }
     }
     return total;
   }
+}
+
+/**
+ * A message record with the message's count by `counter`'s tokenizer added (other records as they
+ * are), for the store to keep with the message so that a reload need not count it again.
+ */
+export function withTokenCounts(record: LogRecord, counter: MessageTokenCounter): LogRecord {
+  if (record.type !== 'message' || record.tokens?.[counter.tokenizer.name] !== undefined) return record;
+  const tokens = counter.storedTokens(record.message);
+  return tokens ? { ...record, tokens: { ...record.tokens, ...tokens } } : record;
 }

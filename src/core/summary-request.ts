@@ -1,5 +1,6 @@
 import type { SummaryConfig, TruncationConfig } from './config';
 import { isSummaryMessage, SUMMARY_PREFIX } from './history';
+import type { MessageTokenCounter } from './message-tokens';
 import { stringifyOutput, type Message } from './messages';
 import type { SummaryRequest, SummaryRequestMessage } from './ports';
 
@@ -144,7 +145,50 @@ export function renderMessage(message: Message, position: number, truncation: Tr
   // Tool results become user turns: the summarizer is not given tool definitions, and most
   // providers reject tool messages without them.
   const role = message.role === 'tool' ? 'user' : message.role;
-  return { role, content: `[#${position} ${message.role}] ${content}` };
+  const header = headerOf(message, position);
+  const rendered: SummaryRequestMessage = { role, content: `${header} ${content}` };
+  renderings.set(rendered, { message, truncation, header });
+  return rendered;
+}
+
+/** The start of a rendered message: its number and original role. */
+function headerOf(message: Message, position: number): string {
+  return `[#${position} ${message.role}]`;
+}
+
+/** What each rendered message was rendered from, so that its count is reused wherever it is numbered. */
+const renderings = new WeakMap<SummaryRequestMessage, { readonly message: Message; readonly truncation: TruncationConfig; readonly header: string }>();
+
+/**
+ * Encodings whose tokenizer cuts text into pieces by a pattern before encoding each piece, and whose
+ * pattern always ends a piece at a "]" followed by a space. A rendered message's header and the rest
+ * of its line then count apart exactly as they count together, so the rest is counted once per
+ * message and limits, whatever number the message has in this request. (The chars/4 estimate rounds
+ * each count up, so it counts the whole line, which costs it nothing.)
+ */
+const COUNTS_APART: ReadonlySet<string> = new Set(['o200k_base', 'cl100k_base']);
+
+/** The cache key of a set of limits; most messages share one limits object, so it is made once. */
+function limitsKey(truncation: TruncationConfig): string {
+  let key = limitsKeys.get(truncation);
+  if (key === undefined) {
+    key = `${truncation.resultChars}/${truncation.hugeResultChars}/${truncation.messageChars}`;
+    limitsKeys.set(truncation, key);
+  }
+  return key;
+}
+
+const limitsKeys = new WeakMap<TruncationConfig, string>();
+
+/**
+ * The tokens of `renderMessage(message, position, truncation).content`, as `counter` counts text;
+ * a message counted before with the same limits is neither rendered nor tokenized again.
+ */
+export function renderedMessageTokens(message: Message, position: number, truncation: TruncationConfig, counter: MessageTokenCounter): number {
+  if (!COUNTS_APART.has(counter.tokenizer.name)) return counter.countText(renderMessage(message, position, truncation).content);
+  const header = headerOf(message, position);
+  const rest = (): string => renderMessage(message, position, truncation).content.slice(header.length);
+  return counter.countRemembered(header) + counter.countDerived(message, limitsKey(truncation), rest);
 }
 
 /**
@@ -235,8 +279,32 @@ export function buildMergeRequest(
 }
 
 /** Tokens a request will take in the summarizer's window, output room included. */
-export function requestTokens(request: SummaryRequest, countText: (value: string) => number): number {
+export function requestTokens(
+  request: SummaryRequest,
+  countText: (value: string) => number,
+  countMessage: (message: SummaryRequestMessage) => number = (message) => countText(message.content),
+): number {
   let total = countText(request.system) + 4 + request.maxOutputTokens;
-  for (const message of request.messages) total += countText(message.content) + 4;
+  for (const message of request.messages) total += countMessage(message) + 4;
   return total;
+}
+
+/**
+ * The tokens a request will take in the summarizer's window, as `requestTokens` counts them with
+ * `counter`, but with each rendered message counted once (see `renderedMessageTokens`) and the
+ * prompt and directive remembered: checking whether a request fits, and fitting it, tokenize little.
+ */
+export function countRequest(request: SummaryRequest, counter: MessageTokenCounter): number {
+  const apart = COUNTS_APART.has(counter.tokenizer.name);
+  return requestTokens(
+    request,
+    (value) => counter.countRemembered(value),
+    (message) => {
+      const from = renderings.get(message);
+      if (!from) return counter.countRemembered(message.content);
+      if (!apart) return counter.countText(message.content);
+      // The content is only cut (which copies it) when its count is not known yet.
+      return counter.countRemembered(from.header) + counter.countDerived(from.message, limitsKey(from.truncation), () => message.content.slice(from.header.length));
+    },
+  );
 }

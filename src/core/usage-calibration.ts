@@ -64,12 +64,31 @@ export function countContext(
   localOverhead = 0,
   ratio = 1,
 ): ContextCount {
-  const localTokens = counter.countMessages(view) + localOverhead;
+  const tokensAfter = (messageId: string): number | undefined => {
+    const anchor = view.findIndex((m) => m.id === messageId);
+    return anchor < 0 ? undefined : counter.countMessages(view.slice(anchor + 1));
+  };
+  return calibratedCount(counter.countMessages(view), tokensAfter, usage, currentBasis, localOverhead, ratio);
+}
+
+/**
+ * `countContext` from counts already at hand: the local count of the view's messages, and the local
+ * count of what follows a message in the view (undefined when the view does not hold it), so that a
+ * conversation keeping running sums need not walk its view.
+ */
+export function calibratedCount(
+  viewTokens: number,
+  tokensAfter: (messageId: string) => number | undefined,
+  usage: ReportedUsage | undefined,
+  currentBasis: string | null,
+  localOverhead = 0,
+  ratio = 1,
+): ContextCount {
+  const localTokens = viewTokens + localOverhead;
   const local: ContextCount = { tokens: Math.round(localTokens * ratio), localTokens, source: 'local', sinceReport: 0 };
   if (!usage || usage.truncated || usage.basis !== currentBasis) return local;
-  const anchor = view.findIndex((m) => m.id === usage.anchorMessageId);
-  if (anchor < 0) return local;
-  const sinceReport = counter.countMessages(view.slice(anchor + 1));
+  const sinceReport = tokensAfter(usage.anchorMessageId);
+  if (sinceReport === undefined) return local;
   return {
     tokens: usage.inputTokens + usage.outputTokens + Math.round(sinceReport * ratio),
     localTokens,

@@ -137,7 +137,9 @@ const fileEventSchema = z
 
 /** Typed as `ZodType<LogRecord>` so the compiler checks that the schema and the type agree. */
 const logRecordSchema: z.ZodType<LogRecord> = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('message'), message: messageSchema }),
+  // Token counts by tokenizer name, added later: a line without them reads as before, and a Longrun
+  // from before them drops them when it reads the line.
+  z.object({ type: z.literal('message'), message: messageSchema, tokens: z.record(z.string(), z.number().int().min(0)).optional() }),
   z.object({ type: z.literal('compaction'), entry: compactionEntrySchema }),
   z.object({ type: z.literal('undo'), entryId: z.string().min(1), at: z.number() }),
   z.object({ type: z.literal('usage'), usage: usageSchema }),
@@ -920,7 +922,7 @@ function capRecord(line: string, maxBytes: number): LogRecord {
   const excess = Buffer.byteLength(line) - maxBytes;
   let smallest: LogRecord | undefined;
   for (const whole of [false, true]) {
-    const copy = (JSON.parse(line) as { record: LogRecord }).record;
+    const copy = withoutTokenCounts((JSON.parse(line) as { record: LogRecord }).record);
     const slots = contentSlots(copy, whole);
     let target = excess;
     for (let attempt = 0; attempt < 8; attempt++) {
@@ -934,6 +936,13 @@ function capRecord(line: string, maxBytes: number): LogRecord {
     }
   }
   return smallest!;
+}
+
+/** A message cut to fit no longer has the counts of the whole one: a reload counts it anew. */
+function withoutTokenCounts(record: LogRecord): LogRecord {
+  if (record.type !== 'message' || record.tokens === undefined) return record;
+  const { tokens: _tokens, ...rest } = record;
+  return rest;
 }
 
 function contentSlots(record: LogRecord, whole: boolean): Slot[] {

@@ -13,7 +13,7 @@ import {
   type ConversationLog,
   type LogRecord,
 } from '../core/history';
-import type { MessageTokenCounter, StoredTokens } from '../core/message-tokens';
+import { withTokenCounts, type MessageTokenCounter, type StoredTokens } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import type { Clock, Summarizer } from '../core/ports';
 import { calibratedCount, learnedRatio, type ContextCount, type ReportedUsage, type RequestBasis } from '../core/usage-calibration';
@@ -430,12 +430,4 @@ export class Conversation {
   private changed(): void {
     for (const listener of [...this.listeners]) listener();
   }
-}
-
-/** A message record with its token count by `counter`'s tokenizer, so that a reload need not count it again. */
-function withTokenCounts(record: LogRecord, counter: MessageTokenCounter): LogRecord {
-  if (record.type !== 'message') return record;
-  const tokens = counter.storedTokens(record.message);
-  if (!tokens || record.tokens?.[counter.tokenizer.name] !== undefined) return record;
-  return { ...record, tokens: { ...record.tokens, ...tokens } };
 }

@@ -1,5 +1,19 @@
 import assert from 'node:assert/strict';
-import { buildDirective, buildMergeRequest, buildSummaryRequest, cut, DEFAULT_SYSTEM_PROMPT, renderMessage, SUMMARY_SECTIONS } from '../../../src/core/summary-request';
+import fc from 'fast-check';
+import {
+  buildDirective,
+  buildMergeRequest,
+  buildSummaryRequest,
+  countRequest,
+  cut,
+  DEFAULT_SYSTEM_PROMPT,
+  renderedMessageTokens,
+  renderMessage,
+  requestTokens,
+  SUMMARY_SECTIONS,
+} from '../../../src/core/summary-request';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { charEstimator, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
 import { SUMMARY_PREFIX } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import { assistant, config, toolResult, user } from './fixtures';
@@ -96,4 +110,72 @@ describe('summary request: structured messages, not string interpolation', () =>
     assert.match(merge.messages[1]!.content, /part two/);
     assert.equal(merge.purpose, 'merge');
   });
+});
+
+describe('summary request: counting what is sent to the summarizer', () => {
+  /** Texts that start and end the way messages do, so that a header's boundary meets every kind of first character. */
+  const textArb = fc
+    .tuple(
+      fc.constantFrom('', ' ', '  ', '\n', '\n\n', '\t', ']', '[', '#', '12', "'s", '.', '—', 'é', '日本', '🙂', '<|endoftext|>', '```ts\n'),
+      fc.string({ unit: 'grapheme', maxLength: 80 }),
+      fc.constantFrom('', ' ', '\n', '}', '0'),
+    )
+    .map(([head, body, tail]) => head + body + tail);
+  const messageArb = fc.record({
+    role: fc.constantFrom('user' as const, 'assistant' as const, 'tool' as const, 'system' as const),
+    text: textArb,
+    long: fc.boolean(),
+  });
+
+  for (const encoding of ['o200k_base', 'cl100k_base'] as const) {
+    it(`counts each rendered message apart from its number exactly as the whole line counts, with ${encoding}`, async () => {
+      const tokenizer = await loadTokenizer(encoding);
+      fc.assert(
+        fc.property(fc.array(messageArb, { minLength: 1, maxLength: 8 }), fc.nat({ max: 20_000 }), (specs, offset) => {
+          const messages: Message[] = specs.map((spec, i) =>
+            spec.role === 'tool'
+              ? toolResult(`t${i}`, `c${i}`, 'read_file', spec.long ? spec.text.repeat(400) : spec.text)
+              : { id: `m${i}`, role: spec.role, content: [{ type: 'text', text: spec.long ? spec.text.repeat(400) : spec.text }] },
+          );
+          const counter = new MessageTokenCounter(tokenizer);
+          const items = messages.map((message, i) => ({ message, position: offset + i }));
+          const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: items, directive, purpose: 'summary' });
+          assert.equal(countRequest(request, counter), requestTokens(request, (value) => tokenizer.count(value)));
+          for (const { message, position } of items) {
+            assert.equal(renderedMessageTokens(message, position, base.truncation, counter), tokenizer.count(renderMessage(message, position, base.truncation).content));
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+  }
+
+  it('does not tokenize a rendered message again when it is numbered anew, and does when its limits change', async () => {
+    const o200k = await loadTokenizer('o200k_base');
+    const counted: string[] = [];
+    const spy: TextTokenizer = { name: o200k.name, count: (value) => (counted.push(value), o200k.count(value)) };
+    const counter = new MessageTokenCounter(spy);
+    const long = toolResult('t1', 'c1', 'read_file', 'const answer = 42;\n'.repeat(300));
+    const build = (offset: number, truncation = base.truncation) =>
+      buildSummaryRequest({ summary: base.summary, truncation, messages: [{ message: long, position: offset }], directive, purpose: 'summary' });
+    const first = countRequest(build(3), counter);
+    const longest = () => Math.max(...counted.map((text) => text.length));
+    assert.ok(longest() > 1_000);
+    counted.length = 0;
+    assert.equal(countRequest(build(3), counter), first);
+    assert.equal(countRequest(build(5_000), counter), requestTokens(build(5_000), (value) => o200k.count(value)));
+    assert.ok(longest() < 20, `only a number was tokenized, not ${longest()} characters`);
+    countRequest(build(3, { ...base.truncation, resultChars: 500, hugeResultChars: 500 }), counter);
+    assert.ok(longest() > 500, 'tighter limits render another text, counted anew');
+  });
+
+  it('counts whole lines with the chars/4 estimate, which rounds up each count', () => {
+    const counter = new MessageTokenCounter(charEstimator);
+    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation()), directive, purpose: 'summary' });
+    assert.equal(countRequest(request, counter), requestTokens(request, (value) => charEstimator.count(value)));
+  });
+
+  function conversation(): Message[] {
+    return [user('u1', 'Build it'), assistant('a1', 'Reading.', { callId: 'c1', tool: 'read_file', input: { path: 'a.ts' } }), toolResult('t1', 'c1', 'read_file', 'abc')];
+  }
 });

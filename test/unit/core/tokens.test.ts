@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { MessageTokenCounter, withTokenCounts } from '../../../src/core/message-tokens';
 import { charEstimator, encodingForModel, estimateTokens, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
 import { countContext, detectTruncation, learnedRatio, LEGACY_BASIS } from '../../../src/core/usage-calibration';
 import { assistant, toolResult, user } from './fixtures';
@@ -121,5 +121,58 @@ describe('token accounting', () => {
     // Calibrated, a cut of a few hundred tokens in a small window shows: 3,000 read of ~3,300 sent.
     assert.ok(detectTruncation(3_000, 3_300, 1));
     assert.equal(detectTruncation(3_000, 3_300, undefined), undefined);
+  });
+});
+
+describe('token counts stored with messages', () => {
+  const spy = (name: string): TextTokenizer & { calls: number } => {
+    const t = { name, calls: 0, count: (value: string) => (t.calls++, value.length) };
+    return t;
+  };
+  const call = assistant('a', 'Reading the file.', { callId: 'c', tool: 'read_file', input: { path: 'src/index.ts' } });
+  const result = toolResult('t', 'c', 'read_file', 'export const x = 1;');
+
+  it('stores the count without framing and gives back the same count from it, without tokenizing', () => {
+    const writer = new MessageTokenCounter(spy('letters'));
+    const records = [call, result].map((message) => withTokenCounts({ type: 'message', message }, writer));
+    const reader = new MessageTokenCounter(spy('letters'));
+    for (const record of records) {
+      assert.ok(record.type === 'message' && record.tokens !== undefined);
+      // A copy, as a reload reads it: the cache by identity does not know it.
+      const reread = structuredClone(record.message);
+      assert.equal(reader.countMessage(reread, record.tokens), writer.countMessage(record.message));
+    }
+    assert.equal((reader.tokenizer as ReturnType<typeof spy>).calls, 0);
+  });
+
+  it('counts anew when the stored count is for another tokenizer', () => {
+    const stored = withTokenCounts({ type: 'message', message: call }, new MessageTokenCounter(spy('letters')));
+    assert.ok(stored.type === 'message');
+    const other = new MessageTokenCounter({ name: 'double', count: (value) => value.length * 2 });
+    assert.equal(other.countMessage(structuredClone(call), stored.tokens), new MessageTokenCounter(other.tokenizer).countMessage(call));
+  });
+
+  it('keeps the counts of other tokenizers when adding its own, and stores none for the chars/4 estimate', () => {
+    const first = withTokenCounts({ type: 'message', message: call }, new MessageTokenCounter(spy('letters')));
+    const both = withTokenCounts(first, new MessageTokenCounter({ name: 'double', count: (value) => value.length * 2 }));
+    assert.ok(both.type === 'message');
+    assert.deepEqual(Object.keys(both.tokens ?? {}).sort(), ['double', 'letters']);
+    const estimated = withTokenCounts({ type: 'message', message: call }, new MessageTokenCounter(charEstimator));
+    assert.ok(estimated.type === 'message' && estimated.tokens === undefined);
+  });
+
+  it('counts derived text once per object and key, and remembers recurring text', () => {
+    const tokenizer = spy('letters');
+    const counter = new MessageTokenCounter(tokenizer);
+    const owner = {};
+    assert.equal(counter.countDerived(owner, 'a', () => 'abc'), 3);
+    assert.equal(counter.countDerived(owner, 'a', () => 'something else'), 3);
+    assert.equal(counter.countDerived(owner, 'b', 'abcdef'), 6);
+    assert.equal(counter.countDerived(owner, 'b', 'x'), 6);
+    assert.equal(counter.countDerived({}, 'a', 'x'), 1);
+    assert.equal(tokenizer.calls, 3);
+    counter.countRemembered('directive');
+    counter.countRemembered('directive');
+    assert.equal(tokenizer.calls, 4);
   });
 });

@@ -1,0 +1,216 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
+import { LiveModelView, modelView, summaryMessage, type CompactionEntry, type LogRecord } from '../../../src/core/history';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import type { Message, Part } from '../../../src/core/messages';
+import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
+import { countContext, type ReportedUsage } from '../../../src/core/usage-calibration';
+import { ViewTokens } from '../../../src/core/view-tokens';
+
+/**
+ * The live view against `modelView`: random logs grow record by record (messages with tool calls
+ * answered, half answered or answered twice, results without calls, repeated ids, compactions whose
+ * first kept message is present, missing or only appended later, undos of entries in force and of
+ * others), and after every update the live view is what `modelView` derives from the whole log, and
+ * the running counts are what counting that view gives.
+ */
+
+type Op =
+  | { readonly kind: 'user'; readonly words: number }
+  | { readonly kind: 'assistant'; readonly words: number; readonly calls: number }
+  | { readonly kind: 'tool'; readonly answer: number; readonly stray: boolean }
+  | { readonly kind: 'repeat'; readonly pick: number }
+  | { readonly kind: 'compact'; readonly from: number; readonly to: number; readonly kept: number; readonly keptKind: 'present' | 'none' | 'later' | 'unknown'; readonly role: 'user' | 'assistant' }
+  | { readonly kind: 'undo'; readonly pick: number; readonly active: boolean }
+  | { readonly kind: 'usage'; readonly pick: number }
+  | { readonly kind: 'update' };
+
+const nat = (max: number) => fc.nat({ max });
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('user' as const), words: nat(40) }) },
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('assistant' as const), words: nat(40), calls: nat(3) }) },
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant('tool' as const), answer: nat(3), stray: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('repeat' as const), pick: nat(1_000) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('compact' as const),
+      from: nat(1_000),
+      to: nat(1_000),
+      kept: nat(1_000),
+      keptKind: fc.constantFrom('present' as const, 'none' as const, 'later' as const, 'unknown' as const),
+      role: fc.constantFrom('user' as const, 'assistant' as const),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('undo' as const), pick: nat(1_000), active: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('usage' as const), pick: nat(1_000) }) },
+  { weight: 3, arbitrary: fc.constant({ kind: 'update' as const }) },
+);
+
+/** Counts words, so counts differ from message to message and from the other tokenizer. */
+const words: TextTokenizer = { name: 'words', count: (value) => (value.match(/\S+/g) ?? []).length };
+
+function entry(id: string, compacted: readonly string[], firstKept: string | null, role: 'user' | 'assistant'): CompactionEntry {
+  return {
+    id,
+    round: 1,
+    reason: 'manual',
+    summary: `summary ${id} of ${compacted.length} messages`,
+    firstKeptMessageId: firstKept,
+    compactedMessageIds: compacted,
+    tokensBefore: 0,
+    tokensAfter: 0,
+    fileOperations: EMPTY_LEDGER,
+    model: 'test',
+    durationMs: 0,
+    createdAt: 0,
+    summaryRole: role,
+    fallback: false,
+    lowGain: false,
+    splitTurn: false,
+    summarizerCalls: 1,
+  };
+}
+
+/** Replays operations as log records, keeping what the generators need to pick from. */
+class LogBuilder {
+  readonly log: LogRecord[] = [];
+  private n = 0;
+  private entries = 0;
+  private readonly messages: Message[] = [];
+  private openCalls: { id: string; tool: string }[] = [];
+  private readonly entryIds: string[] = [];
+  /** Ids named as first kept by a compaction before any message had them. */
+  private readonly awaited: string[] = [];
+
+  apply(op: Op): void {
+    switch (op.kind) {
+      case 'user':
+        return this.message({ id: this.awaited.shift() ?? `m${++this.n}`, role: 'user', content: [{ type: 'text', text: 'ask '.repeat(op.words + 1) }] });
+      case 'assistant': {
+        const id = `m${++this.n}`;
+        const calls = Array.from({ length: op.calls }, (_, k) => ({ id: `${id}-c${k}`, tool: `tool${k}` }));
+        const content: Part[] = [{ type: 'text', text: 'answer '.repeat(op.words) }];
+        for (const call of calls) content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.tool, input: { n: op.words } });
+        this.openCalls = calls;
+        return this.message({ id, role: 'assistant', content });
+      }
+      case 'tool': {
+        const answered = this.openCalls.slice(0, op.answer);
+        const content: Part[] = answered.map((c) => ({ type: 'tool-result', toolCallId: c.id, toolName: c.tool, output: `out ${c.id} `.repeat(3) }));
+        if (op.stray || content.length === 0) content.push({ type: 'tool-result', toolCallId: `stray${this.n}`, toolName: 'lost', output: 'nobody asked' });
+        return this.message({ id: `m${++this.n}`, role: 'tool', content });
+      }
+      case 'repeat': {
+        // The same message object again (an id repeated by a damaged log).
+        const again = this.messages[op.pick % Math.max(1, this.messages.length)];
+        if (again) this.log.push({ type: 'message', message: again });
+        return;
+      }
+      case 'compact': {
+        const ids = this.messages.map((m) => m.id);
+        const [a, b] = [op.from % (ids.length + 1), op.to % (ids.length + 1)].sort((x, y) => x - y) as [number, number];
+        let firstKept: string | null = null;
+        if (op.keptKind === 'present' && ids.length > 0) firstKept = ids[op.kept % ids.length]!;
+        if (op.keptKind === 'unknown') firstKept = `gone${op.kept}`;
+        if (op.keptKind === 'later') {
+          firstKept = `late${++this.n}`;
+          this.awaited.push(firstKept);
+        }
+        const id = `e${++this.entries}`;
+        this.entryIds.push(id);
+        this.log.push({ type: 'compaction', entry: entry(id, ids.slice(a, b), firstKept, op.role) });
+        return;
+      }
+      case 'undo': {
+        const id = op.active ? this.entryIds.at(-1 - (op.pick % Math.max(1, this.entryIds.length))) : `e${op.pick}`;
+        this.log.push({ type: 'undo', entryId: id ?? 'none', at: 0 });
+        return;
+      }
+      case 'usage': {
+        const anchor = this.messages[op.pick % Math.max(1, this.messages.length)];
+        this.log.push({ type: 'usage', usage: { anchorMessageId: anchor?.id ?? 'none', inputTokens: 100, outputTokens: 10, basis: null } });
+        return;
+      }
+      case 'update':
+        return;
+    }
+  }
+
+  private message(message: Message): void {
+    this.messages.push(message);
+    this.log.push({ type: 'message', message });
+  }
+}
+
+/** The local count of the whole view after each message with this id, as `countContext` works it out. */
+function afterFromScratch(view: readonly Message[], counter: MessageTokenCounter, id: string): number | undefined {
+  const usage: ReportedUsage = { anchorMessageId: id, inputTokens: 0, outputTokens: 0, basis: null };
+  const count = countContext(view, counter, usage, null);
+  return count.source === 'provider+local' ? count.sinceReport : undefined;
+}
+
+describe('the live view of a growing log', () => {
+  it('is what modelView derives from the whole log after any appends, compactions and undos, and so are its counts', () => {
+    let compared = 0;
+    let withSummary = 0;
+    let withInterrupted = 0;
+    fc.assert(
+      fc.property(fc.array(opArb, { minLength: 1, maxLength: 60 }), fc.boolean(), (ops, switchCounters) => {
+        const builder = new LogBuilder();
+        const live = new LiveModelView();
+        const tokens = new ViewTokens();
+        const counters = [new MessageTokenCounter(words), new MessageTokenCounter(charEstimator)];
+        for (const [index, op] of ops.entries()) {
+          builder.apply(op);
+          // Several records may arrive between two looks, as when a step and its results land together.
+          if (op.kind !== 'update' && index !== ops.length - 1) continue;
+          live.update(builder.log);
+          const expected = modelView(builder.log);
+          const actual = live.messages();
+          assert.deepEqual(actual, expected);
+          // Messages the view shows as logged are the log's own objects, not copies.
+          const logged = new Set(builder.log.flatMap((r) => (r.type === 'message' ? [r.message] : [])));
+          expected.forEach((m, i) => {
+            if (logged.has(m)) assert.equal(actual[i], m, `message ${m.id} is the log's object`);
+          });
+          const counter = counters[switchCounters ? index % 2 : 0]!;
+          tokens.update(live, counter);
+          assert.equal(tokens.total(), counter.countMessages(expected));
+          for (const id of new Set([...expected.map((m) => m.id), 'nowhere'])) assert.equal(tokens.after(id), afterFromScratch(expected, counter, id), `after ${id}`);
+          const parts = { summary: 0, toolResults: 0, system: 0, messages: 0 };
+          for (const m of expected) {
+            const n = counter.countMessage(m);
+            if (m.summaryOf !== undefined) parts.summary += n;
+            else if (m.role === 'tool') parts.toolResults += n;
+            else if (m.role === 'system') parts.system += n;
+            else parts.messages += n;
+          }
+          assert.deepEqual(tokens.parts(), parts);
+          compared++;
+          if (expected.some((m) => m.summaryOf !== undefined)) withSummary++;
+          if (expected.some((m) => m.id.startsWith('interrupted:'))) withInterrupted++;
+        }
+      }),
+      { numRuns: 2_000 },
+    );
+    // The runs met what this test is about, often.
+    assert.ok(withSummary > 500 && withInterrupted > 500, `${compared} views, ${withSummary} with a summary, ${withInterrupted} with an interrupted result`);
+  });
+
+  it('takes a log that was replaced by another array from its start', () => {
+    const a: Message = { id: 'a', role: 'user', content: [{ type: 'text', text: 'first' }] };
+    const b: Message = { id: 'b', role: 'user', content: [{ type: 'text', text: 'second' }] };
+    const live = new LiveModelView();
+    live.update([{ type: 'message', message: a }]);
+    live.update([{ type: 'message', message: b }]);
+    assert.deepEqual(live.messages(), [b]);
+  });
+
+  it('gives one summary message per compaction entry, so it is counted once', () => {
+    const e = entry('e1', [], null, 'user');
+    assert.equal(summaryMessage(e), summaryMessage(e));
+    assert.notEqual(summaryMessage(e), summaryMessage({ ...e }));
+  });
+});
