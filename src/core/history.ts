@@ -318,15 +318,28 @@ export class LiveModelView {
     }
     if (keptFrom < 0) keptFrom = log.findIndex((r) => r.type === 'compaction' && r.entry.id === last.id);
 
+    // With nothing kept, what came after the last compacted message (appended while the summary was
+    // computed) follows the summary too; only system messages stay in front.
+    const takenUpTo = last.firstKeptMessageId === null ? afterLastTaken(log, last) : keptFrom;
     const after: Message[] = [];
     log.forEach((record, index) => {
       if (record.type !== 'message' || this.removed.has(record.message.id)) return;
-      if (index < keptFrom) this.pairing.push(record.message);
+      if (index < keptFrom && (index < takenUpTo || record.message.role === 'system')) this.pairing.push(record.message);
       else after.push(record.message);
     });
     this.pairing.push(summaryMessage(last));
     for (const message of after) this.pairing.push(message);
   }
+}
+
+/** The position just after the last message `entry` compacted; -1 when it compacted none in `log`. */
+function afterLastTaken(log: ConversationLog, entry: CompactionEntry): number {
+  const taken = new Set(entry.compactedMessageIds);
+  for (let i = log.length - 1; i >= 0; i--) {
+    const record = log[i]!;
+    if (record.type === 'message' && taken.has(record.message.id)) return i + 1;
+  }
+  return -1;
 }
 
 /**

@@ -86,6 +86,16 @@ describe("history: the model's view of an append-only log", () => {
     assert.equal(originalTask(pasted), `${SUMMARY_PREFIX} z`);
   });
 
+  it('puts what was appended while a compaction that kept nothing was computed after the summary', () => {
+    const log: LogRecord[] = [
+      ...asLog([sys('s', 'system'), user('u1', 'first'), { id: 'a1', role: 'assistant', content: [{ type: 'text', text: 'answer' }] }]),
+      // Appended after the snapshot, before the compaction record landed.
+      ...asLog([user('u2', 'meanwhile')]),
+      { type: 'compaction', entry: { ...entry('e1', 1, null, ['u1', 'a1']) } },
+    ];
+    assert.deepEqual(ids(log), ['s', 'summary:e1', 'u2']);
+  });
+
   it('answers a tool call left without its result with an interrupted result, and leaves out a result without its call', () => {
     const log = asLog([
       user('u', 'go'),
