@@ -19,6 +19,8 @@ import { fromResponseMessages, toModelMessages } from './model-messages';
 /** The conversation as the agent sees it; implemented by the extension over its store. */
 export interface AgentConversation {
   log(): ConversationLog;
+  /** The model's view of the log, when the conversation keeps it up to date (else derived from the log). */
+  view?(): readonly Message[];
   append(records: readonly LogRecord[]): Promise<void>;
   /** The budget of the model's current view. */
   assess(): BudgetAssessment;
@@ -233,7 +235,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       model: options.model,
       ...(maxOutputTokens ? { maxOutputTokens } : {}),
       instructions: options.system,
-      messages: toModelMessages(modelView(conversation.log())),
+      messages: toModelMessages(viewOf(conversation)),
       allowSystemInMessages: true,
       tools: options.tools,
       stopWhen: stepCountIs(Math.max(1, maxSteps)),
@@ -250,7 +252,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
         // The step the server cut has run its tools (kept above); the next one is not sent as is.
         if (truncation) throw truncation;
         await beforeStep();
-        const messages = toModelMessages(modelView(conversation.log()));
+        const messages = toModelMessages(viewOf(conversation));
         sent = conversation.requestBasis();
         return { messages };
       },
@@ -302,6 +304,10 @@ function isWrapped(error: unknown, inner: unknown): boolean {
     current = current.cause;
   }
   return current === inner;
+}
+
+function viewOf(conversation: AgentConversation): Message[] {
+  return conversation.view ? [...conversation.view()] : modelView(conversation.log());
 }
 
 function lastAssistant(messages: readonly Message[]): Message | undefined {

@@ -5,6 +5,10 @@ import { lastUsage, type CompactionReason } from '../core/history';
 import { text } from '../core/messages';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
 import { createAgentTools } from '../llm/agent-tools';
+import type { CommandPort } from '../llm/workspace-port';
+import type { ChangeDocuments } from './change-view';
+import { diffStats, fencedBlock } from './diff-preview';
+import { ANSWER_APPROVAL_COMMAND, type PendingApproval } from './edit-approval';
 import { compactNumber } from './gauge-text';
 import type { Session } from './session';
 import type { LongrunSettings } from './settings';
@@ -13,7 +17,7 @@ import { conversationIdOf } from './chat-history';
 import type { Conversation } from './conversation';
 import { errorMessage } from './error-text';
 import { contextReport, summaryReport } from './reports';
-import type { VsCodeWorkspace } from './workspace-tools';
+import type { VsCodeWorkspace, WorkspaceChange } from './workspace-tools';
 
 /**
  * `@longrun`: the coding agent in VS Code's chat. It streams its work, compacts the conversation
@@ -29,6 +33,8 @@ export interface ParticipantDeps {
   readonly session: Session;
   readonly settings: () => LongrunSettings;
   readonly workspace: VsCodeWorkspace;
+  /** The terminal of `run_command`; offered only in a trusted workspace. */
+  readonly commands?: CommandPort;
   readonly reporter: CompactionReporter;
   readonly log: vscode.LogOutputChannel;
   readonly now: () => number;
@@ -56,6 +62,7 @@ export class LongrunParticipant {
     const trusted = vscode.workspace.isTrusted;
     const tools = createAgentTools(this.deps.workspace, {
       readOnly: !trusted,
+      ...(trusted && this.deps.commands ? { commands: this.deps.commands } : {}),
       maxResultChars: 20_000,
       onFileEvent: (e) => this.deps.onAgentFile(e.kind, e.path),
     });
@@ -69,9 +76,28 @@ export class LongrunParticipant {
     return `${system}\n${toolDefinitionsText(tools)}`;
   }
 
-  /** Shows a change the agent made in the chat of the request under way. */
-  showChange(path: string, diff: string): void {
-    this.activeStream?.markdown(`\n\n**${escape(path)}**\n\n\`\`\`diff\n${diff}\n\`\`\`\n`);
+  /**
+   * Shows a change the agent made in the chat of the request under way: the file and its counts,
+   * then the whole diff. A short diff is shown in place; a longer one behind a "Show diff" button
+   * that opens all of it, since the chat has no collapsible block and shows code at full height.
+   */
+  showChange(change: WorkspaceChange, changes: ChangeDocuments): void {
+    const stream = this.activeStream;
+    if (!stream) return;
+    const { added, removed, bodyLines } = diffStats(change.diff);
+    stream.markdown(`\n\n**${escape(change.path)}** ${change.kind} (+${added} −${removed})\n\n`);
+    if (bodyLines <= INLINE_DIFF_LINES) stream.markdown(`${fencedBlock(change.diff, 'diff')}\n`);
+    else stream.button(changes.button(change, `Show diff (${bodyLines} lines)`));
+  }
+
+  /** Shows in the chat that an edit waits for approval, with Apply / Reject buttons beside the diff editor's. */
+  showApprovalRequest(approval: PendingApproval): void {
+    const stream = this.activeStream;
+    if (!stream) return;
+    stream.markdown(`\n\n${escape(approval.question)} The change is open in the diff editor.\n\n`);
+    stream.button({ command: ANSWER_APPROVAL_COMMAND, title: 'Apply', arguments: [approval.id, true] });
+    stream.button({ command: ANSWER_APPROVAL_COMMAND, title: 'Reject', arguments: [approval.id, false] });
+    stream.progress(`Waiting for your approval of ${approval.subject}…`);
   }
 
   private readonly notices: string[] = [];
@@ -248,6 +274,7 @@ export class LongrunParticipant {
         signal: controller.signal,
         conversation: {
           log: () => conversation.log(),
+          view: () => conversation.view(),
           append: (records) => conversation.append(records),
           assess: () => conversation.assess(),
           compact: async (reason, signal, stated) => {
@@ -384,6 +411,9 @@ export class LongrunParticipant {
   }
 }
 
+/** Longest diff (in lines without its headers) shown in the chat itself. */
+const INLINE_DIFF_LINES = 30;
+
 function abortOn(token: vscode.CancellationToken): AbortController {
   const controller = new AbortController();
   if (token.isCancellationRequested) controller.abort();
@@ -398,8 +428,8 @@ function systemPrompt(trusted: boolean): string {
     `Workspace folders: ${folders.length ? folders.join(', ') : '(none open)'}. Paths are relative to the workspace${folders.length > 1 ? ', starting with the folder name' : ''}.`,
     'Use the tools to read, list and search files before answering questions about the code; do not guess file contents.',
     trusted
-      ? 'Change files with create_file and edit_file; each edit replaces an exact, unique piece of text. Keep changes minimal and explain them briefly.'
-      : 'The workspace is not trusted, so you can only read: do not try to change files; describe the changes instead.',
+      ? 'Change files with create_file and edit_file; each edit replaces an exact, unique piece of text. Keep changes minimal and explain them briefly. Run builds, tests and other shell commands with run_command (one line each; the user approves them).'
+      : 'The workspace is not trusted, so you can only read: do not try to change files or run commands; describe the changes instead.',
     'Earlier parts of a long conversation may be replaced by a summary; trust it, and re-read files when you need their exact content.',
     'Answer in Markdown, concisely.',
   ].join('\n');
@@ -419,9 +449,18 @@ function describeToolCall(toolName: string, input: unknown): string {
       return `Creating ${path ?? 'a file'}…`;
     case 'edit_file':
       return `Editing ${path ?? 'a file'}…`;
+    case 'run_command':
+      return typeof i.command === 'string' ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…` : 'Running a command…';
     default:
       return `Running ${toolName}…`;
   }
+}
+
+/** `text` as inline code, on one line, whatever backticks it holds. */
+function inlineCode(text: string): string {
+  const line = text.replace(/\s+/g, ' ');
+  const fence = '`'.repeat(Math.max(0, ...(line.match(/`+/g) ?? []).map((run) => run.length)) + 1);
+  return fence.length > 1 ? `${fence} ${line} ${fence}` : `\`${line}\``;
 }
 
 function escape(value: string): string {

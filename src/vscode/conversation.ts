@@ -172,7 +172,7 @@ export class Conversation {
     const budget = this.assess();
     if (budget.level !== 'warning' && budget.level !== 'critical' && budget.level !== 'over') return;
     // The last compaction could not get below the warning level: summarizing again now would only churn.
-    const last = lastEntry(this.records);
+    const last = this.lastCompaction();
     if (last && last.tokensAfter >= budget.warningAt && !this.userSpokeSince(last.id)) return;
     const summarizer = this.deps.summarizer();
     if (!summarizer) return;
