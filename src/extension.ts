@@ -3,6 +3,9 @@ import type { FileEvent } from './core/file-ledger';
 import { systemClock } from './core/ports';
 import { ApiKeys } from './vscode/api-keys';
 import { ANSWER_COMMAND, LongrunParticipant, PARTICIPANT_ID } from './vscode/chat-participant';
+import { ChangeDocuments, CHANGE_SCHEME, SHOW_CHANGE_COMMAND } from './vscode/change-view';
+import { CommandRunner } from './vscode/command-runner';
+import { ANSWER_APPROVAL_COMMAND, Approvals, PROPOSAL_SCHEME } from './vscode/edit-approval';
 import { registerCommands, ReportDocuments, DOC_SCHEME } from './vscode/commands';
 import { CompactionReporter } from './vscode/compaction-report';
 import { EditTracker } from './vscode/edit-tracker';
@@ -13,6 +16,7 @@ import { ModelWindows } from './vscode/model-windows';
 import type { WorkspaceRoot } from './vscode/path-guard';
 import { Session } from './vscode/session';
 import { formatProblem, readSettings, type LongrunSettings } from './vscode/settings';
+import { TerminalShell } from './vscode/terminal-tool';
 import { VsCodeWorkspace } from './vscode/workspace-tools';
 
 /**
@@ -27,6 +31,8 @@ export interface LongrunApi {
   readonly gauge: ContextGauge;
   readonly participant: LongrunParticipant;
   readonly settings: () => LongrunSettings;
+  /** The agent's questions (writes, commands) waiting for the user. */
+  readonly approvals: Approvals;
 }
 
 export function activate(context: vscode.ExtensionContext): LongrunApi {
@@ -75,26 +81,54 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const tracker = new EditTracker(roots, recordFile, now);
   context.subscriptions.push(tracker);
 
+  const approvals = new Approvals();
+  context.subscriptions.push(approvals, vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, approvals));
+  void approvals.closeLeftovers().catch((error: unknown) => log.warn(`Could not close the diff editors of an earlier window: ${String(error)}`));
+  context.subscriptions.push(
+    vscode.commands.registerCommand(ANSWER_APPROVAL_COMMAND, (id: unknown, allow: unknown) => {
+      // The chat keeps its buttons after the question is answered elsewhere, or the request ended.
+      const answered = approvals.answer(id, allow);
+      if (!answered) void vscode.window.showInformationMessage('Longrun: this question is no longer open; it was answered already, or its request ended.');
+      return answered;
+    }),
+  );
+  const changes = new ChangeDocuments();
+  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, changes));
+  context.subscriptions.push(vscode.commands.registerCommand(SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)));
+
   let shown: LongrunParticipant | undefined;
   const workspace = new VsCodeWorkspace({
     roots,
     autoApprove: () => settings.agent.autoApproveEdits,
     protectedPaths: () => settings.agent.protectedPaths,
-    confirm: async (title, detail) => (await vscode.window.showWarningMessage(title, { modal: true, detail }, 'Apply')) === 'Apply',
+    confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
-    onChanged: (change) => shown?.showChange(change.path, change.diff),
+    onChanged: (change) => shown?.showChange(change, changes),
+  });
+  const shell = new TerminalShell({ cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri, log });
+  context.subscriptions.push(shell);
+  const commands = new CommandRunner({
+    shell,
+    allowedCommands: () => settings.agent.allowedCommands,
+    timeoutSeconds: () => settings.agent.commandTimeoutSeconds,
+    confirm: (command, signal) => approvals.askCommand(command, signal),
+    // The command itself is conversation content, logged only when verbose logging is on.
+    onAllowed: (command, entry) =>
+      log.info(`Ran ${settings.verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
   });
 
   const participant = new LongrunParticipant({
     session,
     settings: currentSettings,
     workspace,
+    commands,
     reporter,
     log,
     now,
     onAgentFile: (kind, path) => recordFile({ kind, path, actor: 'agent', at: now() }),
   });
   shown = participant;
+  approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
   session.setRequestOverhead(participant.requestOverheadText());
   context.subscriptions.push(vscode.commands.registerCommand(ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)));
   const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
@@ -158,7 +192,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     .then(() => session.useDefaultModel())
     .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
     .then(() => gauge.update());
-  return { session, gauge, participant, settings: currentSettings };
+  return { session, gauge, participant, settings: currentSettings, approvals };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
-import { ToolFailure, type ReadResult, type SearchMatch, type WorkspacePort } from './workspace-port';
+import { ToolFailure, type CommandPort, type CommandRun, type ReadResult, type SearchMatch, type WorkspacePort } from './workspace-port';
+import { formatCapturedOutput } from './command-output';
 import { splitLines } from '../core/lines';
 
 /**
@@ -17,8 +18,10 @@ export interface AgentFileEvent {
 }
 
 export interface AgentToolOptions {
-  /** Offer no write tools (untrusted workspace). */
+  /** Offer no write tools and no `run_command` (untrusted workspace). */
   readonly readOnly: boolean;
+  /** The terminal for `run_command`; without it the tool is not offered. */
+  readonly commands?: CommandPort;
   /** Longest tool result sent to the model; longer results are cut with a note. Default 20,000. */
   readonly maxResultChars?: number;
   /** Called after each successful read, create and edit. */
@@ -103,9 +106,16 @@ const editFileInput = z.object({
     .describe('Replacements, all located in the current file text and applied together.'),
 });
 
+const runCommandInput = z.object({
+  command: z
+    .string()
+    .min(1)
+    .describe('One shell command line, e.g. "npm test" or "git status --short". Join steps with && rather than writing several lines.'),
+});
+
 /**
  * Builds the tools: `read_file`, `list_files`, `search_text`, and unless `readOnly`, `create_file`
- * and `edit_file`. Each passes the AI SDK's abort signal (the `abortSignal` of its execute options,
+ * and `edit_file`, and `run_command` when given a {@link CommandPort}. Each passes the AI SDK's abort signal (the `abortSignal` of its execute options,
  * which fires on the user's Stop) to the port, whose long operations stop when it fires.
  */
 export function createAgentTools(port: WorkspacePort, options: AgentToolOptions): ToolSet {
@@ -208,7 +218,32 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
       }),
   });
 
+  if (options.commands) {
+    const commands = options.commands;
+    tools['run_command'] = tool({
+      description:
+        "Run one shell command line in the user's VS Code terminal, in the workspace folder, and get its exit code and output (long output keeps its first and last lines). The user approves each command unless it is on their allow list. Use it to build, test, lint or inspect the repository; not for interactive programs (they wait for input until the time limit) or long-running servers. Prefer read_file, list_files and search_text for reading files.",
+      inputSchema: runCommandInput,
+      execute: (input, { abortSignal }) =>
+        run(async () => formatRun(await commands.runCommand(input.command, abortSignal ?? neverAborted()), maxChars)),
+    });
+  }
+
   return tools;
+}
+
+/** The command, how it ended, and its output within `maxChars`. */
+function formatRun(result: CommandRun, maxChars: number): string {
+  const ending =
+    result.timedOutAfterSeconds !== undefined
+      ? `Stopped: still running after ${result.timedOutAfterSeconds} s (the time limit, longrun.agent.commandTimeoutSeconds).`
+      : result.exitCode === undefined
+        ? 'Exit code: unknown (the shell did not report one).'
+        : `Exit code: ${result.exitCode}`;
+  const shown = result.command.length > MAX_MATCH_CHARS ? `${result.command.slice(0, MAX_MATCH_CHARS)}…` : result.command;
+  const header = `$ ${shown}\n${ending}`;
+  const output = formatCapturedOutput(result.output, Math.max(0, maxChars - header.length - 20), result.where);
+  return output === '' ? `${header}\n(no output)` : `${header}\nOutput:\n${output}`;
 }
 
 /** A signal for callers that gave none: the port always receives one. */

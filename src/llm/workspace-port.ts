@@ -10,6 +10,8 @@
  * (the user's Stop) and rejects with the signal's reason.
  */
 
+import type { CapturedOutput } from './command-output';
+
 export class ToolFailure extends Error {
   override readonly name = 'ToolFailure';
 }
@@ -66,4 +68,29 @@ export interface WorkspacePort {
     edits: readonly TextEdit[],
     signal: AbortSignal,
   ): Promise<{ readonly path: string; readonly replacements: number; readonly unsaved?: boolean }>;
+}
+
+/** A shell command that ran, as `run_command` reports it. */
+export interface CommandRun {
+  /** The command line as it was run. */
+  readonly command: string;
+  /** As the shell reported it; `undefined` when it did not (or the command was stopped). */
+  readonly exitCode: number | undefined;
+  /** The output, first and last lines kept (see `command-output.ts`). */
+  readonly output: CapturedOutput;
+  /** Where the user can read the whole output, e.g. `the terminal "Longrun"`. */
+  readonly where: string;
+  /** Set when the time limit stopped the command: the limit, in seconds. */
+  readonly timedOutAfterSeconds?: number;
+}
+
+/**
+ * What the agent's `run_command` tool may do: run one command line in the user's terminal. The
+ * user approves every command first unless it matches their allow list. Throws `ToolFailure` when
+ * the user declines, the line is not a single line, or the terminal cannot report the output and
+ * exit code (no shell integration: the command is then not run at all). Stop interrupts the
+ * command and rejects with the signal's reason.
+ */
+export interface CommandPort {
+  runCommand(command: string, signal: AbortSignal): Promise<CommandRun>;
 }

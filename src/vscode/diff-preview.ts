@@ -2,7 +2,7 @@ import { structuredPatch } from 'diff';
 import { splitLines } from '../core/lines';
 
 /**
- * A short unified diff of one file for the edit confirmation and the chat. Pure (no `vscode`).
+ * Unified diffs of one file, for the chat and the "Show diff" document. Pure (no `vscode`).
  */
 
 /**
@@ -12,10 +12,17 @@ import { splitLines } from '../core/lines';
 const MAX_EDIT_LENGTH = 1_000;
 
 /**
- * Renders the change from `oldText` to `newText` as a unified diff (`--- path`, `+++ path`, hunks with
- * three lines of context). CRLF and LF line endings compare equal. The body (hunk headers and lines)
- * is cut to `maxLines` lines, followed by `… N more lines` when anything was cut; identical texts
- * give the two header lines and `(no changes)`.
+ * The whole change from `oldText` to `newText` as a unified diff (`--- path`, `+++ path`, hunks with
+ * three lines of context). CRLF and LF line endings compare equal; identical texts give the two
+ * header lines and `(no changes)`.
+ */
+export function unifiedDiff(oldText: string, newText: string, path: string): string {
+  return unifiedDiffPreview(oldText, newText, path, Number.POSITIVE_INFINITY);
+}
+
+/**
+ * {@link unifiedDiff} with its body (hunk headers and lines) cut to `maxLines` lines, followed by
+ * `… N more lines` when anything was cut.
  */
 export function unifiedDiffPreview(oldText: string, newText: string, path: string, maxLines = 40): string {
   const header = [`--- ${path}`, `+++ ${path}`];
@@ -32,6 +39,7 @@ export function unifiedDiffPreview(oldText: string, newText: string, path: strin
     for (const line of hunk.lines) if (!line.startsWith('\\')) body.push(line);
   }
   if (body.length === 0) return [...header, '(no changes)'].join('\n');
+  if (body.length <= maxLines) return [...header, ...body].join('\n');
   const limit = Math.max(0, Math.floor(maxLines));
   const shown = body.slice(0, limit);
   if (body.length > limit) shown.push(`… ${body.length - limit} more lines`);
@@ -56,4 +64,23 @@ function wholeFileHunk(oldText: string, newText: string) {
     newLines: newLines.length,
     lines: [...oldLines.map((l) => `-${l}`), ...newLines.map((l) => `+${l}`)],
   };
+}
+
+/** What a unified diff of {@link unifiedDiff} changes: lines added and removed, and its length without the file headers. */
+export function diffStats(diff: string): { readonly added: number; readonly removed: number; readonly bodyLines: number } {
+  const body = diff.split('\n').slice(2);
+  let added = 0;
+  let removed = 0;
+  for (const line of body) {
+    if (line.startsWith('+')) added++;
+    else if (line.startsWith('-')) removed++;
+  }
+  return { added, removed, bodyLines: body.length };
+}
+
+/** `text` in a Markdown code fence longer than any run of backticks in it, so no line of it can close the fence. */
+export function fencedBlock(text: string, language: string): string {
+  const longestRun = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(Math.max(3, longestRun + 1));
+  return `${fence}${language}\n${text}\n${fence}`;
 }

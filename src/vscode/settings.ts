@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { compactionConfigSchema, DEFAULT_CONFIG, resolveConfig, type CompactionConfig } from '../core/config';
+import { parseAllowRule } from './command-allowlist';
 
 /**
  * The `longrun.*` settings, read through an injected getter so this file needs no `vscode`
@@ -55,6 +56,10 @@ export interface LongrunSettings {
     readonly maxSteps: number;
     /** Globs (relative to each workspace folder) of more files that always need approval before the agent writes them. */
     readonly protectedPaths: readonly string[];
+    /** Commands `run_command` runs without asking: exact command lines, or prefixes written `npm run *` (see `command-allowlist.ts`). */
+    readonly allowedCommands: readonly string[];
+    /** Longest a command may run before it is stopped. */
+    readonly commandTimeoutSeconds: number;
   };
   readonly telemetry: { readonly enabled: boolean; readonly otlpEndpoint?: string };
   /** How long a model call may send nothing: before its first chunk, and between chunks (ms). */
@@ -146,6 +151,7 @@ const OTHER_SETTINGS = {
   contextWindow: { schema: z.number().int().min(0), default: 0 },
   'agent.autoApproveEdits': { schema: z.boolean(), default: false },
   'agent.maxSteps': { schema: z.number().int().min(1).max(200), default: 25 },
+  'agent.commandTimeoutSeconds': { schema: z.number().int().min(1).max(3600), default: 120 },
   'telemetry.enabled': { schema: z.boolean(), default: false },
   'telemetry.otlpEndpoint': {
     schema: z.string().refine((s) => s.trim() === '' || isHttpUrl(s.trim()), 'must be empty or an http or https URL'),
@@ -162,6 +168,11 @@ type OtherKey = keyof typeof OTHER_SETTINGS;
 const ENDPOINTS_KEY = 'endpoints';
 const PROTECTED_PATHS_KEY = 'agent.protectedPaths';
 const protectedPathSchema = z.string().refine((s) => s.trim() !== '', 'must not be empty');
+const ALLOWED_COMMANDS_KEY = 'agent.allowedCommands';
+const allowedCommandSchema = z.string().superRefine((entry, context) => {
+  const rule = parseAllowRule(entry);
+  if ('problem' in rule) context.addIssue({ code: 'custom', message: rule.problem });
+});
 
 const endpointModelSchema = z.object({
   id: z.string().trim().min(1),
@@ -187,6 +198,7 @@ export function settingDefaults(): Record<string, unknown> {
   for (const [key, spec] of Object.entries(OTHER_SETTINGS)) defaults[PREFIX + key] = spec.default;
   defaults[PREFIX + ENDPOINTS_KEY] = [];
   defaults[PREFIX + PROTECTED_PATHS_KEY] = [];
+  defaults[PREFIX + ALLOWED_COMMANDS_KEY] = [];
   return defaults;
 }
 
@@ -211,12 +223,14 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
   const contextWindow = other('contextWindow');
   const autoApproveEdits = other('agent.autoApproveEdits');
   const maxSteps = other('agent.maxSteps');
+  const commandTimeoutSeconds = other('agent.commandTimeoutSeconds');
   const telemetryEnabled = other('telemetry.enabled');
   const otlpEndpoint = other('telemetry.otlpEndpoint').trim();
   const verboseLogging = other('logging.verbose');
   const timeouts = { firstChunkMs: other('timeouts.firstChunkSeconds') * 1_000, idleMs: other('timeouts.idleSeconds') * 1_000 };
   const endpoints = readEndpoints(get(ENDPOINTS_KEY), problems);
-  const protectedPaths = readProtectedPaths(get(PROTECTED_PATHS_KEY), problems);
+  const protectedPaths = readStringList(PROTECTED_PATHS_KEY, 'must be a list of glob patterns', protectedPathSchema, get(PROTECTED_PATHS_KEY), problems);
+  const allowedCommands = readStringList(ALLOWED_COMMANDS_KEY, 'must be a list of commands', allowedCommandSchema, get(ALLOWED_COMMANDS_KEY), problems);
 
   return {
     settings: {
@@ -226,7 +240,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
       ...(summarizerModel !== '' ? { summarizerModel } : {}),
       ...(contextWindow > 0 ? { contextWindow } : {}),
       endpoints,
-      agent: { autoApproveEdits, maxSteps, protectedPaths },
+      agent: { autoApproveEdits, maxSteps, protectedPaths, allowedCommands, commandTimeoutSeconds },
       telemetry: { enabled: telemetryEnabled, ...(otlpEndpoint !== '' ? { otlpEndpoint } : {}) },
       timeouts,
       verboseLogging,
@@ -320,22 +334,23 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
 }
 
 /**
- * Each valid glob is kept and each invalid entry reported on its own: a typo in one entry must not
- * lift the protection of the others.
+ * A list setting (`agent.protectedPaths`, `agent.allowedCommands`): each valid entry is kept,
+ * trimmed, and each invalid one reported on its own: a typo in one entry must not lift the
+ * protection of the others, nor drop the user's other allowed commands.
  */
-function readProtectedPaths(raw: unknown, problems: SettingProblem[]): string[] {
+function readStringList(key: string, notAList: string, schema: z.ZodType<string>, raw: unknown, problems: SettingProblem[]): string[] {
   if (raw === undefined || raw === null) return [];
   if (!Array.isArray(raw)) {
-    problems.push({ setting: PREFIX + PROTECTED_PATHS_KEY, value: raw, message: 'must be a list of glob patterns', usedInstead: [] });
+    problems.push({ setting: PREFIX + key, value: raw, message: notAList, usedInstead: [] });
     return [];
   }
-  const globs: string[] = [];
+  const entries: string[] = [];
   raw.forEach((item: unknown, index) => {
-    const parsed = protectedPathSchema.safeParse(item, { error: friendlyIssue });
-    if (parsed.success) globs.push(parsed.data.trim());
-    else problems.push({ setting: PREFIX + PROTECTED_PATHS_KEY, value: item, message: `item ${index + 1} ${firstMessage(parsed.error)}`, usedInstead: undefined });
+    const parsed = schema.safeParse(item, { error: friendlyIssue });
+    if (parsed.success) entries.push(parsed.data.trim());
+    else problems.push({ setting: PREFIX + key, value: item, message: `item ${index + 1} ${firstMessage(parsed.error)}`, usedInstead: undefined });
   });
-  return globs;
+  return entries;
 }
 
 function describeName(item: unknown): string {

@@ -9,7 +9,8 @@ import {
 } from '../llm/workspace-port';
 import { splitLines } from '../core/lines';
 import { abortable, createConfined, kindOfPath, overwriteConfined, readConfined, readManyConfined, type ConfinedRead } from './confined-files';
-import { unifiedDiffPreview } from './diff-preview';
+import { changeIsOnlyTheReplacements, decideApproval } from './approval-policy';
+import { unifiedDiff } from './diff-preview';
 import { applyReplacements, locateEdits, type Replacement } from './exact-edits';
 import { lexicalTarget, locateReal, resolveInWorkspace, type RealLocation, type ResolvedPath, type WorkspaceRoot } from './path-guard';
 import { protectionOf } from './protected-paths';
@@ -49,8 +50,21 @@ export interface WorkspaceChange {
   readonly kind: 'created' | 'modified';
   /** Workspace-relative path. */
   readonly path: string;
-  /** Short unified diff of the change. */
+  /** The whole change as a unified diff. */
   readonly diff: string;
+}
+
+/** A write the user is asked to approve: the whole file as it is and as it will be. */
+export interface ApprovalRequest {
+  readonly verb: 'create' | 'edit';
+  /** Workspace-relative path. */
+  readonly path: string;
+  /** The question, with why it is asked although edits may be auto-approved (a protected file …). */
+  readonly question: string;
+  /** The text the change was computed from (empty for a new file). */
+  readonly before: string;
+  /** The text once the change is applied: exactly what is written when the user approves. */
+  readonly after: string;
 }
 
 export interface WorkspaceFilesDeps {
@@ -60,8 +74,8 @@ export interface WorkspaceFilesDeps {
   readonly autoApprove: () => boolean;
   /** `longrun.agent.protectedPaths`: more globs whose files always need approval. */
   readonly protectedPaths?: () => readonly string[];
-  /** Asks the user to allow a write; `title` is the question, `detail` a diff preview. */
-  readonly confirm: (title: string, detail: string) => Promise<boolean>;
+  /** Asks the user to allow a write, showing the whole change; true to write it. */
+  readonly confirm: (request: ApprovalRequest, signal: AbortSignal) => Promise<boolean>;
   /** Called with the workspace-relative path just before the agent writes it (to tell agent edits from user edits). */
   readonly beforeWrite?: (path: string) => void;
   /** Called after a successful write. */
@@ -149,14 +163,13 @@ export class WorkspaceFiles implements WorkspacePort {
     const target = await resolveInWorkspace(this.deps.roots(), path, { mustExist: false });
     const where = await locateReal(target.root, target.absolute, target.relative);
     if (where.exists) throw new ToolFailure(`${target.relative} already exists. Use edit_file to change it.`);
-    const diff = unifiedDiffPreview('', content, target.relative);
-    await this.approve(target, where, 'create', diff, signal);
+    await this.approve(target, where, { verb: 'create', before: '', after: content, onlyTheReplacements: true }, signal);
 
     this.deps.beforeWrite?.(target.relative);
     if ((await createConfined(target, encoder.encode(content), signal)) === 'exists') {
       throw new ToolFailure(`${target.relative} was created by someone else while waiting for approval. Read it, then use edit_file.`);
     }
-    this.deps.onChanged?.({ kind: 'created', path: target.relative, diff });
+    this.deps.onChanged?.({ kind: 'created', path: target.relative, diff: unifiedDiff('', content, target.relative) });
     return { path: target.relative };
   }
 
@@ -174,8 +187,8 @@ export class WorkspaceFiles implements WorkspacePort {
 
     const replacements = locateEdits(before, edits, target.relative);
     const after = applyReplacements(before, replacements);
-    const diff = unifiedDiffPreview(before, after, target.relative);
-    await this.approve(target, await locateReal(target.root, target.absolute, target.relative), 'edit', diff, signal);
+    const onlyTheReplacements = changeIsOnlyTheReplacements(before, after, edits, replacements);
+    await this.approve(target, await locateReal(target.root, target.absolute, target.relative), { verb: 'edit', before, after, onlyTheReplacements }, signal);
 
     this.deps.beforeWrite?.(target.relative);
     const changedMeanwhile = `${target.relative} changed while waiting for approval. Read it again and redo the edit.`;
@@ -184,23 +197,34 @@ export class WorkspaceFiles implements WorkspacePort {
     } else if ((await overwriteConfined(target, bytes, encoder.encode(after), signal)) === 'changed') {
       throw new ToolFailure(changedMeanwhile);
     }
-    this.deps.onChanged?.({ kind: 'modified', path: target.relative, diff });
+    this.deps.onChanged?.({ kind: 'modified', path: target.relative, diff: unifiedDiff(before, after, target.relative) });
     return { path: target.relative, replacements: replacements.length, ...(bytes === undefined ? { unsaved: true } : {}) };
   }
 
   /**
-   * Asks unless edits are auto-approved; a protected file is always asked for, with the reason.
-   * Both the path as asked and its real path are checked, so a link to `.git` is still `.git`.
+   * Asks unless edits are auto-approved; a protected file, or a change beyond the replacements, is
+   * always asked for, with the reason (see `approval-policy.ts`). Both the path as asked and its
+   * real path are checked, so a link to `.git` is still `.git`.
    */
-  private async approve(target: ResolvedPath, where: RealLocation, verb: 'create' | 'edit', diff: string, signal: AbortSignal): Promise<void> {
+  private async approve(
+    target: ResolvedPath,
+    where: RealLocation,
+    change: { readonly verb: 'create' | 'edit'; readonly before: string; readonly after: string; readonly onlyTheReplacements: boolean },
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { verb, before, after } = change;
     const names = [path.relative(target.root.fsPath, target.absolute), path.relative(where.realRoot, where.real)];
     const protection = protectionOf(names, this.deps.protectedPaths?.() ?? [], target.relative);
-    if (!protection && this.deps.autoApprove()) return;
-    const title = protection
-      ? `Allow Longrun to ${verb} ${target.relative}? This file is protected: ${protection.reason}`
-      : `Allow Longrun to ${verb} ${target.relative}?`;
-    // A modal cannot be closed from here, but Stop must not wait for it.
-    const allowed = await abortable(signal, () => this.deps.confirm(title, diff));
+    const decision = decideApproval({
+      verb,
+      path: target.relative,
+      autoApprove: this.deps.autoApprove(),
+      ...(protection ? { protection } : {}),
+      onlyTheReplacements: change.onlyTheReplacements,
+    });
+    if (!decision.ask) return;
+    // The question may not close by itself when Stop is pressed, but Stop must not wait for it.
+    const allowed = await abortable(signal, () => this.deps.confirm({ verb, path: target.relative, question: decision.question, before, after }, signal));
     signal.throwIfAborted();
     if (!allowed) throw new ToolFailure(`The user declined to ${verb} ${target.relative}. Ask them how to proceed instead of retrying.`);
   }

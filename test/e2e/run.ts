@@ -274,16 +274,28 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       return true;
     }
     case 'chat-button': {
-      // A button a participant added to its answer (stream.button), in the latest answer that has one.
-      const button = page.locator('.interactive-item-container').getByRole('button', { name: new RegExp(`^${String(body.text).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`) }).last();
-      // What an answer shows between tool calls is folded into its "Completed N steps" once it is
-      // done, a moment after the request ends: unfold it until the button shows.
-      for (let attempt = 0; attempt < 5 && !(await button.isVisible()); attempt++) {
-        await page.getByText(/Completed \d+ steps/).last().click({ timeout: 5_000 }).catch(() => undefined);
-        await page.waitForTimeout(1_000);
+      // Clicks a button a participant added to its answer (stream.button), in the latest answer that
+      // has one, and returns that answer's text (folded parts included).
+      const name = new RegExp(`^${String(body.text).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
+      const answer = page.locator('.interactive-item-container', { has: page.getByRole('button', { name, includeHidden: true }) }).last();
+      const button = answer.getByRole('button', { name, includeHidden: true });
+      // A moment after an answer ends, what it showed between tool calls folds into a closed
+      // <details> titled "Completed N steps": wait for the fold, then open it.
+      // The chat may render the answer again (closed) meanwhile: try again.
+      const steps = answer.getByText(/Completed \d+ steps/);
+      await steps.waitFor({ timeout: 10_000 }).catch(() => undefined);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          if (!(await button.isVisible())) await steps.click({ timeout: 2_000 });
+          // Folded or not: all of the answer's text.
+          const text = (await answer.textContent({ timeout: 2_000 })) ?? '';
+          await button.click({ timeout: 2_000 });
+          return text;
+        } catch (error) {
+          if (attempt >= 5) throw error;
+          await page.waitForTimeout(1_000);
+        }
       }
-      await button.click({ timeout: 10_000 });
-      return true;
     }
     case 'screenshot': {
       const name = String(body.name);

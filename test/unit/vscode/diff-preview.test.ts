@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { unifiedDiffPreview } from '../../../src/vscode/diff-preview';
+import { diffStats, fencedBlock, unifiedDiff, unifiedDiffPreview } from '../../../src/vscode/diff-preview';
 
 function numbered(count: number, change?: (i: number) => string | undefined): string {
   const lines: string[] = [];
@@ -66,5 +66,21 @@ describe('unifiedDiffPreview', () => {
     const after = numbered(6000, (i) => `other ${i}`);
     const lines = unifiedDiffPreview(before, after, 'x.ts', 3).split('\n');
     assert.deepEqual(lines, ['--- x.ts', '+++ x.ts', '@@ -1,6000 +1,6000 @@', '-line 1', '-line 2', '… 11998 more lines']);
+  });
+
+  it('gives the whole diff of a 120-line change, uncut, and counts its lines', () => {
+    const before = numbered(150);
+    const after = numbered(150, (i) => (i > 10 && i <= 130 ? `rewritten ${i}` : undefined));
+    const diff = unifiedDiff(before, after, 'src/long.ts');
+    assert.doesNotMatch(diff, /more lines/);
+    assert.deepEqual(diffStats(diff), { added: 120, removed: 120, bodyLines: 1 + 3 + 240 + 3 });
+    assert.ok(diff.includes('-line 130\n') && diff.includes('+rewritten 130\n'), 'the last changed line is there');
+  });
+});
+
+describe('fencedBlock', () => {
+  it('fences a diff so that backticks in it cannot end the block early', () => {
+    assert.equal(fencedBlock('+const s = `x`;', 'diff'), '```diff\n+const s = `x`;\n```');
+    assert.equal(fencedBlock('+```js\n+code\n+```', 'diff'), '````diff\n+```js\n+code\n+```\n````');
   });
 });

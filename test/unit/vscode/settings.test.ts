@@ -22,7 +22,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       requireConfirmation: false,
       showWarnings: true,
       endpoints: [],
-      agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [] },
+      agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [], allowedCommands: [], commandTimeoutSeconds: 120 },
       telemetry: { enabled: false },
       timeouts: { firstChunkMs: 600_000, idleMs: 120_000 },
       verboseLogging: false,
@@ -51,6 +51,8 @@ describe('settings: longrun.* onto the core configuration', () => {
       'longrun.agent.autoApproveEdits': true,
       'longrun.agent.maxSteps': 60,
       'longrun.agent.protectedPaths': ['secrets/**', ' **/*.pem '],
+      'longrun.agent.allowedCommands': ['npm test', 'git status *'],
+      'longrun.agent.commandTimeoutSeconds': 30,
       'longrun.telemetry.enabled': true,
       'longrun.telemetry.otlpEndpoint': 'http://localhost:4318/v1/traces',
       'longrun.logging.verbose': true,
@@ -71,7 +73,13 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.equal(settings.showWarnings, false);
     assert.equal(settings.summarizerModel, 'copilot/gpt-4o-mini');
     assert.equal(settings.contextWindow, 128000);
-    assert.deepEqual(settings.agent, { autoApproveEdits: true, maxSteps: 60, protectedPaths: ['secrets/**', '**/*.pem'] });
+    assert.deepEqual(settings.agent, {
+      autoApproveEdits: true,
+      maxSteps: 60,
+      protectedPaths: ['secrets/**', '**/*.pem'],
+      allowedCommands: ['npm test', 'git status *'],
+      commandTimeoutSeconds: 30,
+    });
     assert.deepEqual(settings.telemetry, { enabled: true, otlpEndpoint: 'http://localhost:4318/v1/traces' });
     assert.equal(settings.verboseLogging, true);
   });
@@ -128,6 +136,8 @@ describe('settings: longrun.* onto the core configuration', () => {
       ['logging.verbose', 0, false],
       ['endpoints', { name: 'x' }, []],
       ['agent.protectedPaths', 'secrets/**', []],
+      ['agent.allowedCommands', 'npm test', []],
+      ['agent.commandTimeoutSeconds', 0, 120],
     ];
     for (const [key, value, usedInstead] of cases) {
       it(`longrun.${key} = ${JSON.stringify(value)}`, () => {
@@ -193,6 +203,19 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.equal(
       formatProblem(problems[0]!),
       'Longrun: "longrun.agent.protectedPaths" contains "", which is not valid (item 2 must not be empty); it is ignored.',
+    );
+  });
+
+  it('keeps the valid allowed commands and reports an entry that would allow every command or could never match', () => {
+    const { settings, problems } = read({ 'longrun.agent.allowedCommands': ['npm test', '*', 'make *', 'npm run build && *', ' ', 'git log -1'] });
+    assert.deepEqual(settings.agent.allowedCommands, ['npm test', 'make *', 'git log -1']);
+    assert.deepEqual(
+      problems.map((p) => [p.value, p.message]),
+      [
+        ['*', 'item 2 would allow every command; list the commands, or their first words followed by " *"'],
+        ['npm run build && *', 'item 4 is a prefix rule with a shell operator in it (; & | ` $( < > !), which no command it allows may contain'],
+        [' ', 'item 5 must not be empty'],
+      ],
     );
   });
 
@@ -323,6 +346,8 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
     'longrun.agent.maxSteps': 'how many tool calls the agent makes unattended for one request',
     // A list is replaced, not merged: a workspace's value would drop the user's own globs.
     'longrun.agent.protectedPaths': "the files the user wants to approve even when edits are auto-approved",
+    'longrun.agent.allowedCommands': 'the commands the agent runs in a terminal without asking',
+    'longrun.agent.commandTimeoutSeconds': 'how long a command the agent started runs unattended',
     'longrun.logging.verbose': 'puts conversation content, secrets included, into log files',
   };
 

@@ -8,17 +8,12 @@ import type { ToolSet } from 'ai';
 import { createAgentTools } from '../../../src/llm/agent-tools';
 import { ToolFailure } from '../../../src/llm/workspace-port';
 import type { WorkspaceRoot } from '../../../src/vscode/path-guard';
-import { WorkspaceFiles, type WorkspaceChange, type WorkspaceFilesDeps } from '../../../src/vscode/workspace-files';
+import { WorkspaceFiles, type ApprovalRequest, type WorkspaceChange, type WorkspaceFilesDeps } from '../../../src/vscode/workspace-files';
 import { FakeEditor } from './fake-editor';
 
 /** The pattern that blocked the extension host for 8.4 s, and a line it backtracks on. */
 const CATASTROPHIC = '^(a+)+$';
 const BACKTRACKING_LINE = `${'a'.repeat(32)}!`;
-
-interface Asked {
-  title: string;
-  detail: string;
-}
 
 describe('WorkspaceFiles: the agent tools on real folders', () => {
   let base: string;
@@ -26,7 +21,7 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
   let outside: string;
   let roots: WorkspaceRoot[];
   let editor: FakeEditor;
-  let asked: Asked[];
+  let asked: ApprovalRequest[];
   let answer: boolean;
   let autoApprove: boolean;
   let userGlobs: string[];
@@ -43,8 +38,8 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       roots: () => roots,
       autoApprove: () => autoApprove,
       protectedPaths: () => userGlobs,
-      confirm: async (title, detail) => {
-        asked.push({ title, detail });
+      confirm: async (request) => {
+        asked.push(request);
         return answer;
       },
       onChanged: (c) => changes.push(c),
@@ -230,17 +225,19 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       assert.equal(output, 'Edited .git/config: 1 replacement applied.');
       assert.equal(asked.length, 1);
       assert.equal(
-        asked[0]!.title,
+        asked[0]!.question,
         'Allow Longrun to edit .git/config? This file is protected: .git/config can make git run commands (core.fsmonitor, core.hooksPath, aliases, filters).',
       );
-      assert.match(asked[0]!.detail, /^--- \.git\/config\n\+\+\+ \.git\/config\n/);
+      assert.equal(asked[0]!.before, '[core]\n\tbare = false\n', 'the whole file as it is');
+      assert.equal(asked[0]!.after, '[core]\n\tfsmonitor = evil\n', 'the whole file as it will be written');
+      assert.equal(await read(file('.git', 'config')), asked[0]!.after, 'what was written is what was shown');
     });
 
     it('leaves a protected file untouched when the user declines', async () => {
       answer = false;
       const output = await call('edit_file', { path: '.vscode/tasks.json', edits: [{ oldText: '{}', newText: '{"runOn":"folderOpen"}' }] });
       assert.match(output, /^Error: The user declined to edit \.vscode\/tasks\.json\./);
-      assert.match(asked[0]!.title, /This file is protected: \.vscode\/tasks\.json can run tasks when the folder opens\.$/);
+      assert.match(asked[0]!.question, /This file is protected: \.vscode\/tasks\.json can run tasks when the folder opens\.$/);
       assert.equal(await read(file('.vscode', 'tasks.json')), '{}\n');
     });
 
@@ -250,7 +247,7 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
         asked = [];
         assert.match(await call('create_file', { path: p, content: 'x' }), /^Error: The user declined/, p);
         assert.equal(asked.length, 1, p);
-        assert.match(asked[0]!.title, /This file is protected: /, p);
+        assert.match(asked[0]!.question, /This file is protected: /, p);
         await assert.rejects(fs.stat(file(...p.split('/'))), { code: 'ENOENT' }, `${p} was not created`);
       }
     });
@@ -261,7 +258,7 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
         asked = [];
         assert.match(await call('edit_file', { path: p, edits: [{ oldText: '[core]', newText: '[x]' }] }), /declined/, p);
         assert.equal(asked.length, 1, p);
-        assert.match(asked[0]!.title, /This file is protected: \.git\/config can make git run commands/, p);
+        assert.match(asked[0]!.question, /This file is protected: \.git\/config can make git run commands/, p);
       }
       assert.equal(await read(file('.git', 'config')), '[core]\n\tbare = false\n');
     });
@@ -273,7 +270,7 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
         asked = [];
         assert.match(await call('create_file', { path: p, content: 'x' }), /declined/, p);
         assert.equal(asked.length, 1, p);
-        assert.match(asked[0]!.title, /This file is protected: /, p);
+        assert.match(asked[0]!.question, /This file is protected: /, p);
       }
     });
 
@@ -281,7 +278,7 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       await fs.symlink(file('.git'), file('repo-meta'), 'dir');
       answer = false;
       assert.match(await call('edit_file', { path: 'repo-meta/config', edits: [{ oldText: '[core]', newText: '[x]' }] }), /declined/);
-      assert.match(asked[0]!.title, /^Allow Longrun to edit repo-meta\/config\? This file is protected: \.git\/config/);
+      assert.match(asked[0]!.question, /^Allow Longrun to edit repo-meta\/config\? This file is protected: \.git\/config/);
     });
 
     it('protects every folder of a multi-root workspace, whose paths start with the folder name', async () => {
@@ -296,10 +293,10 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       await call('edit_file', { path: 'api/.github/workflows/ci.yml', edits: [{ oldText: 'push', newText: 'pull_request_target' }] });
       await call('edit_file', { path: 'web/.git/config', edits: [{ oldText: '[core]', newText: '[x]' }] });
       assert.deepEqual(
-        asked.map((a) => a.title.split('?')[0]),
+        asked.map((a) => a.question.split('?')[0]),
         ['Allow Longrun to edit api/.github/workflows/ci.yml', 'Allow Longrun to edit web/.git/config'],
       );
-      assert.match(asked[0]!.title, /GitHub Actions workflows run code in CI/);
+      assert.match(asked[0]!.question, /GitHub Actions workflows run code in CI/);
       assert.equal(await read(path.join(api, '.github', 'workflows', 'ci.yml')), 'on: push\n');
     });
 
@@ -309,7 +306,7 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       await call('create_file', { path: 'secrets/token.txt', content: 'x' });
       await call('create_file', { path: 'src/keys/server.pem', content: 'x' });
       assert.deepEqual(
-        asked.map((a) => a.title),
+        asked.map((a) => a.question),
         [
           'Allow Longrun to create secrets/token.txt? This file is protected: It matches "secrets/**" in the setting longrun.agent.protectedPaths.',
           'Allow Longrun to create src/keys/server.pem? This file is protected: It matches "**/*.PEM" in the setting longrun.agent.protectedPaths.',
@@ -368,6 +365,22 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       });
       assert.match(await call('edit_file', { path: 'src/a.ts', edits: [{ oldText: 'a = 1', newText: 'a = 9' }] }), /changed while waiting for approval/);
       assert.equal(await read(file('src', 'a.ts')), 'export const a = 1;\nexport const b = 3;\n');
+    });
+
+    it('shows the whole file of a 120-line edit for approval and writes exactly what was shown', async () => {
+      autoApprove = false;
+      const original = Array.from({ length: 150 }, (_, i) => `const v${i + 1} = ${i + 1};`).join('\n') + '\n';
+      await fs.writeFile(file('src', 'long.ts'), original);
+      const oldText = original.split('\n').slice(10, 130).join('\n');
+      const newText = oldText.replace(/= (\d+);/g, '= $1 * 2;');
+      await call('edit_file', { path: 'src/long.ts', edits: [{ oldText, newText }] });
+      assert.equal(asked.length, 1);
+      assert.equal(asked[0]!.question, 'Allow Longrun to edit src/long.ts?');
+      assert.equal(asked[0]!.before, original);
+      assert.equal(asked[0]!.after, original.replace(oldText, newText));
+      assert.equal(await read(file('src', 'long.ts')), asked[0]!.after);
+      assert.ok(!changes[0]!.diff.includes('more lines'), 'the chat gets the whole diff');
+      assert.equal(changes[0]!.diff.split('\n').filter((l) => l.startsWith('+const')).length, 120);
     });
 
     it('reports the change with its diff', async () => {

@@ -1,0 +1,69 @@
+import * as vscode from 'vscode';
+import { z } from 'zod';
+import type { WorkspaceChange } from './workspace-files';
+
+/**
+ * The "Show diff" button under a change the agent made: the whole unified diff of the change as a
+ * read-only document (language `diff`). The chat has no collapsible block (its Markdown drops
+ * `<details>`) and shows a code block at its full height, so a long diff is kept behind this
+ * button instead of pushing the conversation out of sight.
+ *
+ * The button carries the diff itself, so it still works after a window reload (VS Code keeps a
+ * chat's buttons with their arguments); a diff too long to store in the chat is kept in memory
+ * for this window only.
+ */
+
+export const CHANGE_SCHEME = 'longrun-change';
+/** The command of the button. Not in the Command Palette. */
+export const SHOW_CHANGE_COMMAND = 'longrun.showChange';
+
+/** Longest diff carried in the button's arguments (and so stored with the chat). */
+const MAX_CARRIED_CHARS = 256 * 1024;
+/** Diffs kept in memory, newest last. */
+const MAX_KEPT = 50;
+
+const showChangeArgument = z.object({ id: z.string(), path: z.string(), diff: z.string().optional() });
+type ShowChangeArgument = z.infer<typeof showChangeArgument>;
+
+export class ChangeDocuments implements vscode.TextDocumentContentProvider {
+  private readonly kept = new Map<string, string>();
+  private readonly documents = new Map<string, string>();
+  private count = 0;
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.documents.get(uri.toString()) ?? '';
+  }
+
+  /** Keeps the change's diff and returns the button that shows it. */
+  button(change: WorkspaceChange, title: string): vscode.Command {
+    const id = `${Date.now().toString(36)}-${++this.count}`;
+    keepAtMost(this.kept, id, change.diff);
+    const argument: ShowChangeArgument = { id, path: change.path, ...(change.diff.length <= MAX_CARRIED_CHARS ? { diff: change.diff } : {}) };
+    return { command: SHOW_CHANGE_COMMAND, title, arguments: [argument] };
+  }
+
+  /** Opens the diff a button carries; false (with a message) when it is no longer kept. */
+  async show(argument: unknown): Promise<boolean> {
+    const parsed = showChangeArgument.safeParse(argument).data;
+    const diff = parsed ? (parsed.diff ?? this.kept.get(parsed.id)) : undefined;
+    if (!parsed || diff === undefined) {
+      void vscode.window.showInformationMessage('This diff was too long to keep in the chat and is gone since the window was reloaded. The file\'s Timeline view shows its history.');
+      return false;
+    }
+    const uri = vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/${parsed.path}.diff`, query: parsed.id });
+    keepAtMost(this.documents, uri.toString(), diff);
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(document, 'diff');
+    await vscode.window.showTextDocument(document, { preview: true });
+    return true;
+  }
+}
+
+/** Adds an entry, dropping the oldest beyond {@link MAX_KEPT}. */
+function keepAtMost(map: Map<string, string>, key: string, value: string): void {
+  map.set(key, value);
+  for (const old of map.keys()) {
+    if (map.size <= MAX_KEPT) break;
+    map.delete(old);
+  }
+}
