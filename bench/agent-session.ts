@@ -3,9 +3,10 @@
  * (`Conversation` over a real `ConversationStore`), with a scripted model and summarizer that take
  * simulated time (`VirtualClock`). Two designs run the same sessions:
  *
- * - `longrun`: what the chat participant does today (src/vscode/chat-participant.ts): compaction at
- *   the start of a step when the threshold is crossed, and a turn that ends at the threshold is
- *   compacted right away in the background, while the user reads and types;
+ * - `longrun`: what the chat participant does (src/vscode/chat-participant.ts): past the warning level
+ *   the conversation summarizes in the background, and the compaction point applies the ready summary
+ *   at the start of a step; a turn that ends at the threshold is compacted right away in the
+ *   background, while the user reads and types;
  * - `blocking`: the seeds' design: compaction only at the start of a step, the request waiting for it.
  *
  * The wait a user sees from compaction is, per turn, the turn's time less the model's.
@@ -143,6 +144,8 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
     config: () => DEFAULT_CONFIG,
     model: () => ({ name: 'bench', window: { limit: options.window, source: 'model' }, counter, fixedOverhead: overhead, outputReserve: 0, key: 'bench' }),
     summarizer: () => summarizer,
+    // Longrun summarizes ahead of need past the warning level, as the extension does.
+    summarizeAhead: () => options.design === 'longrun',
   });
 
   // The scripted model: the current turn's tool steps, then its answer; usage as a provider reports it.
