@@ -3,11 +3,30 @@
  * downloaded desktop VS Code (`npm run test:electron`).
  */
 import * as assert from 'assert';
+import { readFileSync } from 'fs';
 import * as vscode from 'vscode';
 import { api, chat, entries, model, MODEL, newConversation, waitFor } from './harness';
 
 describe('Longrun through the extension API', function () {
   this.timeout(300_000);
+
+  it('ignores what a repository\'s .vscode/settings.json sets for the settings a workspace must not set', async () => {
+    const file = vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, '.vscode', 'settings.json');
+    const fromRepository = JSON.parse(readFileSync(file.fsPath, 'utf8')) as Record<string, unknown>;
+    assert.ok(Object.keys(fromRepository).length >= 10, 'the workspace sets them');
+    const settings = (await api()).settings();
+    assert.equal(settings.summarizerModel, undefined, 'the summarizer model');
+    assert.equal(settings.compaction.summary.customPrompt, '', 'the summarizer prompt');
+    assert.ok(settings.endpoints.every((e) => e.name === 'offline'), 'the endpoints');
+    assert.equal(settings.agent.autoApproveEdits, true, 'auto-approve stays as the user set it');
+    assert.equal(settings.agent.maxSteps, 25, 'the step limit');
+    assert.deepEqual(settings.agent.protectedPaths, [], 'the protected paths');
+    assert.deepEqual(settings.agent.allowedCommands, [], 'the allowed commands');
+    assert.equal(settings.agent.commandTimeoutSeconds, 120, 'the command time limit');
+    assert.equal(settings.telemetry.enabled, false, 'tracing');
+    assert.equal(settings.telemetry.otlpEndpoint, undefined, 'the trace endpoint');
+    assert.equal(settings.verboseLogging, false, 'verbose logging');
+  });
 
   it('offers the longrun models with their declared windows', async () => {
     const [scripted] = await vscode.lm.selectChatModels({ vendor: 'longrun', id: 'offline/scripted' });
