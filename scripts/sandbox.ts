@@ -208,6 +208,15 @@ export async function startCodeServer(options: CodeServerOptions): Promise<Runni
       child.kill('SIGKILL');
     }
     await exited;
+    // Its processes die a moment after the parent: wait until nothing answers on the port any more.
+    for (let i = 0; i < 50; i++) {
+      const answered = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(500) }).then(
+        () => true,
+        () => false,
+      );
+      if (!answered) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   };
   return { url: `${base}/?folder=${encodeURIComponent(options.workspace)}`, process: child, stop, kill };
 }

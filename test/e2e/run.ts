@@ -64,6 +64,8 @@ async function main(): Promise<number> {
     ...QUIET_SETTINGS,
     'longrun.endpoints': offlineEndpoints(server.url, ['scripted', 'scripted-small', 'scripted-overflow', 'scripted-6k', 'scripted-trunc']),
     'longrun.agent.autoApproveEdits': true,
+    // The safety phase's terminal must not be revived into the server restarted after the crash phase.
+    'terminal.integrated.enablePersistentSessions': false,
     'longrun.compaction.showWarnings': false,
   });
 
@@ -95,7 +97,7 @@ async function main(): Promise<number> {
       writeFileSync(join(e2eDir, 'phase'), phase);
       say(`Phase "${phase}"…`);
       if (index === 0) await page.goto(codeServer.url);
-      else await page.reload();
+      else await openAgain(page, codeServer.url);
       await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
       const finished = waitForResults(join(e2eDir, `results-${phase}.json`), join(e2eDir, `started-${phase}`), page);
       // The crash phase asks to be killed in the middle of a turn; the next phase runs on a new server.
@@ -107,6 +109,8 @@ async function main(): Promise<number> {
           // Written before the restart, so that a window reconnecting early does not run this phase again.
           writeFileSync(join(e2eDir, `results-${phase}.json`), JSON.stringify({ tests: killed, done: true }));
           codeServer = await startCodeServer(serverOptions);
+          const restarted = codeServer.process;
+          restarted.once('exit', (code, signal) => say(`  (the restarted code-server exited: ${code ?? signal})`));
           return killed;
         }),
       ]);
@@ -138,6 +142,22 @@ async function main(): Promise<number> {
   }
   say(`e2e: ${passed} passed, ${failed} failed`);
   return failed > 0 || passed === 0 ? 1 : 0;
+}
+
+/**
+ * Opens the workbench again for the next phase. After a server restart the page may sit on an error
+ * page, or the server may take a moment to accept connections: go to the URL, a few times if need be.
+ */
+async function openAgain(page: Page, url: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(url);
+      return;
+    } catch (error) {
+      if (attempt >= 5) throw error;
+      await page.waitForTimeout(2_000);
+    }
+  }
 }
 
 function run(command: string, args: string[]): void {
@@ -245,7 +265,9 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       const items = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
       await page.waitForSelector('.quick-input-widget .quick-input-box input', { timeout: 10_000 });
       await page.keyboard.type(String(body.text));
-      await page.waitForTimeout(800);
+      // The list may fill in after the filter is typed (chat sessions load lazily).
+      await items.first().waitFor({ state: 'visible', timeout: 15_000 }).catch(() => undefined);
+      await page.waitForTimeout(500);
       const labels = await items.allInnerTexts();
       await page.keyboard.press('Enter');
       return labels;
