@@ -320,7 +320,7 @@ export class LiveModelView {
 
     // With nothing kept, what came after the last compacted message (appended while the summary was
     // computed) follows the summary too; only system messages stay in front.
-    const takenUpTo = last.firstKeptMessageId === null ? afterLastTaken(log, last) : keptFrom;
+    const takenUpTo = last.firstKeptMessageId === null ? afterLastTaken(log, last, keptFrom) : keptFrom;
     const after: Message[] = [];
     log.forEach((record, index) => {
       if (record.type !== 'message' || this.removed.has(record.message.id)) return;
@@ -332,10 +332,13 @@ export class LiveModelView {
   }
 }
 
-/** The position just after the last message `entry` compacted; -1 when it compacted none in `log`. */
-function afterLastTaken(log: ConversationLog, entry: CompactionEntry): number {
+/**
+ * The position just after the last message `entry` compacted, looking only before `end` (the entry's
+ * own record: an id repeated after it by a damaged log does not count); -1 when there is none.
+ */
+function afterLastTaken(log: ConversationLog, entry: CompactionEntry, end: number): number {
   const taken = new Set(entry.compactedMessageIds);
-  for (let i = log.length - 1; i >= 0; i--) {
+  for (let i = Math.min(end, log.length) - 1; i >= 0; i--) {
     const record = log[i]!;
     if (record.type === 'message' && taken.has(record.message.id)) return i + 1;
   }
