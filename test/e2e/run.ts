@@ -269,7 +269,8 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       await items.first().waitFor({ state: 'visible', timeout: 15_000 }).catch(() => undefined);
       await page.waitForTimeout(500);
       const labels = await items.allInnerTexts();
-      await page.keyboard.press('Enter');
+      // Nothing to pick: close the picker, so that the caller can open it again.
+      await page.keyboard.press(labels.length > 0 ? 'Enter' : 'Escape');
       return labels;
     }
     case 'chat-type': {

@@ -222,8 +222,13 @@ describe('Longrun in a real VS Code', function () {
       assert.notEqual(first, second, 'a new chat starts a new conversation');
 
       // Back to the first chat through VS Code's list of chats.
-      void vscode.commands.executeCommand('workbench.action.chat.pickAgentSession');
-      const offered = await ui<string[]>('quick-pick', { text: 'alphachat' });
+      // The list of chats fills in as VS Code saves them: open it again until the first chat is there.
+      let offered: string[] = [];
+      for (let attempt = 0; attempt < 8 && !offered.some((label) => label.includes('alphachat')); attempt++) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 2_000));
+        void vscode.commands.executeCommand('workbench.action.chat.pickAgentSession');
+        offered = await ui<string[]>('quick-pick', { text: 'alphachat' });
+      }
       assert.ok(offered.some((label) => label.includes('alphachat')), `the first chat is offered: ${JSON.stringify(offered)}`);
       const before = (await model.requests()).length;
       const completed = longrun.participant.turns().completed;
