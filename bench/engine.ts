@@ -12,7 +12,7 @@ import { systemClock, type Summarizer } from '../src/core/ports';
 import type { TextTokenizer } from '../src/core/tokenizer';
 import { Conversation } from '../src/vscode/conversation';
 import { ConversationIndex, ConversationStore } from '../src/vscode/conversation-store';
-import { sessionLog, SMALL_MESSAGES } from './sessions';
+import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 import { elapsedMs, median, percentile } from './stats';
 
 /** GPT-4.1's window: a conversation of a million tokens is at its compaction point. */
@@ -30,7 +30,6 @@ export interface EngineBench {
   readonly gauge_update_view_tokens: number;
 }
 
-const SUMMARY = `## Session Summary\n${'The handlers now check their input before retrying; tests cover each failing case. '.repeat(40)}`;
 
 /** A summarizer that answers at once and notes when it was first called. */
 function timingSummarizer(): Summarizer & { firstCallAt?: bigint; calls: number } {

@@ -17,11 +17,10 @@ import { systemClock, type Summarizer } from '../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../src/core/tokenizer';
 import { Conversation } from '../src/vscode/conversation';
 import { ConversationIndex, ConversationStore } from '../src/vscode/conversation-store';
-import { random, sessionLog, SMALL_MESSAGES } from './sessions';
+import { random, sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 import { elapsedMs, median } from './stats';
 
 const WINDOW = { limit: 128_000, source: 'model' as const };
-const SUMMARY = `## Session Summary\n${'The handlers now check their input before retrying; tests cover each failing case. '.repeat(40)}`;
 /** Timed appends per conversation; the median is reported. */
 const APPENDS = 101;
 const RELOADS = 5;

@@ -20,6 +20,9 @@ export interface SessionShape {
 }
 
 /** About 2,000 tokens a turn (o200k): two tool steps of about 800 tokens on average. */
+/** A summary of a realistic length (about 700 tokens), as an instant summarizer returns it. */
+export const SUMMARY = `## Session Summary\n${'The handlers now check their input before retrying; tests cover each failing case. '.repeat(40)}`;
+
 export const TWO_K_TURNS: SessionShape = { steps: [1, 3], resultLines: [20, 44] };
 
 /** About 200 tokens a message (o200k), for histories measured by their number of messages. */

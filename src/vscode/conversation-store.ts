@@ -728,14 +728,19 @@ interface HeldLock {
 
 const lockFileSchema = z.object({ pid: z.number().int(), host: z.string(), since: z.number(), token: z.string() });
 
-async function readLock(file: string): Promise<HeldLock | undefined> {
-  let handle: fs.FileHandle;
+/** The file opened for reading; undefined when it does not exist. */
+async function openIfExists(file: string): Promise<fs.FileHandle | undefined> {
   try {
-    handle = await fs.open(file, 'r');
+    return await fs.open(file, 'r');
   } catch (error) {
     if (isCode(error, 'ENOENT')) return undefined;
     throw error;
   }
+}
+
+async function readLock(file: string): Promise<HeldLock | undefined> {
+  const handle = await openIfExists(file);
+  if (!handle) return undefined;
   try {
     const { mtimeMs } = await handle.stat();
     const buffer = Buffer.alloc(4096);
@@ -794,13 +799,8 @@ interface RawLine {
  * skipped, not crash the reader. Returns the bytes read, or undefined for a missing file.
  */
 async function forEachLine(file: string, chunkBytes: number, maxLineBytes: number, onLine: (line: RawLine) => void): Promise<number | undefined> {
-  let handle: fs.FileHandle;
-  try {
-    handle = await fs.open(file, 'r');
-  } catch (error) {
-    if (isCode(error, 'ENOENT')) return undefined;
-    throw error;
-  }
+  const handle = await openIfExists(file);
+  if (!handle) return undefined;
   try {
     const chunk = Buffer.allocUnsafe(Math.max(1, chunkBytes));
     let pieces: Buffer[] = [];
