@@ -10,8 +10,8 @@ import { modelView, type LogRecord } from '../src/core/history';
 import { MessageTokenCounter } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import type { TextTokenizer } from '../src/core/tokenizer';
-import { Conversation } from '../src/vscode/conversation';
-import { ConversationIndex, ConversationStore } from '../src/vscode/conversation-store';
+import { Conversation } from '../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../src/app/conversation-store';
 import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 import { elapsedMs, median, percentile } from './stats';
 

@@ -15,8 +15,8 @@ import type { LogRecord } from '../src/core/history';
 import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../src/core/tokenizer';
-import { Conversation } from '../src/vscode/conversation';
-import { ConversationIndex, ConversationStore } from '../src/vscode/conversation-store';
+import { Conversation } from '../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../src/app/conversation-store';
 import { random, sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 import { elapsedMs, median } from './stats';
 

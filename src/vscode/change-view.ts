@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import type { WorkspaceChange } from './workspace-files';
+import type { WorkspaceChange } from '../app/workspace-files';
 
 /**
  * The "Show diff" button under a change the agent made: the whole unified diff of the change as a

@@ -7,16 +7,16 @@ import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
 import { createAgentTools } from '../llm/agent-tools';
 import type { CommandPort } from '../llm/workspace-port';
 import type { ChangeDocuments } from './change-view';
-import { diffStats, fencedBlock } from './diff-preview';
+import { diffStats, fencedBlock } from '../app/diff-preview';
 import { ANSWER_APPROVAL_COMMAND, type PendingApproval } from './edit-approval';
-import { compactNumber } from './gauge-text';
+import { compactNumber } from '../app/gauge-text';
 import type { Session } from './session';
-import type { LongrunSettings } from './settings';
+import type { LongrunSettings } from '../app/settings';
 import type { CompactionReporter } from './compaction-report';
-import { conversationIdOf } from './chat-history';
-import type { Conversation } from './conversation';
-import { errorMessage } from './error-text';
-import { contextReport, summaryReport } from './reports';
+import { conversationIdOf } from '../app/chat-history';
+import type { Conversation } from '../app/conversation';
+import { errorMessage } from '../app/error-text';
+import { contextReport, summaryReport } from '../app/reports';
 import type { VsCodeWorkspace, WorkspaceChange } from './workspace-tools';
 
 /**

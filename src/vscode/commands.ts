@@ -2,11 +2,11 @@ import * as vscode from 'vscode';
 import { activeEntries } from '../core/history';
 import type { ApiKeys } from './api-keys';
 import type { CompactionReporter } from './compaction-report';
-import { compactNumber } from './gauge-text';
-import { conversationMarkdown } from './conversation-export';
-import { contextReport, summaryReport } from './reports';
+import { compactNumber } from '../app/gauge-text';
+import { conversationMarkdown } from '../app/conversation-export';
+import { contextReport, summaryReport } from '../app/reports';
 import type { Session } from './session';
-import type { LongrunSettings } from './settings';
+import type { LongrunSettings } from '../app/settings';
 
 /** The Command Palette commands (category "Longrun"). */
 

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { ApprovalRequest } from './workspace-files';
+import type { ApprovalRequest } from '../app/workspace-files';
 
 /**
  * The questions the agent asks before it writes a file or runs a command.

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { Session } from './session';
-import type { LongrunSettings } from './settings';
-import { gaugePresentation, noConversationPresentation, type GaugePresentation } from './gauge-text';
+import type { LongrunSettings } from '../app/settings';
+import { gaugePresentation, noConversationPresentation, type GaugePresentation } from '../app/gauge-text';
 
 /**
  * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the

@@ -4,8 +4,8 @@ import { encodingForModel, loadTokenizerOrEstimate } from '../core/tokenizer';
 import { streamEndpointChat } from '../llm/endpoint-chat';
 import { createEndpointModel } from '../llm/openai-endpoint';
 import type { ApiKeys } from './api-keys';
-import type { ModelWindows, WindowInfo } from './model-windows';
-import type { EndpointSetting } from './settings';
+import type { ModelWindows, WindowInfo } from '../app/model-windows';
+import type { EndpointSetting } from '../app/settings';
 
 /**
  * Longrun's own models (vendor `longrun`): every model of every OpenAI-compatible endpoint in

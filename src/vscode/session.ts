@@ -10,11 +10,11 @@ import { createEndpointModel } from '../llm/openai-endpoint';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
 import type { ApiKeys } from './api-keys';
-import { Conversation, NEW_TITLE, type ModelContext } from './conversation';
-import { ConversationIndex, ConversationStore } from './conversation-store';
+import { Conversation, NEW_TITLE, type ModelContext } from '../app/conversation';
+import { ConversationIndex, ConversationStore } from '../app/conversation-store';
 import { VENDOR, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
-import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from './model-windows';
-import type { LongrunSettings } from './settings';
+import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
+import type { LongrunSettings } from '../app/settings';
 
 /**
  * The extension's state: the current conversation and the model in use. One instance, made in

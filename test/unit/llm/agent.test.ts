@@ -13,8 +13,8 @@ import { text } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/agent';
-import { Conversation } from '../../../src/vscode/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock } from '../core/fixtures';
 
 type StreamPart = Record<string, unknown>;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { APICallError } from 'ai';
-import { errorMessage } from '../../../src/vscode/error-text';
+import { errorMessage } from '../../../src/app/error-text';
 import { redactSecrets } from '../../../src/core/redact';
 
 const settings = { timeouts: { firstChunkMs: 600_000, idleMs: 120_000 } };

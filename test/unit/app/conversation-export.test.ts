@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { LogRecord } from '../../../src/core/history';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
-import { conversationMarkdown } from '../../../src/vscode/conversation-export';
-import { conversationIdOf } from '../../../src/vscode/chat-history';
+import { conversationMarkdown } from '../../../src/app/conversation-export';
+import { conversationIdOf } from '../../../src/app/chat-history';
 
 const entry = (id: string, round: number, compacted: string[]) => ({
   id,

@@ -17,7 +17,7 @@ import {
   type ConversationInfo,
   type MementoLike,
   type StoredSummary,
-} from '../../../src/vscode/conversation-store';
+} from '../../../src/app/conversation-store';
 
 const NOW = 1_700_000_000_000;
 
@@ -516,7 +516,7 @@ describe('conversation store: two windows on one conversation', () => {
     const perWriter = 30;
     const size = 600 * 1024;
     const script = path.join(dir, 'writer.ts');
-    await fs.writeFile(script, writerScript(path.resolve('src/vscode/conversation-store')));
+    await fs.writeFile(script, writerScript(path.resolve('src/app/conversation-store')));
     const writers = names.map((name) => startWriter(script, [dir, name, String(perWriter), String(size)]));
     await Promise.all(writers.map((w) => w.ready));
     for (const w of writers) w.go();

@@ -6,8 +6,8 @@ import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config'
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/vscode/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock } from '../core/fixtures';
 
 /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
-import { formatProblem, readSettings, settingDefaults, type SettingProblem } from '../../../src/vscode/settings';
+import { formatProblem, readSettings, settingDefaults, type SettingProblem } from '../../../src/app/settings';
 
 /** A getter over `longrun.*` values given by their full keys, as VS Code's configuration does. */
 function getter(values: Record<string, unknown>): (key: string) => unknown {

@@ -3,7 +3,7 @@ import { assessBudget } from '../../../src/core/budget';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { CompactionEntry } from '../../../src/core/history';
-import { compactNumber, gaugePresentation, noConversationPresentation, type GaugeState } from '../../../src/vscode/gauge-text';
+import { compactNumber, gaugePresentation, noConversationPresentation, type GaugeState } from '../../../src/app/gauge-text';
 
 const breakdown = { systemAndTools: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
 const state = (used: number, limit = 128_000, extra: Partial<GaugeState> = {}): GaugeState => ({

@@ -11,8 +11,8 @@ import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
 import { countContext, learnedRatio } from '../../../src/core/usage-calibration';
-import { Conversation, type ModelContext } from '../../../src/vscode/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
+import { Conversation, type ModelContext } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock } from '../core/fixtures';
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { DiscoveredWindow } from '../../../src/llm/window-discovery';
-import { ASSUMED_WINDOW, ModelWindows, type DiscoveryTarget } from '../../../src/vscode/model-windows';
+import { ASSUMED_WINDOW, ModelWindows, type DiscoveryTarget } from '../../../src/app/model-windows';
 
 /** A memento over a map, like VS Code's globalState. */
 class MapMemento {

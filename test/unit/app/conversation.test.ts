@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation, NEW_TITLE } from '../../../src/vscode/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
+import { Conversation, NEW_TITLE } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock } from '../core/fixtures';
 
 describe('a conversation in the list of conversations', () => {

@@ -9,8 +9,8 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/vscode/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/vscode/conversation-store';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock } from '../core/fixtures';
 
 /**
