@@ -1,8 +1,8 @@
-// Bundles the extension into one CommonJS file that VS Code can require, and each tokenizer
-// vocabulary into a file of its own beside it (dist/o200k_base.js, dist/cl100k_base.js): together
-// they are most of the size, and a conversation needs one at most, well after activation
-// (src/core/vocabularies.ts requires it on first use). The AI SDK is ESM-only; esbuild converts it.
-// `vscode` is provided by the editor at run time.
+// Bundles the extension into one CommonJS file that VS Code can require, each tokenizer vocabulary
+// into a file of its own beside it (dist/o200k_base.js, dist/cl100k_base.js: together they are most
+// of the size, and a conversation needs one at most, well after activation; src/core/vocabularies.ts
+// requires it on first use), and the packages that call models into dist/models.js and
+// dist/tracing.js, required on first use. The AI SDK is ESM-only; esbuild converts it. `vscode` is provided by the editor.
 //
 // `node esbuild.js [--production] [--watch]`; benchmarks and tests build elsewhere through `buildOptions`.
 const esbuild = require('esbuild');
@@ -10,6 +10,18 @@ const path = require('node:path');
 
 /** The encodings shipped as files of their own; each becomes `<name>.js` beside the extension. */
 const VOCABULARIES = ['o200k_base', 'cl100k_base'];
+
+/**
+ * The packages that talk to models, in files of their own beside `extension.js`, each required the
+ * first time one of its exports is used rather than when the extension activates (compiling and
+ * evaluating them was most of what loading the extension cost): `models.js` holds the AI SDK and
+ * its OpenAI provider, `tracing.js` OpenTelemetry, loaded only when tracing is turned on.
+ * @type {Readonly<Record<string, readonly string[]>>}
+ */
+const LAZY_FILES = {
+  'models.js': ['ai', '@ai-sdk/openai', '@ai-sdk/provider'],
+  'tracing.js': ['@ai-sdk/otel', '@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources', '@opentelemetry/sdk-trace'],
+};
 
 /**
  * zod's classic API re-exports its ~40 message locales as one namespace (`export * as locales`),
@@ -28,49 +40,159 @@ const zodEnglishOnly = {
 };
 
 /**
- * The esbuild options for the extension and its vocabularies.
- * @param {{ production?: boolean, outdir?: string }} [options]
- * @returns {import('esbuild').BuildOptions}
+ * Replaces each package of `files` by a stand-in that has the package's export names and requires
+ * the package's file when one of them is first read. esbuild reads an imported binding at the
+ * moment it is used (`(0, import_ai.streamText)(…)`), so nothing is loaded until a call is made;
+ * test/unit/package.test.ts checks that activation never loads them. Only third-party code lives in
+ * the lazy files: Longrun's own modules exist once, so their classes and state are never doubled.
+ * @param {readonly string[]} files the lazy files whose packages are replaced
  */
-function buildOptions({ production = false, outdir = 'dist' } = {}) {
+async function lazyPackages(files) {
+  /** @type {Map<string, { file: string, names: string[] }>} */
+  const packages = new Map();
+  for (const file of files) {
+    for (const name of LAZY_FILES[file] ?? []) {
+      const names = Object.keys(await import(name)).filter((key) => key !== '__esModule');
+      packages.set(name, { file, names });
+    }
+  }
   return {
-    entryPoints: [
-      { in: path.join(__dirname, 'src', 'extension.ts'), out: 'extension' },
-      ...VOCABULARIES.map((name) => ({ in: `gpt-tokenizer/encoding/${name}`, out: name })),
-    ],
+    name: 'lazy-packages',
+    setup(build) {
+      build.onResolve({ filter: /^[@a-z]/ }, (args) => (packages.has(args.path) ? { path: args.path, namespace: 'lazy-package' } : undefined));
+      build.onLoad({ filter: /.*/, namespace: 'lazy-package' }, (args) => {
+        const { file, names } = /** @type {{ file: string, names: string[] }} */ (packages.get(args.path));
+        return {
+          loader: 'js',
+          contents: [
+            "Object.defineProperty(exports, '__esModule', { value: true });",
+            'let loaded;',
+            // Computed at run time, so that esbuild leaves the require alone.
+            `const load = () => (loaded ??= require(__dirname + '/${file}')[${JSON.stringify(args.path)}]);`,
+            `for (const name of ${JSON.stringify(names)}) {`,
+            '  Object.defineProperty(exports, name, { enumerable: true, get: () => load()[name] });',
+            '}',
+          ].join('\n'),
+        };
+      });
+    },
+  };
+}
+
+/** The source of a lazy file: each of its packages, by name. */
+function lazyEntry(file) {
+  const names = LAZY_FILES[file] ?? [];
+  return names
+    .map((name, i) => `import * as p${i} from ${JSON.stringify(name)};`)
+    .concat(`module.exports = { ${names.map((name, i) => `${JSON.stringify(name)}: p${i}`).join(', ')} };`)
+    .join('\n');
+}
+
+/**
+ * The AI SDK resolves a model given by name through the Vercel AI Gateway; Longrun always passes
+ * model objects, so the gateway's client (about 90 KB with its OIDC helper) is left out. What the
+ * SDK calls of it says so if it is ever reached, and its errors are never seen.
+ */
+const noGateway = {
+  name: 'no-gateway',
+  setup(build) {
+    build.onResolve({ filter: /^@ai-sdk\/gateway$/ }, () => ({ path: 'no-gateway', namespace: 'no-gateway' }));
+    build.onLoad({ filter: /.*/, namespace: 'no-gateway' }, () => ({
+      loader: 'js',
+      contents: [
+        "const unused = () => { throw new Error('Longrun passes a model object: the AI Gateway is not part of this build.'); };",
+        'class GatewayError extends Error { static isInstance() { return false; } }',
+        'class GatewayAuthenticationError extends GatewayError {}',
+        'export { GatewayError, GatewayAuthenticationError };',
+        'export const createGateway = unused;',
+        'export const gateway = new Proxy(unused, { get: () => unused });',
+      ].join('\n'),
+    }));
+  },
+};
+
+/**
+ * The esbuild options for the extension and its vocabularies, and for each lazy file.
+ * Asynchronous because the extension's stand-ins need the model packages' export names.
+ * @param {{ production?: boolean, outdir?: string }} [options]
+ * @returns {Promise<Record<'extension' | 'models' | 'tracing', import('esbuild').BuildOptions>>}
+ */
+async function buildOptions({ production = false, outdir = 'dist' } = {}) {
+  /** @type {import('esbuild').BuildOptions} */
+  const common = {
     absWorkingDir: __dirname,
     bundle: true,
     format: 'cjs',
     platform: 'node',
     target: 'node20',
-    outdir,
     external: ['vscode'],
-    // Tells src/core/vocabularies.ts to require the vocabulary files instead of importing the package.
-    define: { LONGRUN_VOCABULARY_FILES: 'true' },
     // ESM builds first: esbuild tree-shakes them, while OpenTelemetry's CommonJS builds would bring
     // in whole packages (the metrics SDK among them) that tracing never calls.
     mainFields: ['module', 'main'],
-    plugins: [zodEnglishOnly],
     minify: production,
     sourcemap: !production,
     sourcesContent: false,
     logLevel: 'info',
+  };
+  return {
+    extension: {
+      ...common,
+      entryPoints: [
+        { in: path.join(__dirname, 'src', 'extension.ts'), out: 'extension' },
+        ...VOCABULARIES.map((name) => ({ in: `gpt-tokenizer/encoding/${name}`, out: name })),
+      ],
+      outdir,
+      // Tells src/core/vocabularies.ts to require the vocabulary files instead of importing the package.
+      define: { LONGRUN_VOCABULARY_FILES: 'true' },
+      plugins: [zodEnglishOnly, await lazyPackages(Object.keys(LAZY_FILES))],
+    },
+    models: {
+      ...common,
+      stdin: { contents: lazyEntry('models.js'), resolveDir: __dirname, sourcefile: 'models-entry.js', loader: 'js' },
+      outfile: path.join(outdir, 'models.js'),
+      plugins: [zodEnglishOnly, noGateway],
+    },
+    tracing: {
+      ...common,
+      stdin: { contents: lazyEntry('tracing.js'), resolveDir: __dirname, sourcefile: 'tracing-entry.js', loader: 'js' },
+      outfile: path.join(outdir, 'tracing.js'),
+      // Tracing's use of the AI SDK is the SDK of models.js, not a copy.
+      plugins: [await lazyPackages(['models.js'])],
+    },
+  };
+}
+
+/**
+ * Builds everything `dist/` holds; the metafiles of both builds are merged when asked for.
+ * @param {{ production?: boolean, outdir?: string, metafile?: boolean, logLevel?: import('esbuild').LogLevel }} [options]
+ */
+async function buildAll({ metafile = false, logLevel, ...options } = {}) {
+  const extra = { metafile, ...(logLevel ? { logLevel } : {}) };
+  const results = await Promise.all(Object.values(await buildOptions(options)).map((each) => esbuild.build({ ...each, ...extra })));
+  if (!metafile) return { metafile: undefined };
+  return {
+    metafile: {
+      inputs: Object.assign({}, ...results.map((r) => r.metafile?.inputs)),
+      outputs: Object.assign({}, ...results.map((r) => r.metafile?.outputs)),
+    },
   };
 }
 
 async function main() {
   const production = process.argv.includes('--production');
   const watch = process.argv.includes('--watch');
-  const context = await esbuild.context(buildOptions({ production }));
+  const contexts = await Promise.all(Object.values(await buildOptions({ production })).map((each) => esbuild.context(each)));
   if (watch) {
-    await context.watch();
+    await Promise.all(contexts.map((context) => context.watch()));
   } else {
-    await context.rebuild();
-    await context.dispose();
+    for (const context of contexts) {
+      await context.rebuild();
+      await context.dispose();
+    }
   }
 }
 
-module.exports = { buildOptions, VOCABULARIES };
+module.exports = { buildOptions, buildAll, VOCABULARIES, LAZY_FILES };
 
 if (require.main === module) {
   main().catch((error) => {

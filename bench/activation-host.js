@@ -227,15 +227,20 @@ const context = namespace({
   asAbsolutePath: (relative) => path.join(extensionRoot, relative),
 });
 
-// --- Loading: `vscode` is answered by the stub; vocabulary files are noted as they are required.
+// --- Loading: `vscode` is answered by the stub; the vocabulary files and the model packages' file
+// (models.js) are noted as they are required.
 
 const vocabularies = { duringActivation: [], afterActivation: [] };
 let activating = true;
 const load = Module._load;
 Module._load = function (request, ...rest) {
   if (request === 'vscode') return vscode;
-  const vocabulary = /(o200k_base|cl100k_base)\.js$/.exec(request);
-  if (vocabulary) (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(vocabulary[1]);
+  const file = /(o200k_base|cl100k_base|models)\.js$/.exec(request);
+  if (file) {
+    (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(file[1]);
+    // What made activation load it, for whoever has to move that off the activation path.
+    if (activating && mode === '--check') console.error(`${file[1]}.js required during activation:${new Error().stack.split('\n').slice(2, 14).join('\n')}`);
+  }
   return load.call(this, request, ...rest);
 };
 

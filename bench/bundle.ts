@@ -7,12 +7,13 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build, type BuildOptions } from 'esbuild';
+
 import { median } from './stats';
 
-const { buildOptions, VOCABULARIES } = require('../esbuild.js') as {
-  buildOptions: (options: { production: boolean; outdir: string }) => BuildOptions;
+const { buildAll, VOCABULARIES, LAZY_FILES } = require('../esbuild.js') as {
+  buildAll: (options: { production: boolean; outdir: string; logLevel: 'warning' }) => Promise<unknown>;
   VOCABULARIES: readonly string[];
+  LAZY_FILES: Readonly<Record<string, readonly string[]>>;
 };
 
 export interface BundleBench {
@@ -20,6 +21,8 @@ export interface BundleBench {
   readonly bundle_bytes: number;
   /** Bytes of each vocabulary file beside it. */
   readonly vocabulary_bytes: Readonly<Record<string, number>>;
+  /** Bytes of each file loaded on first use (the model packages, tracing). */
+  readonly lazy_bytes: Readonly<Record<string, number>>;
   /** Median ms of `require(extension.js)` + `activate()` over fresh processes, and its two parts. */
   readonly activation_ms: number;
   readonly activation_require_ms: number;
@@ -57,10 +60,12 @@ async function host(outdir: string, args: readonly string[]): Promise<HostReport
 export async function benchBundle(runs = 21): Promise<BundleBench> {
   const outdir = await mkdtemp(join(tmpdir(), 'longrun-bench-bundle-'));
   try {
-    await build({ ...buildOptions({ production: true, outdir }), logLevel: 'warning' });
+    await buildAll({ production: true, outdir, logLevel: 'warning' });
     const bundleBytes = (await stat(join(outdir, 'extension.js'))).size;
     const vocabularyBytes: Record<string, number> = {};
     for (const name of VOCABULARIES) vocabularyBytes[name] = (await stat(join(outdir, `${name}.js`))).size;
+    const lazyBytes: Record<string, number> = {};
+    for (const file of Object.keys(LAZY_FILES)) lazyBytes[file] = (await stat(join(outdir, file))).size;
 
     const check = await host(outdir, ['--check']);
     if (check.errors.length > 0) throw new Error(`activation failed in the stub host: ${check.errors[0]}`);
@@ -69,6 +74,7 @@ export async function benchBundle(runs = 21): Promise<BundleBench> {
     return {
       bundle_bytes: bundleBytes,
       vocabulary_bytes: vocabularyBytes,
+      lazy_bytes: lazyBytes,
       activation_ms: median(reports.map((r) => r.totalMs)),
       activation_require_ms: median(reports.map((r) => r.requireMs)),
       activation_activate_ms: median(reports.map((r) => r.activateMs)),

@@ -124,6 +124,7 @@ async function main(): Promise<void> {
       `vocabularies required during activation: ${bundle.vocabularies_during_activation.join(', ') || 'none'}; once a GPT-4o model is in use: ${bundle.vocabularies_after_activation.join(', ') || 'none'}` +
       (bundle.check_warnings.length > 0 ? `; warnings logged: ${bundle.check_warnings.join(' / ')}` : ''),
     `- vocabulary files: ${Object.entries(bundle.vocabulary_bytes).map(([name, bytes]) => `${name}.js ${formatNumber(bytes)} bytes`).join(', ')}`,
+    `- loaded on first use: ${Object.entries(bundle.lazy_bytes).map(([file, bytes]) => `${file} ${formatNumber(bytes)} bytes`).join(', ')}`,
     `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
       `append with the gauge ${round(long.append_gauge_ms_1k, 2)} ms (1,000) vs ${round(long.append_gauge_ms_50k, 2)} ms (50,000 messages, ${long.compactions_50k} compactions)`,
     '',

@@ -116,7 +116,7 @@ export function installUnpacked(extensionsDir: string, sourceDir: string, files:
 }
 
 /** The files of Longrun's own package (what `.vscodeignore` lets into the .vsix): the bundle and its tokenizer vocabularies. */
-export const EXTENSION_FILES = ['package.json', 'dist/extension.js', 'dist/o200k_base.js', 'dist/cl100k_base.js', 'media', 'README.md', 'LICENSE'];
+export const EXTENSION_FILES = ['package.json', 'dist/extension.js', 'dist/models.js', 'dist/tracing.js', 'dist/o200k_base.js', 'dist/cl100k_base.js', 'media', 'README.md', 'LICENSE'];
 
 /** Installs a .vsix the way a user would, with code-server's own command line. */
 export function installVsix(extensionsDir: string, userDataDir: string, vsix: string): void {

@@ -129,7 +129,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   });
   shown = participant;
   approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
-  session.setRequestOverhead(participant.requestOverheadText());
+  session.setRequestOverhead(() => participant.requestOverheadText());
   context.subscriptions.push(vscode.commands.registerCommand(ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)));
   const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
   chat.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');

@@ -43,8 +43,11 @@ export class Session implements vscode.Disposable {
   private opening: Promise<Conversation | undefined> | undefined;
   private chatModel: ChatModel | undefined;
   private counter = new MessageTokenCounter(charEstimator);
-  /** The system prompt and tool definitions every request carries, and their count with the current tokenizer. */
-  private fixedText = '';
+  /**
+   * The system prompt and tool definitions every request carries (or how to make them: made when
+   * first counted, off the activation path), and their count with the current tokenizer.
+   */
+  private fixedText: string | (() => string) = '';
   private fixedCount: { counter: MessageTokenCounter; text: string; tokens: number } | undefined;
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when the conversation, its content or the model changes. */
@@ -292,18 +295,24 @@ export class Session implements vscode.Disposable {
     this.changed.fire();
   }
 
-  /** Sets what every request carries besides the messages (system prompt, tool definitions). */
-  setRequestOverhead(text: string): void {
+  /**
+   * Sets what every request carries besides the messages (system prompt, tool definitions). Given
+   * as a function, the text is made when the gauge first counts it: making it needs the model
+   * packages, which activation does not load.
+   */
+  setRequestOverhead(text: string | (() => string)): void {
     if (text === this.fixedText) return;
     this.fixedText = text;
     this.changed.fire();
   }
 
   private fixedOverhead(): number {
+    if (typeof this.fixedText === 'function') this.fixedText = this.fixedText();
+    const text = this.fixedText;
     const cached = this.fixedCount;
-    if (cached && cached.counter === this.counter && cached.text === this.fixedText) return cached.tokens;
-    const tokens = this.fixedText ? this.counter.countText(this.fixedText) : 0;
-    this.fixedCount = { counter: this.counter, text: this.fixedText, tokens };
+    if (cached && cached.counter === this.counter && cached.text === text) return cached.tokens;
+    const tokens = text ? this.counter.countText(text) : 0;
+    this.fixedCount = { counter: this.counter, text, tokens };
     return tokens;
   }
 

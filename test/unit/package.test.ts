@@ -3,11 +3,14 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build, type BuildOptions, type Metafile } from 'esbuild';
+import { spawnSync } from 'node:child_process';
+import type { Metafile } from 'esbuild';
+import { EXTENSION_FILES } from '../../scripts/sandbox';
 
-const { buildOptions, VOCABULARIES } = require('../../esbuild.js') as {
-  buildOptions: (options: { production: boolean; outdir: string }) => BuildOptions;
+const { buildAll, VOCABULARIES, LAZY_FILES } = require('../../esbuild.js') as {
+  buildAll: (options: { production: boolean; outdir: string; metafile: true; logLevel: 'warning' }) => Promise<{ metafile: Metafile }>;
   VOCABULARIES: readonly string[];
+  LAZY_FILES: Readonly<Record<string, readonly string[]>>;
 };
 
 /** The manifest is what VS Code reads: every contribution the product promises must be in it. */
@@ -60,6 +63,10 @@ describe('extension manifest', () => {
     assert.equal(ignore[0], '**');
     assert.ok(ignore.includes('!dist/extension.js'));
     for (const name of VOCABULARIES) assert.ok(ignore.includes(`!dist/${name}.js`), `the package carries dist/${name}.js`);
+    for (const file of Object.keys(LAZY_FILES)) assert.ok(ignore.includes(`!dist/${file}`), `the package carries dist/${file}`);
+    // `npm start` installs the same files unpacked.
+    const shipped = ignore.filter((line) => line.startsWith('!dist/')).map((line) => line.slice(1));
+    assert.deepEqual(EXTENSION_FILES.filter((file) => file.startsWith('dist/')).sort(), shipped.sort());
     assert.ok(!ignore.some((line) => line.includes('.map') && line.startsWith('!')));
   });
 
@@ -69,7 +76,7 @@ describe('extension manifest', () => {
     before(async function () {
       this.timeout(60_000);
       outdir = await mkdtemp(join(tmpdir(), 'longrun-bundle-'));
-      ({ metafile } = await build({ ...buildOptions({ production: true, outdir }), metafile: true, logLevel: 'warning' }));
+      ({ metafile } = await buildAll({ production: true, outdir, metafile: true, logLevel: 'warning' }));
     });
     after(() => rm(outdir, { recursive: true, force: true }));
 
@@ -82,6 +89,38 @@ describe('extension manifest', () => {
     it('leaves the tokenizer and its vocabularies out of extension.js', () => {
       const inlined = Object.keys(output('extension').inputs).filter((input) => input.includes('node_modules/gpt-tokenizer/'));
       assert.deepEqual(inlined, []);
+    });
+
+    it('leaves the AI SDK, its OpenAI provider and tracing out of extension.js', () => {
+      const inlined = Object.keys(output('extension').inputs).filter((input) => /node_modules\/(ai|@ai-sdk|@opentelemetry)\//.test(input));
+      assert.deepEqual(inlined, []);
+      assert.ok(Object.keys(output('models').inputs).some((input) => input.includes('node_modules/ai/')));
+      assert.ok(Object.keys(output('tracing').inputs).some((input) => input.includes('node_modules/@ai-sdk/otel/')));
+      // Tracing uses the AI SDK of models.js; a second copy would double its classes.
+      assert.ok(!Object.keys(output('tracing').inputs).some((input) => input.includes('node_modules/ai/')));
+    });
+
+    it('gives each lazy file every export of its packages, and tracing the SDK of models.js', async () => {
+      for (const [file, packages] of Object.entries(LAZY_FILES)) {
+        const loaded = require(join(outdir, file)) as Record<string, Record<string, unknown>>;
+        for (const name of packages) {
+          const expected = Object.keys(await import(name)).filter((key) => key !== '__esModule');
+          assert.deepEqual(Object.keys(loaded[name] ?? {}).sort(), expected.sort(), `${file} exports all of ${name}`);
+        }
+      }
+      const tracing = require(join(outdir, 'tracing.js')) as Record<string, Record<string, unknown>>;
+      assert.equal(typeof tracing['@ai-sdk/otel']?.['OpenTelemetry'], 'function');
+    });
+
+    it('activates without loading the model packages or a vocabulary, and loads only the model\'s vocabulary after', () => {
+      const env = { ...process.env };
+      delete env.NODE_OPTIONS;
+      const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bench', 'activation-host.js'), outdir, '--check'], { encoding: 'utf8', env, timeout: 60_000 });
+      assert.equal(run.status, 0, run.stderr);
+      const report = JSON.parse(run.stdout) as { vocabularies: { duringActivation: string[]; afterActivation: string[] }; errors: string[] };
+      assert.deepEqual(report.errors, []);
+      assert.deepEqual(report.vocabularies.duringActivation, [], run.stderr);
+      assert.deepEqual(report.vocabularies.afterActivation, ['o200k_base']);
     });
 
     it('builds each vocabulary into a file of its own that counts tokens', () => {

@@ -8,7 +8,9 @@ import { countTokens as packageO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { createTokenizerLoader, loadTokenizer } from '../../../src/core/tokenizer';
 import { bundledOrPackage, VocabularyError, vocabularyFiles } from '../../../src/core/vocabularies';
 
-const { buildOptions } = require('../../../esbuild.js') as { buildOptions: (options: { production: boolean; outdir: string }) => BuildOptions };
+const { buildOptions } = require('../../../esbuild.js') as {
+  buildOptions: (options: { production: boolean; outdir: string }) => Promise<{ extension: BuildOptions }>;
+};
 
 const SAMPLES = ['', 'hello world', 'export function f(x: number): number { return x * 2; }', 'text that spells <|endoftext|> and <|im_start|>', 'Größe, 東京, emoji 🚀'];
 const plain = { disallowedSpecial: new Set<string>() };
@@ -22,7 +24,7 @@ describe('tokenizer loader: vocabularies as files of their own', () => {
     this.timeout(60_000);
     dist = await mkdtemp(join(tmpdir(), 'longrun-vocabularies-'));
     empty = await mkdtemp(join(tmpdir(), 'longrun-no-vocabularies-'));
-    const options = buildOptions({ production: true, outdir: dist });
+    const options = (await buildOptions({ production: true, outdir: dist })).extension;
     const entryPoints = (options.entryPoints as { in: string; out: string }[]).filter((entry) => entry.out !== 'extension');
     await build({ ...options, entryPoints, logLevel: 'warning' });
   });
