@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+
+/**
+ * The layers of src/, lowest first: a module may import from its own layer and the ones below it.
+ * `src/core` is the engine (relative files, `zod` and `gpt-tokenizer` only); `src/llm` talks to models
+ * and never to the editor; `src/app` is the extension's behaviour without the editor; `src/vscode`
+ * holds exactly the files that need the editor; `src/extension.ts` wires them together.
+ */
+const LAYERS = ['core', 'llm', 'app', 'vscode', 'extension'] as const;
+type Layer = (typeof LAYERS)[number];
+
+/** Packages each layer may import besides relative files. `vscode` is allowed in src/vscode and above. */
+const PACKAGES: Record<Layer, (name: string) => boolean> = {
+  core: (name) => ['zod', 'gpt-tokenizer'].includes(packageName(name)),
+  llm: (name) => name !== 'vscode',
+  app: (name) => name !== 'vscode',
+  vscode: () => true,
+  extension: () => true,
+};
+
+const SRC = resolve(__dirname, '..', '..', 'src');
+
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+function layerOf(file: string): Layer | undefined {
+  const path = relative(SRC, file).split('\\').join('/');
+  if (path === 'extension.ts') return 'extension';
+  const top = path.split('/')[0];
+  return (LAYERS as readonly string[]).includes(top ?? '') && path.includes('/') ? (top as Layer) : undefined;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Every module a file imports, `import type`, re-exports and `require` calls included. */
+function importsOf(text: string): string[] {
+  return ts.preProcessFile(text, true, true).importedFiles.map((file) => file.fileName);
+}
+
+/** What breaks the layering in one file, one line per import. */
+export function layerViolations(file: string, text: string): string[] {
+  const layer = layerOf(file);
+  const name = relative(SRC, file);
+  if (!layer) return [`${name} is in no layer: put it in src/core, src/llm, src/app or src/vscode`];
+  const problems: string[] = [];
+  for (const specifier of importsOf(text)) {
+    if (specifier.startsWith('.')) {
+      const target = layerOf(resolve(dirname(file), `${specifier}.ts`)) ?? layerOf(resolve(dirname(file), specifier, 'index.ts'));
+      if (!target) problems.push(`${name} imports ${specifier}, outside src/`);
+      else if (LAYERS.indexOf(target) > LAYERS.indexOf(layer)) problems.push(`${name} (src/${layer}) imports ${specifier} from the layer above it (src/${target})`);
+      continue;
+    }
+    const builtin = specifier.startsWith('node:') || builtinModules.includes(specifier);
+    const allowed = layer === 'core' ? !builtin && PACKAGES.core(specifier) : PACKAGES[layer](specifier);
+    if (!allowed) problems.push(`${name} (src/${layer}) imports ${specifier}, which src/${layer} may not use`);
+  }
+  return problems;
+}
+
+describe('layers', () => {
+  it('every module imports only from its own layer or the ones below, and src/core only zod and gpt-tokenizer', () => {
+    const problems = sourceFiles(SRC).flatMap((file) => layerViolations(file, readFileSync(file, 'utf8')));
+    assert.deepEqual(problems, []);
+  });
+
+  it('src/vscode holds only files that need the editor', () => {
+    const editorFree = sourceFiles(join(SRC, 'vscode')).filter((file) => !importsOf(readFileSync(file, 'utf8')).includes('vscode'));
+    assert.deepEqual(
+      editorFree.map((file) => relative(SRC, file)),
+      [],
+      'these never import vscode: move them to src/app (or src/core)',
+    );
+  });
+
+  describe('the rule itself', () => {
+    const at = (path: string) => join(SRC, path);
+
+    it('refuses the editor, the network layer or Node in the engine', () => {
+      assert.equal(layerViolations(at('core/x.ts'), "import * as vscode from 'vscode';").length, 1);
+      assert.equal(layerViolations(at('core/x.ts'), "import { streamText } from 'ai';").length, 1);
+      assert.equal(layerViolations(at('core/x.ts'), "import { readFile } from 'node:fs/promises';").length, 1);
+      assert.equal(layerViolations(at('core/x.ts'), "import type { Conversation } from '../app/conversation';").length, 1);
+      assert.deepEqual(layerViolations(at('core/x.ts'), "import { z } from 'zod';\nimport { countTokens } from 'gpt-tokenizer/encoding/o200k_base';\nimport { y } from './y';"), []);
+    });
+
+    it('refuses the editor in src/llm and src/app, and any import from a layer above', () => {
+      assert.match(layerViolations(at('llm/x.ts'), "import * as vscode from 'vscode';")[0] ?? '', /src\/llm\) imports vscode/);
+      assert.match(layerViolations(at('app/x.ts'), "const vscode = require('vscode');")[0] ?? '', /src\/app\) imports vscode/);
+      assert.match(layerViolations(at('llm/x.ts'), "export { Conversation } from '../app/conversation';")[0] ?? '', /layer above it \(src\/app\)/);
+      assert.match(layerViolations(at('app/x.ts'), "import type { Session } from '../vscode/session';")[0] ?? '', /layer above it \(src\/vscode\)/);
+      assert.match(layerViolations(at('vscode/x.ts'), "import { activate } from '../extension';")[0] ?? '', /layer above it \(src\/extension\)/);
+      assert.deepEqual(layerViolations(at('vscode/x.ts'), "import * as vscode from 'vscode';\nimport { Conversation } from '../app/conversation';\nimport { runAgentTurn } from '../llm/agent';"), []);
+    });
+
+    it('refuses a file outside the layers', () => {
+      assert.equal(layerViolations(at('util.ts'), '').length, 1);
+    });
+  });
+});
