@@ -4,7 +4,7 @@
 // requires it on first use), and the packages that call models into dist/models.js and
 // dist/tracing.js, required on first use. The AI SDK is ESM-only; esbuild converts it. `vscode` is provided by the editor.
 //
-// `node esbuild.js [--production] [--watch]`; benchmarks and tests build elsewhere through `buildOptions`.
+// `node esbuild.js [--production] [--watch]`; benchmarks and tests build elsewhere through `buildAll`.
 const esbuild = require('esbuild');
 const path = require('node:path');
 
@@ -178,10 +178,28 @@ async function buildAll({ metafile = false, logLevel, ...options } = {}) {
   };
 }
 
+/** Says when each watch rebuild starts and ends, in the words .vscode/tasks.json waits for. */
+const watchReporter = {
+  name: 'watch-reporter',
+  setup(build) {
+    build.onStart(() => console.log('[watch] build started'));
+    build.onEnd((result) => {
+      for (const { text, location } of result.errors) {
+        console.error(`✘ [ERROR] ${text}`);
+        if (location) console.error(`    ${location.file}:${location.line}:${location.column}:`);
+      }
+      console.log('[watch] build finished');
+    });
+  },
+};
+
 async function main() {
   const production = process.argv.includes('--production');
   const watch = process.argv.includes('--watch');
-  const contexts = await Promise.all(Object.values(await buildOptions({ production })).map((each) => esbuild.context(each)));
+  const options = Object.values(await buildOptions({ production }));
+  const contexts = await Promise.all(
+    options.map((each) => esbuild.context(watch ? { ...each, plugins: [...(each.plugins ?? []), watchReporter] } : each)),
+  );
   if (watch) {
     await Promise.all(contexts.map((context) => context.watch()));
   } else {

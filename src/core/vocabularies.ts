@@ -39,7 +39,12 @@ export class VocabularyError extends Error {
  * leaves the `require` alone instead of inlining the file. Node caches what it requires; the
  * tokenizer loader asks once per encoding anyway.
  */
-export function vocabularyFiles(dir: string, requireFile: (file: string) => unknown = (file) => require(file)): EncodingSource {
+export function vocabularyFiles(
+  dir: string,
+  // A path known only at run time: the vocabulary file beside the bundle, never bundled itself.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  requireFile: (file: string) => unknown = (file) => require(file),
+): EncodingSource {
   return async (encoding) => {
     // Node accepts `/` on every platform, also after a Windows folder.
     const file = `${dir}/${vocabularyFileName(encoding)}`;

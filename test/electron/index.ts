@@ -2,7 +2,6 @@
 import { join } from 'node:path';
 
 export function run(): Promise<void> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Mocha = require(join(process.env.LONGRUN_E2E_ROOT!, 'node_modules', 'mocha')) as typeof import('mocha');
   const mocha = new Mocha({ ui: 'bdd', timeout: 180_000, color: true });
   mocha.addFile(process.env.LONGRUN_E2E_SUITE!);
