@@ -6,12 +6,28 @@
  * test or derived deterministically from the request, and its model ids and `owned_by` say so.
  * It binds 127.0.0.1 only and never contacts another host. It lives outside `src/`, so the
  * extension never imports it and it never ships in the .vsix.
+ *
+ * This file is the server (queues, the request log, the control API, HTTP); `wire.ts` holds the
+ * Chat Completions format and `scenarios.ts` what the model answers.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { SUMMARY_PREFIX } from '../../src/core/history';
 import { loadTokenizer } from '../../src/core/tokenizer';
+import { demoScenario, isSummaryRequest, MAX_DELAY_MS, scriptStepSchema, summaryScenario, type Reply, type Scenario, type ScriptStep } from './scenarios';
+import {
+  breakStream,
+  chatCompletionRequestSchema,
+  completionObject,
+  contextLengthExceeded,
+  countPromptTokens,
+  defaultErrorBody,
+  invalidRequest,
+  serverError,
+  streamEvents,
+  type ChatCompletionRequest,
+  type Completion,
+} from './wire';
 
 /** What `/v1/models` reports as the owner of every model: nobody should mistake it for a real one. */
 export const OWNED_BY = 'longrun-offline-scripted-model';
@@ -42,294 +58,6 @@ export const DEFAULT_MODELS: readonly ScriptedModelConfig[] = [
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 const MAX_QUEUED_STEPS = 10_000;
 const MAX_RECORDED_REQUESTS = 10_000;
-const MAX_DELAY_MS = 10 * 60 * 1000;
-/** Text and tool arguments are streamed in about this many pieces. */
-const STREAM_PIECES = 3;
-
-// ---------------------------------------------------------------------------------------------
-// The request: Chat Completions as the AI SDK's OpenAI provider (and other clients) send it.
-// Objects are loose because clients send fields this double has no use for (top_p, seed, user…).
-
-const contentPartSchema = z.looseObject({ type: z.string(), text: z.string().optional() });
-const contentSchema = z.union([z.string(), z.array(contentPartSchema)]);
-
-const requestToolCallSchema = z.looseObject({
-  id: z.string(),
-  type: z.literal('function'),
-  function: z.looseObject({ name: z.string(), arguments: z.string() }),
-});
-
-const messageSchema = z.discriminatedUnion('role', [
-  z.looseObject({ role: z.literal('system'), content: contentSchema }),
-  z.looseObject({ role: z.literal('developer'), content: contentSchema }),
-  z.looseObject({ role: z.literal('user'), content: contentSchema }),
-  z.looseObject({
-    role: z.literal('assistant'),
-    content: contentSchema.nullish(),
-    tool_calls: z.array(requestToolCallSchema).optional(),
-  }),
-  z.looseObject({ role: z.literal('tool'), content: contentSchema, tool_call_id: z.string() }),
-]);
-
-const toolSchema = z.looseObject({
-  type: z.literal('function'),
-  function: z.looseObject({
-    name: z.string().min(1),
-    description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
-    strict: z.boolean().nullish(),
-  }),
-});
-
-const toolChoiceSchema = z.union([
-  z.enum(['none', 'auto', 'required']),
-  z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string() }) }),
-]);
-
-export const chatCompletionRequestSchema = z.looseObject({
-  model: z.string().min(1),
-  messages: z.array(messageSchema).min(1),
-  tools: z.array(toolSchema).optional(),
-  tool_choice: toolChoiceSchema.optional(),
-  stream: z.boolean().nullish(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
-  max_tokens: z.number().int().positive().nullish(),
-  max_completion_tokens: z.number().int().positive().nullish(),
-  temperature: z.number().min(0).max(2).nullish(),
-});
-
-/** A validated `POST /v1/chat/completions` body. */
-export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
-export type ChatMessage = ChatCompletionRequest['messages'][number];
-
-/** The text of a message's content: the string, or its text parts joined by newlines. */
-export function contentText(content: ChatMessage['content']): string {
-  if (content === null || content === undefined) return '';
-  if (typeof content === 'string') return content;
-  return content.flatMap((part) => (typeof part.text === 'string' ? [part.text] : [])).join('\n');
-}
-
-/**
- * The prompt tokens the server reports: per message 4 plus its content text and each tool call's
- * name and arguments; 3 for the reply's priming; and the tool definitions as JSON when tools are
- * given. Close to, not the same as, what OpenAI bills; tests compare against this function.
- */
-export function countPromptTokens(
-  request: Pick<ChatCompletionRequest, 'messages' | 'tools'>,
-  countText: (text: string) => number,
-): number {
-  let total = 3;
-  for (const message of request.messages) {
-    total += 4 + countText(contentText(message.content));
-    if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? []) {
-        total += countText(call.function.name) + countText(call.function.arguments);
-      }
-    }
-  }
-  if (request.tools && request.tools.length > 0) total += countText(JSON.stringify(request.tools));
-  return total;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Scripts and scenarios.
-
-/** A tool call the model makes. */
-export interface ToolCallStep {
-  readonly name: string;
-  readonly arguments: Record<string, unknown>;
-}
-
-/** The content of a reply: what the model says and which tools it calls. */
-export interface Reply {
-  readonly text?: string;
-  /** Tool calls, in order; the finish reason becomes `tool_calls`. */
-  readonly toolCalls?: readonly ToolCallStep[];
-}
-
-/** An HTTP error to answer with instead of a completion. */
-export interface ErrorStep {
-  readonly status: number;
-  /** The JSON body; OpenAI's usual body for the status when absent. */
-  readonly body?: unknown;
-  /** Sent as the `Retry-After` header. */
-  readonly retryAfterSeconds?: number;
-}
-
-/**
- * One scripted reply. Without `text` and `toolCalls` the scenario's reply is sent, so a step can
- * only delay or break an ordinary answer.
- */
-export interface ScriptStep extends Reply {
-  /** Wait this long before answering, on top of the server's latency. */
-  readonly delayMs?: number;
-  /** Answer with an HTTP error. */
-  readonly error?: ErrorStep;
-  /** Never answer: the client's timeout or abort (or `close()`) must end the request. */
-  readonly hang?: boolean;
-  /** Send this many SSE chunks, then destroy the socket; a non-streaming request gets no answer. */
-  readonly breakStreamAfterChunks?: number;
-}
-
-// Strict, so that a misspelt field in a test's script fails loudly instead of being ignored.
-export const scriptStepSchema: z.ZodType<ScriptStep> = z.strictObject({
-  text: z.string().optional(),
-  toolCalls: z
-    .array(z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }))
-    .optional(),
-  delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
-  error: z
-    .strictObject({
-      status: z.number().int().min(400).max(599),
-      body: z.unknown().optional(),
-      retryAfterSeconds: z.number().min(0).optional(),
-    })
-    .optional(),
-  hang: z.boolean().optional(),
-  breakStreamAfterChunks: z.number().int().min(0).optional(),
-});
-
-/** What a scenario decides from. */
-export interface ScenarioInput {
-  /** The whole parsed request. */
-  readonly request: ChatCompletionRequest;
-  /** Its prompt tokens, as reported in `usage`. */
-  readonly promptTokens: number;
-  /** The requested model's context window. */
-  readonly window: number;
-}
-
-/** Decides a reply from a request. Must be deterministic. */
-export type Scenario = (input: ScenarioInput) => Reply;
-
-const PATH_EXTENSIONS =
-  'md|markdown|txt|json|jsonc|ya?ml|toml|ini|cfg|lock|ts|tsx|mts|cts|js|jsx|mjs|cjs|py|rs|go|java|kt|swift|c|h|cc|cpp|hpp|cs|rb|php|html|css|scss|less|vue|svelte|sh|sql|xml|csv|env';
-// A relative path ending in a known extension (README.md, src/x.ts, ./a/b.json), not part of a URL.
-const PATH_SOURCE = `(?<![\\w./:@-])(?:[\\w.@-]+/)*[\\w.@-]*\\.(?:${PATH_EXTENSIONS})(?![\\w/-])`;
-
-/** The workspace-looking paths in a text, in order of appearance, without a leading `./`. */
-export function workspacePaths(text: string): string[] {
-  return Array.from(text.matchAll(new RegExp(PATH_SOURCE, 'gi')), (match) => match[0].replace(/^(?:\.\/)+/, ''));
-}
-
-const CREATE_PATTERN = new RegExp(`\\bcreate\\s+(?:(?:a\\s+)?(?:new\\s+)?file\\s+)?[\`'"]?(${PATH_SOURCE})`, 'i');
-
-function offersTool(request: ChatCompletionRequest, name: string): boolean {
-  const choice = request.tool_choice;
-  if (choice === 'none') return false;
-  if (typeof choice === 'object' && choice.function.name !== name) return false;
-  return (request.tools ?? []).some((tool) => tool.function.name === name);
-}
-
-function lastIndexOf<T>(items: readonly T[], predicate: (item: T) => boolean): number {
-  for (let i = items.length - 1; i >= 0; i--) {
-    if (predicate(items[i] as T)) return i;
-  }
-  return -1;
-}
-
-/**
- * The default scenario: after a tool result, a short text quoting its first line; for a request
- * naming a path, a `create_file` ("create <path>") or `read_file` call when that tool is offered;
- * otherwise an acknowledgement with the prompt's token count.
- */
-export const demoScenario: Scenario = ({ request, promptTokens }) => {
-  const { messages } = request;
-  const last = messages[messages.length - 1];
-  if (last?.role === 'tool') {
-    const firstLine = contentText(last.content).trim().split('\n', 1)[0]?.trim().slice(0, 200) ?? '';
-    return {
-      text: firstLine
-        ? `Offline scripted model: the tool returned "${firstLine}".`
-        : 'Offline scripted model: the tool returned nothing.',
-    };
-  }
-  const userIndex = lastIndexOf(messages, (m) => m.role === 'user');
-  const user = messages[userIndex];
-  const answered = messages.slice(userIndex + 1).some((m) => m.role === 'tool');
-  if (user && !answered) {
-    const text = contentText(user.content);
-    const created = CREATE_PATTERN.exec(text)?.[1]?.replace(/^(?:\.\/)+/, '');
-    if (created && offersTool(request, 'create_file')) {
-      return {
-        toolCalls: [{ name: 'create_file', arguments: { path: created, content: `Created by the offline scripted model.\n` } }],
-      };
-    }
-    const path = workspacePaths(text)[0];
-    if (path && offersTool(request, 'read_file')) {
-      return { toolCalls: [{ name: 'read_file', arguments: { path } }] };
-    }
-  }
-  return { text: `Offline scripted model: I received your message (${promptTokens} tokens in context).` };
-};
-
-const SUMMARY_MARKERS = ['## Session Summary (Compaction Round', 'Write exactly these sections'];
-
-/**
- * Whether a request asks for a compaction summary: its last message is a user directive carrying
- * one of the markers. A summary carried in an ordinary conversation (it starts with the history's
- * summary prefix) is not a directive.
- */
-export function isSummaryRequest(request: ChatCompletionRequest): boolean {
-  const last = request.messages[request.messages.length - 1];
-  if (last?.role !== 'user') return false;
-  const text = contentText(last.content);
-  if (text.startsWith(SUMMARY_PREFIX)) return false;
-  return SUMMARY_MARKERS.some((marker) => text.includes(marker));
-}
-
-/**
- * Answers a summary request from its input, so that tests can check what reached the summarizer:
- * the round from the directive, the original task between `<original-task>` tags, every
- * workspace path in the request, the number of messages before the directive (system messages
- * included) and the focus after "focus on:".
- */
-export const summaryScenario: Scenario = ({ request }) => {
-  const { messages } = request;
-  const directive = contentText(messages[messages.length - 1]?.content);
-  const round = /## Session Summary \(Compaction Round (\d+)\)/.exec(directive)?.[1] ?? '1';
-  const task = /<original-task>([\s\S]*?)<\/original-task>/.exec(directive)?.[1]?.trim();
-  const focus = /focus on:[ \t]*(.+)/i.exec(directive)?.[1]?.trim();
-
-  const mentioned = new Set<string>();
-  for (const message of messages) {
-    for (const path of workspacePaths(contentText(message.content))) mentioned.add(path);
-    if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? []) for (const path of workspacePaths(call.function.arguments)) mentioned.add(path);
-    }
-  }
-  const paths = [...mentioned].sort();
-
-  const lines = [
-    `## Session Summary (Compaction Round ${round})`,
-    '',
-    '### Original Task',
-    task || '(no original task was given to the offline scripted model)',
-    '',
-    '### Completed Work',
-    `- Files mentioned: ${paths.length > 0 ? paths.join(', ') : 'none'}`,
-    '',
-    '### Key Technical Decisions',
-    '- None recorded by the offline scripted model.',
-    '',
-    '### Current State',
-    `- Summarized ${messages.length - 1} messages.`,
-    '',
-    '### Pending Work',
-    '- [ ] Continue from the summarized conversation.',
-    '',
-    '### Errors & Resolutions',
-    '- None',
-    '',
-    '### User Preferences and Constraints',
-    '- None recorded by the offline scripted model.',
-    '',
-    '### Next Steps',
-    '1. Continue the original task.',
-  ];
-  if (focus) lines.push('', '### Focus', `- ${focus}`);
-  return { text: lines.join('\n') };
-};
 
 // ---------------------------------------------------------------------------------------------
 // The server.
@@ -419,16 +147,6 @@ function assertWindow(window: number): void {
 
 function assertLatency(ms: number): void {
   if (!Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) throw new RangeError(`Latency must be an integer from 0 to ${MAX_DELAY_MS} ms, not ${ms}.`);
-}
-
-interface Completion {
-  readonly id: string;
-  readonly created: number;
-  readonly model: string;
-  readonly text: string | undefined;
-  readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
-  readonly finishReason: 'stop' | 'tool_calls';
-  readonly usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 
 class ScriptedModel implements ScriptedModelServer {
@@ -840,44 +558,6 @@ function truncateToWindow(
   return { request: { ...request, messages }, tokens };
 }
 
-interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null };
-}
-
-function invalidRequest(message: string, param: string | null = null): OpenAIErrorBody {
-  return { error: { message, type: 'invalid_request_error', param, code: null } };
-}
-
-function serverError(message: string): OpenAIErrorBody {
-  return { error: { message, type: 'server_error', param: null, code: null } };
-}
-
-/** OpenAI's answer to a prompt (plus requested output) that does not fit the window, word for word. */
-function contextLengthExceeded(window: number, promptTokens: number, maxTokens: number): OpenAIErrorBody {
-  const message =
-    maxTokens > 0
-      ? `This model's maximum context length is ${window} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`
-      : `This model's maximum context length is ${window} tokens. However, your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`;
-  return { error: { message, type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } };
-}
-
-/** OpenAI's usual body for a status, marked as scripted. */
-function defaultErrorBody(status: number): OpenAIErrorBody {
-  const note = ' (scripted by the offline scripted model)';
-  switch (status) {
-    case 401:
-      return { error: { message: `Incorrect API key provided.${note}`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } };
-    case 429:
-      return { error: { message: `Rate limit reached for requests.${note}`, type: 'requests', param: null, code: 'rate_limit_exceeded' } };
-    case 500:
-      return serverError(`The server had an error while processing your request. Sorry about that!${note}`);
-    case 503:
-      return serverError(`The engine is currently overloaded, please try again later.${note}`);
-    default:
-      return status >= 500 ? serverError(`Server error ${status}.${note}`) : invalidRequest(`Request failed with status ${status}.${note}`);
-  }
-}
-
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
   res.end(JSON.stringify(body));
@@ -894,95 +574,4 @@ function answerError(entry: MutableRecord, res: ServerResponse, status: number, 
   entry.status = status;
   entry.outcome = 'error';
   sendJson(res, status, body, headers);
-}
-
-/** Splits text into about `count` pieces of whole code points. */
-function pieces(text: string, count: number): string[] {
-  const chars = Array.from(text);
-  if (chars.length === 0) return [];
-  const size = Math.ceil(chars.length / count);
-  const out: string[] = [];
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));
-  return out;
-}
-
-function completionObject(completion: Completion): unknown {
-  return {
-    id: completion.id,
-    object: 'chat.completion',
-    created: completion.created,
-    model: completion.model,
-    choices: [
-      {
-        index: 0,
-        message: {
-          role: 'assistant',
-          content: completion.text ?? null,
-          refusal: null,
-          ...(completion.toolCalls.length > 0
-            ? {
-                tool_calls: completion.toolCalls.map((call) => ({
-                  id: call.id,
-                  type: 'function',
-                  function: { name: call.name, arguments: call.arguments },
-                })),
-              }
-            : {}),
-        },
-        logprobs: null,
-        finish_reason: completion.finishReason,
-      },
-    ],
-    usage: completion.usage,
-  };
-}
-
-/**
- * The `chat.completion.chunk` events OpenAI sends: the role first, content in pieces, each tool
- * call opened with its index, id and name and then its arguments in pieces, the finish reason,
- * and, when asked for, a last chunk with no choices and the usage.
- */
-function streamEvents(completion: Completion, includeUsage: boolean): unknown[] {
-  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null): unknown => ({
-    id: completion.id,
-    object: 'chat.completion.chunk',
-    created: completion.created,
-    model: completion.model,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-    // OpenAI sends `usage: null` on every chunk but the last when usage is asked for.
-    ...(includeUsage ? { usage: null } : {}),
-  });
-  const events: unknown[] = [chunk({ role: 'assistant', content: completion.text === undefined ? null : '', refusal: null })];
-  for (const piece of pieces(completion.text ?? '', STREAM_PIECES)) events.push(chunk({ content: piece }));
-  completion.toolCalls.forEach((call, index) => {
-    events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
-    for (const piece of pieces(call.arguments, STREAM_PIECES)) {
-      events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
-    }
-  });
-  events.push(chunk({}, completion.finishReason));
-  if (includeUsage) {
-    events.push({
-      id: completion.id,
-      object: 'chat.completion.chunk',
-      created: completion.created,
-      model: completion.model,
-      choices: [],
-      usage: completion.usage,
-    });
-  }
-  return events;
-}
-
-/** Sends `events`, then destroys the socket once they are written, before `[DONE]`. */
-function breakStream(res: ServerResponse, events: readonly unknown[]): void {
-  if (events.length === 0) {
-    res.flushHeaders();
-    setImmediate(() => res.destroy());
-    return;
-  }
-  events.forEach((event, i) => {
-    const last = i === events.length - 1;
-    res.write(`data: ${JSON.stringify(event)}\n\n`, last ? () => res.destroy() : undefined);
-  });
 }

@@ -11,15 +11,9 @@ import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { isContextOverflow } from '../../../src/core/overflow-error';
 import { buildDirective, DEFAULT_SYSTEM_PROMPT, SUMMARY_SECTIONS } from '../../../src/core/summary-request';
 import { loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
-import {
-  chatCompletionRequestSchema,
-  countPromptTokens,
-  demoScenario,
-  startScriptedModelServer,
-  type ChatCompletionRequest,
-  type RecordedRequest,
-  type ScriptedModelServer,
-} from '../../../scripts/scripted-model/server';
+import { demoScenario } from '../../../scripts/scripted-model/scenarios';
+import { startScriptedModelServer, type RecordedRequest, type ScriptedModelServer } from '../../../scripts/scripted-model/server';
+import { chatCompletionRequestSchema, countPromptTokens, type ChatCompletionRequest } from '../../../scripts/scripted-model/wire';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const CLI = join(ROOT, 'scripts', 'scripted-model', 'cli.ts');

@@ -1,0 +1,210 @@
+/**
+ * What the scripted model answers: steps a test queues, and the deterministic scenarios used when
+ * none is queued (a demo agent that reads and creates the files a request names, and summaries).
+ */
+import { z } from 'zod';
+import { SUMMARY_PREFIX } from '../../src/core/history';
+import { contentText, type ChatCompletionRequest } from './wire';
+
+/** The longest a scripted step may delay its answer. */
+export const MAX_DELAY_MS = 10 * 60 * 1000;
+
+// ---------------------------------------------------------------------------------------------
+// Scripts and scenarios.
+
+/** A tool call the model makes. */
+export interface ToolCallStep {
+  readonly name: string;
+  readonly arguments: Record<string, unknown>;
+}
+
+/** The content of a reply: what the model says and which tools it calls. */
+export interface Reply {
+  readonly text?: string;
+  /** Tool calls, in order; the finish reason becomes `tool_calls`. */
+  readonly toolCalls?: readonly ToolCallStep[];
+}
+
+/** An HTTP error to answer with instead of a completion. */
+export interface ErrorStep {
+  readonly status: number;
+  /** The JSON body; OpenAI's usual body for the status when absent. */
+  readonly body?: unknown;
+  /** Sent as the `Retry-After` header. */
+  readonly retryAfterSeconds?: number;
+}
+
+/**
+ * One scripted reply. Without `text` and `toolCalls` the scenario's reply is sent, so a step can
+ * only delay or break an ordinary answer.
+ */
+export interface ScriptStep extends Reply {
+  /** Wait this long before answering, on top of the server's latency. */
+  readonly delayMs?: number;
+  /** Answer with an HTTP error. */
+  readonly error?: ErrorStep;
+  /** Never answer: the client's timeout or abort (or `close()`) must end the request. */
+  readonly hang?: boolean;
+  /** Send this many SSE chunks, then destroy the socket; a non-streaming request gets no answer. */
+  readonly breakStreamAfterChunks?: number;
+}
+
+// Strict, so that a misspelt field in a test's script fails loudly instead of being ignored.
+export const scriptStepSchema: z.ZodType<ScriptStep> = z.strictObject({
+  text: z.string().optional(),
+  toolCalls: z
+    .array(z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }))
+    .optional(),
+  delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
+  error: z
+    .strictObject({
+      status: z.number().int().min(400).max(599),
+      body: z.unknown().optional(),
+      retryAfterSeconds: z.number().min(0).optional(),
+    })
+    .optional(),
+  hang: z.boolean().optional(),
+  breakStreamAfterChunks: z.number().int().min(0).optional(),
+});
+
+/** What a scenario decides from. */
+export interface ScenarioInput {
+  /** The whole parsed request. */
+  readonly request: ChatCompletionRequest;
+  /** Its prompt tokens, as reported in `usage`. */
+  readonly promptTokens: number;
+  /** The requested model's context window. */
+  readonly window: number;
+}
+
+/** Decides a reply from a request. Must be deterministic. */
+export type Scenario = (input: ScenarioInput) => Reply;
+
+const PATH_EXTENSIONS =
+  'md|markdown|txt|json|jsonc|ya?ml|toml|ini|cfg|lock|ts|tsx|mts|cts|js|jsx|mjs|cjs|py|rs|go|java|kt|swift|c|h|cc|cpp|hpp|cs|rb|php|html|css|scss|less|vue|svelte|sh|sql|xml|csv|env';
+// A relative path ending in a known extension (README.md, src/x.ts, ./a/b.json), not part of a URL.
+const PATH_SOURCE = `(?<![\\w./:@-])(?:[\\w.@-]+/)*[\\w.@-]*\\.(?:${PATH_EXTENSIONS})(?![\\w/-])`;
+
+/** The workspace-looking paths in a text, in order of appearance, without a leading `./`. */
+export function workspacePaths(text: string): string[] {
+  return Array.from(text.matchAll(new RegExp(PATH_SOURCE, 'gi')), (match) => match[0].replace(/^(?:\.\/)+/, ''));
+}
+
+const CREATE_PATTERN = new RegExp(`\\bcreate\\s+(?:(?:a\\s+)?(?:new\\s+)?file\\s+)?[\`'"]?(${PATH_SOURCE})`, 'i');
+
+function offersTool(request: ChatCompletionRequest, name: string): boolean {
+  const choice = request.tool_choice;
+  if (choice === 'none') return false;
+  if (typeof choice === 'object' && choice.function.name !== name) return false;
+  return (request.tools ?? []).some((tool) => tool.function.name === name);
+}
+
+function lastIndexOf<T>(items: readonly T[], predicate: (item: T) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) {
+    if (predicate(items[i] as T)) return i;
+  }
+  return -1;
+}
+
+/**
+ * The default scenario: after a tool result, a short text quoting its first line; for a request
+ * naming a path, a `create_file` ("create <path>") or `read_file` call when that tool is offered;
+ * otherwise an acknowledgement with the prompt's token count.
+ */
+export const demoScenario: Scenario = ({ request, promptTokens }) => {
+  const { messages } = request;
+  const last = messages[messages.length - 1];
+  if (last?.role === 'tool') {
+    const firstLine = contentText(last.content).trim().split('\n', 1)[0]?.trim().slice(0, 200) ?? '';
+    return {
+      text: firstLine
+        ? `Offline scripted model: the tool returned "${firstLine}".`
+        : 'Offline scripted model: the tool returned nothing.',
+    };
+  }
+  const userIndex = lastIndexOf(messages, (m) => m.role === 'user');
+  const user = messages[userIndex];
+  const answered = messages.slice(userIndex + 1).some((m) => m.role === 'tool');
+  if (user && !answered) {
+    const text = contentText(user.content);
+    const created = CREATE_PATTERN.exec(text)?.[1]?.replace(/^(?:\.\/)+/, '');
+    if (created && offersTool(request, 'create_file')) {
+      return {
+        toolCalls: [{ name: 'create_file', arguments: { path: created, content: `Created by the offline scripted model.\n` } }],
+      };
+    }
+    const path = workspacePaths(text)[0];
+    if (path && offersTool(request, 'read_file')) {
+      return { toolCalls: [{ name: 'read_file', arguments: { path } }] };
+    }
+  }
+  return { text: `Offline scripted model: I received your message (${promptTokens} tokens in context).` };
+};
+
+const SUMMARY_MARKERS = ['## Session Summary (Compaction Round', 'Write exactly these sections'];
+
+/**
+ * Whether a request asks for a compaction summary: its last message is a user directive carrying
+ * one of the markers. A summary carried in an ordinary conversation (it starts with the history's
+ * summary prefix) is not a directive.
+ */
+export function isSummaryRequest(request: ChatCompletionRequest): boolean {
+  const last = request.messages[request.messages.length - 1];
+  if (last?.role !== 'user') return false;
+  const text = contentText(last.content);
+  if (text.startsWith(SUMMARY_PREFIX)) return false;
+  return SUMMARY_MARKERS.some((marker) => text.includes(marker));
+}
+
+/**
+ * Answers a summary request from its input, so that tests can check what reached the summarizer:
+ * the round from the directive, the original task between `<original-task>` tags, every
+ * workspace path in the request, the number of messages before the directive (system messages
+ * included) and the focus after "focus on:".
+ */
+export const summaryScenario: Scenario = ({ request }) => {
+  const { messages } = request;
+  const directive = contentText(messages[messages.length - 1]?.content);
+  const round = /## Session Summary \(Compaction Round (\d+)\)/.exec(directive)?.[1] ?? '1';
+  const task = /<original-task>([\s\S]*?)<\/original-task>/.exec(directive)?.[1]?.trim();
+  const focus = /focus on:[ \t]*(.+)/i.exec(directive)?.[1]?.trim();
+
+  const mentioned = new Set<string>();
+  for (const message of messages) {
+    for (const path of workspacePaths(contentText(message.content))) mentioned.add(path);
+    if (message.role === 'assistant') {
+      for (const call of message.tool_calls ?? []) for (const path of workspacePaths(call.function.arguments)) mentioned.add(path);
+    }
+  }
+  const paths = [...mentioned].sort();
+
+  const lines = [
+    `## Session Summary (Compaction Round ${round})`,
+    '',
+    '### Original Task',
+    task || '(no original task was given to the offline scripted model)',
+    '',
+    '### Completed Work',
+    `- Files mentioned: ${paths.length > 0 ? paths.join(', ') : 'none'}`,
+    '',
+    '### Key Technical Decisions',
+    '- None recorded by the offline scripted model.',
+    '',
+    '### Current State',
+    `- Summarized ${messages.length - 1} messages.`,
+    '',
+    '### Pending Work',
+    '- [ ] Continue from the summarized conversation.',
+    '',
+    '### Errors & Resolutions',
+    '- None',
+    '',
+    '### User Preferences and Constraints',
+    '- None recorded by the offline scripted model.',
+    '',
+    '### Next Steps',
+    '1. Continue the original task.',
+  ];
+  if (focus) lines.push('', '### Focus', `- ${focus}`);
+  return { text: lines.join('\n') };
+};
