@@ -226,7 +226,7 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
     waits.push(clock.now() - started - (modelCalls - callsBefore) * options.modelStepMs);
     if (options.design === 'longrun') compactAfterTurn(conversation, guard, (outcome) => {
       countCompaction(outcome);
-      if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.entry.lowGain);
+      if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.lowGain);
     });
     await clock.sleep(options.userPauseMs);
   }

@@ -58,8 +58,9 @@ async function engineToFirstCall(tokenizer: TextTokenizer, runs: number): Promis
   for (let run = 0; run < runs; run++) {
     const summarizer = timingSummarizer();
     const start = process.hrtime.bigint();
+    // A target no pruning reaches: the engine prunes what is superseded, then calls the summarizer.
     const outcome = await computeCompaction(
-      { log, reason: 'threshold', config: DEFAULT_CONFIG, window: { limit: MILLION_WINDOW, source: 'model' }, ledger: EMPTY_LEDGER },
+      { log, reason: 'threshold', config: DEFAULT_CONFIG, window: { limit: MILLION_WINDOW, source: 'model' }, ledger: EMPTY_LEDGER, pruneTarget: 0 },
       { counter, summarizer, clock: systemClock, newId },
     );
     if (outcome.status !== 'compacted' || summarizer.firstCallAt === undefined) throw new Error(`the 5,000-message compaction did not run: ${outcome.status}`);
@@ -72,7 +73,12 @@ async function engineToFirstCall(tokenizer: TextTokenizer, runs: number): Promis
 /** p95 of one budget assessment over a million-token view that holds a summary. */
 async function assessAfterCompaction(tokenizer: TextTokenizer, runs: number): Promise<{ ms: number; tokens: number }> {
   // 6,500 messages (~1.3M tokens), compacted to keep the latest million.
-  const config: CompactionConfig = { ...DEFAULT_CONFIG, keepRecent: { ...DEFAULT_CONFIG.keepRecent, tokens: 1_000_000, tokensShare: 0.5 } };
+  // Without pruning: this session reads the same files again and again, and pruning would leave far less than a million tokens.
+  const config: CompactionConfig = {
+    ...DEFAULT_CONFIG,
+    keepRecent: { ...DEFAULT_CONFIG.keepRecent, tokens: 1_000_000, tokensShare: 0.5 },
+    pruning: { ...DEFAULT_CONFIG.pruning, enabled: false },
+  };
   const window = { limit: TWO_MILLION_WINDOW, source: 'model' as const };
   let log: readonly LogRecord[] = sessionLog(6_500, 6, SMALL_MESSAGES);
   const counter = new MessageTokenCounter(tokenizer);

@@ -82,7 +82,19 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
   const window = { limit: 32_000, source: 'model' as const };
   const summarizer: Summarizer = {
     name: 'bench',
-    summarize: async (request) => ({ text: `## Session Summary (Compaction Round 1)\nWork so far over ${request.messages.length} messages: modules changed, tests pending.` }),
+    summarize: async (request) => ({
+      text: [
+        '## Session Summary (Compaction Round 1)',
+        '### Completed Work',
+        `- Work so far over ${request.messages.length} messages: the modules named in the requests changed, their handlers check input before retrying.`,
+        '### Current State',
+        '- Working on: the next module whose tests fail since the change to the retry policy.',
+        '### Pending Work',
+        '- [ ] Tests of the modules changed last; a test for each failing case.',
+        '### Next Steps',
+        '1. Read the next failing module, fix it, and run its tests.',
+      ].join('\n'),
+    }),
   };
   const next = random(7);
   let log: LogRecord[] = [];

@@ -65,7 +65,7 @@ async function grownConversation(count: number, seed: number): Promise<{ log: Lo
     const applied = applyCompaction(log, outcome.compaction);
     if (!applied.ok) throw new Error(applied.reason);
     log = [...applied.log];
-    tokens = outcome.compaction.entry.tokensAfter;
+    tokens = outcome.compaction.tokensAfter;
     compactions++;
   }
   return { log, compactions };

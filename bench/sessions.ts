@@ -21,7 +21,7 @@ export interface SessionShape {
 
 /** About 2,000 tokens a turn (o200k): two tool steps of about 800 tokens on average. */
 /** A summary of a realistic length (about 700 tokens), as an instant summarizer returns it. */
-export const SUMMARY = `## Session Summary\n${'The handlers now check their input before retrying; tests cover each failing case. '.repeat(40)}`;
+export const SUMMARY = `## Session Summary\n### Completed Work\n${'The handlers now check their input before retrying; tests cover each failing case. '.repeat(40)}`;
 
 export const TWO_K_TURNS: SessionShape = { steps: [1, 3], resultLines: [20, 44] };
 

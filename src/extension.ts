@@ -17,7 +17,9 @@ import type { WorkspaceRoot } from './app/path-guard';
 import { Session } from './vscode/session';
 import { formatProblem, readSettings, type LongrunSettings } from './app/settings';
 import { TerminalShell } from './vscode/terminal-tool';
+import { registerToolPicker } from './vscode/tool-picker';
 import { VsCodeWorkspace } from './vscode/workspace-tools';
+import { registerSummaryDocuments, SummaryDocuments } from './vscode/summary-documents';
 
 /**
  * The composition root: builds every adapter, hands them to the core and pushes every disposable
@@ -71,6 +73,16 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const reporter = new CompactionReporter(log, () => settings.verboseLogging, now);
   const documents = new ReportDocuments();
   context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, documents));
+  // Summaries to preview and edit: what the user saves is what the model gets.
+  const summaries = new SummaryDocuments({
+    conversation: (id) => session.find(id),
+    current: () => session.current(),
+    newId: () => session.newId(),
+    counter: () => session.modelContext().counter,
+    now,
+    log,
+  });
+  context.subscriptions.push(...registerSummaryDocuments(summaries));
 
   const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
   const recordFile = (event: FileEvent): void => {
@@ -126,11 +138,13 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     log,
     now,
     onAgentFile: (kind, path) => recordFile({ kind, path, actor: 'agent', at: now() }),
+    summaries,
   });
   shown = participant;
   approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
   session.setRequestOverhead(() => participant.requestOverheadText());
   context.subscriptions.push(vscode.commands.registerCommand(ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)));
+  context.subscriptions.push(registerToolPicker(currentSettings, () => participant.ownToolNames()));
   const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
   chat.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');
   context.subscriptions.push(chat);
@@ -170,6 +184,8 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
       if (!e.affectsConfiguration('longrun')) return;
       settings = loadSettings(log, reported);
       session.configureTelemetry();
+      // The tools offered are part of what every request carries.
+      if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => participant.requestOverheadText());
       if (e.affectsConfiguration('longrun.endpoints')) {
         provider.refresh();
         session.invalidateModels();

@@ -4,7 +4,7 @@ import { stringifyOutput, type Message } from '../core/messages';
 /**
  * A whole conversation as Markdown, for "Longrun: Export Conversation as Markdown": every message
  * in the order it was written, the compacted originals included, and each compaction's summary
- * where it applied (undone ones marked so). Code fences grow to hold any backticks in the content.
+ * where it applied (undone ones marked so), and where tool outputs were pruned. Code fences grow to hold any backticks in the content.
  */
 export function conversationMarkdown(log: ConversationLog, title: string): string {
   const undone = new Set<string>();
@@ -18,6 +18,10 @@ export function conversationMarkdown(log: ConversationLog, title: string): strin
       case 'compaction': {
         const e = record.entry;
         const state = undone.has(e.id) ? ', later undone' : '';
+        if (e.editOf) {
+          out.push('---', '', `> **Summary of compaction round ${e.round} edited by the user**${state ? ` (${state.slice(2)})` : ''}: from here on the model got this text instead.`, '', ...quote(e.summary), '', '---', '');
+          break;
+        }
         out.push(
           `---`,
           '',
@@ -26,6 +30,16 @@ export function conversationMarkdown(log: ConversationLog, title: string): strin
           ...quote(e.summary),
           '',
           `---`,
+          '',
+        );
+        break;
+      }
+      case 'pruning': {
+        const e = record.entry;
+        const state = undone.has(e.id) ? ', later undone' : '';
+        const n = e.outputs.length;
+        out.push(
+          `> **Pruning** (${e.reason}${state}): ${n} tool output${n === 1 ? '' : 's'} above ${n === 1 ? 'was' : 'were'} replaced by a stub in the model's view (kept here in full), ${e.tokensBefore.toLocaleString('en-US')} → ${e.tokensAfter.toLocaleString('en-US')} tokens.`,
           '',
         );
         break;

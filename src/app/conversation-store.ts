@@ -4,8 +4,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { parseLedger } from '../core/file-ledger';
+import { parseNeedleLedger } from '../core/needles';
 import type { CompactionReason, LogRecord } from '../core/history';
 import { LEGACY_BASIS } from '../core/usage-calibration';
+import { errorText, hasMarker, isRecord, mark } from '../core/errors';
 
 /**
  * Where conversations live between sessions. Deliberately free of `vscode`: the extension passes
@@ -86,6 +88,15 @@ const ledgerSchema = z.unknown().transform((value, ctx) => {
   return ledger;
 });
 
+const needleLedgerSchema = z.unknown().transform((value, ctx) => {
+  const ledger = parseNeedleLedger(value);
+  if (ledger === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'is not a valid needle ledger' });
+    return z.NEVER;
+  }
+  return ledger;
+});
+
 const compactionEntrySchema = z.object({
   id: z.string().min(1),
   round: z.number().int().min(1),
@@ -106,6 +117,35 @@ const compactionEntrySchema = z.object({
   summarizerCalls: z.number().int().min(0),
   focus: z.string().optional(),
   failure: z.string().optional(),
+  // Added with pruning: a Longrun from before it drops the link and reads the summary as before.
+  pruningId: z.string().min(1).optional(),
+  // Added with the needle ledger: an entry from before it has none, and the next compaction scans the whole log.
+  needles: needleLedgerSchema.optional(),
+  // Added with summary editing: a Longrun from before it drops the field and reads the edit as a
+  // compaction of its own, which shows the same view with the edited summary.
+  editOf: z.string().min(1).optional(),
+});
+
+// Added with pruning. A Longrun from before it keeps such a line aside as an unknown kind of record
+// and shows the pruned outputs in full, which is what undoing the pruning would do.
+const pruningEntrySchema = z.object({
+  id: z.string().min(1),
+  reason: reasonSchema,
+  outputs: z
+    .array(
+      z.object({
+        messageId: z.string().min(1),
+        toolCallId: z.string(),
+        toolName: z.string(),
+        kind: z.enum(['duplicate', 'stale', 'old']),
+        stub: z.string(),
+        tokens: count,
+      }),
+    )
+    .min(1),
+  tokensBefore: count,
+  tokensAfter: count,
+  createdAt: z.number(),
 });
 
 // Records written before usage carried its basis have a round number instead: they never calibrate.
@@ -141,6 +181,7 @@ const logRecordSchema: z.ZodType<LogRecord> = z.discriminatedUnion('type', [
   // from before them drops them when it reads the line.
   z.object({ type: z.literal('message'), message: messageSchema, tokens: z.record(z.string(), z.number().int().min(0)).optional() }),
   z.object({ type: z.literal('compaction'), entry: compactionEntrySchema }),
+  z.object({ type: z.literal('pruning'), entry: pruningEntrySchema }),
   z.object({ type: z.literal('undo'), entryId: z.string().min(1), at: z.number() }),
   z.object({ type: z.literal('usage'), usage: usageSchema }),
   z.object({ type: z.literal('file'), event: fileEventSchema }),
@@ -163,8 +204,6 @@ const VERSION_ERROR = Symbol.for('longrun.ConversationVersionError');
 
 /** A conversation file written by a newer Longrun. It is left untouched. */
 export class ConversationVersionError extends Error {
-  private readonly [VERSION_ERROR] = true;
-
   constructor(
     readonly conversationId: string,
     readonly version: number,
@@ -176,10 +215,11 @@ export class ConversationVersionError extends Error {
         `adds to it. Update Longrun to open it; the file was left unchanged: ${file}`,
     );
     this.name = 'ConversationVersionError';
+    mark(this, VERSION_ERROR);
   }
 
   static isInstance(error: unknown): error is ConversationVersionError {
-    return typeof error === 'object' && error !== null && VERSION_ERROR in error;
+    return hasMarker(error, VERSION_ERROR);
   }
 }
 
@@ -206,8 +246,6 @@ const CONFLICT_ERROR = Symbol.for('longrun.ConversationConflictError');
  * opened again. A window reloaded after the other one wrote reads everything anew and simply goes on.
  */
 export class ConversationConflictError extends Error {
-  private readonly [CONFLICT_ERROR] = true;
-
   constructor(
     readonly conversationId: string,
     readonly reason: 'busy' | 'changed',
@@ -222,10 +260,11 @@ export class ConversationConflictError extends Error {
             `finish in time, so nothing was saved here. Try again in a moment, or close the other window.`,
     );
     this.name = 'ConversationConflictError';
+    mark(this, CONFLICT_ERROR);
   }
 
   static isInstance(error: unknown): error is ConversationConflictError {
-    return typeof error === 'object' && error !== null && CONFLICT_ERROR in error;
+    return hasMarker(error, CONFLICT_ERROR);
   }
 }
 
@@ -293,7 +332,7 @@ const HEADER_ROOM = 1024;
 /** How much of a line too long to read is kept aside. */
 const KEPT_OF_LONG_LINE = 64 * 1024;
 
-const RECORD_TYPES: ReadonlySet<string> = new Set(['message', 'compaction', 'undo', 'usage', 'file']);
+const RECORD_TYPES: ReadonlySet<string> = new Set(['message', 'compaction', 'pruning', 'undo', 'usage', 'file']);
 
 type ParsedLine =
   | { readonly kind: 'blank' }
@@ -1095,16 +1134,8 @@ function safeJson(text: string): unknown {
   }
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function isCode(error: unknown, code: string): boolean {
   return isRecord(error) && error.code === code;
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -4,23 +4,28 @@ import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { ContextWindow } from '../core/context-window';
 import {
-  lastEntry,
+  lastStep,
   ledgerOf,
   LiveModelView,
-  undoLastCompaction,
+  undoLastStep,
   type CompactionEntry,
   type CompactionReason,
+  type CompactionStep,
   type ConversationLog,
   type LogRecord,
 } from '../core/history';
 import { withTokenCounts, type MessageTokenCounter, type StoredTokens } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import type { Clock, Summarizer } from '../core/ports';
+import type { PruningEntry } from '../core/pruning';
+import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/recall';
 import { calibratedCount, learnedRatio, type ContextCount, type ReportedUsage, type RequestBasis } from '../core/usage-calibration';
 import { ViewTokens } from '../core/view-tokens';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import type { UsageBreakdown } from './gauge-text';
+import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
+import { errorText } from '../core/errors';
 
 /**
  * One conversation: its append-only log (persisted record by record), the model's view of it,
@@ -68,12 +73,23 @@ export interface CompactOptions {
   readonly focus?: string;
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: CompactionProgress) => void;
+  /**
+   * Shows the computed summary to the user before it is applied (the preview): resolves with the
+   * summary to apply instead (whole, file lists included, see `summary-edit.ts`), or undefined to
+   * apply nothing. Absent: the summary is applied as computed.
+   */
+  readonly review?: (entry: CompactionEntry) => Promise<string | undefined>;
 }
 
 type Listener = () => void;
 
 /** The title of a conversation before its first request. */
 export const NEW_TITLE = 'New conversation';
+
+/** The longest answer of the `recall` tool when it names none, and its bounds by the window. */
+const RECALL_DEFAULT_TOKENS = 4_000;
+const RECALL_WINDOW_SHARE = 0.1;
+const RECALL_MIN_TOKENS = 500;
 
 /** A threshold compaction computed ahead of need, from a snapshot taken past the warning level. */
 interface Ahead {
@@ -122,6 +138,37 @@ export class Conversation {
   lastCompaction(): CompactionEntry | undefined {
     this.sync();
     return this.live.entries().at(-1);
+  }
+
+  /** The last compaction in force as the user asked for it: a summary, a pruning, or both (see `lastStep`). */
+  lastStep(): CompactionStep | undefined {
+    this.sync();
+    return lastStep(this.live.activeSteps());
+  }
+
+  /** The prunings in force, oldest first. */
+  prunings(): readonly PruningEntry[] {
+    this.sync();
+    return this.live.prunedBy();
+  }
+
+  /** Whether part of the conversation is out of the model's view: summarized or pruned. */
+  hasArchive(): boolean {
+    this.sync();
+    return this.live.activeSteps().length > 0;
+  }
+
+  /**
+   * Searches what compaction and pruning took out of the model's view (the `recall` tool). The
+   * answer is cut to `maxTokens`, at most a tenth of the window when the window is known, since it
+   * joins the view as a tool result.
+   */
+  recall(query: RecallQuery): string {
+    const model = this.deps.model();
+    const cap = model.window.limit > 0 ? Math.max(RECALL_MIN_TOKENS, Math.floor(model.window.limit * RECALL_WINDOW_SHARE)) : RECALL_DEFAULT_TOKENS;
+    const maxTokens = Math.min(query.maxTokens ?? RECALL_DEFAULT_TOKENS, cap);
+    const result = recall(archivedItems(this.records), { ...query, maxTokens }, (text) => model.counter.countText(text));
+    return formatRecall(result);
   }
 
   round(): number {
@@ -185,8 +232,8 @@ export class Conversation {
       config.keepRecent.mode === 'tokens'
         ? { ...config.keepRecent, tokens: Math.max(0, keepRecentTokens(config.keepRecent, this.deps.model().window.limit) - growth), tokensShare: 1 }
         : config.keepRecent;
-    const promise = this.computeOn([...this.records], 'threshold', { signal: controller.signal }, { ...config, keepRecent }).catch(
-      (error: unknown): CompactionOutcome => ({ status: 'failed', reason: error instanceof Error ? error.message : String(error) }),
+    const promise = this.computeOn([...this.records], 'threshold', { signal: controller.signal }, { ...config, keepRecent }, this.pruneTarget(growth)).catch(
+      (error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }),
     );
     this.ahead = { promise, controller };
   }
@@ -283,7 +330,22 @@ export class Conversation {
 
   /** The compaction state of the view (see `currentBasis`). */
   private basis(): string | null {
-    return this.lastCompaction()?.id ?? null;
+    this.sync();
+    return this.live.activeSteps().at(-1)?.entry.id ?? null;
+  }
+
+  /**
+   * The local count of the view (messages only) that compaction aims under: what the gauge will show
+   * as just below the warning level once the view changed (the count is then local, scaled by the
+   * learned ratio, with the system prompt and tools). `less` lowers it (calibrated tokens), for a
+   * compaction prepared ahead of the growth still to come. Undefined when the window is unknown.
+   */
+  private pruneTarget(less = 0): number | undefined {
+    const budget = this.assess();
+    if (budget.limit <= 0 || budget.warningAt <= 0) return undefined;
+    const model = this.deps.model();
+    const ratio = this.ratio(model.key) ?? 1;
+    return Math.max(0, Math.floor((budget.warningAt - less) / ratio) - model.fixedOverhead - 1);
   }
 
   /** `learnedRatio` over the usage reports, worked out again only when a report came or the model changed. */
@@ -309,16 +371,17 @@ export class Conversation {
           const outcome = await this.runCompaction(reason, options);
           const attributes: Record<string, string | number | boolean> = { 'longrun.status': outcome.status };
           if (outcome.status === 'compacted') {
-            const e = outcome.compaction.entry;
+            const c = outcome.compaction;
             Object.assign(attributes, {
-              'longrun.round': e.round,
-              'longrun.tokens_before': e.tokensBefore,
-              'longrun.tokens_after': e.tokensAfter,
-              'longrun.duration_ms': e.durationMs,
-              'longrun.messages_compacted': outcome.compaction.compactedCount,
-              'longrun.fallback': e.fallback,
-              'longrun.summarizer_calls': e.summarizerCalls,
+              'longrun.tokens_before': c.tokensBefore,
+              'longrun.tokens_after': c.tokensAfter,
+              'longrun.messages_compacted': c.compactedCount,
+              'longrun.outputs_pruned': c.pruning?.outputs.length ?? 0,
+              'longrun.summarizer_calls': c.entry?.summarizerCalls ?? 0,
             });
+            if (c.entry) {
+              Object.assign(attributes, { 'longrun.round': c.entry.round, 'longrun.duration_ms': c.entry.durationMs, 'longrun.fallback': c.entry.fallback });
+            }
           }
           span.setAttributes(attributes);
           return outcome;
@@ -337,11 +400,14 @@ export class Conversation {
     const ahead = this.ahead;
     this.ahead = undefined;
     // A summary prepared ahead serves the threshold, and a manual compaction without focus; an
-    // overflow (perhaps a smaller window) or a focus needs one of its own.
+    // overflow (perhaps a smaller window) or a focus needs one of its own. A pruning alone prepared
+    // ahead is made again now, when it costs no more and sees what came since.
     if (ahead && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
       const ready = await ahead.promise;
-      if (ready.status === 'compacted') {
-        const applied = await this.applyComputed(ready, reason);
+      if (ready.status === 'compacted' && ready.compaction.entry) {
+        const reviewed = await this.reviewed(ready, options);
+        if (reviewed.status !== 'compacted') return reviewed;
+        const applied = await this.applyComputed(reviewed, reason);
         if (applied) return applied;
       }
     } else {
@@ -349,12 +415,23 @@ export class Conversation {
     }
     const summarizer = this.deps.summarizer();
     if (!summarizer) return { status: 'failed', reason: 'No model is available to write the summary. Pick a model in the chat, or set longrun.compaction.model.' };
-    const outcome = await this.computeOn([...this.records], reason, options);
+    const computed = await this.computeOn([...this.records], reason, options, this.deps.config(), this.pruneTarget());
+    if (computed.status !== 'compacted') return computed;
+    const outcome = await this.reviewed(computed, options);
     if (outcome.status !== 'compacted') return outcome;
     return (await this.applyComputed(outcome, reason)) ?? { status: 'failed', reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.' };
   }
 
-  private computeOn(snapshot: LogRecord[], reason: CompactionReason, options: CompactOptions, config = this.deps.config()): Promise<CompactionOutcome> {
+  /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
+  private async reviewed(outcome: CompactionOutcome & { status: 'compacted' }, options: CompactOptions): Promise<CompactionOutcome> {
+    const entry = outcome.compaction.entry;
+    if (!options.review || !entry) return outcome;
+    const summary = await options.review(entry);
+    if (summary === undefined) return { status: 'cancelled', reason: 'The summary was closed without saving, so the conversation was not compacted.' };
+    return { status: 'compacted', compaction: withSummary(outcome.compaction, summary) };
+  }
+
+  private computeOn(snapshot: LogRecord[], reason: CompactionReason, options: CompactOptions, config = this.deps.config(), pruneTarget?: number): Promise<CompactionOutcome> {
     const summarizer = this.deps.summarizer();
     if (!summarizer) return Promise.resolve({ status: 'failed', reason: 'No model is available to write the summary.' });
     const model = this.deps.model();
@@ -363,8 +440,9 @@ export class Conversation {
         log: snapshot,
         reason,
         config,
-        window: model.window,
+        window: roomForMessages(model),
         ledger: ledgerOf(snapshot),
+        ...(pruneTarget !== undefined ? { pruneTarget } : {}),
         ...(options.focus ? { focus: options.focus } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -383,41 +461,54 @@ export class Conversation {
     const check = applyCompaction(this.records, computed);
     if (!check.ok) return undefined;
     const counter = this.deps.model().counter;
-    const entry: CompactionEntry = {
-      ...computed.entry,
-      reason,
-      tokensBefore: counter.countMessages(this.view()),
-      tokensAfter: counter.countMessages(check.view),
-    };
-    const record: LogRecord = { type: 'compaction', entry };
-    await this.deps.store.append(this.id, record);
-    this.records.push(record);
-    await this.deps.index.addSummary(this.id, {
-      entryId: entry.id,
-      round: entry.round,
-      reason: entry.reason,
-      summary: entry.summary,
-      tokensBefore: entry.tokensBefore,
-      tokensAfter: entry.tokensAfter,
-      createdAt: entry.createdAt,
-      fallback: entry.fallback,
-    });
-    return { status: 'compacted', compaction: { ...computed, entry, record, view: check.view } };
+    const tokensBefore = counter.countMessages(this.view());
+    const tokensAfter = counter.countMessages(check.view);
+    const records: LogRecord[] = [];
+    let pruning = computed.pruning;
+    if (pruning) {
+      // Messages appended since the snapshot are not pruned: the pruning frees what it freed then.
+      const freed = pruning.tokensBefore - pruning.tokensAfter;
+      pruning = { ...pruning, reason, tokensBefore, tokensAfter: computed.entry ? tokensBefore - freed : tokensAfter };
+      records.push({ type: 'pruning', entry: pruning });
+    }
+    let entry = computed.entry;
+    if (entry) {
+      entry = { ...entry, reason, tokensBefore, tokensAfter };
+      records.push({ type: 'compaction', entry });
+    }
+    await this.deps.store.appendAll(this.id, records);
+    this.records.push(...records);
+    if (entry) {
+      await this.deps.index.addSummary(this.id, {
+        entryId: entry.id,
+        round: entry.round,
+        reason: entry.reason,
+        summary: entry.summary,
+        tokensBefore: entry.tokensBefore,
+        tokensAfter: entry.tokensAfter,
+        createdAt: entry.createdAt,
+        fallback: entry.fallback,
+      });
+    }
+    const compaction = { ...computed, records, view: check.view, tokensBefore, tokensAfter };
+    return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
   }
 
-  /** Undoes the last compaction: the originals come back into the model's view. */
-  async undo(): Promise<{ ok: true; entry: CompactionEntry } | { ok: false; reason: string }> {
+  /**
+   * Undoes the last compaction: the originals come back into the model's view. A summary made
+   * right after a pruning, in the same compaction, is undone with it.
+   */
+  async undo(): Promise<{ ok: true; step: CompactionStep } | { ok: false; reason: string }> {
     if (this.compacting) return { ok: false, reason: 'A compaction is running; try again when it has finished.' };
-    const last = lastEntry(this.records);
-    const record = undoLastCompaction(this.records, this.deps.clock.now());
-    if ('error' in record || !last) return { ok: false, reason: 'error' in record ? record.error : 'There is no compaction to undo.' };
+    const undo = undoLastStep(this.records, this.deps.clock.now());
+    if ('error' in undo) return { ok: false, reason: undo.error };
     // What was being summarized ahead was built on the compaction being undone.
     this.cancelAhead();
-    await this.deps.store.append(this.id, record);
-    this.records.push(record);
-    await this.deps.index.removeSummary(this.id, last.id);
+    await this.deps.store.appendAll(this.id, undo.records);
+    this.records.push(...undo.records);
+    if (undo.step.compaction) await this.deps.index.removeSummary(this.id, undo.step.compaction.id);
     this.changed();
-    return { ok: true, entry: last };
+    return { ok: true, step: undo.step };
   }
 
   private title(): string {
@@ -430,4 +521,15 @@ export class Conversation {
   private changed(): void {
     for (const listener of [...this.listeners]) listener();
   }
+}
+
+/**
+ * The part of the window the conversation's messages have: every request also carries the system
+ * prompt and the tool definitions. What a compaction keeps and how long its summary may be are
+ * shares of this room, so a small local model whose tools take a third of its window is not
+ * compacted again two turns later.
+ */
+export function roomForMessages(model: Pick<ModelContext, 'window' | 'fixedOverhead'>): ContextWindow {
+  if (model.window.limit <= 0) return model.window;
+  return { ...model.window, limit: Math.max(1, model.window.limit - model.fixedOverhead) };
 }

@@ -1,6 +1,7 @@
 import { describeOverflow } from '../core/overflow-error';
 import { isModelTimeout } from '../llm/agent';
 import type { LongrunSettings } from './settings';
+import { errorText } from '../core/errors';
 
 /**
  * What a failed request says in the chat. Free of `vscode`, so it is tested in Node.
@@ -19,7 +20,7 @@ export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'ti
       ? `The model sent nothing for ${seconds} s, so the request was stopped (longrun.timeouts.firstChunkSeconds). Nothing was lost. Is the server running? A slow local model may need a longer limit.`
       : `The model went silent for ${seconds} s in the middle of its answer, so the request was stopped (longrun.timeouts.idleSeconds). Nothing was lost; ask again to continue.`;
   }
-  const message = redact(error instanceof Error ? error.message : String(error));
+  const message = redact(errorText(error));
   return `The model request failed: ${message}\n\n${WAYS_OUT}`;
 }
 

@@ -1,5 +1,6 @@
 import type { BudgetAssessment, BudgetLevel } from '../core/budget';
 import type { CompactionEntry } from '../core/history';
+import { prunedCounts, type PruningEntry } from '../core/pruning';
 
 /**
  * What the status-bar gauge says, as pure functions of the numbers (unit-tested in Node):
@@ -23,6 +24,11 @@ export interface GaugeState {
   readonly assessment: BudgetAssessment;
   readonly breakdown: UsageBreakdown;
   readonly lastCompaction?: CompactionEntry;
+  /**
+   * The pruning of the last compaction: alone (then `lastCompaction` is absent or older), or made
+   * just before `lastCompaction`'s summary (its `pruningId`).
+   */
+  readonly lastPruning?: PruningEntry;
   readonly modelName?: string;
   /** How the count was made: provider-calibrated or local. */
   readonly source: 'provider+local' | 'local';
@@ -111,8 +117,18 @@ function tooltip(state: GaugeState): string {
   lines.push('', a.explanation);
   lines.push('', state.source === 'provider+local' ? 'Counted from the provider’s last reported usage plus a local count of what came since.' : 'Counted locally with the tokenizer.');
   const last = state.lastCompaction;
+  const pruning = state.lastPruning;
   lines.push('');
-  if (last) {
+  if (last && pruning && last.pruningId === pruning.id) {
+    const fallback = last.fallback ? ', extractive fallback' : '';
+    lines.push(
+      `Last compaction: round ${last.round}, ${ago(state.now - last.createdAt)} (${last.reason}${fallback}): ${lowerFirst(pruningPhrase(pruning))}, then summarized: ${compactNumber(last.tokensBefore)} → ${compactNumber(last.tokensAfter)} tokens.`,
+    );
+  } else if (pruning) {
+    lines.push(
+      `Last compaction: ${ago(state.now - pruning.createdAt)} (${pruning.reason}): ${lowerFirst(pruningPhrase(pruning))}; no summary needed: ${compactNumber(pruning.tokensBefore)} → ${compactNumber(pruning.tokensAfter)} tokens.`,
+    );
+  } else if (last) {
     const fallback = last.fallback ? ', extractive fallback' : '';
     lines.push(
       `Last compaction: round ${last.round}, ${ago(state.now - last.createdAt)} (${last.reason}${fallback}): ${compactNumber(last.tokensBefore)} → ${compactNumber(last.tokensAfter)} tokens.`,
@@ -122,6 +138,23 @@ function tooltip(state: GaugeState): string {
   }
   lines.push('', 'Click to compact the conversation now.');
   return lines.join('\n');
+}
+
+/** What a pruning did: "Pruned 5 superseded and 2 old large tool outputs (−12,400 tokens)". */
+export function pruningPhrase(pruning: PruningEntry): string {
+  const { superseded, old } = prunedCounts(pruning.outputs);
+  const outputs = (n: number) => `tool output${n === 1 ? '' : 's'}`;
+  const what =
+    superseded > 0 && old > 0
+      ? `${superseded} superseded and ${old} old large ${outputs(old)}`
+      : superseded > 0
+        ? `${superseded} superseded ${outputs(superseded)}`
+        : `${old} old large ${outputs(old)}`;
+  return `Pruned ${what} (−${(pruning.tokensBefore - pruning.tokensAfter).toLocaleString('en-US')} tokens)`;
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
 }
 
 function ago(ms: number): string {

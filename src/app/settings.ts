@@ -60,6 +60,8 @@ export interface LongrunSettings {
     readonly allowedCommands: readonly string[];
     /** Longest a command may run before it is stopped. */
     readonly commandTimeoutSeconds: number;
+    /** Tools registered in VS Code (other extensions', MCP servers') the agent is offered: names, or "*" for all. */
+    readonly editorTools: readonly string[];
   };
   readonly telemetry: { readonly enabled: boolean; readonly otlpEndpoint?: string };
   /** How long a model call may send nothing: before its first chunk, and between chunks (ms). */
@@ -112,6 +114,8 @@ const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
   { key: 'compaction.summary.temperature', path: ['summary', 'temperature'] },
   { key: 'compaction.summary.customPrompt', path: ['summary', 'customPrompt'] },
   { key: 'compaction.summary.messageRole', path: ['summary', 'messageRole'] },
+  { key: 'compaction.summary.progressSection', path: ['summary', 'progressSection'] },
+  { key: 'compaction.summary.factsSections', path: ['summary', 'factsSections'] },
   // Every importance weight is a setting of the same name, so a new weight in the core shows up here.
   ...Object.keys(DEFAULT_CONFIG.importance).map((field) => ({ key: `compaction.importance.${field}`, path: ['importance', field] })),
   { key: 'compaction.minGainShare', path: ['minGainShare'] },
@@ -120,6 +124,8 @@ const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
   { key: 'compaction.truncation.resultChars', path: ['truncation', 'resultChars'] },
   { key: 'compaction.truncation.hugeResultChars', path: ['truncation', 'hugeResultChars'] },
   { key: 'compaction.truncation.messageChars', path: ['truncation', 'messageChars'] },
+  { key: 'compaction.pruning.enabled', path: ['pruning', 'enabled'] },
+  { key: 'compaction.pruning.largeOutputTokens', path: ['pruning', 'largeOutputTokens'] },
 ];
 
 /** Seconds in settings, milliseconds in the core; validated here so messages speak of seconds. */
@@ -173,6 +179,8 @@ const allowedCommandSchema = z.string().superRefine((entry, context) => {
   const rule = parseAllowRule(entry);
   if ('problem' in rule) context.addIssue({ code: 'custom', message: rule.problem });
 });
+const EDITOR_TOOLS_KEY = 'agent.editorTools';
+const editorToolSchema = z.string().refine((s) => s.trim() !== '', 'must not be empty');
 
 const endpointModelSchema = z.object({
   id: z.string().trim().min(1),
@@ -199,6 +207,7 @@ export function settingDefaults(): Record<string, unknown> {
   defaults[PREFIX + ENDPOINTS_KEY] = [];
   defaults[PREFIX + PROTECTED_PATHS_KEY] = [];
   defaults[PREFIX + ALLOWED_COMMANDS_KEY] = [];
+  defaults[PREFIX + EDITOR_TOOLS_KEY] = [];
   return defaults;
 }
 
@@ -231,6 +240,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
   const endpoints = readEndpoints(get(ENDPOINTS_KEY), problems);
   const protectedPaths = readStringList(PROTECTED_PATHS_KEY, 'must be a list of glob patterns', protectedPathSchema, get(PROTECTED_PATHS_KEY), problems);
   const allowedCommands = readStringList(ALLOWED_COMMANDS_KEY, 'must be a list of commands', allowedCommandSchema, get(ALLOWED_COMMANDS_KEY), problems);
+  const editorTools = readStringList(EDITOR_TOOLS_KEY, 'must be a list of tool names', editorToolSchema, get(EDITOR_TOOLS_KEY), problems);
 
   return {
     settings: {
@@ -240,7 +250,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
       ...(summarizerModel !== '' ? { summarizerModel } : {}),
       ...(contextWindow > 0 ? { contextWindow } : {}),
       endpoints,
-      agent: { autoApproveEdits, maxSteps, protectedPaths, allowedCommands, commandTimeoutSeconds },
+      agent: { autoApproveEdits, maxSteps, protectedPaths, allowedCommands, commandTimeoutSeconds, editorTools },
       telemetry: { enabled: telemetryEnabled, ...(otlpEndpoint !== '' ? { otlpEndpoint } : {}) },
       timeouts,
       verboseLogging,
@@ -334,7 +344,7 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
 }
 
 /**
- * A list setting (`agent.protectedPaths`, `agent.allowedCommands`): each valid entry is kept,
+ * A list setting (`agent.protectedPaths`, `agent.allowedCommands`, `agent.editorTools`): each valid entry is kept,
  * trimmed, and each invalid one reported on its own: a typo in one entry must not lift the
  * protection of the others, nor drop the user's other allowed commands.
  */

@@ -1,13 +1,15 @@
 import { briefTruncation, planBatches, type Positioned } from './batches';
+import { assessBudget } from './budget';
 import type { CompactionConfig, TruncationConfig } from './config';
 import { outputReserveFor, type ContextWindow } from './context-window';
 import { redactSecrets } from './redact';
-import { selectForCompaction } from './cut-point';
+import { selectForCompaction, type SelectionResult } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
 import { renderFileOperations, type FileLedger } from './file-ledger';
 import {
+  activePrunings,
+  currentBasis,
   isSummaryMessage,
-  lastEntry,
   modelView,
   nextRound,
   originalTask,
@@ -18,8 +20,10 @@ import {
 } from './history';
 import type { Message } from './messages';
 import type { MessageTokenCounter } from './message-tokens';
+import { planPruning, prunedKey, pruningCandidates, type PruneCandidate, type PruningEntry } from './pruning';
 import type { Clock, Summarizer, SummaryRequest } from './ports';
-import { boundTask, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason } from './summary-repair';
+import { needleLedgerOf } from './needles';
+import { boundTask, expectationsFor, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason } from './summary-repair';
 import {
   buildMergeRequest,
   buildSummaryRequest,
@@ -33,6 +37,12 @@ import {
  * the snapshot is still a prefix of the log, so a compaction computed in the background keeps
  * everything appended meanwhile. The summarizer failing, timing out or returning nothing never
  * loses anything: the log is untouched, or an extractive summary (marked as such) is used.
+ *
+ * Compaction has two tiers. Pruning (`pruning.ts`) first replaces superseded and old large tool
+ * outputs with stubs, which costs no model call; when that brings the view under its target, an
+ * automatic compaction ends there. Otherwise (and always when the user asks for a compaction) the
+ * summarizer runs on the view with the superseded outputs pruned; old large ones are left for it to
+ * read, since it is about to replace them anyway.
  */
 
 export interface CompactionDeps {
@@ -65,20 +75,33 @@ export interface CompactionRequest {
   readonly focus?: string;
   readonly signal?: AbortSignal;
   readonly onProgress?: (progress: CompactionProgress) => void;
+  /**
+   * The local count of the view (messages only) to get under. A threshold or overflow compaction
+   * whose pruning gets there needs no summary. Absent: the warning level of `window`.
+   */
+  readonly pruneTarget?: number;
 }
 
 export interface ComputedCompaction {
-  readonly entry: CompactionEntry;
-  /** The record to append to the log. */
-  readonly record: LogRecord;
+  /** The summary; absent when pruning alone brought the view under its target. */
+  readonly entry?: CompactionEntry;
+  /** The tool outputs replaced by stubs, before the summary or instead of one. */
+  readonly pruning?: PruningEntry;
+  /** The records to append to the log, in this order and in one write. */
+  readonly records: readonly LogRecord[];
   /** What the snapshot looked like: the applying side checks it is still a prefix. */
   readonly basis: { readonly messageIds: readonly string[]; readonly lastEntryId: string | null };
   /** The model's view of the snapshot after this compaction. */
   readonly view: readonly Message[];
   /** Deterministic repairs made to the model's summary (e.g. the original task put back). */
   readonly repairs: readonly string[];
-  /** Messages summarized. */
+  /** Messages summarized (0 when pruning alone was enough). */
   readonly compactedCount: number;
+  /** The view's local count before and after the whole compaction, pruning and summary. */
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  /** True when the whole compaction freed less than the configured minimum share. */
+  readonly lowGain: boolean;
 }
 
 export type CompactionOutcome =
@@ -106,7 +129,50 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
       reason: `Not compacting: the conversation has ${conversational} messages and automatic compaction waits for ${config.minMessages}.`,
     };
   }
+  if (!config.pruning.enabled) return summarizeLog(request, deps, started);
 
+  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log) };
+  const selected = selectMessages(view, request, deps);
+  const candidates = pruningCandidates(view, {
+    oldMessageIds: new Set(selected.ok ? selected.selection.toCompact.map((m) => m.id) : []),
+    largeOutputTokens: config.pruning.largeOutputTokens,
+    alreadyPruned: new Set(activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)))),
+    countOutput: (message, part) => deps.counter.countToolOutput(message, part),
+    countText: (text) => deps.counter.countRemembered(text),
+  });
+  const target = pruneTargetOf(request);
+  const pruned = (taken: readonly PruneCandidate[]) => pruningOutcome(log, taken, request, deps, { tokensBefore, basis });
+
+  // The user asked for a summary; an automatic compaction stops at the cheap tier when it is enough.
+  if (request.reason !== 'manual' && target !== undefined && tokensBefore > target) {
+    const plan = planPruning(candidates, tokensBefore - target);
+    if (plan.freed >= tokensBefore - target) return pruned(plan.taken);
+  }
+  const superseded = candidates.filter((c) => c.output.kind !== 'old');
+  if (superseded.length === 0) return summarizeLog(request, deps, started);
+  const first = pruned(superseded);
+  if (first.status !== 'compacted' || !first.compaction.pruning) return summarizeLog(request, deps, started);
+  const pruning = first.compaction.pruning;
+  const summarized = await summarizeLog({ ...request, log: [...log, ...first.compaction.records] }, deps, started);
+  // Nothing left worth a summary: the pruning alone is still a compaction.
+  if (summarized.status === 'noop') return first;
+  if (summarized.status !== 'compacted' || !summarized.compaction.entry) return summarized;
+  const entry: CompactionEntry = {
+    ...summarized.compaction.entry,
+    tokensBefore,
+    lowGain: lowGain(tokensBefore, summarized.compaction.tokensAfter, config),
+    pruningId: pruning.id,
+  };
+  const records: LogRecord[] = [...first.compaction.records, { type: 'compaction', entry }];
+  return {
+    status: 'compacted',
+    compaction: { ...summarized.compaction, entry, pruning, records, basis, tokensBefore, lowGain: entry.lowGain },
+  };
+}
+
+/** The messages a summary would replace and those it would keep, as configured. */
+function selectMessages(view: readonly Message[], request: CompactionRequest, deps: CompactionDeps): SelectionResult {
+  const { config } = request;
   const limit = request.window.limit;
   const selectionOptions = {
     keepRecent: config.keepRecent,
@@ -115,13 +181,71 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     keepSystemMessages: config.keepSystemMessages,
     maxKeptTokens: limit > 0 ? Math.floor(limit * MAX_KEPT_SHARE) : Number.POSITIVE_INFINITY,
   };
-  let selected = selectForCompaction(view, selectionOptions);
+  const selected = selectForCompaction(view, selectionOptions);
   if (!selected.ok && request.reason !== 'threshold') {
     // Asked for by the user, or forced by an overflow: when the configured recent part is all
     // there is, keep only the latest request and its answer.
     const harder = selectForCompaction(view, { ...selectionOptions, keepRecent: { ...config.keepRecent, mode: 'messages', messages: 0 } });
-    if (harder.ok) selected = harder;
+    if (harder.ok) return harder;
   }
+  return selected;
+}
+
+/** The count to get under: the request's, else the warning level of the window; undefined when unknown. */
+function pruneTargetOf(request: CompactionRequest): number | undefined {
+  if (request.pruneTarget !== undefined) return request.pruneTarget;
+  if (request.window.limit <= 0) return undefined;
+  return assessBudget(0, request.window, request.config.trigger).warningAt;
+}
+
+function lowGain(before: number, after: number, config: CompactionConfig): boolean {
+  return (before > 0 ? (before - after) / before : 0) < config.minGainShare;
+}
+
+/** The compaction that prunes `taken` and nothing else; noop when that would free nothing. */
+function pruningOutcome(
+  log: ConversationLog,
+  taken: readonly PruneCandidate[],
+  request: CompactionRequest,
+  deps: CompactionDeps,
+  before: { readonly tokensBefore: number; readonly basis: ComputedCompaction['basis'] },
+): CompactionOutcome {
+  const { tokensBefore, basis } = before;
+  const provisional: PruningEntry = {
+    id: deps.newId(),
+    reason: request.reason,
+    outputs: taken.map((c) => c.output),
+    tokensBefore,
+    tokensAfter: 0,
+    createdAt: deps.clock.now(),
+  };
+  // The view does not depend on the entry's numbers: the one derived here is the final one.
+  const view = modelView([...log, { type: 'pruning', entry: provisional }]);
+  const tokensAfter = deps.counter.countMessages(view);
+  if (taken.length === 0 || tokensAfter >= tokensBefore) return { status: 'noop', reason: 'Not compacting: no tool output is worth pruning.' };
+  const entry: PruningEntry = { ...provisional, tokensAfter };
+  return {
+    status: 'compacted',
+    compaction: {
+      pruning: entry,
+      records: [{ type: 'pruning', entry }],
+      basis,
+      view,
+      repairs: [],
+      compactedCount: 0,
+      tokensBefore,
+      tokensAfter,
+      lowGain: lowGain(tokensBefore, tokensAfter, request.config),
+    },
+  };
+}
+
+/** The summary tier: summarizes the view of `request.log` as configured. */
+async function summarizeLog(request: CompactionRequest, deps: CompactionDeps, started: number): Promise<CompactionOutcome> {
+  const { config, log } = request;
+  const view = modelView(log);
+  const tokensBefore = deps.counter.countMessages(view);
+  const selected = selectMessages(view, request, deps);
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
   const selection = selected.selection;
 
@@ -148,7 +272,8 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   try {
     const produced = await summarize(items, view.length, selection.previousSummary, directive, { ...request, config: summaryConfig }, { ...deps, counted });
     model = produced.model ?? model;
-    const unusable = unusableReason(produced.text);
+    const summarized = selection.previousSummary ? [selection.previousSummary, ...selection.toCompact] : selection.toCompact;
+    const unusable = unusableReason(produced.text, expectationsFor(summaryConfig.summary, summarized, deps.counter));
     if (unusable) throw new SummarizerFailure(unusable);
     summaryText = produced.text;
   } catch (error) {
@@ -170,7 +295,14 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     });
   }
 
-  const repaired = repairSummary(summaryText, round, task?.text);
+  // The needle ledger, like the file ledger, is kept by the engine: what the summary dropped is appended.
+  const needles = needleLedgerOf(log);
+  const repaired = repairSummary(summaryText, round, task?.text, {
+    ledger: needles,
+    inView: [...selection.pinned, ...selection.kept],
+    summaryTargetTokens: summaryConfig.summary.targetTokens,
+    countText: (value) => deps.counter.countText(value),
+  });
   const summary = `${repaired.text}\n\n${renderFileOperations(request.ledger)}`;
   const entryId = deps.newId();
   const firstKept = selection.kept[0]?.id ?? null;
@@ -184,6 +316,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     tokensBefore,
     tokensAfter: 0,
     fileOperations: request.ledger,
+    needles,
     model,
     durationMs: 0,
     createdAt: deps.clock.now(),
@@ -203,11 +336,10 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
       reason: `Not compacting: the summary would leave ${tokensAfter.toLocaleString('en-US')} tokens, no fewer than the ${tokensBefore.toLocaleString('en-US')} there are now.`,
     };
   }
-  const freed = tokensBefore > 0 ? (tokensBefore - tokensAfter) / tokensBefore : 0;
   const entry: CompactionEntry = {
     ...provisional,
     tokensAfter,
-    lowGain: freed < config.minGainShare,
+    lowGain: lowGain(tokensBefore, tokensAfter, config),
     durationMs: deps.clock.now() - started,
   };
   const record: LogRecord = { type: 'compaction', entry };
@@ -215,11 +347,14 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     status: 'compacted',
     compaction: {
       entry,
-      record,
-      basis: { messageIds: messageIds(log), lastEntryId: lastEntry(log)?.id ?? null },
+      records: [record],
+      basis: { messageIds: messageIds(log), lastEntryId: currentBasis(log) },
       view: modelView([...log, record]),
       repairs: repaired.repairs,
       compactedCount: selection.toCompact.length,
+      tokensBefore,
+      tokensAfter,
+      lowGain: entry.lowGain,
     },
   };
 }
@@ -264,10 +399,10 @@ export function applyCompaction(current: ConversationLog, computed: ComputedComp
   if (ids.length < basis.messageIds.length || basis.messageIds.some((id, i) => ids[i] !== id)) {
     return { ok: false, reason: 'The conversation changed in a way the compaction did not expect (its messages are no longer a prefix).' };
   }
-  if ((lastEntry(current)?.id ?? null) !== basis.lastEntryId) {
+  if (currentBasis(current) !== basis.lastEntryId) {
     return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
   }
-  const log = [...current, computed.record];
+  const log = [...current, ...computed.records];
   return { ok: true, log, view: modelView(log) };
 }
 
@@ -329,6 +464,8 @@ async function summarize(
     previousSummary,
     directive,
     purpose: 'summary',
+    importance: config.importance,
+    total,
   });
   if (window <= 0 || countTokens(single) <= window) {
     request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
@@ -363,6 +500,8 @@ async function summarize(
           messages: batch,
           directive: { ...directive, batch: { index: index + 1, count: batches.length } },
           purpose: 'batch',
+          importance: config.importance,
+          total,
         }),
       config.truncation,
       window,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRecord } from './errors';
 
 /**
  * Every option the seed designs name, with Longrun's defaults. The README maps each seed's
@@ -49,8 +50,11 @@ export const triggerSchema = z
 
 export const keepRecentSchema = z
   .object({
-    /** Keep the recent part by tokens (001) or by a count of messages (000: 10, 004: 5). */
-    mode: z.enum(['tokens', 'messages']).default('tokens'),
+    /**
+     * Keep the recent part by tokens (001), by a count of messages (000: 10, 004: 5), or keep the
+     * newer half of the messages and summarize the oldest half (003).
+     */
+    mode: z.enum(['tokens', 'messages', 'half']).default('tokens'),
     /** 001: 20,000 tokens, or `tokensShare` of the window when that is smaller. */
     tokens: tokens.default(20_000),
     tokensShare: share.default(0.35),
@@ -78,6 +82,18 @@ export const importanceSchema = z
     codeBlockBonus: z.number().default(1.5),
     filePathBonus: z.number().default(1),
     decisionBonus: z.number().default(1),
+    /**
+     * Messages scoring at least this are marked to keep (004 "keep high-importance messages in
+     * full"): sent to the summarizer uncut and listed in the request's keep list, which asks for
+     * them word for word. With the default weights a user message or a tool call needs a few
+     * signals (a path, a code block, a decision, keywords) on top of its role to reach it; routine
+     * tool calls and results stay below it.
+     */
+    keepThreshold: z.number().default(10),
+    /** Most tokens the messages marked to keep may hold together; 0 turns the keep list off. */
+    keepBudgetTokens: tokens.default(400),
+    /** 004 `keep_tool_results`: tool calls and their results are marked to keep whatever their score. */
+    keepToolResults: z.boolean().default(false),
   })
   .prefault({});
 
@@ -93,6 +109,10 @@ export const summarySchema = z
     customPrompt: z.string().default(''),
     /** Role of the summary message in the model's view: 001 uses user, 000 assistant. */
     messageRole: z.enum(['user', 'assistant']).default('user'),
+    /** 001's Progress section (Done / In Progress / Blocked) in the summary template. */
+    progressSection: z.boolean().default(false),
+    /** 003's Preferences, Facts and Previous Discussion sections in the summary template. */
+    factsSections: z.boolean().default(false),
   })
   .prefault({});
 
@@ -107,6 +127,19 @@ export const truncationSchema = z
   })
   .prefault({});
 
+export const pruningSchema = z
+  .object({
+    /**
+     * Replace superseded tool outputs (a file read again or edited since, a listing or search run
+     * again) and old large ones with stubs before summarizing, and instead of a summary when that
+     * is enough.
+     */
+    enabled: z.boolean().default(true),
+    /** An output in the part a summary would replace is pruned from this many tokens on. */
+    largeOutputTokens: z.number().int().min(100).default(1_000),
+  })
+  .prefault({});
+
 export const compactionConfigSchema = z
   .object({
     autoCompact: z.boolean().default(true),
@@ -117,6 +150,7 @@ export const compactionConfigSchema = z
     minMessages: z.number().int().min(0).default(6),
     summary: summarySchema,
     truncation: truncationSchema,
+    pruning: pruningSchema,
     importance: importanceSchema,
     /** A compaction that frees less than this share of the view is reported as low-gain (anti-loop). */
     minGainShare: share.default(0.1),
@@ -135,6 +169,7 @@ export type KeepRecentConfig = CompactionConfig['keepRecent'];
 export type ImportanceConfig = CompactionConfig['importance'];
 export type SummaryConfig = CompactionConfig['summary'];
 export type TruncationConfig = CompactionConfig['truncation'];
+export type PruningConfig = CompactionConfig['pruning'];
 
 export const DEFAULT_CONFIG: CompactionConfig = compactionConfigSchema.parse({});
 
@@ -153,8 +188,8 @@ export interface ConfigProblem {
  */
 export function resolveConfig(input: unknown): { config: CompactionConfig; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
-  let candidate: unknown = isPlainObject(input) ? structuredClone(input) : {};
-  if (input !== undefined && input !== null && !isPlainObject(input)) {
+  let candidate: unknown = isRecord(input) ? structuredClone(input) : {};
+  if (input !== undefined && input !== null && !isRecord(input)) {
     problems.push({ setting: '(compaction settings)', value: input, message: 'expected an object', usedInstead: '(defaults)' });
   }
   // Each pass removes the offending values; a schema of finite depth converges quickly.
@@ -172,7 +207,7 @@ export function resolveConfig(input: unknown): { config: CompactionConfig; probl
         usedInstead: readPath(DEFAULT_CONFIG, path),
       });
     }
-    if (!isPlainObject(candidate)) candidate = {};
+    if (!isRecord(candidate)) candidate = {};
   }
   return { config: DEFAULT_CONFIG, problems };
 }
@@ -191,14 +226,10 @@ function crossCheck(config: CompactionConfig, problems: ConfigProblem[]): Compac
   return config;
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function readPath(root: unknown, path: readonly string[]): unknown {
   let node: unknown = root;
   for (const key of path) {
-    if (!isPlainObject(node) && !Array.isArray(node)) return undefined;
+    if (!isRecord(node) && !Array.isArray(node)) return undefined;
     node = (node as Record<string, unknown>)[key];
   }
   return node;
@@ -217,5 +248,5 @@ function deletePath(root: unknown, path: readonly string[]): void {
   const parentPath = path.slice(0, cut - 1);
   const parent = readPath(root, parentPath);
   const key = path[cut - 1];
-  if (key !== undefined && isPlainObject(parent)) delete parent[key];
+  if (key !== undefined && isRecord(parent)) delete parent[key];
 }

@@ -105,14 +105,21 @@ export function selectForCompaction(view: readonly Message[], options: Selection
 }
 
 function describeKeep(options: SelectionOptions): string {
-  return options.keepRecent.mode === 'messages'
-    ? `the last ${options.keepRecent.messages} messages`
-    : `about ${keepRecentTokens(options.keepRecent, options.limit).toLocaleString('en-US')} recent tokens`;
+  switch (options.keepRecent.mode) {
+    case 'messages':
+      return `the last ${options.keepRecent.messages} messages`;
+    case 'half':
+      return 'the newer half of the messages';
+    case 'tokens':
+      return `about ${keepRecentTokens(options.keepRecent, options.limit).toLocaleString('en-US')} recent tokens`;
+  }
 }
 
 /** The cut (index of the first kept message) that keeps the configured recent part. */
 function targetCut(body: readonly Message[], suffix: readonly number[], options: SelectionOptions): number {
   if (options.keepRecent.mode === 'messages') return Math.max(0, body.length - options.keepRecent.messages);
+  // 003: the oldest half is summarized (the split point rounds down, so an odd count keeps one more).
+  if (options.keepRecent.mode === 'half') return Math.floor(body.length / 2);
   const keep = keepRecentTokens(options.keepRecent, options.limit);
   // The largest cut whose kept part holds at least `keep` tokens (all of it if the body is smaller).
   for (let c = body.length; c >= 0; c--) if ((suffix[c] ?? 0) >= keep) return c;

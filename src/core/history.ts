@@ -1,12 +1,14 @@
 import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
 import type { StoredTokens } from './message-tokens';
 import { text, type Message } from './messages';
+import type { NeedleLedger } from './needles';
+import { withStubs, type PruningEntry } from './pruning';
 import type { ReportedUsage } from './usage-calibration';
 
 /**
- * A conversation is an append-only log: messages, compaction entries and undo marks. Nothing is
- * ever removed from it; the history the model sees (`modelView`) is derived from it, so every
- * compaction can be shown, undone or re-run from the originals (seeds 000 and 001).
+ * A conversation is an append-only log: messages, compaction entries, prunings and undo marks.
+ * Nothing is ever removed from it; the history the model sees (`modelView`) is derived from it, so
+ * every compaction and pruning can be shown, undone or re-run from the originals (seeds 000 and 001).
  */
 
 export type CompactionReason = 'threshold' | 'overflow' | 'manual';
@@ -45,6 +47,21 @@ export interface CompactionEntry {
   readonly focus?: string;
   /** Why the summarizer's text was not used, when `fallback` is true. */
   readonly failure?: string;
+  /** The pruning made just before this summary, in the same compaction: undone with it. */
+  readonly pruningId?: string;
+  /**
+   * The cumulative needle ledger (the user's constraints, errors hit, open tasks) through the last
+   * message of the snapshot, so the next compaction scans only what came after. Absent in entries
+   * from before it was kept: the next compaction then scans the whole log.
+   */
+  readonly needles?: NeedleLedger;
+  /**
+   * Set when the user wrote this summary by editing the one in force ("Edit summary"): the id of
+   * the compaction it belongs to (the summarizer's entry, never another edit). Everything but the
+   * summary is that compaction's, so the view is the same but for the summary, and undoing this
+   * entry brings back the summary it replaced.
+   */
+  readonly editOf?: string;
 }
 
 export type LogRecord =
@@ -55,6 +72,9 @@ export type LogRecord =
       readonly tokens?: StoredTokens;
     }
   | { readonly type: 'compaction'; readonly entry: CompactionEntry }
+  /** Tool outputs replaced by stubs in the model's view (see `pruning.ts`). */
+  | { readonly type: 'pruning'; readonly entry: PruningEntry }
+  /** Undoes the compaction or pruning with this id. */
   | { readonly type: 'undo'; readonly entryId: string; readonly at: number }
   /** Token usage a provider reported, to calibrate the count after a reload. */
   | { readonly type: 'usage'; readonly usage: ReportedUsage }
@@ -96,17 +116,52 @@ export function summaryMessage(entry: CompactionEntry): Message {
 
 const summaryMessages = new WeakMap<CompactionEntry, Message>();
 
-/** The entries in force, oldest first: every compaction not undone since. */
-export function activeEntries(log: ConversationLog): CompactionEntry[] {
-  const active: CompactionEntry[] = [];
+/** A compaction or a pruning in force. */
+export type ActiveStep =
+  | { readonly kind: 'compaction'; readonly entry: CompactionEntry }
+  | { readonly kind: 'pruning'; readonly entry: PruningEntry };
+
+/** The compactions and prunings in force, oldest first: every one not undone since. */
+export function activeSteps(log: ConversationLog): ActiveStep[] {
+  const active: ActiveStep[] = [];
   for (const record of log) {
-    if (record.type === 'compaction') active.push(record.entry);
+    if (record.type === 'compaction') active.push({ kind: 'compaction', entry: record.entry });
+    else if (record.type === 'pruning') active.push({ kind: 'pruning', entry: record.entry });
     else if (record.type === 'undo') {
-      const at = active.findIndex((e) => e.id === record.entryId);
+      const at = active.findIndex((s) => s.entry.id === record.entryId);
       if (at >= 0) active.splice(at, 1);
     }
   }
   return active;
+}
+
+/** The entries in force, oldest first: every compaction not undone since. */
+export function activeEntries(log: ConversationLog): CompactionEntry[] {
+  return activeSteps(log).flatMap((s) => (s.kind === 'compaction' ? [s.entry] : []));
+}
+
+/** The prunings in force, oldest first. */
+export function activePrunings(log: ConversationLog): PruningEntry[] {
+  return activeSteps(log).flatMap((s) => (s.kind === 'pruning' ? [s.entry] : []));
+}
+
+/**
+ * The last compaction as the user asked for it: a summary, a pruning alone, or a pruning and the
+ * summary made right after it in the same compaction.
+ */
+export interface CompactionStep {
+  readonly compaction?: CompactionEntry;
+  readonly pruning?: PruningEntry;
+}
+
+/** The last compaction in force (see `CompactionStep`), from the steps in force oldest first. */
+export function lastStep(steps: readonly ActiveStep[]): CompactionStep | undefined {
+  const last = steps.at(-1);
+  if (!last) return undefined;
+  if (last.kind === 'pruning') return { pruning: last.entry };
+  const before = steps.at(-2);
+  const linked = before?.kind === 'pruning' && before.entry.id === last.entry.pruningId;
+  return linked ? { compaction: last.entry, pruning: before.entry } : { compaction: last.entry };
 }
 
 export function lastEntry(log: ConversationLog): CompactionEntry | undefined {
@@ -214,15 +269,20 @@ export class ToolPairing {
 /**
  * The model's view of a log that only grows, kept up to date record by record: equal to
  * `modelView(log)` after every `update`, at the cost of what was appended. A message appended after
- * the compaction in force joins the end of the view; a compaction or an undo (and the rare message
- * that moves where the kept part begins) has the view derived anew, once.
+ * the compaction in force joins the end of the view; a compaction, a pruning or an undo (and the
+ * rare message that moves where the kept part begins) has the view derived anew, once.
  */
 export class LiveModelView {
   private log: ConversationLog | undefined;
   /** Records of `log` taken into account. */
   private seen = 0;
   private readonly active: CompactionEntry[] = [];
+  private readonly prunings: PruningEntry[] = [];
+  /** Compactions and prunings in force, in log order. */
+  private readonly steps: ActiveStep[] = [];
   private removed = new Set<string>();
+  /** The stubs of the prunings in force, by message id, then tool call id. */
+  private stubs = new Map<string, Map<string, string>>();
   /** The first kept message the entry in force names but the log did not hold when it was derived. */
   private awaitedKeptId: string | null = null;
   private pairing = new ToolPairing();
@@ -265,6 +325,16 @@ export class LiveModelView {
     return this.active;
   }
 
+  /** The prunings in force, oldest first, as `activePrunings` gives them. */
+  prunedBy(): readonly PruningEntry[] {
+    return this.prunings;
+  }
+
+  /** The compactions and prunings in force, in log order, as `activeSteps` gives them. */
+  activeSteps(): readonly ActiveStep[] {
+    return this.steps;
+  }
+
   /** Whether the log holds any message. */
   hasMessages(): boolean {
     return this.messageCount > 0;
@@ -274,6 +344,8 @@ export class LiveModelView {
     this.log = log;
     this.seen = 0;
     this.active.length = 0;
+    this.prunings.length = 0;
+    this.steps.length = 0;
     this.messageCount = 0;
     this.stale = true;
   }
@@ -284,14 +356,21 @@ export class LiveModelView {
       if (this.stale) return;
       // The first kept message arriving late moves where the kept part begins, removed or not.
       if (this.awaitedKeptId !== null && record.message.id === this.awaitedKeptId) this.stale = true;
-      else if (!this.removed.has(record.message.id)) this.pairing.push(record.message);
+      else if (!this.removed.has(record.message.id)) this.pairing.push(this.shown(record.message));
     } else if (record.type === 'compaction') {
       this.active.push(record.entry);
+      this.steps.push({ kind: 'compaction', entry: record.entry });
+      this.stale = true;
+    } else if (record.type === 'pruning') {
+      this.prunings.push(record.entry);
+      this.steps.push({ kind: 'pruning', entry: record.entry });
       this.stale = true;
     } else if (record.type === 'undo') {
-      const at = this.active.findIndex((e) => e.id === record.entryId);
+      const at = this.steps.findIndex((s) => s.entry.id === record.entryId);
       if (at >= 0) {
-        this.active.splice(at, 1);
+        const [step] = this.steps.splice(at, 1);
+        const list: Array<{ readonly id: string }> = step!.kind === 'compaction' ? this.active : this.prunings;
+        list.splice(list.findIndex((e) => e.id === record.entryId), 1);
         this.stale = true;
       }
     }
@@ -304,9 +383,17 @@ export class LiveModelView {
     this.pairing = new ToolPairing();
     this.removed = new Set();
     this.awaitedKeptId = null;
+    this.stubs = new Map();
+    for (const pruning of this.prunings) {
+      for (const output of pruning.outputs) {
+        let byCall = this.stubs.get(output.messageId);
+        if (!byCall) this.stubs.set(output.messageId, (byCall = new Map()));
+        byCall.set(output.toolCallId, output.stub);
+      }
+    }
     const last = this.active.at(-1);
     if (!last) {
-      for (const record of log) if (record.type === 'message') this.pairing.push(record.message);
+      for (const record of log) if (record.type === 'message') this.pairing.push(this.shown(record.message));
       return;
     }
     for (const entry of this.active) for (const id of entry.compactedMessageIds) this.removed.add(id);
@@ -324,11 +411,17 @@ export class LiveModelView {
     const after: Message[] = [];
     log.forEach((record, index) => {
       if (record.type !== 'message' || this.removed.has(record.message.id)) return;
-      if (index < keptFrom && (index < takenUpTo || record.message.role === 'system')) this.pairing.push(record.message);
-      else after.push(record.message);
+      if (index < keptFrom && (index < takenUpTo || record.message.role === 'system')) this.pairing.push(this.shown(record.message));
+      else after.push(this.shown(record.message));
     });
     this.pairing.push(summaryMessage(last));
     for (const message of after) this.pairing.push(message);
+  }
+
+  /** A message as the view shows it: with the outputs a pruning in force replaced by their stubs. */
+  private shown(message: Message): Message {
+    const stubs = this.stubs.get(message.id);
+    return stubs ? withStubs(message, stubs) : message;
   }
 }
 
@@ -346,11 +439,12 @@ function afterLastTaken(log: ConversationLog, entry: CompactionEntry, end: numbe
 }
 
 /**
- * The compaction state the model's view is in: the id of the entry in force, null before any.
+ * The compaction state the model's view is in: the id of the latest compaction or pruning in force,
+ * null before any.
  * A request records it when sent; usage reported under another basis no longer describes the view.
  */
 export function currentBasis(log: ConversationLog): string | null {
-  return lastEntry(log)?.id ?? null;
+  return activeSteps(log).at(-1)?.entry.id ?? null;
 }
 
 /** Every usage report in the log, oldest first. */
@@ -365,11 +459,24 @@ export function nextRound(log: ConversationLog): number {
   return (lastEntry(log)?.round ?? 0) + 1;
 }
 
-/** The record that undoes the last compaction in force, or why there is none. */
+/** The record that undoes the last compaction entry in force (prunings aside), or why there is none. */
 export function undoLastCompaction(log: ConversationLog, at: number): LogRecord | { error: string } {
   const last = lastEntry(log);
   if (!last) return { error: 'There is no compaction to undo.' };
   return { type: 'undo', entryId: last.id, at };
+}
+
+/**
+ * The records that undo the last compaction in force as the user asked for it (see `lastStep`): its
+ * summary and the pruning made with it, or a pruning alone; or why there is none.
+ */
+export function undoLastStep(log: ConversationLog, at: number): { readonly records: LogRecord[]; readonly step: CompactionStep } | { readonly error: string } {
+  const step = lastStep(activeSteps(log));
+  if (!step) return { error: 'There is no compaction to undo.' };
+  const records: LogRecord[] = [];
+  if (step.compaction) records.push({ type: 'undo', entryId: step.compaction.id, at });
+  if (step.pruning) records.push({ type: 'undo', entryId: step.pruning.id, at });
+  return { records, step };
 }
 
 /** The first thing the user asked, verbatim: the seeds' "Original Task". */

@@ -106,6 +106,78 @@ export function scoreGroup(
   return best;
 }
 
+/**
+ * The keep list (004 "keep high-importance messages in full"): positions of the messages that score
+ * at least `keepThreshold`, or that call tools or carry their results when `keepToolResults` is on,
+ * taken highest score first (the newer first on a tie) while their `measure`d tokens fit
+ * `keepBudgetTokens` together; a message too large for what is left is passed over for smaller
+ * ones. Returned in conversation order. Nothing is kept with a budget of 0.
+ */
+export function selectToKeep(
+  items: readonly { readonly message: Message; readonly position: number }[],
+  total: number,
+  config: ImportanceConfig,
+  measure: (message: Message, position: number) => number,
+): number[] {
+  if (config.keepBudgetTokens <= 0) return [];
+  const candidates: { position: number; score: number; message: Message }[] = [];
+  for (const { message, position } of items) {
+    const toolTraffic = config.keepToolResults && (toolCalls(message).length > 0 || toolResults(message).length > 0);
+    // Most messages cannot reach the threshold: a bound from cheap checks spares them the full score.
+    if (!toolTraffic && scoreBound(message, position, total, config) < config.keepThreshold) continue;
+    const score = scoreMessage(message, position, total, config);
+    if (score >= config.keepThreshold || toolTraffic) candidates.push({ position, score: toolTraffic ? Math.max(score, config.keepThreshold) : score, message });
+  }
+  candidates.sort((a, b) => b.score - a.score || b.position - a.position);
+  let left = config.keepBudgetTokens;
+  const kept: number[] = [];
+  for (const candidate of candidates) {
+    const tokens = measure(candidate.message, candidate.position);
+    if (tokens > left) continue;
+    left -= tokens;
+    kept.push(candidate.position);
+  }
+  return kept.sort((a, b) => a - b);
+}
+
+/**
+ * A score no lower than `scoreMessage`'s, from checks that only look for characters: a keyword
+ * counts when its letters occur anywhere (the real match needs a word start), a path when the text
+ * has a dot or a slash, a code block when it has a fence, a question when it has a question mark, a
+ * decision whenever there is prose. Negative bonuses count as 0.
+ */
+function scoreBound(message: Message, index: number, total: number, config: ImportanceConfig): number {
+  const prose = messageText(message);
+  const calls = toolCalls(message);
+  const haystack = [prose, ...toolResults(message).map((r) => plainText(r.output))].join('\n');
+  const inputs = calls.map((c) => plainText(c.input)).join('\n');
+  const lower = haystack.toLowerCase();
+  const bonus = (value: number): number => Math.max(0, value);
+  let bound = roleWeight(message.role, config) + config.recencyWeight * config.recencyDecay ** Math.max(0, total - 1 - index);
+  if (prose.includes('?')) bound += bonus(config.questionBonus);
+  if (calls.length > 0) bound += config.toolCallBonus;
+  let hits = 0;
+  for (const keyword of lowerKeywords(config.keywords)) if (lower.includes(keyword)) hits++;
+  bound += hits * bonus(config.keywordBonus);
+  bound += Math.min(config.lengthCap, Math.floor(prose.length / 100) * config.lengthPer100Chars);
+  if (prose.includes('```')) bound += bonus(config.codeBlockBonus);
+  if (/[./\\]/.test(haystack) || /[./\\]/.test(inputs)) bound += bonus(config.filePathBonus);
+  if (prose.trim() !== '') bound += bonus(config.decisionBonus);
+  return bound;
+}
+
+const lowerKeywordLists = new WeakMap<readonly string[], readonly string[]>();
+
+/** The distinct keywords in lower case, made once per configuration. */
+function lowerKeywords(keywords: readonly string[]): readonly string[] {
+  let lower = lowerKeywordLists.get(keywords);
+  if (lower === undefined) {
+    lower = [...new Set(keywords.map((k) => k.toLowerCase()))];
+    lowerKeywordLists.set(keywords, lower);
+  }
+  return lower;
+}
+
 const JSON_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|([\s\S]))/g;
 const JSON_ESCAPES: Readonly<Record<string, string>> = { n: '\n', r: '\r', t: '\t', b: ' ', f: ' ' };
 

@@ -1,5 +1,5 @@
 import type { LogRecord } from './history';
-import { stringifyOutput, type Message } from './messages';
+import { stringifyOutput, type Message, type ToolResultPart } from './messages';
 import { charEstimator, type TextTokenizer } from './tokenizer';
 
 /** Fixed costs that chat formats add around the text they carry. */
@@ -64,6 +64,16 @@ export class MessageTokenCounter {
     const counted = known !== undefined ? known + this.framing(message) : this.measure(message);
     this.cache.set(message, counted);
     return counted;
+  }
+
+  /**
+   * The tokens of one tool output of `message`, as `countMessage` counts it: taken from the message's
+   * own count (remembered, or stored with it) when the output is all the message holds, which is the
+   * common case, so that looking at every output of a long conversation tokenizes nothing again.
+   */
+  countToolOutput(message: Message, part: ToolResultPart): number {
+    if (message.content.length === 1 && message.content[0] === part) return this.countMessage(message) - this.framing(message);
+    return this.countDerived(part, 'output', () => stringifyOutput(part.output));
   }
 
   countMessages(messages: readonly Message[]): number {

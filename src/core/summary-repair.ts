@@ -1,22 +1,110 @@
-import { summaryHeading } from './summary-request';
+import type { SummaryConfig } from './config';
+import type { Message } from './messages';
+import type { MessageTokenCounter } from './message-tokens';
+import { keepNeedles, stripKeptNeedles, type KeptNeedles, type NeedleLedger } from './needles';
+import { summaryHeading, summarySections } from './summary-request';
 
 /**
  * Checks a model-written summary before it replaces anything, and repairs what can be repaired
- * deterministically: the summary must exist, the user's original task must be in it verbatim (up
- * to a cap), and no file lists of its own may remain: the file ledger is never left to the model,
- * it is appended separately, so exactly one pair ends every summary.
+ * deterministically: the summary must be text of a plausible length in the template's shape, the
+ * user's original task must be in it verbatim (up to a cap), no file lists or kept needles of its
+ * own may remain (the file ledger and the needle ledger are never left to the model: they are
+ * appended by the engine, so exactly one of each ends every summary), and the needles the summary
+ * left out are appended word for word.
  */
 
 const MIN_USABLE_CHARS = 40;
 
+/** A summary under this share of the expected length is rejected (80 tokens for an 800-token target). */
+export const MIN_EXPECTED_SHARE = 0.1;
+
+/** Letters must be at least this share of the visible characters (tables and code stay well above). */
+const MIN_LETTER_SHARE = 0.3;
+
+/** Control, replacement, private-use and unassigned characters may be at most this share. */
+const MAX_NOISE_SHARE = 0.1;
+
 /** The original task is kept verbatim up to this many tokens; the rest is summarized like any content. */
 export const ORIGINAL_TASK_MAX_TOKENS = 2_000;
 
-export function unusableReason(summary: string): string | undefined {
+/** What a whole summary is checked against, beyond being text. */
+export interface SummaryExpectations {
+  /** About how many tokens the summary should have: the target, or what it summarizes when that is less. */
+  readonly expectedTokens: number;
+  readonly countText: (value: string) => number;
+  /** The template's section names: a summary with none of them as a heading is rejected. */
+  readonly sections: readonly string[];
+}
+
+/** The expectations for a summary of `input` (the messages summarized and the previous summary). */
+export function expectationsFor(summary: SummaryConfig, input: readonly Message[], counter: MessageTokenCounter): SummaryExpectations {
+  return {
+    expectedTokens: Math.min(summary.targetTokens, counter.countMessages(input)),
+    countText: (value) => counter.countText(value),
+    sections: summarySections(summary),
+  };
+}
+
+/**
+ * Why a summary cannot be used, or `undefined` when it can. Every summary must hold text: letters,
+ * and not mostly control or replacement characters (a broken stream or a wrong encoding). With
+ * `expected` (a whole summary, not one batch of several) it must also reach a tenth of the expected
+ * length and have at least one of the template's section headings. The reason is stored with the
+ * fallback summary used instead and shown to the user.
+ */
+export function unusableReason(summary: string, expected?: SummaryExpectations): string | undefined {
   const trimmed = summary.trim();
   if (!trimmed) return 'the summarizer returned no text';
+  const chars = [...trimmed];
+  const visible = chars.filter((c) => !/\s/u.test(c)).length;
+  const letters = chars.filter((c) => /\p{L}/u.test(c)).length;
+  const noise = chars.filter((c) => NOISE.test(c)).length;
+  if (letters === 0) return `the summarizer's text was rejected: it has no letters (${describeChars(chars.length, noise)})`;
+  if (noise > chars.length * MAX_NOISE_SHARE) {
+    return `the summarizer's text was rejected: it is mostly not text (${noise} of its ${chars.length} characters are control or replacement characters)`;
+  }
+  if (letters < visible * MIN_LETTER_SHARE) {
+    return `the summarizer's text was rejected: it is mostly not text (only ${letters} of its ${visible} visible characters are letters)`;
+  }
   if (trimmed.length < MIN_USABLE_CHARS) return `the summarizer returned only ${trimmed.length} characters`;
+  if (!expected) return undefined;
+  const tokens = expected.countText(trimmed);
+  const floor = Math.ceil(expected.expectedTokens * MIN_EXPECTED_SHARE);
+  if (tokens < floor) {
+    return `the summarizer's text was rejected: it has ${tokens} tokens, under a tenth of the ${expected.expectedTokens} expected`;
+  }
+  if (expected.sections.length > 0 && !hasAnyHeading(trimmed, expected.sections)) {
+    return `the summarizer's text was rejected: it has none of the template's headings (${expected.sections.map((s) => `"${s}"`).join(', ')})`;
+  }
   return undefined;
+}
+
+/** Control characters other than line breaks and tabs, the replacement character, private-use and unassigned code points. */
+const NOISE = /[\p{Cc}\p{Co}\p{Cn}\uFFFD](?<![\n\r\t])/u;
+
+function describeChars(total: number, noise: number): string {
+  if (noise === total) return `${total} characters, all of them control or replacement characters`;
+  return noise > 0 ? `${total} characters, ${noise} of them control or replacement characters` : `${total} characters`;
+}
+
+/** Loose on form (`### Facts`, `**Facts**`, `Facts:`, any case, "&" or "and"), strict on the name. */
+function hasAnyHeading(text: string, sections: readonly string[]): boolean {
+  const names = sections.map(headingKey);
+  return text.split('\n').some((line) => {
+    const marked = /^\s{0,3}#{1,6}\s/.test(line) || /^\s*(?:\*\*|__)/.test(line) || /:\s*$/.test(line);
+    if (!marked) return false;
+    const key = headingKey(line);
+    return names.some((name) => key.startsWith(name));
+  });
+}
+
+function headingKey(value: string): string {
+  return value
+    .toLowerCase()
+    .replace(/&/g, ' and ')
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim()
+    .replace(/^\d+ /, '');
 }
 
 export interface BoundedTask {
@@ -55,7 +143,22 @@ export interface Repaired {
   readonly text: string;
   /** What was added or removed, for the log. */
   readonly repairs: readonly string[];
+  /** The needles appended because the summary left them out (none without a ledger). */
+  readonly needles?: KeptNeedles;
 }
+
+/** The needle ledger and what the check needs besides the summary. */
+export interface NeedleCheck {
+  readonly ledger: NeedleLedger;
+  /** The messages that stay in the model's view beside the summary: a needle in them is not missing. */
+  readonly inView: readonly Message[];
+  /** The summary's target length: the appended block takes at most half of it. */
+  readonly summaryTargetTokens: number;
+  readonly countText: (value: string) => number;
+}
+
+/** The share of the summary's target the kept needles may take. */
+export const NEEDLE_BUDGET_SHARE = 0.5;
 
 const ORIGINAL_TASK_SECTION = /^###\s*Original Task\b/i;
 const NEXT_HEADING = /^#{1,3}\s/;
@@ -63,15 +166,22 @@ const NEXT_HEADING = /^#{1,3}\s/;
 /**
  * Repairs a summary: its heading, the original task verbatim in its own section (whatever the model
  * wrote there is replaced, so a model that copied a long task in full does not grow the summary),
- * and no file lists of the model's own (or quoted from an earlier summary).
+ * no file lists or kept needles of the model's own (or quoted from an earlier summary), and, given
+ * the needle ledger, a `<kept-needles>` block at its end with every needle it left out.
  */
-export function repairSummary(summary: string, round: number, originalTask: string | undefined): Repaired {
+export function repairSummary(summary: string, round: number, originalTask: string | undefined, needles?: NeedleCheck): Repaired {
   const repairs: string[] = [];
   let text = summary.trim();
   const stripped = stripFileOperations(text);
   if (stripped !== text) {
     text = stripped;
     repairs.push('earlier file lists removed');
+  }
+  // Removed before the check: a copied block must not count as the summary keeping its needles.
+  const unkept = stripKeptNeedles(text);
+  if (unkept !== text) {
+    text = unkept;
+    repairs.push('earlier kept needles removed');
   }
   const heading = summaryHeading(round);
   if (!text.includes(heading)) {
@@ -83,7 +193,13 @@ export function repairSummary(summary: string, round: number, originalTask: stri
     if (!normalised(text).includes(normalised(originalTask))) repairs.push('original task');
     text = replaced;
   }
-  return { text, repairs };
+  if (!needles) return { text, repairs };
+  const kept = keepNeedles({ ledger: needles.ledger, summary: text, inView: needles.inView, budgetTokens: Math.floor(needles.summaryTargetTokens * NEEDLE_BUDGET_SHARE), countText: needles.countText });
+  if (kept.block) {
+    text = `${text}\n\n${kept.block}`;
+    repairs.push(`${kept.kept.length} needle${kept.kept.length === 1 ? '' : 's'} kept verbatim${kept.leftOut > 0 ? `, ${kept.leftOut} left out for length` : ''}`);
+  }
+  return { text, repairs, needles: kept };
 }
 
 function setTaskSection(text: string, heading: string, task: string): string {

@@ -1,8 +1,10 @@
-import type { SummaryConfig, TruncationConfig } from './config';
+import type { ImportanceConfig, SummaryConfig, TruncationConfig } from './config';
 import { isSummaryMessage, SUMMARY_PREFIX } from './history';
+import { selectToKeep } from './importance';
 import type { MessageTokenCounter } from './message-tokens';
 import { stringifyOutput, type Message } from './messages';
 import type { SummaryRequest, SummaryRequestMessage } from './ports';
+import { estimateTokens } from './tokenizer';
 
 /**
  * The summary request, built as structured messages rather than one interpolated string (002):
@@ -18,6 +20,7 @@ export const DEFAULT_SYSTEM_PROMPT = [
   'Be exact about file paths, commands, error messages, names and numbers. Be dense: bullet points and tables, no filler.',
 ].join('\n');
 
+/** The sections every summary has, in order (000, 001 and 003 combined). */
 export const SUMMARY_SECTIONS = [
   'Original Task',
   'Completed Work',
@@ -28,6 +31,28 @@ export const SUMMARY_SECTIONS = [
   'User Preferences and Constraints',
   'Next Steps',
 ] as const;
+
+/** 001's progress section, when `summary.progressSection` is on. */
+export const PROGRESS_SECTIONS = ['Progress'] as const;
+
+/** 003's sections, when `summary.factsSections` is on. */
+export const FACTS_SECTIONS = ['Preferences', 'Facts', 'Previous Discussion'] as const;
+
+export type SummarySection = (typeof SUMMARY_SECTIONS)[number] | (typeof PROGRESS_SECTIONS)[number] | (typeof FACTS_SECTIONS)[number];
+
+/**
+ * The sections of the summary template, in order: the standard ones, with Progress after Current
+ * State and Preferences, Facts and Previous Discussion before Next Steps when they are on.
+ */
+export function summarySections(summary: SummaryConfig): readonly SummarySection[] {
+  const sections: SummarySection[] = [];
+  for (const section of SUMMARY_SECTIONS) {
+    if (section === 'Next Steps' && summary.factsSections) sections.push(...FACTS_SECTIONS);
+    sections.push(section);
+    if (section === 'Current State' && summary.progressSection) sections.push(...PROGRESS_SECTIONS);
+  }
+  return sections;
+}
 
 export interface DirectiveOptions {
   readonly round: number;
@@ -40,6 +65,8 @@ export interface DirectiveOptions {
   readonly batch?: { readonly index: number; readonly count: number };
   /** True when the latest user request is kept verbatim after the summary. */
   readonly splitTurn?: boolean;
+  /** Positions ([#n]) of the messages to carry into the summary word for word: the keep list. */
+  readonly keep?: readonly number[];
 }
 
 export function summaryHeading(round: number): string {
@@ -68,6 +95,11 @@ export function buildDirective(options: DirectiveOptions): string {
   if (summary.preserveFilePaths) lines.push('Name every file by its full workspace path.');
   lines.push(depthInstruction(summary.depth));
   lines.push(`Keep the summary under about ${summary.targetTokens} tokens.`);
+  if (options.keep && options.keep.length > 0) {
+    lines.push(
+      `KEEP VERBATIM: ${options.keep.map((n) => `[#${n}]`).join(', ')}. These messages matter most (code, file paths, decisions, tool calls): carry what they say into the sections they belong to word for word, not paraphrased.`,
+    );
+  }
   if (options.focus?.trim()) {
     lines.push('', `The user asks this summary to focus on: ${options.focus.trim()}`);
   }
@@ -76,7 +108,7 @@ export function buildDirective(options: DirectiveOptions): string {
     lines.push('The latest user request is kept verbatim after your summary; summarize the work already done on it under Current State.');
   }
   lines.push('', 'Write exactly these sections, in this order, in Markdown:', '', summaryHeading(options.round));
-  for (const section of SUMMARY_SECTIONS) lines.push(`### ${section}`, sectionHint(section));
+  for (const section of summarySections(summary)) lines.push(`### ${section}`, sectionHint(section));
   if (options.originalTask) {
     lines.push('', 'The Original Task, to be copied verbatim into its section:', '<original-task>', options.originalTask, '</original-task>');
   }
@@ -94,7 +126,7 @@ function depthInstruction(depth: SummaryConfig['depth']): string {
   }
 }
 
-function sectionHint(section: (typeof SUMMARY_SECTIONS)[number]): string {
+function sectionHint(section: SummarySection): string {
   switch (section) {
     case 'Original Task':
       return "The user's original request, verbatim.";
@@ -112,6 +144,14 @@ function sectionHint(section: (typeof SUMMARY_SECTIONS)[number]): string {
       return '- Everything the user asked to do, avoid or keep, in their words.';
     case 'Next Steps':
       return '1. The very next actions, in order.';
+    case 'Progress':
+      return '- Done: …\n- In Progress: …\n- Blocked: … (and on what)';
+    case 'Preferences':
+      return '- How the user likes the work done (style, tools, wording), beyond the constraints above.';
+    case 'Facts':
+      return '- Facts established about the project and its environment: names, versions, numbers, locations.';
+    case 'Previous Discussion':
+      return 'What was discussed, oldest first, in a few sentences.';
   }
 }
 
@@ -218,7 +258,22 @@ export interface RequestParts {
   readonly previousSummary?: Message;
   readonly directive: DirectiveOptions;
   readonly purpose: SummaryRequest['purpose'];
+  /**
+   * The importance weights and keep options. With them, the messages above the keep threshold
+   * (within its budget) are named in the directive's keep list, and a whole summary sends them
+   * uncut; without them there is no keep list.
+   */
+  readonly importance?: ImportanceConfig;
+  /** Messages in the model's view, for the recency of each position; the highest position + 1 when absent. */
+  readonly total?: number;
 }
+
+/** Limits that cut nothing: how a message on the keep list is rendered in a whole summary's request. */
+export const UNCUT: TruncationConfig = {
+  resultChars: Number.POSITIVE_INFINITY,
+  hugeResultChars: Number.POSITIVE_INFINITY,
+  messageChars: Number.POSITIVE_INFINITY,
+};
 
 export function systemPrompt(summary: SummaryConfig): string {
   return summary.customPrompt.trim() ? summary.customPrompt : DEFAULT_SYSTEM_PROMPT;
@@ -239,8 +294,14 @@ export function buildSummaryRequest(parts: RequestParts): SummaryRequest {
   if (parts.previousSummary && isSummaryMessage(parts.previousSummary)) {
     messages.push({ role: 'system', content: `Previous summary of the conversation:\n\n${previousSummaryText(parts.previousSummary)}` });
   }
-  for (const item of parts.messages) messages.push(renderMessage(item.message, item.position, item.truncation ?? parts.truncation));
-  messages.push({ role: 'user', content: buildDirective(parts.directive) });
+  const keep = keepList(parts);
+  // Only a whole summary sends them uncut: its size is checked as built, while batches are planned
+  // from the configured limits and must not grow past what was measured.
+  const uncut = parts.purpose === 'summary' ? new Set(keep) : new Set<number>();
+  for (const item of parts.messages) {
+    messages.push(renderMessage(item.message, item.position, uncut.has(item.position) ? UNCUT : (item.truncation ?? parts.truncation)));
+  }
+  messages.push({ role: 'user', content: buildDirective(keep.length > 0 ? { ...parts.directive, keep } : parts.directive) });
   return {
     system: systemPrompt(parts.summary),
     messages,
@@ -248,6 +309,16 @@ export function buildSummaryRequest(parts: RequestParts): SummaryRequest {
     temperature: parts.summary.temperature,
     purpose: parts.purpose,
   };
+}
+
+/** The positions of the messages on the keep list, in order (see `selectToKeep`). */
+function keepList(parts: RequestParts): number[] {
+  if (!parts.importance || parts.messages.length === 0) return [];
+  const total = parts.total ?? Math.max(...parts.messages.map((item) => item.position)) + 1;
+  // Measured as they would be sent uncut, by the chars/4 estimate: the budget is a bound on what the
+  // summary is asked to copy, not an exact count.
+  const measure = (message: Message, position: number): number => estimateTokens(renderMessage(message, position, UNCUT).content);
+  return selectToKeep(parts.messages, total, parts.importance, measure);
 }
 
 /**

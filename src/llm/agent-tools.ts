@@ -26,7 +26,27 @@ export interface AgentToolOptions {
   readonly maxResultChars?: number;
   /** Called after each successful read, create and edit. */
   readonly onFileEvent?: (event: AgentFileEvent) => void;
+  /** The conversation's archive, for the `recall` tool; without it the tool is not offered. */
+  readonly recall?: RecallPort;
 }
+
+/** What the `recall` tool asks: words, a file path, or both, and the longest answer in tokens. */
+export interface RecallRequest {
+  readonly query?: string;
+  readonly path?: string;
+  readonly maxTokens?: number;
+}
+
+/**
+ * Searches what compaction and pruning took out of the model's view of the conversation, and
+ * answers with the matching originals as text for the model (cut to the budget, saying what was cut).
+ */
+export interface RecallPort {
+  recall(request: RecallRequest): string | Promise<string>;
+}
+
+/** Most tokens the model may ask `recall` for; the conversation may cap it lower for a small window. */
+export const MAX_RECALL_TOKENS = 16_000;
 
 export const DEFAULT_MAX_RESULT_CHARS = 20_000;
 
@@ -104,6 +124,18 @@ const editFileInput = z.object({
     )
     .min(1)
     .describe('Replacements, all located in the current file text and applied together.'),
+});
+
+const recallInput = z.object({
+  query: z.string().optional().describe('Words the earlier message holds (all of them), e.g. a function name, an error text, or the id a pruned output names.'),
+  path: z.string().optional().describe('A workspace-relative file path: earlier reads and edits of that file, and messages that mention it.'),
+  maxTokens: z
+    .number()
+    .int()
+    .min(100)
+    .max(MAX_RECALL_TOKENS)
+    .optional()
+    .describe('Longest answer in tokens (default 4,000, less in a small context window).'),
 });
 
 const runCommandInput = z.object({
@@ -187,6 +219,22 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
         }),
     }),
   };
+
+  if (options.recall) {
+    const archive = options.recall;
+    tools['recall'] = tool({
+      description:
+        'Search the earlier parts of this conversation that were summarized or pruned to save room (stubs say "[Pruned by Longrun: …]"), and get the original messages back: tool outputs, file contents as they were read, earlier answers. Give words, a file path, or both. The answer is cut to a token budget and says what it left out.',
+      inputSchema: recallInput,
+      execute: (input) =>
+        run(async () => {
+          const query = input.query?.trim();
+          const path = input.path?.trim();
+          if (!query && !path) throw new ToolFailure('Give query (words to look for) or path (a file), or both.');
+          return archive.recall({ ...(query ? { query } : {}), ...(path ? { path } : {}), ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}) });
+        }),
+    });
+  }
 
   if (options.readOnly) return tools;
 

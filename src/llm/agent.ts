@@ -57,6 +57,11 @@ export interface AgentUi {
 export interface AgentTurnOptions {
   readonly model: LanguageModel;
   readonly system: string;
+  /**
+   * The system prompt as it should be now, asked before every step after the first: a compaction in
+   * the middle of the turn may change it (the model is then told about the `recall` tool).
+   */
+  readonly systemNow?: () => string;
   readonly tools: ToolSet;
   readonly maxSteps: number;
   readonly signal: AbortSignal;
@@ -109,7 +114,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     ui.compacted(outcome, reason);
     if (outcome.status === 'compacted') {
       compactions++;
-      guard = noteCompaction(guard, outcome.compaction.entry.lowGain);
+      guard = noteCompaction(guard, outcome.compaction.lowGain);
     }
     return outcome;
   };
@@ -234,7 +239,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
     const result = streamText({
       model: options.model,
       ...(maxOutputTokens ? { maxOutputTokens } : {}),
-      instructions: options.system,
+      instructions: options.systemNow?.() ?? options.system,
       messages: toModelMessages(viewOf(conversation)),
       allowSystemInMessages: true,
       tools: options.tools,
@@ -254,7 +259,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
         await beforeStep();
         const messages = toModelMessages(viewOf(conversation));
         sent = conversation.requestBasis();
-        return { messages };
+        return { messages, ...(options.systemNow ? { instructions: options.systemNow() } : {}) };
       },
     });
     for await (const part of result.fullStream) {

@@ -6,6 +6,7 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { defaultSettingsMiddleware, wrapLanguageModel, type LanguageModel } from 'ai';
 import { z } from 'zod';
+import { errorText, hasMarker, mark } from '../core/errors';
 
 /** One model of a configured endpoint. */
 export interface EndpointModel {
@@ -47,7 +48,6 @@ const ERROR_MARKER = Symbol.for('longrun.endpoint-error');
 /** A failure talking to an endpoint outside a model call (listing its models). */
 export class EndpointError extends Error {
   override readonly name = 'EndpointError';
-  private readonly [ERROR_MARKER] = true;
 
   constructor(
     message: string,
@@ -56,10 +56,11 @@ export class EndpointError extends Error {
     options?: { cause?: unknown },
   ) {
     super(message, options);
+    mark(this, ERROR_MARKER);
   }
 
   static isInstance(error: unknown): error is EndpointError {
-    return typeof error === 'object' && error !== null && (error as { [ERROR_MARKER]?: unknown })[ERROR_MARKER] === true;
+    return hasMarker(error, ERROR_MARKER);
   }
 }
 
@@ -79,7 +80,7 @@ export async function listEndpointModels(
     response = await fetchImpl(url, { method: 'GET', headers, ...(signal ? { signal } : {}) });
   } catch (error) {
     if (signal?.aborted) throw error;
-    throw new EndpointError(`Could not reach ${url}: ${error instanceof Error ? error.message : String(error)}`, undefined, { cause: error });
+    throw new EndpointError(`Could not reach ${url}: ${errorText(error)}`, undefined, { cause: error });
   }
   const body = await response.text();
   if (!response.ok) {

@@ -8,6 +8,7 @@
  * user message and usage is estimated with the model's own `countTokens`.
  */
 import type { LanguageModel } from 'ai';
+import { errorText, hasMarker, mark } from '../core/errors';
 
 // The provider specification's types, taken from `ai`'s `LanguageModel` so that this file needs
 // no import of `@ai-sdk/provider`, which the extension does not depend on directly.
@@ -84,24 +85,33 @@ const ERROR_MARKER = Symbol.for('longrun.vscode-lm-error');
  */
 export class VsCodeLmError extends Error {
   override readonly name = 'VsCodeLmError';
-  private readonly [ERROR_MARKER] = true;
   /** `vscode.LanguageModelError`'s code (`NoPermissions`, `Blocked`, `NotFound`…), when given. */
   readonly code: string | undefined;
 
   constructor(cause: unknown) {
-    super(messageOf(cause), { cause });
+    super(errorText(cause), { cause });
+    mark(this, ERROR_MARKER);
     const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined;
     this.code = typeof code === 'string' ? code : undefined;
   }
 
   static isInstance(error: unknown): error is VsCodeLmError {
-    return typeof error === 'object' && error !== null && (error as { [ERROR_MARKER]?: unknown })[ERROR_MARKER] === true;
+    return hasMarker(error, ERROR_MARKER);
   }
 }
 
+/** How the bridge asks VS Code. */
+export interface VsCodeBridgeOptions {
+  /**
+   * Why the extension uses the model, sent with every request: VS Code shows it when it asks the
+   * user to let an extension use a model that needs consent (Copilot's, outside a chat request).
+   */
+  readonly justification?: string;
+}
+
 /** An AI SDK model that sends every call to `model` through VS Code's chat API. */
-export function createVsCodeLanguageModel(model: VsCodeChatModel, api: VsCodeLmApi): LanguageModelV4 {
-  const doStream = (options: CallOptions): Promise<StreamResult> => streamFromVsCode(model, api, options);
+export function createVsCodeLanguageModel(model: VsCodeChatModel, api: VsCodeLmApi, bridge: VsCodeBridgeOptions = {}): LanguageModelV4 {
+  const doStream = (options: CallOptions): Promise<StreamResult> => streamFromVsCode(model, api, options, bridge);
   return {
     specificationVersion: 'v4',
     provider: 'vscode-lm',
@@ -113,12 +123,13 @@ export function createVsCodeLanguageModel(model: VsCodeChatModel, api: VsCodeLmA
   };
 }
 
-async function streamFromVsCode(model: VsCodeChatModel, api: VsCodeLmApi, options: CallOptions): Promise<StreamResult> {
+async function streamFromVsCode(model: VsCodeChatModel, api: VsCodeLmApi, options: CallOptions, bridge: VsCodeBridgeOptions): Promise<StreamResult> {
   const signal = options.abortSignal;
   if (signal?.aborted) throw abortError(signal);
 
   const messages = toVsCodeMessages(options.prompt, api);
   const { requestOptions, warnings } = prepareRequest(options, api);
+  if (bridge.justification) requestOptions.justification = bridge.justification;
   const cancellation = new Cancellation(signal);
 
   // Counted while the request runs, so the estimate costs no latency.
@@ -506,16 +517,17 @@ class Cancellation {
 
   constructor(private readonly signal: AbortSignal | undefined) {
     signal?.addEventListener('abort', this.onAbort, { once: true });
-    const self = this;
+    const isCancelled = (): boolean => this.cancelled;
+    const listeners = this.listeners;
     this.token = {
       get isCancellationRequested() {
-        return self.cancelled;
+        return isCancelled();
       },
       onCancellationRequested(listener, thisArgs, disposables) {
         const call = (): void => void listener.call(thisArgs, undefined);
-        const disposable = { dispose: () => void self.listeners.delete(call) };
-        if (self.cancelled) queueMicrotask(call);
-        else self.listeners.add(call);
+        const disposable = { dispose: () => void listeners.delete(call) };
+        if (isCancelled()) queueMicrotask(call);
+        else listeners.add(call);
         disposables?.push(disposable);
         return disposable;
       },
@@ -566,10 +578,3 @@ function abortError(signal: AbortSignal): Error {
   return Object.assign(new Error('The request was cancelled.', { cause: reason }), { name: 'AbortError' });
 }
 
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {
-    return (error as { message: string }).message;
-  }
-  return String(error);
-}

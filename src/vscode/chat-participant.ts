@@ -1,23 +1,28 @@
 import * as vscode from 'vscode';
 import type { CompactionOutcome } from '../core/compaction';
 import { INITIAL_GUARD, mayAutoCompact, noteCompaction, type GuardState } from '../core/compaction-guard';
-import { lastUsage, type CompactionReason } from '../core/history';
+import { lastUsage, type CompactionEntry, type CompactionReason, type LogRecord } from '../core/history';
 import { text } from '../core/messages';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
-import { createAgentTools } from '../llm/agent-tools';
+import { createAgentTools, type RecallPort } from '../llm/agent-tools';
+import { NOTHING_ARCHIVED } from '../core/recall';
+import { createEditorTools, selectEditorTools, type EditorToolSelection } from '../llm/editor-tools';
 import type { CommandPort } from '../llm/workspace-port';
+import { renderAttachments, resolveAttachments, type Attachment } from '../app/attachments';
+import { attachedReferences } from './attachments';
+import { VsCodeEditorTools } from './editor-tools';
 import type { ChangeDocuments } from './change-view';
 import { diffStats, fencedBlock } from '../app/diff-preview';
 import { ANSWER_APPROVAL_COMMAND, type PendingApproval } from './edit-approval';
-import { compactNumber } from '../app/gauge-text';
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
 import type { CompactionReporter } from './compaction-report';
 import { conversationIdOf } from '../app/chat-history';
 import type { Conversation } from '../app/conversation';
 import { errorMessage } from '../app/error-text';
-import { contextReport, summaryReport } from '../app/reports';
+import { compactionSentence, contextReport, summaryReport } from '../app/reports';
 import type { VsCodeWorkspace, WorkspaceChange } from './workspace-tools';
+import { EDIT_SUMMARY_COMMAND, type SummaryDocuments } from './summary-documents';
 
 /**
  * `@longrun`: the coding agent in VS Code's chat. It streams its work, compacts the conversation
@@ -40,6 +45,8 @@ export interface ParticipantDeps {
   readonly now: () => number;
   /** Records an agent file operation in the conversation's ledger. */
   readonly onAgentFile: (kind: 'read' | 'created' | 'modified', path: string) => void;
+  /** Summaries as documents: the preview before a compaction is applied, and "Edit summary" after. */
+  readonly summaries?: SummaryDocuments;
 }
 
 export interface LongrunChatResult extends vscode.ChatResult {
@@ -57,16 +64,45 @@ export class LongrunParticipant {
 
   constructor(private readonly deps: ParticipantDeps) {}
 
-  /** The system prompt and the tools of a request, as the workspace is now (trust, folders). */
-  requestSetup(): { system: string; tools: ReturnType<typeof createAgentTools> } {
+  /**
+   * The system prompt and the tools of a request, as the workspace is now (trust, folders): Longrun's
+   * own tools, and the editor's tools that `longrun.agent.editorTools` or the request (`#name`)
+   * names, run with the request's `toolInvocationToken`. An untrusted workspace gets no editor tools.
+   */
+  requestSetup(
+    request?: Pick<vscode.ChatRequest, 'toolReferences' | 'toolInvocationToken'>,
+    conversation?: Conversation,
+  ): {
+    system: string;
+    tools: ReturnType<typeof createAgentTools>;
+    editorTools: EditorToolSelection;
+  } {
     const trusted = vscode.workspace.isTrusted;
-    const tools = createAgentTools(this.deps.workspace, {
+    const own = createAgentTools(this.deps.workspace, {
       readOnly: !trusted,
       ...(trusted && this.deps.commands ? { commands: this.deps.commands } : {}),
-      maxResultChars: 20_000,
+      maxResultChars: MAX_RESULT_CHARS,
       onFileEvent: (e) => this.deps.onAgentFile(e.kind, e.path),
+      // Offered in every request, so that the tool definitions (and their count) do not change when
+      // a compaction comes; the system prompt points at it once there is something to recall.
+      recall: conversation ?? NO_ARCHIVE,
     });
-    return { system: systemPrompt(trusted), tools };
+    const port = new VsCodeEditorTools(request?.toolInvocationToken);
+    const editorTools = trusted
+      ? selectEditorTools(port.list(), {
+          setting: this.deps.settings().agent.editorTools,
+          requested: (request?.toolReferences ?? []).map((t) => t.name),
+          reserved: new Set(Object.keys(own)),
+        })
+      : { offered: [], skipped: [] };
+    const tools = { ...own, ...createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) };
+    return { system: systemPrompt(trusted, conversation?.hasArchive() ?? false), tools, editorTools };
+  }
+
+  /** The names of Longrun's own tools, all of them whatever the workspace's trust. */
+  ownToolNames(): ReadonlySet<string> {
+    const commands = this.deps.commands;
+    return new Set(Object.keys(createAgentTools(this.deps.workspace, { readOnly: false, ...(commands ? { commands } : {}), recall: NO_ARCHIVE })));
   }
 
   /** What every request carries besides the messages, as text, for the token count. */
@@ -74,6 +110,34 @@ export class LongrunParticipant {
     const { system, tools } = this.requestSetup();
     // Same text as each request sets, so the gauge reads the same before and after a reload.
     return `${system}\n${toolDefinitionsText(tools)}`;
+  }
+
+  /** What the user attached to the request, read and capped like a tool result. */
+  private attachmentsOf(request: vscode.ChatRequest, signal: AbortSignal): Promise<Attachment[]> {
+    if (request.references.length === 0) return Promise.resolve([]);
+    return resolveAttachments(attachedReferences(request.references), {
+      roots: (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath })),
+      files: this.deps.workspace,
+      maxChars: MAX_RESULT_CHARS,
+      maxTotalChars: MAX_ATTACHMENT_CHARS,
+      signal,
+    });
+  }
+
+  /** A tool the user named with `#` that is not offered is said in the chat; any other, in the log. */
+  private reportSkippedTools(selection: EditorToolSelection, request: vscode.ChatRequest, stream: vscode.ChatResponseStream): void {
+    const named = new Set(request.toolReferences.map((t) => t.name));
+    for (const { name, reason } of selection.skipped) {
+      if (named.has(name)) {
+        stream.markdown(`\n\n> The tool ${inlineCode(name)} is not offered to the agent: ${reason}.\n\n`);
+        this.remember(`The tool ${name} is not offered to the agent: ${reason}.`);
+      } else {
+        this.deps.log.info(`longrun.agent.editorTools names ${name}, which is not offered: ${reason}.`);
+      }
+    }
+    if (!vscode.workspace.isTrusted && (named.size > 0 || this.deps.settings().agent.editorTools.length > 0)) {
+      this.deps.log.info('The workspace is not trusted, so no tools of other extensions are offered to the agent.');
+    }
   }
 
   /**
@@ -215,7 +279,7 @@ export class LongrunParticipant {
     stream.progress('Compacting conversation…');
     const controller = abortOn(token);
     const outcome = await conversation.compact('manual', { ...(focus.trim() ? { focus: focus.trim() } : {}), signal: controller.signal });
-    this.reportOutcome(outcome, 'manual', stream);
+    this.reportOutcome(outcome, 'manual', stream, conversation.id);
     return { metadata: { conversationId: conversation.id, command: 'compact', compactions: outcome.status === 'compacted' ? 1 : 0 } };
   }
 
@@ -246,29 +310,46 @@ export class LongrunParticipant {
       return { errorDetails: { message: 'No language model is selected. Pick one in the chat, or configure longrun.endpoints and run "Longrun: Set API Key".' }, metadata: {} };
     }
     await session.prepareSummarizer();
-    const { system, tools } = this.requestSetup();
+    const { system, tools, editorTools } = this.requestSetup(request, conversation);
     session.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
+    this.reportSkippedTools(editorTools, request, stream);
 
-    await conversation.append([{ type: 'message', message: { id: session.newId(), role: 'user', content: [text(request.prompt)] } }]);
     const controller = abortOn(token);
+    const attachments = await this.attachmentsOf(request, controller.signal).catch((error: unknown) => {
+      if (controller.signal.aborted) return undefined;
+      throw error;
+    });
+    if (!attachments) return { metadata: { conversationId: conversation.id } };
+    await conversation.append(userTurn(request.prompt, attachments, session.newId(), this.deps.now()));
     this.activeStream = stream;
+    // "Preview" on the compaction question: the compaction it allows shows its summary first.
+    let preview = false;
     const ui: AgentUi = {
       text: (delta) => stream.markdown(delta),
       toolCall: (toolName, input) => stream.progress(describeToolCall(toolName, input)),
       toolResult: () => undefined,
       compacting: () => stream.progress('Compacting conversation…'),
-      compacted: (outcome, reason) => this.reportOutcome(outcome, reason, stream),
+      compacted: (outcome, reason) => this.reportOutcome(outcome, reason, stream, conversation.id),
       notice: (message) => {
         stream.markdown(`\n\n> ${message}\n\n`);
         this.remember(message);
       },
-      ...(settings().requireConfirmation ? { confirmCompaction: (signal: AbortSignal) => this.askToCompact(stream, signal) } : {}),
+      ...(settings().requireConfirmation
+        ? {
+            confirmCompaction: async (signal: AbortSignal) => {
+              const answer = await this.askToCompact(stream, signal);
+              preview = answer === 'preview';
+              return answer !== 'not-now';
+            },
+          }
+        : {}),
     };
     const advice = session.truncationAdvice();
     try {
       const result = await runAgentTurn({
         model,
         system,
+        systemNow: () => systemPrompt(vscode.workspace.isTrusted, conversation.hasArchive()),
         tools,
         maxSteps: settings().agent.maxSteps,
         signal: controller.signal,
@@ -283,7 +364,10 @@ export class LongrunParticipant {
               // The summary request must fit the stated window too.
               await session.prepareSummarizer();
             }
-            return this.compactForAgent(conversation, reason, signal);
+            // Only the compaction the question allowed is previewed; an overflow cannot wait for the user.
+            const review = preview && reason === 'threshold' ? this.previewIn(conversation, stream, signal) : undefined;
+            preview = false;
+            return this.compactForAgent(conversation, reason, signal, review);
           },
           requestBasis: () => conversation.requestBasis(),
           newId: () => session.newId(),
@@ -330,54 +414,107 @@ export class LongrunParticipant {
     if (this.deps.settings().requireConfirmation || !mayAutoCompact(this.guardOf(conversation)).allowed) return;
     void this.compactForAgent(conversation, 'threshold', new AbortController().signal).then((outcome) => {
       this.deps.reporter.report(outcome, 'threshold');
-      if (outcome.status === 'compacted') this.guards.set(conversation.id, noteCompaction(this.guardOf(conversation), outcome.compaction.entry.lowGain));
+      if (outcome.status === 'compacted') this.guards.set(conversation.id, noteCompaction(this.guardOf(conversation), outcome.compaction.lowGain));
     });
   }
 
   /** Compaction asked for by the agent loop (the loop has asked the user first when they want that). */
-  private compactForAgent(conversation: Conversation, reason: CompactionReason, signal: AbortSignal): Promise<CompactionOutcome & { joined?: boolean }> {
-    return conversation.compact(reason, { signal });
+  private async compactForAgent(
+    conversation: Conversation,
+    reason: CompactionReason,
+    signal: AbortSignal,
+    preview?: SummaryPreview,
+  ): Promise<CompactionOutcome & { joined?: boolean }> {
+    if (!preview) return conversation.compact(reason, { signal });
+    try {
+      return await conversation.compact(reason, { signal, review: preview.review });
+    } finally {
+      preview.ended();
+    }
   }
 
-  private readonly questions = new Map<string, (compact: boolean) => void>();
+  /**
+   * The preview of the summary of the compaction about to be applied ("Preview"): it opens in an
+   * editor, and the chat says how to apply it (save it, or "Apply summary") or leave it (close it
+   * unsaved, or "Discard"). Undefined without summary documents.
+   */
+  private previewIn(conversation: Conversation, stream: vscode.ChatResponseStream, signal: AbortSignal): SummaryPreview | undefined {
+    const summaries = this.deps.summaries;
+    if (!summaries) return undefined;
+    let shown: string | undefined;
+    return {
+      review: async (entry) => {
+        shown = entry.id;
+        const id = `p${++this.questionCount}`;
+        stream.markdown('\n\nThe summary is open in an editor. Edit it and save it to compact with your text, or close it without saving to leave the conversation as it is.\n\n');
+        stream.button({ command: ANSWER_COMMAND, title: 'Apply summary', arguments: [id, true] });
+        stream.button({ command: ANSWER_COMMAND, title: 'Discard', arguments: [id, false] });
+        stream.progress('Waiting for you to save or close the summary…');
+        this.questions.set(id, (answer) => {
+          this.questions.delete(id);
+          void (answer === 'not-now' ? summaries.discard(conversation.id, entry.id) : summaries.accept(conversation.id, entry.id));
+        });
+        try {
+          const summary = await summaries.preview(conversation, entry, signal);
+          if (summary === undefined && !signal.aborted) stream.markdown('\n\n> The summary was not applied: the conversation is as it was.\n\n');
+          return summary;
+        } finally {
+          this.questions.delete(id);
+        }
+      },
+      ended: () => {
+        if (shown !== undefined) summaries.ended(conversation.id, shown);
+      },
+    };
+  }
+
+  private readonly questions = new Map<string, (answer: CompactionAnswer) => void>();
   private questionCount = 0;
 
   /**
-   * Asks in the chat, with two buttons, whether to compact now (seed 004's confirmation). The turn
-   * waits for the answer; Stop, or the end of the request, counts as "Not now".
+   * Asks in the chat, with buttons, whether to compact now (seed 004's confirmation), or to see
+   * the summary first ("Preview", with summary documents). The turn waits for the answer; Stop, or
+   * the end of the request, counts as "Not now".
    */
-  private askToCompact(stream: vscode.ChatResponseStream, signal: AbortSignal): Promise<boolean> {
+  private askToCompact(stream: vscode.ChatResponseStream, signal: AbortSignal): Promise<CompactionAnswer> {
     const id = `q${++this.questionCount}`;
     const percent = Math.round((this.deps.session.currentIfLoaded()?.assess().fraction ?? 0) * 100);
-    stream.markdown(`\n\n**The context window is ${percent ? `${percent}% ` : ''}full.** Compact the conversation now? "Not now" holds for the rest of this request.\n\n`);
+    const previewed = this.deps.summaries !== undefined;
+    stream.markdown(
+      `\n\n**The context window is ${percent ? `${percent}% ` : ''}full.** Compact the conversation now?${previewed ? ' "Preview" shows the summary, to edit, before it is applied.' : ''} "Not now" holds for the rest of this request.\n\n`,
+    );
     stream.button({ command: ANSWER_COMMAND, title: 'Compact', arguments: [id, true] });
+    if (previewed) stream.button({ command: ANSWER_COMMAND, title: 'Preview', arguments: [id, 'preview'] });
     stream.button({ command: ANSWER_COMMAND, title: 'Not now', arguments: [id, false] });
     stream.progress('Waiting for your answer…');
-    return new Promise<boolean>((resolve) => {
-      const settle = (compact: boolean): void => {
+    return new Promise<CompactionAnswer>((resolve) => {
+      const settle = (answer: CompactionAnswer): void => {
         this.questions.delete(id);
         signal.removeEventListener('abort', onAbort);
-        this.deps.log.info(`Compaction question ${id}: ${compact ? 'compact' : 'not now'}.`);
-        resolve(compact);
+        this.deps.log.info(`Compaction question ${id}: ${answer}.`);
+        resolve(answer);
       };
-      const onAbort = (): void => settle(false);
-      if (signal.aborted) return settle(false);
+      const onAbort = (): void => settle('not-now');
+      if (signal.aborted) return settle('not-now');
       signal.addEventListener('abort', onAbort, { once: true });
       this.questions.set(id, settle);
     });
   }
 
-  /** The answer to a question asked in the chat (the buttons run `longrun.answerCompaction`). */
+  /**
+   * The answer to a question asked in the chat (the buttons run `longrun.answerCompaction`): true
+   * for "Compact" (or "Apply summary"), `'preview'` for "Preview", anything else for "Not now".
+   */
   answerCompaction(id: unknown, compact: unknown): boolean {
     const settle = typeof id === 'string' ? this.questions.get(id) : undefined;
     if (!settle) return false;
-    settle(compact === true);
+    settle(compact === true ? 'compact' : compact === 'preview' ? 'preview' : 'not-now');
     return true;
   }
 
   /** Questions of a request that ended count as "Not now". */
   private settleQuestions(): void {
-    for (const settle of [...this.questions.values()]) settle(false);
+    for (const settle of [...this.questions.values()]) settle('not-now');
   }
 
   /** Questions waiting for an answer (for tests). */
@@ -385,18 +522,17 @@ export class LongrunParticipant {
     return [...this.questions.keys()];
   }
 
-  private reportOutcome(outcome: CompactionOutcome & { joined?: boolean }, reason: CompactionReason, stream: vscode.ChatResponseStream): void {
+  private reportOutcome(outcome: CompactionOutcome & { joined?: boolean }, reason: CompactionReason, stream: vscode.ChatResponseStream, conversationId?: string): void {
     // A compaction joined while it ran elsewhere was logged where it started.
     if (!outcome.joined) this.deps.reporter.report(outcome, reason);
     switch (outcome.status) {
       case 'compacted': {
         const e = outcome.compaction.entry;
-        const fallback = e.fallback ? ` — the summarizer failed (${e.failure ?? 'unknown error'}), so an extractive summary was used` : '';
-        const low = e.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
-        stream.markdown(
-          `\n\n*Compacted ${outcome.compaction.compactedCount} messages: ${compactNumber(e.tokensBefore)} → ${compactNumber(e.tokensAfter)} tokens (round ${e.round})${fallback}${low}.*\n\n`,
-        );
-        stream.button({ command: 'longrun.showSummary', title: 'Open summary', arguments: [e.id] });
+        const fallback = e?.fallback ? ` — the summarizer failed (${e.failure ?? 'unknown error'}), so an extractive summary was used` : '';
+        const low = outcome.compaction.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
+        stream.markdown(`\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`);
+        if (e) stream.button({ command: 'longrun.showSummary', title: 'Open summary', arguments: [e.id] });
+        if (e && conversationId !== undefined && this.deps.summaries) stream.button({ command: EDIT_SUMMARY_COMMAND, title: 'Edit summary', arguments: [conversationId, e.id] });
         break;
       }
       case 'noop':
@@ -411,8 +547,35 @@ export class LongrunParticipant {
   }
 }
 
+/** An answer to the compaction question. */
+type CompactionAnswer = 'compact' | 'preview' | 'not-now';
+
+/** A compaction's summary shown to the user before it is applied, and what to do once it is over. */
+interface SummaryPreview {
+  readonly review: (entry: CompactionEntry) => Promise<string | undefined>;
+  readonly ended: () => void;
+}
+
 /** Longest diff (in lines without its headers) shown in the chat itself. */
 const INLINE_DIFF_LINES = 30;
+
+/** Longest tool result the model gets, Longrun's tools' and the editor's alike; also the cap of one attachment. */
+const MAX_RESULT_CHARS = 20_000;
+/** Most text all attachments of one request carry together. */
+const MAX_ATTACHMENT_CHARS = 3 * MAX_RESULT_CHARS;
+
+/**
+ * The user's request as it is appended: the prompt, then what they attached, in one message; the
+ * attached files recorded as read by the user, in the same write.
+ */
+function userTurn(prompt: string, attachments: readonly Attachment[], id: string, at: number): LogRecord[] {
+  // One text part: models that join parts without a separator must not run the prompt into the first block.
+  const content = [text(attachments.length > 0 ? `${prompt}\n\n${renderAttachments(attachments)}` : prompt)];
+  const reads: LogRecord[] = attachments.flatMap((a) =>
+    a.readPath !== undefined ? [{ type: 'file' as const, event: { kind: 'read' as const, path: a.readPath, actor: 'user' as const, at } }] : [],
+  );
+  return [{ type: 'message', message: { id, role: 'user', content } }, ...reads];
+}
 
 function abortOn(token: vscode.CancellationToken): AbortController {
   const controller = new AbortController();
@@ -421,7 +584,10 @@ function abortOn(token: vscode.CancellationToken): AbortController {
   return controller;
 }
 
-function systemPrompt(trusted: boolean): string {
+/** What `recall` answers in a request made outside any conversation (the count of the tools' definitions). */
+const NO_ARCHIVE: RecallPort = { recall: () => NOTHING_ARCHIVED };
+
+function systemPrompt(trusted: boolean, archived: boolean): string {
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.name);
   return [
     'You are Longrun, a coding agent working in the user\'s VS Code workspace.',
@@ -431,6 +597,9 @@ function systemPrompt(trusted: boolean): string {
       ? 'Change files with create_file and edit_file; each edit replaces an exact, unique piece of text. Keep changes minimal and explain them briefly. Run builds, tests and other shell commands with run_command (one line each; the user approves them).'
       : 'The workspace is not trusted, so you can only read: do not try to change files or run commands; describe the changes instead.',
     'Earlier parts of a long conversation may be replaced by a summary; trust it, and re-read files when you need their exact content.',
+    ...(archived
+      ? ['Parts of this conversation were summarized or pruned (a pruned tool output reads "[Pruned by Longrun: …]"). The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.']
+      : []),
     'Answer in Markdown, concisely.',
   ].join('\n');
 }
@@ -449,6 +618,8 @@ function describeToolCall(toolName: string, input: unknown): string {
       return `Creating ${path ?? 'a file'}…`;
     case 'edit_file':
       return `Editing ${path ?? 'a file'}…`;
+    case 'recall':
+      return `Searching the conversation's earlier parts${typeof i.query === 'string' ? ` for ${JSON.stringify(i.query)}` : path ? ` for ${path}` : ''}…`;
     case 'run_command':
       return typeof i.command === 'string' ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…` : 'Running a command…';
     default:

@@ -2,9 +2,9 @@ import * as vscode from 'vscode';
 import { activeEntries } from '../core/history';
 import type { ApiKeys } from './api-keys';
 import type { CompactionReporter } from './compaction-report';
-import { compactNumber } from '../app/gauge-text';
 import { conversationMarkdown } from '../app/conversation-export';
-import { contextReport, summaryReport } from '../app/reports';
+import { compactionIdOf, latestSummaries } from '../app/summary-edit';
+import { compactionSentence, contextReport, summaryReport, undoSentence } from '../app/reports';
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
 
@@ -69,13 +69,12 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
       deps.reporter.report(outcome, 'manual');
       if (outcome.status === 'compacted') {
         const e = outcome.compaction.entry;
-        const fallback = e.fallback ? ' (extractive fallback: the summarizer failed)' : '';
-        void vscode.window
-          .showInformationMessage(`Compacted ${outcome.compaction.compactedCount} messages: ${compactNumber(e.tokensBefore)} → ${compactNumber(e.tokensAfter)} tokens (round ${e.round})${fallback}.`, 'Open Summary', 'Undo')
-          .then((choice) => {
-            if (choice === 'Open Summary') void vscode.commands.executeCommand('longrun.showSummary', e.id);
-            if (choice === 'Undo') void vscode.commands.executeCommand('longrun.undoCompaction');
-          });
+        const fallback = e?.fallback ? ' (extractive fallback: the summarizer failed)' : '';
+        const actions = e ? ['Open Summary', 'Undo'] : ['Undo'];
+        void vscode.window.showInformationMessage(`${compactionSentence(outcome.compaction)}${fallback}.`, ...actions).then((choice) => {
+          if (choice === 'Open Summary' && e) void vscode.commands.executeCommand('longrun.showSummary', e.id);
+          if (choice === 'Undo') void vscode.commands.executeCommand('longrun.undoCompaction');
+        });
       } else if (outcome.status === 'failed') {
         void vscode.window.showErrorMessage(`Longrun: ${outcome.reason}`);
       } else if (outcome.status === 'noop') {
@@ -86,8 +85,9 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
 
     vscode.commands.registerCommand('longrun.showSummary', async (entryId?: unknown) => {
       const conversation = await session.current();
-      const entries = conversation ? activeEntries(conversation.log()) : [];
-      const entry = (typeof entryId === 'string' && entries.find((e) => e.id === entryId)) || entries.at(-1);
+      // One entry per compaction, its summary as last edited: a button made before an edit shows the edit.
+      const entries = latestSummaries(conversation ? activeEntries(conversation.log()) : []);
+      const entry = (typeof entryId === 'string' && entries.find((e) => compactionIdOf(e) === entryId)) || entries.at(-1);
       if (!entry) {
         void vscode.window.showInformationMessage('Longrun: this conversation has not been compacted, so there is no summary yet.');
         return undefined;
@@ -107,7 +107,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
         void vscode.window.showInformationMessage(`Longrun: ${result.reason}`);
         return false;
       }
-      void vscode.window.showInformationMessage(`Longrun: undid compaction round ${result.entry.round}; the ${result.entry.compactedMessageIds.length} original messages are back.`);
+      void vscode.window.showInformationMessage(`Longrun: ${undoSentence(result.step)}`);
       return true;
     }),
 

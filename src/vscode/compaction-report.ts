@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { CompactionOutcome } from '../core/compaction';
 import type { CompactionReason } from '../core/history';
+import { prunedCounts } from '../core/pruning';
 
 /**
  * Records every compaction in the "Longrun" log (reason, round, tokens before and after, duration,
@@ -19,15 +20,24 @@ export class CompactionReporter {
   report(outcome: CompactionOutcome, reason: CompactionReason): void {
     switch (outcome.status) {
       case 'compacted': {
-        const e = outcome.compaction.entry;
+        const { entry: e, pruning: p } = outcome.compaction;
         const at = this.now();
         this.times.push(at);
         const lastHour = this.times.filter((t) => at - t <= 3_600_000).length;
+        const often = `${lastHour} compaction(s) in the last hour, ${this.times.length} this session.`;
+        if (p) {
+          const { superseded, old } = prunedCounts(p.outputs);
+          this.log.info(
+            `Pruning (${p.reason}): ${p.tokensBefore} → ${p.tokensAfter} tokens, ${superseded} superseded and ${old} old large tool output(s) replaced by stubs` +
+              `${e ? '; a summary follows.' : `, no summary needed${outcome.compaction.lowGain ? ', low gain' : ''}; ${often}`}`,
+          );
+        }
+        if (!e) break;
         this.log.info(
           `Compaction round ${e.round} (${e.reason}): ${e.tokensBefore} → ${e.tokensAfter} tokens, ` +
             `${outcome.compaction.compactedCount} messages compacted in ${e.durationMs} ms, ${e.summarizerCalls} summarizer call(s), ` +
             `${e.fallback ? `extractive fallback (${e.failure ?? 'summarizer failed'})` : `summarizer ${e.model}`}` +
-            `${e.lowGain ? ', low gain' : ''}${e.splitTurn ? ', split turn' : ''}; ${lastHour} compaction(s) in the last hour, ${this.times.length} this session.`,
+            `${e.lowGain ? ', low gain' : ''}${e.splitTurn ? ', split turn' : ''}; ${often}`,
         );
         if (outcome.compaction.repairs.length) this.log.info(`Summary repaired: ${outcome.compaction.repairs.join(', ')} added.`);
         if (this.verbose()) this.log.debug(`Summary of round ${e.round}:\n${e.summary}`);

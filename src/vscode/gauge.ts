@@ -35,14 +35,15 @@ export class ContextGauge implements vscode.Disposable {
       this.presentation = noConversationPresentation();
     } else {
       const count = conversation.count();
-      const last = conversation.lastCompaction();
+      const step = conversation.lastStep();
       const name = this.session.modelName();
       this.presentation = gaugePresentation({
         assessment: conversation.assess(),
         breakdown: conversation.breakdown(),
         source: count.source,
         now: this.now(),
-        ...(last ? { lastCompaction: last } : {}),
+        ...(step?.compaction ? { lastCompaction: step.compaction } : {}),
+        ...(step?.pruning ? { lastPruning: step.pruning } : {}),
         ...(name ? { modelName: name } : {}),
       });
       if (conversation.isCompacting()) this.presentation = { ...this.presentation, text: '$(sync~spin) compacting…' };

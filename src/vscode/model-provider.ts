@@ -6,6 +6,7 @@ import { createEndpointModel } from '../llm/openai-endpoint';
 import type { ApiKeys } from './api-keys';
 import type { ModelWindows, WindowInfo } from '../app/model-windows';
 import type { EndpointSetting } from '../app/settings';
+import { errorText } from '../core/errors';
 
 /**
  * Longrun's own models (vendor `longrun`): every model of every OpenAI-compatible endpoint in
@@ -127,7 +128,7 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
         onToolCall: (call) => progress.report(new vscode.LanguageModelToolCallPart(call.toolCallId, call.toolName, (call.input ?? {}) as object)),
       });
     } catch (error) {
-      if (!controller.signal.aborted) this.log.warn(`Request to ${resolved.id} failed: ${this.redact(error instanceof Error ? error.message : String(error))}`);
+      if (!controller.signal.aborted) this.log.warn(`Request to ${resolved.id} failed: ${this.redact(errorText(error))}`);
       throw error;
     } finally {
       subscription.dispose();

@@ -15,6 +15,7 @@ import { ConversationIndex, ConversationStore } from '../app/conversation-store'
 import { VENDOR, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
 import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import type { LongrunSettings } from '../app/settings';
+import { errorText } from '../core/errors';
 
 /**
  * The extension's state: the current conversation and the model in use. One instance, made in
@@ -37,6 +38,8 @@ export const vscodeLmApi: VsCodeLmApi = {
 };
 
 const LAST_MODEL_KEY = 'longrun.lastModel';
+/** Shown by VS Code when it asks the user to let Longrun use a model that needs consent. */
+const MODEL_JUSTIFICATION = 'Longrun runs its coding agent with this model and uses it to summarize the conversation when the context window fills.';
 
 export class Session implements vscode.Disposable {
   private conversation: Conversation | undefined;
@@ -117,6 +120,14 @@ export class Session implements vscode.Disposable {
     return conversation;
   }
 
+  /**
+   * Conversation `id` as this window has it, loaded from disk when need be, without making it the
+   * current one (a summary document of another chat's conversation must not move the gauge).
+   */
+  async find(id: string): Promise<Conversation | undefined> {
+    return this.loaded.get(id)?.conversation ?? this.load(id);
+  }
+
   private load(id: string): Promise<Conversation | undefined> {
     let pending = this.loading.get(id);
     if (!pending) {
@@ -137,7 +148,7 @@ export class Session implements vscode.Disposable {
       // Another request may have loaded it meanwhile: one object per conversation.
       return this.loaded.get(id)?.conversation ?? this.track(new Conversation(id, log, this.conversationDeps()));
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorText(error);
       this.log.error(`Could not open conversation ${id}: ${message}`);
       void vscode.window.showErrorMessage(`Longrun could not open the saved conversation: ${message}`);
       return undefined;
@@ -242,7 +253,7 @@ export class Session implements vscode.Disposable {
       this.tracing = createTelemetry({ endpoint, serviceName: 'longrun' });
       this.log.info(`Tracing to ${endpoint} (OpenTelemetry, OTLP/HTTP).`);
     } catch (error) {
-      this.log.warn(`Tracing is off: ${error instanceof Error ? error.message : String(error)}`);
+      this.log.warn(`Tracing is off: ${errorText(error)}`);
     }
   }
 
@@ -433,7 +444,7 @@ export class Session implements vscode.Disposable {
   }
 
   private async toLanguageModel(m: ChatModel): Promise<LanguageModel> {
-    if (m.kind === 'vscode') return createVsCodeLanguageModel(m.model, vscodeLmApi);
+    if (m.kind === 'vscode') return createVsCodeLanguageModel(m.model, vscodeLmApi, { justification: MODEL_JUSTIFICATION });
     const r = this.provider.find(m.resolved.id) ?? m.resolved;
     return createEndpointModel(
       { endpoint: r.endpoint.name, baseUrl: r.endpoint.baseUrl, id: r.model.id, contextWindow: r.contextWindow, maxOutputTokens: r.maxOutputTokens },

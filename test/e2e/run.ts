@@ -17,7 +17,7 @@ import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const ALL_PHASES = ['main', 'after-reload', 'api', 'safety', 'crash', 'after-crash'] as const;
+const ALL_PHASES = ['main', 'after-reload', 'api', 'safety', 'editor-models', 'summary-edit', 'memory', 'crash', 'after-crash'] as const;
 /** `LONGRUN_E2E_PHASES=api` runs a subset (while developing); every phase runs by default. */
 const PHASES = (process.env.LONGRUN_E2E_PHASES?.split(',') ?? [...ALL_PHASES]).filter((p): p is (typeof ALL_PHASES)[number] =>
   (ALL_PHASES as readonly string[]).includes(p),
@@ -57,6 +57,8 @@ async function main(): Promise<number> {
   // The .vsix a user would install, installed the way a user would.
   installVsix(extensionsDir, userDataDir, join(ROOT, 'longrun.vsix'));
   installUnpacked(extensionsDir, join(ROOT, 'test', 'e2e', 'runner-extension'), ['package.json', 'extension.js']);
+  // Another extension's chat model and tool, as a user may have them (the editor-models phase).
+  installUnpacked(extensionsDir, join(ROOT, 'test', 'e2e', 'models-extension'), ['package.json', 'extension.js']);
 
   const server = await startScriptedModelServer({ port: 0, models: SERVED_MODELS });
   const uiAgent = await startUiAgent();
@@ -359,15 +361,32 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       }
     }
     case 'chat-confirm': {
-      // Answers a confirmation VS Code shows in the chat before another extension's tool runs:
-      // clicks its button (the first whose name starts with the text) and returns what the
-      // confirmation said.
-      const name = new RegExp(`^${String(body.button).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
-      const widget = page.locator('.interactive-session .chat-confirmation-widget-container').last();
+      // Answers a confirmation VS Code shows in the chat before another extension's tool runs. Its
+      // buttons are named by their tooltips: the primary one allows the tool for the session; "More
+      // Actions..." opens the other answers ("Allow Once" …), of which `menuItem` is clicked when
+      // given, else the first button whose name starts with `button`; in the last confirmation that
+      // says `containing`. Returns what the confirmation said and the names of its buttons.
+      const escaped = String(body.button ?? 'More Actions').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const name = new RegExp(`^${escaped}`);
+      // The confirmation that says `containing` (earlier ones stay in the chat), once it has its buttons.
+      const widget = page
+        .locator('.interactive-session .chat-confirmation-widget-container', { hasText: String(body.containing ?? '') })
+        .filter({ has: page.getByRole('button', { name }) })
+        .last();
       await widget.waitFor({ state: 'visible', timeout: 60_000 });
       const said = (await widget.textContent()) ?? '';
+      const buttons = await widget.getByRole('button').evaluateAll((all) => all.map((b) => (b.getAttribute('aria-label') ?? b.textContent ?? '').trim()));
       await widget.getByRole('button', { name }).first().click({ timeout: 10_000 });
-      return said;
+      if (body.menuItem !== undefined) {
+        const item = page.locator('.monaco-menu').getByRole('menuitem', { name: String(body.menuItem) }).first();
+        try {
+          await item.click({ timeout: 10_000 });
+        } catch (error) {
+          const items = await page.locator('.monaco-menu').getByRole('menuitem').allInnerTexts().catch(() => []);
+          throw new Error(`no menu item "${String(body.menuItem)}" after ${name}; the menu holds ${JSON.stringify(items)} (${String(error)})`);
+        }
+      }
+      return { said, buttons };
     }
     case 'quick-pick-check': {
       // In a quick pick with checkboxes another command opened: checks the rows with these labels, then accepts.

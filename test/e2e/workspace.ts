@@ -45,6 +45,8 @@ export const SERVED_MODELS = [
   { id: 'scripted-overflow', window: 128_000 },
   { id: 'scripted-6k', window: 6_000, advertiseWindow: true },
   { id: 'scripted-trunc', window: 3_000, overflow: 'truncate' as const },
+  // Served to the test extension's model (test/e2e/models-extension), which declares its own window.
+  { id: 'scripted-editor', window: 128_000 },
 ];
 
 /** `longrun.endpoints` with one endpoint, `offline`, serving the named scripted models from `baseUrl`. */

@@ -40,6 +40,7 @@ describe('extension manifest', () => {
     assert.deepEqual(commands, {
       'longrun.compact': 'Longrun: Compact Conversation',
       'longrun.showSummary': 'Longrun: Show Compaction Summary',
+      'longrun.editSummary': 'Longrun: Edit Compaction Summary',
       'longrun.undoCompaction': 'Longrun: Undo Last Compaction',
       'longrun.newConversation': 'Longrun: New Conversation',
       'longrun.openConversation': 'Longrun: Open Conversation…',
@@ -47,6 +48,7 @@ describe('extension manifest', () => {
       'longrun.showContextUsage': 'Longrun: Show Context Usage',
       'longrun.setApiKey': 'Longrun: Set API Key',
       'longrun.openChat': 'Longrun: Open Chat with a Longrun Model',
+      'longrun.chooseAgentTools': 'Longrun: Choose Agent Tools…',
     });
   });
 
@@ -130,5 +132,35 @@ describe('extension manifest', () => {
         assert.ok(encoding.countTokens('hello world') > 0);
       }
     });
+  });
+});
+
+describe('the README and the manifest speak of the same settings', () => {
+  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+  const keys = new Set(
+    ([] as { properties: Record<string, unknown> }[]).concat(manifest.contributes.configuration).flatMap((c) => Object.keys(c.properties)),
+  );
+
+  it("names each setting of the defaults table by a key the manifest declares", () => {
+    const start = readme.indexOf('### Defaults, and the design each setting comes from');
+    assert.ok(start >= 0, 'the README has the defaults table');
+    const rows = readme.slice(start).split('\n\n')[2]!.split('\n').slice(2);
+    const named: string[] = [];
+    for (const row of rows) {
+      let parent = '';
+      for (const [, name] of (row.split('|')[3] ?? '').matchAll(/`([A-Za-z.]+)`/g)) {
+        const full = name!.startsWith('.') ? `${parent}${name}` : name!;
+        if (!full.includes('.')) continue;
+        parent = full.slice(0, full.lastIndexOf('.'));
+        named.push(full);
+      }
+    }
+    assert.ok(named.length >= 15, `found ${named.length} settings in the table`);
+    assert.deepEqual(named.filter((name) => !keys.has(`longrun.compaction.${name}`)), []);
+  });
+
+  it('never speaks of the designs it grew from in what the user reads in the settings', () => {
+    const descriptions = JSON.stringify(manifest.contributes);
+    assert.doesNotMatch(descriptions, /\bseeds?\b/i);
   });
 });

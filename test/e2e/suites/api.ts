@@ -23,6 +23,7 @@ describe('Longrun through the extension API', function () {
     assert.deepEqual(settings.agent.protectedPaths, [], 'the protected paths');
     assert.deepEqual(settings.agent.allowedCommands, [], 'the allowed commands');
     assert.equal(settings.agent.commandTimeoutSeconds, 120, 'the command time limit');
+    assert.deepEqual(settings.agent.editorTools, [], "the other extensions' tools");
     assert.equal(settings.telemetry.enabled, false, 'tracing');
     assert.equal(settings.telemetry.otlpEndpoint, undefined, 'the trace endpoint');
     assert.equal(settings.verboseLogging, false, 'verbose logging');

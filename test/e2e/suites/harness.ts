@@ -79,6 +79,8 @@ export interface RecordedRequest {
   readonly promptTokens?: number;
   readonly summary: boolean;
   readonly status: number | null;
+  /** How the request ended so far: `answered`, `client-closed` (the client gave up), `pending`… */
+  readonly outcome?: string;
   readonly truncated?: { readonly sentTokens: number; readonly droppedMessages: number };
   readonly receivedAt: number;
   readonly answeredAt?: number;

@@ -44,8 +44,15 @@ const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).
 describe('Longrun in a real VS Code', function () {
   this.timeout(600_000);
 
+  // These scenarios are about summaries and read the same files again on purpose, which pruning
+  // would make enough on its own: it is off here, and the memory phase is about it.
+  const pruning = () => vscode.workspace.getConfiguration('longrun');
   before(async () => {
     await model.reset();
+    await pruning().update('compaction.pruning.enabled', false, vscode.ConfigurationTarget.Global);
+  });
+  after(async () => {
+    await pruning().update('compaction.pruning.enabled', undefined, vscode.ConfigurationTarget.Global);
   });
 
   describe('1. activation and contributions', () => {

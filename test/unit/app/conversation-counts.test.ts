@@ -13,7 +13,7 @@ import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
 import { countContext, learnedRatio } from '../../../src/core/usage-calibration';
 import { Conversation, type ModelContext } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
-import { FakeClock } from '../core/fixtures';
+import { FakeClock, templateSummary } from '../core/fixtures';
 
 /**
  * What the gauge reads from a conversation (its view, count, breakdown, request basis, last
@@ -89,7 +89,7 @@ class Harness {
   private models = models();
   model = 0;
   conversation: Conversation;
-  private readonly summarizer: Summarizer = { name: 'fake', summarize: async (r) => ({ text: `## Session Summary\nThe work over ${r.messages.length} messages, for the test.` }) };
+  private readonly summarizer: Summarizer = { name: 'fake', summarize: async (r) => ({ text: templateSummary(`The work over ${r.messages.length} messages, for the test.`) }) };
 
   constructor(private readonly dir: string) {
     this.store = new ConversationStore(dir, () => this.clock.now());

@@ -73,9 +73,22 @@ function sampleLog(): LogRecord[] {
         splitTurn: false,
         summarizerCalls: 1,
         focus: 'the files',
+        pruningId: 'p1',
       },
     },
     { type: 'undo', entryId: 'e1', at: NOW + 1 },
+    {
+      type: 'pruning',
+      entry: {
+        id: 'p1',
+        reason: 'threshold',
+        outputs: [{ messageId: 't1', toolCallId: 'c1', toolName: 'read_file', kind: 'stale', stub: '[Pruned by Longrun: …]', tokens: 3 }],
+        tokensBefore: 150,
+        tokensAfter: 140,
+        createdAt: NOW,
+      },
+    },
+    { type: 'undo', entryId: 'p1', at: NOW + 2 },
   ];
 }
 
@@ -331,6 +344,18 @@ describe('conversation store: large conversations, large records, newer lines', 
     assert.deepEqual(second.log, first.log);
     assert.deepEqual(second.problems, []);
     assert.equal((await linesOf(damagedOf('c1'))).length, 2);
+  });
+
+  it('keeps a pruning it cannot read aside and reports it, reading the rest: the outputs then show in full', async () => {
+    await storeWith().append('c1', message('m1', 'first'));
+    // A pruning with a kind of output this version does not know, as a newer Longrun might write it.
+    const pruning = { id: 'p1', reason: 'threshold', outputs: [{ messageId: 'm1', toolCallId: 'c', toolName: 't', kind: 'summarized', stub: 's', tokens: 1 }], tokensBefore: 2, tokensAfter: 1, createdAt: NOW };
+    await fs.appendFile(fileOf('c1'), `${JSON.stringify({ v: 1, record: { type: 'pruning', entry: pruning } })}\n`);
+    await storeWith().append('c1', message('m2', 'second'));
+    const opened = await storeWith().open('c1');
+    assert.deepEqual(opened.log, [message('m1', 'first'), message('m2', 'second')]);
+    assert.equal(opened.problems.length, 1);
+    assert.match(opened.problems[0]!, /^Line 3 of conversation "c1" could not be read \(not a valid log record: /);
   });
 
   it('stores an answer over the record limit cut in the middle, saying how long it was', async () => {

@@ -11,7 +11,7 @@ import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
-import { FakeClock } from '../core/fixtures';
+import { FakeClock, templateSummary } from '../core/fixtures';
 
 /**
  * Random sessions over the real conversation and its store in a temp folder: turns (some with tool
@@ -168,7 +168,7 @@ class Session {
     summarize: async (request) => {
       this.requests.push(request);
       for (let i = 0; i < this.hops; i++) await new Promise((resolve) => setImmediate(resolve));
-      return { text: `## Session Summary\n${SUMMARY_MARK} of ${request.messages.length} messages, made by the fake summarizer.` };
+      return { text: templateSummary(`${SUMMARY_MARK} of ${request.messages.length} messages, made by the fake summarizer.`) };
     },
   };
 
@@ -290,12 +290,12 @@ class Session {
   }
 
   async compact(): Promise<void> {
-    const hadEntry = this.conversation.lastCompaction()?.id;
+    const hadStep = this.conversation.lastStep();
     const outcome = await this.conversation.compact('manual');
     assert.ok(outcome.status === 'compacted' || outcome.status === 'noop', `a manual compaction ${outcome.status}: ${'reason' in outcome ? outcome.reason : ''}`);
     this.trace.push(`  ${outcome.status}`);
     if (outcome.status === 'compacted') this.note('compacted');
-    if (outcome.status === 'compacted') assert.notEqual(this.conversation.lastCompaction()?.id, hadEntry);
+    if (outcome.status === 'compacted') assert.notDeepEqual(this.conversation.lastStep(), hadStep);
   }
 
   async compactDuring(turn: TurnShape, hops: number): Promise<void> {
@@ -308,19 +308,19 @@ class Session {
     assert.ok(outcome.status === 'compacted' || outcome.status === 'noop', `a manual compaction during a turn ${outcome.status}: ${'reason' in outcome ? outcome.reason : ''}`);
     this.trace.push(`  ${outcome.status}`);
     if (outcome.status === 'compacted') {
-      const entry = outcome.compaction.entry.id;
-      const at = this.conversation.log().findIndex((r) => r.type === 'compaction' && r.entry.id === entry);
+      const entry = (outcome.compaction.entry ?? outcome.compaction.pruning)?.id;
+      const at = this.conversation.log().findIndex((r) => (r.type === 'compaction' || r.type === 'pruning') && r.entry.id === entry);
       // Part of the turn was written after the compaction's snapshot and before its record.
       if (at > snapshot) this.note('compacted while a turn was written');
     }
   }
 
   async undo(): Promise<void> {
-    const last = this.conversation.lastCompaction();
+    const last = this.conversation.lastStep();
     const undone = await this.conversation.undo();
     assert.equal(undone.ok, last !== undefined, `undo: ${undone.ok ? 'done' : undone.reason}`);
     if (undone.ok) this.note('undone');
-    if (undone.ok) assert.notEqual(this.conversation.lastCompaction()?.id, last!.id);
+    if (undone.ok) assert.notDeepEqual(this.conversation.lastStep(), last);
   }
 
   async run(op: Op): Promise<void> {

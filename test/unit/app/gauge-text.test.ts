@@ -3,7 +3,8 @@ import { assessBudget } from '../../../src/core/budget';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { CompactionEntry } from '../../../src/core/history';
-import { compactNumber, gaugePresentation, noConversationPresentation, type GaugeState } from '../../../src/app/gauge-text';
+import type { PruningEntry } from '../../../src/core/pruning';
+import { compactNumber, gaugePresentation, noConversationPresentation, pruningPhrase, type GaugeState } from '../../../src/app/gauge-text';
 
 const breakdown = { systemAndTools: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
 const state = (used: number, limit = 128_000, extra: Partial<GaugeState> = {}): GaugeState => ({
@@ -58,6 +59,24 @@ describe('gauge text and levels', () => {
     };
     const tip = gaugePresentation(state(20_000, 128_000, { lastCompaction: entry })).tooltipMarkdown;
     assert.match(tip, /Last compaction: round 3, 5 min ago \(threshold\): 96k → 12k tokens/);
+  });
+
+  it('says what each tier of the last compaction freed: a pruning alone, or a pruning then a summary', () => {
+    const outputs = [
+      ...Array.from({ length: 6 }, (_, i) => ({ messageId: `t${i}`, toolCallId: `c${i}`, toolName: 'read_file', kind: 'duplicate' as const, stub: 's', tokens: 2_000 })),
+      { messageId: 't9', toolCallId: 'c9', toolName: 'read_file', kind: 'stale' as const, stub: 's', tokens: 400 },
+    ];
+    const pruning: PruningEntry = { id: 'p', reason: 'threshold', outputs, tokensBefore: 117_000, tokensAfter: 104_600, createdAt: 1_000_000 - 2 * 60_000 };
+    assert.equal(pruningPhrase(pruning), 'Pruned 7 superseded tool outputs (−12,400 tokens)');
+    assert.equal(pruningPhrase({ ...pruning, outputs: [...outputs, { ...outputs[0]!, kind: 'old' }] }), 'Pruned 7 superseded and 1 old large tool output (−12,400 tokens)');
+    const alone = gaugePresentation(state(104_600, 128_000, { lastPruning: pruning })).tooltipMarkdown;
+    assert.match(alone, /Last compaction: 2 min ago \(threshold\): pruned 7 superseded tool outputs \(−12,400 tokens\); no summary needed: 117k → 105k tokens\./);
+    const entry: CompactionEntry = {
+      id: 'e', round: 2, reason: 'threshold', summary: '', firstKeptMessageId: null, compactedMessageIds: [], tokensBefore: 117_000, tokensAfter: 20_000,
+      fileOperations: EMPTY_LEDGER, model: 'm', durationMs: 1, createdAt: 1_000_000 - 60_000, summaryRole: 'user', fallback: false, lowGain: false, splitTurn: false, summarizerCalls: 1, pruningId: 'p',
+    };
+    const both = gaugePresentation(state(20_000, 128_000, { lastCompaction: entry, lastPruning: pruning })).tooltipMarkdown;
+    assert.match(both, /Last compaction: round 2, 1 min ago \(threshold\): pruned 7 superseded tool outputs \(−12,400 tokens\), then summarized: 117k → 20k tokens\./);
   });
 
   it('shows the count without a percentage when the window is unknown', () => {

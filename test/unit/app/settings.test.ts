@@ -22,7 +22,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       requireConfirmation: false,
       showWarnings: true,
       endpoints: [],
-      agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [], allowedCommands: [], commandTimeoutSeconds: 120 },
+      agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [], allowedCommands: [], commandTimeoutSeconds: 120, editorTools: [] },
       telemetry: { enabled: false },
       timeouts: { firstChunkMs: 600_000, idleMs: 120_000 },
       verboseLogging: false,
@@ -53,6 +53,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       'longrun.agent.protectedPaths': ['secrets/**', ' **/*.pem '],
       'longrun.agent.allowedCommands': ['npm test', 'git status *'],
       'longrun.agent.commandTimeoutSeconds': 30,
+      'longrun.agent.editorTools': ['mcp_github_search', ' ext_lookup '],
       'longrun.telemetry.enabled': true,
       'longrun.telemetry.otlpEndpoint': 'http://localhost:4318/v1/traces',
       'longrun.logging.verbose': true,
@@ -79,6 +80,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       protectedPaths: ['secrets/**', '**/*.pem'],
       allowedCommands: ['npm test', 'git status *'],
       commandTimeoutSeconds: 30,
+      editorTools: ['mcp_github_search', 'ext_lookup'],
     });
     assert.deepEqual(settings.telemetry, { enabled: true, otlpEndpoint: 'http://localhost:4318/v1/traces' });
     assert.equal(settings.verboseLogging, true);
@@ -204,6 +206,19 @@ describe('settings: longrun.* onto the core configuration', () => {
       formatProblem(problems[0]!),
       'Longrun: "longrun.agent.protectedPaths" contains "", which is not valid (item 2 must not be empty); it is ignored.',
     );
+  });
+
+  it('keeps the valid editor tool names, "*" for all of them, and reports an entry that is no name', () => {
+    const { settings, problems } = read({ 'longrun.agent.editorTools': ['ext_lookup', '', 42, '*'] });
+    assert.deepEqual(settings.agent.editorTools, ['ext_lookup', '*']);
+    assert.deepEqual(
+      problems.map((p) => [p.setting, p.message]),
+      [
+        ['longrun.agent.editorTools', 'item 2 must not be empty'],
+        ['longrun.agent.editorTools', 'item 3 must be a string'],
+      ],
+    );
+    assert.deepEqual(read({ 'longrun.agent.editorTools': 'all' }).problems.map((p) => [p.message, p.usedInstead]), [['must be a list of tool names', []]]);
   });
 
   it('keeps the valid allowed commands and reports an entry that would allow every command or could never match', () => {
@@ -348,6 +363,7 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
     'longrun.agent.protectedPaths': "the files the user wants to approve even when edits are auto-approved",
     'longrun.agent.allowedCommands': 'the commands the agent runs in a terminal without asking',
     'longrun.agent.commandTimeoutSeconds': 'how long a command the agent started runs unattended',
+    'longrun.agent.editorTools': "which other extensions' and MCP servers' tools the agent may call",
     'longrun.logging.verbose': 'puts conversation content, secrets included, into log files',
   };
 
@@ -374,5 +390,42 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
   it('decides for every longrun.* setting whether a workspace may set it', () => {
     const undecided = Object.keys(declared).filter((key) => !(key in USER_ONLY) && !workspaceMaySet(key));
     assert.deepEqual(undecided, [], 'new settings must be added to USER_ONLY or allowed for workspaces on purpose');
+  });
+});
+
+describe('settings: the keep list, the summary template and the oldest half', () => {
+  it('maps them onto the core configuration', () => {
+    const { settings, problems } = read({
+      'longrun.compaction.keepRecent.mode': 'half',
+      'longrun.compaction.summary.progressSection': true,
+      'longrun.compaction.summary.factsSections': true,
+      'longrun.compaction.importance.keepThreshold': 8.5,
+      'longrun.compaction.importance.keepBudgetTokens': 1_200,
+      'longrun.compaction.importance.keepToolResults': true,
+    });
+    assert.deepEqual(problems, []);
+    assert.equal(settings.compaction.keepRecent.mode, 'half');
+    assert.equal(settings.compaction.summary.progressSection, true);
+    assert.equal(settings.compaction.summary.factsSections, true);
+    assert.deepEqual(
+      [settings.compaction.importance.keepThreshold, settings.compaction.importance.keepBudgetTokens, settings.compaction.importance.keepToolResults],
+      [8.5, 1_200, true],
+    );
+  });
+
+  it('reports each invalid value once, naming the setting and the value used instead', () => {
+    const { settings, problems } = read({
+      'longrun.compaction.keepRecent.mode': 'quarter',
+      'longrun.compaction.summary.progressSection': 'yes',
+      'longrun.compaction.importance.keepBudgetTokens': -5,
+      'longrun.compaction.importance.keepToolResults': 1,
+    });
+    assert.deepEqual(problems.map(formatProblem), [
+      'Longrun: "longrun.compaction.keepRecent.mode" is "quarter", which is not valid (must be one of "tokens", "messages", "half"); using "tokens" instead.',
+      'Longrun: "longrun.compaction.summary.progressSection" is "yes", which is not valid (must be true or false); using false instead.',
+      'Longrun: "longrun.compaction.importance.keepBudgetTokens" is -5, which is not valid (must be at least 0); using 400 instead.',
+      'Longrun: "longrun.compaction.importance.keepToolResults" is 1, which is not valid (must be true or false); using false instead.',
+    ]);
+    assert.equal(settings.compaction.importance.keepBudgetTokens, 400);
   });
 });

@@ -8,7 +8,7 @@ import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/c
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
-import { FakeClock } from '../core/fixtures';
+import { FakeClock, templateSummary } from '../core/fixtures';
 
 /**
  * The summary prepared ahead of need: started in the background past the warning level, applied at
@@ -25,7 +25,7 @@ class GatedSummarizer implements Summarizer {
       this.calls.push({ request, ...(signal ? { signal } : {}), release: resolve });
       signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
     });
-    return { text: `## Session Summary (Compaction Round 1)\nWork so far, call ${this.calls.length}, summarized for the test.` };
+    return { text: templateSummary(`Work so far, call ${this.calls.length}, summarized for the test.`) };
   }
 }
 
@@ -86,8 +86,8 @@ describe('summarizing ahead of need', () => {
     if (outcome.status !== 'compacted') return;
     assert.ok(conversation.view().some((m) => m.id === 'u4'), 'what came after the snapshot stays in the view');
     // The numbers describe the log it was applied to, not the snapshot it was computed from.
-    assert.ok(outcome.compaction.entry.tokensBefore >= 9_000, String(outcome.compaction.entry.tokensBefore));
-    assert.equal(outcome.compaction.entry.tokensAfter, conversation.count().localTokens);
+    assert.ok(outcome.compaction.entry!.tokensBefore >= 9_000, String(outcome.compaction.entry!.tokensBefore));
+    assert.equal(outcome.compaction.entry!.tokensAfter, conversation.count().localTokens);
   });
 
   it('keeps, once applied at the compaction point, about the recent part the setting asks for, not that plus what came meanwhile', async () => {

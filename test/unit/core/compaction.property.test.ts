@@ -5,7 +5,7 @@ import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config'
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { modelView, SUMMARY_PREFIX, type LogRecord } from '../../../src/core/history';
 import type { Message, Part } from '../../../src/core/messages';
-import { estimatingCounter, FakeClock, idGenerator, RecordingSummarizer } from './fixtures';
+import { estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, templateSummary } from './fixtures';
 
 /**
  * Random histories (users, assistants with and without tool calls, parallel calls, tool results,
@@ -106,8 +106,9 @@ function orphanProblems(view: readonly Message[], original: readonly Message[]):
 describe('compaction properties over 10,000 random histories', function () {
   this.timeout(300_000);
 
-  it('never orphans tool traffic, keeps system messages and order, lists every removal and never grows the view', async () => {
+  it('never orphans tool traffic, keeps system messages and order, lists every removal, shows pruned outputs as stubs and never grows the view', async () => {
     let compacted = 0;
+    let prunedOnly = 0;
     await fc.assert(
       fc.asyncProperty(historyArb, configArb, async (shape, options) => {
         const messages = build(shape);
@@ -119,7 +120,7 @@ describe('compaction properties over 10,000 random histories', function () {
           minMessages: 0,
         };
         const summarizer = new RecordingSummarizer(() =>
-          options.fail ? Promise.reject(new Error('down')) : { text: '## Session Summary\nA short summary of the work so far, for the test.' },
+          options.fail ? Promise.reject(new Error('down')) : { text: templateSummary('A short summary of the work so far, for the test.') },
         );
         const deps: CompactionDeps = { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator() };
         const before = modelView(log);
@@ -130,7 +131,8 @@ describe('compaction properties over 10,000 random histories', function () {
         assert.notEqual(outcome.status, 'cancelled');
         if (outcome.status !== 'compacted') return;
         compacted++;
-        const { entry, view } = outcome.compaction;
+        const { entry, pruning, view } = outcome.compaction;
+        if (!entry) prunedOnly++;
 
         assert.deepEqual(orphanProblems(view, messages), []);
 
@@ -145,20 +147,32 @@ describe('compaction properties over 10,000 random histories', function () {
 
         // Every message that left the view is listed in the entry, and nothing listed is still shown.
         const shown = new Set(view.map((m) => m.id));
-        const listed = new Set(entry.compactedMessageIds);
+        const listed = new Set(entry?.compactedMessageIds ?? []);
         for (const m of before) {
           const isOldSummary = m.content[0]?.type === 'text' && m.content[0].text.startsWith(SUMMARY_PREFIX);
           if (!shown.has(m.id) && !isOldSummary) assert.ok(listed.has(m.id), `${m.id} removed but not listed`);
         }
         for (const id of listed) assert.ok(!shown.has(id), `${id} listed but still shown`);
 
-        assert.ok(entry.tokensAfter < entry.tokensBefore, `view grew: ${entry.tokensBefore} → ${entry.tokensAfter}`);
-        assert.equal(entry.tokensAfter, deps.counter.countMessages(view));
-        assert.equal(view.filter((m) => m.summaryOf).length, 1);
+        const { tokensBefore, tokensAfter } = outcome.compaction;
+        assert.equal(tokensBefore, deps.counter.countMessages(before));
+        assert.ok(tokensAfter < tokensBefore, `view grew: ${tokensBefore} → ${tokensAfter}`);
+        assert.equal(tokensAfter, deps.counter.countMessages(view));
+        if (entry) assert.equal(entry.tokensAfter, tokensAfter);
+        assert.equal(view.filter((m) => m.summaryOf).length, entry ? 1 : 0);
+        // A pruned output is shown as its stub, unless the summary took its message out of the view.
+        for (const o of pruning?.outputs ?? []) {
+          const message = view.find((m) => m.id === o.messageId);
+          if (!message) assert.ok(listed.has(o.messageId), `${o.messageId} pruned, then gone but not summarized`);
+          const part = message?.content.find((p) => p.type === 'tool-result' && p.toolCallId === o.toolCallId);
+          if (part) assert.equal(part.type === 'tool-result' && part.output, o.stub);
+        }
       }),
       { numRuns: 10_000 },
     );
     // The invariants mean little unless most histories were really compacted.
     assert.ok(compacted >= 5_000, `only ${compacted} of 10,000 histories were compacted`);
+    // Histories re-read the same files: pruning alone is often enough for an automatic compaction.
+    assert.ok(prunedOnly >= 1_000, `only ${prunedOnly} compactions by pruning alone`);
   });
 });

@@ -4,7 +4,7 @@ import { resolveConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER, recordFileEvent } from '../../../src/core/file-ledger';
 import { allMessages, modelView, SUMMARY_PREFIX, type LogRecord } from '../../../src/core/history';
 import type { SummaryRequest } from '../../../src/core/ports';
-import { asLog, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, sys, toolResult, turn, user } from './fixtures';
+import { asLog, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, sys, templateSummary, toolResult, turn, user } from './fixtures';
 
 const messagesConfig = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, minMessages: 4 }));
 
@@ -13,8 +13,13 @@ function setup(summarizer = new RecordingSummarizer(), clock = new FakeClock()) 
   return { deps, summarizer, clock };
 }
 
+/**
+ * These tests are about the summary tier: pruning is off (it has tests of its own, `pruning.test.ts`),
+ * so that the files these conversations read again reach the summarizer as they are.
+ */
 function request(log: readonly LogRecord[], over: Partial<CompactionRequest> = {}): CompactionRequest {
-  return { log, reason: 'manual', config: messagesConfig, window: { limit: 100_000, source: 'model' }, ledger: EMPTY_LEDGER, ...over };
+  const made: CompactionRequest = { log, reason: 'manual', config: messagesConfig, window: { limit: 100_000, source: 'model' }, ledger: EMPTY_LEDGER, ...over };
+  return { ...made, config: { ...made.config, pruning: { ...made.config.pruning, enabled: false } } };
 }
 
 const conversation = [sys('s', 'You are a coding agent.'), ...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)), ...turn('t2', 'Add SM-2 scheduling', 3, 'y'.repeat(2_000)), ...turn('t3', 'Now add tests', 1)];
@@ -30,19 +35,19 @@ describe('compaction: result, entry and the model\'s view', () => {
     assert.ok(view[1]!.summaryOf);
     const first = view[1]!.content[0];
     assert.ok(first?.type === 'text' && first.text.startsWith(SUMMARY_PREFIX));
-    assert.equal(view[2]!.id, outcome.compaction.entry.firstKeptMessageId);
+    assert.equal(view[2]!.id, outcome.compaction.entry!.firstKeptMessageId);
     assert.deepEqual(outcome.log && modelView(outcome.log), view);
   });
 
   it('records an entry with everything needed to show, undo or re-run it', async () => {
     const { deps, clock } = setup(new RecordingSummarizer(async (r) => {
       clock.advance(1_500);
-      return { text: `## Session Summary (Compaction Round 1)\nDid things in ${r.messages.length} messages.`, model: 'fake-model' };
+      return { text: templateSummary(`Did things in ${r.messages.length} messages.`), model: 'fake-model' };
     }));
     const outcome = await computeCompaction(request(asLog(conversation), { reason: 'threshold' }), deps);
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
-    const e = outcome.compaction.entry;
+    const e = outcome.compaction.entry!;
     assert.equal(e.id, 'entry-1');
     assert.equal(e.round, 1);
     assert.equal(e.reason, 'threshold');
@@ -56,7 +61,7 @@ describe('compaction: result, entry and the model\'s view', () => {
     const viewIds = new Set(outcome.compaction.view.map((m) => m.id));
     for (const m of conversation) assert.ok(removed.has(m.id) !== viewIds.has(m.id), `${m.id} is either compacted or in view`);
     // The originals are still in the log.
-    assert.deepEqual(allMessages([...asLog(conversation), outcome.compaction.record]).length, conversation.length);
+    assert.deepEqual(allMessages([...asLog(conversation), ...outcome.compaction.records]).length, conversation.length);
   });
 
   it('chains summaries: the next round integrates the previous summary', async () => {
@@ -67,7 +72,7 @@ describe('compaction: result, entry and the model\'s view', () => {
     const second = await compact(request(grown), deps);
     assert.equal(second.status, 'compacted');
     if (second.status !== 'compacted') return;
-    assert.equal(second.compaction.entry.round, 2);
+    assert.equal(second.compaction.entry!.round, 2);
     const secondRequest = summarizer.requests[1]!;
     assert.equal(secondRequest.messages[0]!.role, 'system');
     assert.match(secondRequest.messages[0]!.content, /Previous summary/);
@@ -76,10 +81,10 @@ describe('compaction: result, entry and the model\'s view', () => {
   });
 
   it('puts the original task back verbatim when the summary lost it', async () => {
-    const { deps } = setup(new RecordingSummarizer(() => ({ text: 'Some work was done on an app. Tests pending. Nothing else to say.' })));
+    const { deps } = setup(new RecordingSummarizer(() => ({ text: templateSummary('Some work was done on an app. Tests pending. Nothing else to say.') })));
     const outcome = await computeCompaction(request(asLog(conversation)), deps);
     assert.ok(outcome.status === 'compacted');
-    assert.match(outcome.compaction.entry.summary, /### Original Task \(verbatim\)\nBuild a flashcard app/);
+    assert.match(outcome.compaction.entry!.summary, /### Original Task \(verbatim\)\nBuild a flashcard app/);
     assert.deepEqual(outcome.compaction.repairs, ['heading', 'original task']);
   });
 
@@ -90,11 +95,11 @@ describe('compaction: result, entry and the model\'s view', () => {
     ledger = recordFileEvent(ledger, { kind: 'deleted', path: 'old.txt', actor: 'user', at: 3 });
     const outcome = await computeCompaction(request(asLog(conversation), { ledger }), deps);
     assert.ok(outcome.status === 'compacted');
-    const summary = outcome.compaction.entry.summary;
+    const summary = outcome.compaction.entry!.summary;
     assert.match(summary, /<read-files>\nsrc\/db\.ts\n<\/read-files>/);
     assert.match(summary, /<modified-files>[\s\S]*src\/sm2\.ts \(created\)[\s\S]*<\/modified-files>/);
     assert.match(summary, /old\.txt \(deleted/);
-    assert.deepEqual(outcome.compaction.entry.fileOperations, ledger);
+    assert.deepEqual(outcome.compaction.entry!.fileOperations, ledger);
   });
 
   it('passes the focus of /compact into the summary request and the entry', async () => {
@@ -102,7 +107,7 @@ describe('compaction: result, entry and the model\'s view', () => {
     const outcome = await computeCompaction(request(asLog(conversation), { focus: 'the scheduling algorithm' }), deps);
     assert.ok(outcome.status === 'compacted');
     assert.match(summarizer.requests[0]!.messages.at(-1)!.content, /focus on: the scheduling algorithm/);
-    assert.equal(outcome.compaction.entry.focus, 'the scheduling algorithm');
+    assert.equal(outcome.compaction.entry!.focus, 'the scheduling algorithm');
   });
 
   it('on demand, compacts everything but the latest turn when the recent part would keep it all', async () => {
@@ -113,7 +118,7 @@ describe('compaction: result, entry and the model\'s view', () => {
     for (const reason of ['manual', 'overflow'] as const) {
       const outcome = await computeCompaction(request(short, { config: config(), reason }), deps);
       assert.ok(outcome.status === 'compacted', reason);
-      assert.equal(outcome.compaction.entry.firstKeptMessageId, 't2-u');
+      assert.equal(outcome.compaction.entry!.firstKeptMessageId, 't2-u');
     }
   });
 
@@ -139,16 +144,16 @@ describe('compaction: result, entry and the model\'s view', () => {
     const outcome = await computeCompaction(request(asLog(huge), { config: cfg, window: { limit: 32_000, source: 'model' }, reason: 'overflow' }), deps);
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
-    assert.ok(outcome.compaction.entry.splitTurn);
+    assert.ok(outcome.compaction.entry!.splitTurn);
     assert.deepEqual(outcome.compaction.view.slice(0, 3).map((m) => m.role), ['system', 'user', 'user']);
     assert.equal(outcome.compaction.view[2]!.id, 't1-u');
-    assert.ok(outcome.compaction.entry.tokensAfter < 32_000 / 2);
+    assert.ok(outcome.compaction.entry!.tokensAfter < 32_000 / 2);
   });
 });
 
 describe('compaction: requests that would not fit the summarizer', () => {
   it('splits into batches by importance and merges the batch summaries', async () => {
-    const summarizer = new RecordingSummarizer((r, i) => ({ text: `## Session Summary\nsummary number ${i} of a ${r.purpose} request, long enough to use.` }), 6_000);
+    const summarizer = new RecordingSummarizer((r, i) => ({ text: templateSummary(`summary number ${i} of a ${r.purpose} request, long enough to use.`) }), 6_000);
     const { deps } = setup(summarizer);
     const long = [sys('s', 'sys'), ...turn('t1', 'one', 8, 'a'.repeat(1_900)), ...turn('t2', 'two', 8, 'b'.repeat(1_900)), ...turn('t3', 'three', 8, 'c'.repeat(1_900)), ...turn('t4', 'four', 1)];
     const outcome = await computeCompaction(request(asLog(long)), deps);
@@ -165,7 +170,7 @@ describe('compaction: requests that would not fit the summarizer', () => {
     for (const id of ['one', 'two', 'three']) assert.ok(sent.includes(id), id);
     const merge = summarizer.requests.at(-1)!;
     assert.deepEqual(merge.messages.slice(0, -1).map((m) => m.role), merge.messages.slice(0, -1).map(() => 'system'));
-    if (outcome.status === 'compacted') assert.equal(outcome.compaction.entry.summarizerCalls, summarizer.requests.length);
+    if (outcome.status === 'compacted') assert.equal(outcome.compaction.entry!.summarizerCalls, summarizer.requests.length);
   });
 
   it('sends a request that fits in one call', async () => {
@@ -192,7 +197,7 @@ describe('compaction: failure without loss', () => {
     const outcome = await compact(request(asLog(conversation)), { ...deps, redact: (t) => t.split('0123456789abcdef').join('[x]') });
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
-    const e = outcome.compaction.entry;
+    const e = outcome.compaction.entry!;
     assert.equal(e.fallback, true);
     assert.ok(!JSON.stringify(e).includes('0123456789abcdef'), JSON.stringify(e.failure));
     assert.match(e.failure ?? '', /401 Unauthorized/);
@@ -205,7 +210,7 @@ describe('compaction: failure without loss', () => {
     const outcome = await computeCompaction(request(asLog(withError)), deps);
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
-    const e = outcome.compaction.entry;
+    const e = outcome.compaction.entry!;
     assert.equal(e.fallback, true);
     assert.equal(e.model, 'extractive-fallback');
     assert.match(e.failure ?? '', /boom/);
@@ -220,8 +225,8 @@ describe('compaction: failure without loss', () => {
     const { deps } = setup(new RecordingSummarizer(() => ({ text: '   ' })));
     const outcome = await computeCompaction(request(asLog(conversation)), deps);
     assert.ok(outcome.status === 'compacted');
-    assert.equal(outcome.compaction.entry.fallback, true);
-    assert.match(outcome.compaction.entry.failure ?? '', /no text/);
+    assert.equal(outcome.compaction.entry!.fallback, true);
+    assert.match(outcome.compaction.entry!.failure ?? '', /no text/);
   });
 
   it('times out a summarizer that never answers', async () => {
@@ -233,8 +238,8 @@ describe('compaction: failure without loss', () => {
     clock.advance(5_000);
     const outcome = await pending;
     assert.ok(outcome.status === 'compacted');
-    assert.equal(outcome.compaction.entry.fallback, true);
-    assert.match(outcome.compaction.entry.failure ?? '', /did not answer within 5 s/);
+    assert.equal(outcome.compaction.entry!.fallback, true);
+    assert.match(outcome.compaction.entry!.failure ?? '', /did not answer within 5 s/);
   });
 
   it('stops when cancelled and changes nothing', async () => {
@@ -248,23 +253,23 @@ describe('compaction: failure without loss', () => {
   });
 
   it('reports a compaction that frees less than the minimum share as low-gain', async () => {
-    const short = '## Session Summary\nA short summary that is long enough to be used.';
+    const short = templateSummary('A short summary that is long enough to be used.');
     const first = await computeCompaction(request(asLog(conversation)), setup(new RecordingSummarizer(() => ({ text: short }))).deps);
     assert.ok(first.status === 'compacted');
-    const { tokensBefore, tokensAfter } = first.compaction.entry;
-    assert.equal(first.compaction.entry.lowGain, false);
+    const { tokensBefore, tokensAfter } = first.compaction.entry!;
+    assert.equal(first.compaction.entry!.lowGain, false);
     // Pad the summary so that the compaction frees only about 5% of the view.
     const padTokens = tokensBefore - tokensAfter - Math.floor(tokensBefore * 0.05);
     const padded = `${short}\n${'p'.repeat(padTokens * 4)}`;
     const second = await computeCompaction(request(asLog(conversation)), setup(new RecordingSummarizer(() => ({ text: padded }))).deps);
     assert.ok(second.status === 'compacted');
-    const freed = (second.compaction.entry.tokensBefore - second.compaction.entry.tokensAfter) / second.compaction.entry.tokensBefore;
+    const freed = (second.compaction.entry!.tokensBefore - second.compaction.entry!.tokensAfter) / second.compaction.entry!.tokensBefore;
     assert.ok(freed > 0 && freed < 0.1, `freed ${freed}`);
-    assert.equal(second.compaction.entry.lowGain, true);
+    assert.equal(second.compaction.entry!.lowGain, true);
   });
 
   it('changes nothing when the summary would be larger than what it replaces', async () => {
-    const { deps } = setup(new RecordingSummarizer(() => ({ text: `## Session Summary\n${'very long summary '.repeat(5_000)}` })));
+    const { deps } = setup(new RecordingSummarizer(() => ({ text: templateSummary('very long summary '.repeat(5_000)) })));
     const outcome = await computeCompaction(request(asLog(conversation)), deps);
     assert.equal(outcome.status, 'noop');
     assert.match(outcome.status === 'noop' ? outcome.reason : '', /no fewer than/);

@@ -116,3 +116,24 @@ describe('cut point: what to compact and what to keep', () => {
     assert.notEqual(s.kept[1]?.role, 'tool');
   });
 });
+
+describe('cut point: the oldest half (003)', () => {
+  it('summarizes the oldest half of the messages and keeps the newer half', () => {
+    const view = [sys('s', 'be careful'), ...turn('t1', 'first', 2), ...turn('t2', 'second', 2), ...turn('t3', 'third', 1)];
+    const body = view.filter((m) => m.role !== 'system');
+    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'half' } }));
+    assert.ok(result.ok);
+    // 15 messages: the split point rounds down to 7, a valid cut (not between a call and its result).
+    assert.deepEqual(ids(result.selection.toCompact), ids(body.slice(0, 7)));
+    assert.deepEqual(ids(result.selection.kept), ids(body.slice(7)));
+  });
+
+  it('moves the cut back rather than split a tool call from its result', () => {
+    const view = [...turn('t1', 'first', 3), ...turn('t2', 'second', 1)];
+    // 12 messages: the middle (6) falls on a tool result, so the cut moves back to the call before it.
+    assert.equal(view[6]!.role, 'tool');
+    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'half' } }));
+    assert.ok(result.ok);
+    assert.deepEqual(ids(result.selection.kept), ids(view.slice(5)));
+  });
+});

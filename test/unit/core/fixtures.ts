@@ -66,13 +66,33 @@ export class FakeClock implements Clock {
   }
 }
 
+/**
+ * A summary in the template's shape, `body` under Completed Work, of the length a summarizer asked
+ * for a few hundred tokens writes: the engine rejects text without any of the template's headings,
+ * or under a tenth of the expected length, and uses its extractive fallback instead.
+ */
+export function templateSummary(body: string): string {
+  return [
+    '## Session Summary',
+    '### Completed Work',
+    body,
+    '### Current State',
+    '- Working through the task one step at a time; every file named above is saved and up to date.',
+    '### Pending Work',
+    '- [ ] The remaining steps of the task, in the order the user gave them, then the tests.',
+    '### Next Steps',
+    '1. Continue with the next step of the task as planned.',
+    '2. Run the tests again and report what changed, with the files touched.',
+  ].join('\n');
+}
+
 /** A summarizer that records its requests and answers with a summary built from them. */
 export class RecordingSummarizer implements Summarizer {
   readonly name = 'fake:summarizer';
   readonly requests: SummaryRequest[] = [];
   constructor(
     private readonly answer: (request: SummaryRequest, index: number) => Promise<SummaryResponse> | SummaryResponse = (r) => ({
-      text: `## Session Summary\nSummarized ${r.messages.length} messages; purpose ${r.purpose}.`,
+      text: templateSummary(`Summarized ${r.messages.length} messages; purpose ${r.purpose}.`),
     }),
     readonly contextWindow?: number,
   ) {}

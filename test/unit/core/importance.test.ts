@@ -5,6 +5,7 @@ import {
   scoreGroup,
   scoreMessage,
   scoreMessages,
+  selectToKeep,
   type ScoredMessage,
 } from '../../../src/core/importance';
 import { text, type Message, type Part, type Role } from '../../../src/core/messages';
@@ -306,5 +307,41 @@ describe('importance', () => {
     it('scores an empty group as -Infinity', () => {
       assert.equal(scoreGroup([], 0, 0, config), -Infinity);
     });
+  });
+});
+
+describe('importance: the keep list (004, messages kept in full)', () => {
+  const decision = say('assistant', 'We decided to use exponential backoff instead of fixed delays in src/retry/policy.ts:\n```ts\nconst delay = base * 2 ** attempt;\n```');
+  const chatter = say('assistant', 'Okay.');
+  const call = message('assistant', { type: 'tool-call', toolCallId: 'c', toolName: 'read_file', input: { path: 'a.txt' } });
+  const result = message('tool', { type: 'tool-result', toolCallId: 'c', toolName: 'read_file', output: 'plain text' });
+  const items = [decision, chatter, call, result].map((m, position) => ({ message: m, position }));
+  const length = (m: Message): number => JSON.stringify(m.content).length / 4;
+
+  it('keeps the messages at or above the threshold, in conversation order', () => {
+    const scores = items.map((i) => scoreMessage(i.message, i.position, 10, config));
+    const threshold = scores[0]! - 0.01;
+    assert.ok(scores.slice(1).every((s) => s < threshold), `the decision outscores the rest: ${scores.join(', ')}`);
+    assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: threshold }, length), [0]);
+    assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: -100 }, length), [0, 1, 2, 3]);
+  });
+
+  it('keeps the default threshold out of reach of routine chatter and of a routine tool call, and within reach of a decision with code and a path', () => {
+    assert.deepEqual(selectToKeep(items, 10, config, length), [0]);
+  });
+
+  it('fits the budget, the most important first, and skips what does not fit for what does', () => {
+    const all = { ...config, keepThreshold: -100 };
+    const budget = length(decision) + length(chatter);
+    const kept = selectToKeep(items, 10, { ...all, keepBudgetTokens: budget }, length);
+    assert.ok(kept.includes(0), 'the decision, most important, is kept');
+    assert.ok(kept.reduce((sum, p) => sum + length(items[p]!.message), 0) <= budget);
+    assert.deepEqual(selectToKeep(items, 10, { ...all, keepBudgetTokens: 0 }, length), [], 'a budget of 0 keeps nothing');
+  });
+
+  it('keeps tool calls and results whatever their score when asked to (keep_tool_results)', () => {
+    const high = { ...config, keepThreshold: 1_000 };
+    assert.deepEqual(selectToKeep(items, 10, high, length), []);
+    assert.deepEqual(selectToKeep(items, 10, { ...high, keepToolResults: true }, length), [2, 3]);
   });
 });

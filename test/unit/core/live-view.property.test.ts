@@ -11,7 +11,8 @@ import { ViewTokens } from '../../../src/core/view-tokens';
 /**
  * The live view against `modelView`: random logs grow record by record (messages with tool calls
  * answered, half answered or answered twice, results without calls, repeated ids, compactions whose
- * first kept message is present, missing or only appended later, undos of entries in force and of
+ * first kept message is present, missing or only appended later, prunings of tool outputs (some of
+ * them compacted since, some named twice), undos of compactions and prunings in force and of
  * others), and after every update the live view is what `modelView` derives from the whole log, and
  * the running counts are what counting that view gives.
  */
@@ -22,6 +23,7 @@ type Op =
   | { readonly kind: 'tool'; readonly answer: number; readonly stray: boolean }
   | { readonly kind: 'repeat'; readonly pick: number }
   | { readonly kind: 'compact'; readonly from: number; readonly to: number; readonly kept: number; readonly keptKind: 'present' | 'none' | 'later' | 'unknown'; readonly role: 'user' | 'assistant' }
+  | { readonly kind: 'prune'; readonly picks: readonly number[] }
   | { readonly kind: 'undo'; readonly pick: number; readonly active: boolean }
   | { readonly kind: 'usage'; readonly pick: number }
   | { readonly kind: 'update' };
@@ -43,6 +45,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       role: fc.constantFrom('user' as const, 'assistant' as const),
     }),
   },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('prune' as const), picks: fc.array(nat(1_000), { minLength: 1, maxLength: 4 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('undo' as const), pick: nat(1_000), active: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('usage' as const), pick: nat(1_000) }) },
   { weight: 3, arbitrary: fc.constant({ kind: 'update' as const }) },
@@ -123,6 +126,24 @@ class LogBuilder {
         this.log.push({ type: 'compaction', entry: entry(id, ids.slice(a, b), firstKept, op.role) });
         return;
       }
+      case 'prune': {
+        // Outputs of any tool message, whether still in the view or not, now and then one named twice.
+        const results = this.messages.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [{ messageId: m.id, toolCallId: p.toolCallId, toolName: p.toolName }] : [])));
+        if (results.length === 0) return;
+        // Mostly outputs the view shows (random ones were mostly compacted already, or strays the
+        // view leaves out), now and then any output.
+        const shown = new Set(modelView(this.log).flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [`${m.id}/${p.toolCallId}`] : []))));
+        const visible = results.filter((r) => shown.has(`${r.messageId}/${r.toolCallId}`));
+        const outputs = op.picks.map((pick, k) => {
+          const from = visible.length > 0 && pick % 4 !== 0 ? visible : results;
+          const r = from[pick % from.length]!;
+          return { ...r, kind: 'duplicate' as const, stub: `[pruned ${r.toolCallId}${' x'.repeat(k)}]`, tokens: 9 };
+        });
+        const id = `e${++this.entries}`;
+        this.entryIds.push(id);
+        this.log.push({ type: 'pruning', entry: { id, reason: 'threshold', outputs, tokensBefore: 0, tokensAfter: 0, createdAt: 0 } });
+        return;
+      }
       case 'undo': {
         const id = op.active ? this.entryIds.at(-1 - (op.pick % Math.max(1, this.entryIds.length))) : `e${op.pick}`;
         this.log.push({ type: 'undo', entryId: id ?? 'none', at: 0 });
@@ -152,12 +173,13 @@ function afterFromScratch(view: readonly Message[], counter: MessageTokenCounter
 }
 
 describe('the live view of a growing log', () => {
-  it('is what modelView derives from the whole log after any appends, compactions and undos, and so are its counts', () => {
+  it('is what modelView derives from the whole log after any appends, compactions, prunings and undos, and so are its counts', () => {
     let compared = 0;
     let withSummary = 0;
     let withInterrupted = 0;
+    let withStub = 0;
     fc.assert(
-      fc.property(fc.array(opArb, { minLength: 1, maxLength: 60 }), fc.boolean(), (ops, switchCounters) => {
+      fc.property(fc.array(opArb, { minLength: 1, maxLength: 60, size: 'medium' }), fc.boolean(), (ops, switchCounters) => {
         const builder = new LogBuilder();
         const live = new LiveModelView();
         const tokens = new ViewTokens();
@@ -191,12 +213,16 @@ describe('the live view of a growing log', () => {
           compared++;
           if (expected.some((m) => m.summaryOf !== undefined)) withSummary++;
           if (expected.some((m) => m.id.startsWith('interrupted:'))) withInterrupted++;
+          if (expected.some((m) => m.content.some((p) => p.type === 'tool-result' && String(p.output).startsWith('[pruned')))) withStub++;
         }
       }),
       { numRuns: 2_000 },
     );
     // The runs met what this test is about, often.
-    assert.ok(withSummary > 500 && withInterrupted > 500, `${compared} views, ${withSummary} with a summary, ${withInterrupted} with an interrupted result`);
+    assert.ok(
+      withSummary > 500 && withInterrupted > 500 && withStub > 500,
+      `${compared} views, ${withSummary} with a summary, ${withInterrupted} with an interrupted result, ${withStub} with a pruned output`,
+    );
   });
 
   it('takes a log that was replaced by another array from its start', () => {

@@ -5,7 +5,7 @@ import { EMPTY_LEDGER, recordFileEvent, type FileLedger } from '../../../src/cor
 import type { LogRecord } from '../../../src/core/history';
 import type { SummaryRequest } from '../../../src/core/ports';
 import { boundTask, stripFileOperations } from '../../../src/core/summary-repair';
-import { asLog, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, turn, user } from './fixtures';
+import { asLog, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, templateSummary, turn, user } from './fixtures';
 
 /**
  * What bounds a summary: the original task is kept verbatim only up to a cap, the output room
@@ -48,7 +48,7 @@ describe('summary bounds: a long first message', () => {
     const outcome = await compact(request(asLog(long)), deps(summarizer));
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
-    const summary = outcome.compaction.entry.summary;
+    const summary = outcome.compaction.entry!.summary;
     assert.match(summary, /### Original Task \(verbatim\)\nFix the crash in the log below\./);
     assert.match(summary, /\[… the original task continues: [\d,]+ of its [\d,]+ tokens are cut here/);
     const withoutLedger = summary.slice(0, summary.indexOf('<read-files>'));
@@ -58,7 +58,7 @@ describe('summary bounds: a long first message', () => {
     const directive = summarizer.requests[0]!.messages.at(-1)!.content;
     assert.ok(counter.countText(directive) < 1_500, `directive of ${counter.countText(directive)} tokens`);
     // And the view really shrinks.
-    assert.ok(outcome.compaction.entry.tokensAfter < outcome.compaction.entry.tokensBefore / 3);
+    assert.ok(outcome.compaction.entry!.tokensAfter < outcome.compaction.entry!.tokensBefore / 3);
   });
 
   it('keeps a short task whole', () => {
@@ -125,7 +125,7 @@ describe('summary bounds: one ledger per summary', () => {
     const grown = [...first.log, ...asLog(turn('t4', 'Fix the bug', 3, 'z'.repeat(2_000))), ...asLog(turn('t5', 'Ship', 1))];
     const second = await compact(request(grown, { ledger: modified }), d);
     assert.ok(second.status === 'compacted');
-    return [first.compaction.entry.summary, second.compaction.entry.summary] as const;
+    return [first.compaction.entry!.summary, second.compaction.entry!.summary] as const;
   }
 
   function assertCurrentLedgerOnly(summary: string, path: string, section: 'read-files' | 'modified-files'): void {
@@ -145,7 +145,7 @@ describe('summary bounds: one ledger per summary', () => {
   it('ends an extractive fallback that quotes the earlier summary with only the current lists', async () => {
     let calls = 0;
     const failingSecond = new RecordingSummarizer((r) => {
-      if (calls++ === 0) return { text: `## Session Summary (Compaction Round 1)\n\nWork on ${r.messages.length} messages, the app is half done.` };
+      if (calls++ === 0) return { text: templateSummary(`Work on ${r.messages.length} messages, the app is half done.`) };
       throw new Error('server down');
     });
     const [first, second] = await twoRounds(failingSecond);

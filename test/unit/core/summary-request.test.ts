@@ -11,6 +11,7 @@ import {
   renderMessage,
   requestTokens,
   SUMMARY_SECTIONS,
+  summarySections,
 } from '../../../src/core/summary-request';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
@@ -178,4 +179,60 @@ describe('summary request: counting what is sent to the summarizer', () => {
   function conversation(): Message[] {
     return [user('u1', 'Build it'), assistant('a1', 'Reading.', { callId: 'c1', tool: 'read_file', input: { path: 'a.ts' } }), toolResult('t1', 'c1', 'read_file', 'abc')];
   }
+});
+
+describe('summary request: the template\'s optional sections', () => {
+  it('adds Progress after Current State, and Preferences, Facts and Previous Discussion before Next Steps, when asked', () => {
+    assert.deepEqual(summarySections(base.summary), SUMMARY_SECTIONS);
+    const both = summarySections({ ...base.summary, progressSection: true, factsSections: true });
+    assert.deepEqual(both, [
+      'Original Task',
+      'Completed Work',
+      'Key Technical Decisions',
+      'Current State',
+      'Progress',
+      'Pending Work',
+      'Errors & Resolutions',
+      'User Preferences and Constraints',
+      'Preferences',
+      'Facts',
+      'Previous Discussion',
+      'Next Steps',
+    ]);
+  });
+
+  it('asks for the optional sections in the directive, with what each holds', () => {
+    const plain = buildDirective(directive);
+    assert.doesNotMatch(plain, /### Progress|### Facts/);
+    const asked = buildDirective({ ...directive, summary: { ...base.summary, progressSection: true, factsSections: true } });
+    assert.match(asked, /### Progress\n- Done: …\n- In Progress: …\n- Blocked: …/);
+    assert.match(asked, /### Preferences\n.+\n### Facts\n.+\n### Previous Discussion\n.+\n### Next Steps/);
+  });
+});
+
+describe('summary request: the keep list', () => {
+  const decision = assistant('a1', `We decided to use exponential backoff instead of fixed delays in src/retry/policy.ts:\n\`\`\`ts\n${'const delay = base * 2 ** attempt;\n'.repeat(3)}\`\`\``);
+  const bigResult = toolResult('t1', 'c1', 'read_file', 'r'.repeat(5_000));
+  const call = assistant('a0', 'Reading.', { callId: 'c1', tool: 'read_file', input: { path: 'src/a.ts' } });
+  const messages = positioned([user('u1', 'Go on.'), call, bigResult, decision]);
+  const build = (importance: typeof base.importance | undefined, purpose: 'summary' | 'batch' = 'summary') =>
+    buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages, directive, purpose, ...(importance ? { importance, total: 10 } : {}) });
+
+  it('names the messages above the threshold in the directive, and none without importance settings', () => {
+    assert.match(build(base.importance).messages.at(-1)!.content, /KEEP VERBATIM: \[#3\]\. These messages matter most/);
+    assert.doesNotMatch(build(undefined).messages.at(-1)!.content, /KEEP VERBATIM/);
+    assert.doesNotMatch(build({ ...base.importance, keepBudgetTokens: 0 }).messages.at(-1)!.content, /KEEP VERBATIM/);
+  });
+
+  it('sends a kept tool result uncut in a whole summary, and cut as usual in a batch', () => {
+    const keepResults = { ...base.importance, keepToolResults: true, keepBudgetTokens: 4_000 };
+    const whole = build(keepResults);
+    assert.match(whole.messages.at(-1)!.content, /KEEP VERBATIM: \[#1\], \[#2\], \[#3\]/);
+    assert.ok(whole.messages[2]!.content.includes('r'.repeat(5_000)), 'the result is whole');
+    const batch = build(keepResults, 'batch');
+    assert.ok(!batch.messages[2]!.content.includes('r'.repeat(5_000)), 'a batch keeps its measured limits');
+    assert.match(batch.messages[2]!.content, /truncated: \d+ more characters/);
+    const ordinary = build(base.importance);
+    assert.ok(!ordinary.messages[2]!.content.includes('r'.repeat(5_000)), 'a result off the list is cut');
+  });
 });

@@ -6,7 +6,7 @@ import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { currentBasis, lastUsage, modelView, undoLastCompaction, usageReports, type LogRecord } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import { countContext, learnedRatio } from '../../../src/core/usage-calibration';
-import { estimatingCounter, FakeClock, idGenerator, RecordingSummarizer } from './fixtures';
+import { estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, templateSummary } from './fixtures';
 
 /**
  * The gauge against the truth: replaying random interleavings of turns, manual compactions and
@@ -38,7 +38,7 @@ describe('gauge property: stale usage never inflates the budget', function () {
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 40 }), async (ops) => {
         const counter = estimatingCounter();
         const clock = new FakeClock();
-        const summarizer = new RecordingSummarizer(() => ({ text: '## Session Summary\nThe work so far, in a few words, for the test.' }));
+        const summarizer = new RecordingSummarizer(() => ({ text: templateSummary('The work so far, in a few words, for the test.') }));
         const deps: CompactionDeps = { counter, summarizer, clock, newId: idGenerator() };
         let log: LogRecord[] = [];
         let n = 0;
@@ -90,15 +90,15 @@ describe('gauge property: stale usage never inflates the budget', function () {
     const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 0, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
     const counter = estimatingCounter();
     const clock = new FakeClock();
-    const deps: CompactionDeps = { counter, summarizer: new RecordingSummarizer(() => ({ text: '## Session Summary\nShort.' })), clock, newId: idGenerator() };
+    const deps: CompactionDeps = { counter, summarizer: new RecordingSummarizer(() => ({ text: templateSummary('Short.') })), clock, newId: idGenerator() };
     let log: LogRecord[] = [];
     for (let i = 0; i < 8; i++) log.push({ type: 'message', message: { id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: 'x'.repeat(2_000) }] } });
     const compactNow = async (): Promise<string> => {
       const outcome = await computeCompaction({ log, reason: 'manual', config, window: { limit: 1_000_000, source: 'model' }, ledger: EMPTY_LEDGER }, deps);
       assert.equal(outcome.status, 'compacted');
       if (outcome.status !== 'compacted') return '';
-      log = [...log, outcome.compaction.record];
-      return outcome.compaction.entry.id;
+      log = [...log, ...outcome.compaction.records];
+      return outcome.compaction.entry!.id;
     };
     const first = await compactNow();
     // A report made under the first summary, for a large request.

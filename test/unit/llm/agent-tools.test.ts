@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { asSchema, generateText, isStepCount, type ToolSet } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
-import { createAgentTools, type AgentFileEvent } from '../../../src/llm/agent-tools';
+import { createAgentTools, MAX_RECALL_TOKENS, type AgentFileEvent, type RecallPort, type RecallRequest } from '../../../src/llm/agent-tools';
 import {
   ToolFailure,
   type LineRange,
@@ -391,3 +391,42 @@ function fieldsWithoutDescription(schema: Record<string, unknown>, at: string): 
   if (items && typeof items === 'object') missing.push(...fieldsWithoutDescription(items as Record<string, unknown>, `${at}[]`));
   return missing;
 }
+
+describe('recall', () => {
+  const asked: RecallRequest[] = [];
+  const archive: RecallPort = {
+    recall: (request) => {
+      asked.push(request);
+      return `found for ${JSON.stringify(request)}`;
+    },
+  };
+  beforeEach(() => {
+    asked.length = 0;
+  });
+
+  it('is offered when the conversation gives its archive, in a read-only workspace too', () => {
+    assert.ok(createAgentTools(new FakePort(), { readOnly: true, recall: archive })['recall']);
+    assert.equal(createAgentTools(new FakePort(), { readOnly: false })['recall'], undefined);
+  });
+
+  it('passes the words, the path and the budget on, trimmed, and gives the archive\'s answer back', async () => {
+    const tools = createAgentTools(new FakePort(), { readOnly: true, recall: archive });
+    const output = await call(tools, 'recall', { query: '  nextReview ', path: 'src/deck.ts', maxTokens: 2_000 });
+    assert.deepEqual(asked, [{ query: 'nextReview', path: 'src/deck.ts', maxTokens: 2_000 }]);
+    assert.equal(output, 'found for {"query":"nextReview","path":"src/deck.ts","maxTokens":2000}');
+  });
+
+  it('asks for words or a path when given neither, without searching', async () => {
+    const tools = createAgentTools(new FakePort(), { readOnly: true, recall: archive });
+    assert.equal(await call(tools, 'recall', { query: '  ' }), 'Error: Give query (words to look for) or path (a file), or both.');
+    assert.deepEqual(asked, []);
+  });
+
+  it('describes itself and its fields for the model, and caps the budget it may ask for', async () => {
+    const tool = createAgentTools(new FakePort(), { readOnly: true, recall: archive })['recall']!;
+    assert.match(String(tool.description), /summarized or pruned/);
+    const schema = (await asSchema(tool.inputSchema).jsonSchema) as { properties: Record<string, { maximum?: number }> };
+    assert.deepEqual(fieldsWithoutDescription(schema as unknown as Record<string, unknown>, 'recall'), []);
+    assert.equal(schema.properties['maxTokens']?.maximum, MAX_RECALL_TOKENS);
+  });
+});

@@ -15,7 +15,7 @@ import { charEstimator } from '../../../src/core/tokenizer';
 import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/agent';
 import { Conversation } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
-import { FakeClock } from '../core/fixtures';
+import { FakeClock, templateSummary } from '../core/fixtures';
 
 type StreamPart = Record<string, unknown>;
 const streamOf = (parts: StreamPart[]) => convertArrayToReadableStream(parts as never[]);
@@ -68,7 +68,7 @@ class RecordingUi implements AgentUi {
 
 const summarizer: Summarizer = {
   name: 'fake',
-  summarize: async (request) => ({ text: `## Session Summary (Compaction Round 1)\nSUMMARY-MARKER of ${request.messages.length} messages; work is ongoing.` }),
+  summarize: async (request) => ({ text: templateSummary(`SUMMARY-MARKER of ${request.messages.length} messages; work is ongoing.`) }),
 };
 
 describe('agent turn: streamText with tools, compaction at step start, overflow retry', () => {

@@ -15,7 +15,7 @@ import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentTurnResult, type AgentUi } from '../../../src/llm/agent';
 import { Conversation } from '../../../src/app/conversation';
 import { CONVERSATION_FORMAT_VERSION, ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
-import { FakeClock } from '../core/fixtures';
+import { FakeClock, templateSummary } from '../core/fixtures';
 
 /**
  * A crash (or a full disk) can stop a tool loop after any line of the conversation file, or in the
@@ -111,7 +111,7 @@ class QuietUi implements AgentUi {
 
 const summarizer: Summarizer = {
   name: 'fake',
-  summarize: async (request) => ({ text: `## Session Summary\nSUMMARY-MARKER of ${request.messages.length} messages; the files are being read.` }),
+  summarize: async (request) => ({ text: templateSummary(`SUMMARY-MARKER of ${request.messages.length} messages; the files are being read.`) }),
 };
 
 const ENOSPC = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });

@@ -184,6 +184,17 @@ describe('VS Code language model bridge', () => {
     assert.deepEqual((options?.tools?.[0]?.inputSchema as { properties?: unknown }).properties, { path: { type: 'string' } });
   });
 
+  it('sends the justification it was given with every request, for the consent VS Code may ask for', async () => {
+    const chat = new FakeChatModel([items(new TextPart('one')), items(new TextPart('two'))]);
+    const model = createVsCodeLanguageModel(chat, api, { justification: 'To run the agent.' });
+    await generateText({ model, messages: userPrompt });
+    await generateText({ model, messages: userPrompt });
+    assert.deepEqual(chat.requests.map((r) => r.options.justification), ['To run the agent.', 'To run the agent.']);
+    const plain = new FakeChatModel([items(new TextPart('three'))]);
+    await generateText({ model: createVsCodeLanguageModel(plain, api), messages: userPrompt });
+    assert.equal(plain.requests[0]?.options.justification, undefined);
+  });
+
   it('runs a tool loop: the result goes back as a LanguageModelToolResultPart in a user turn', async () => {
     const chat = new FakeChatModel([
       items(new ToolCallPart('call-7', 'add', { a: 2, b: 3 })),

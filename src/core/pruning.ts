@@ -1,0 +1,317 @@
+import type { CompactionReason } from './history';
+import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
+import { isRecord } from './errors';
+
+/**
+ * The cheap tier of compaction: tool outputs the model no longer needs are replaced in its view by
+ * a one-line stub that says what the output was and how to get it back. No model is asked. Pruned,
+ * in this order, oldest first within each kind:
+ *
+ * 1. duplicates: an output superseded by a later successful call with the same tool and arguments
+ *    (a listing or a search run again), or a read of a file read again later over the same lines;
+ * 2. stale reads: a read of a file that was created or edited after it;
+ * 3. old large outputs: outputs of at least `largeOutputTokens` in the part a summary would replace.
+ *
+ * The originals stay in the log: a pruning is a record the model's view applies, like a compaction
+ * entry, and is undone the same way. Tools are told apart by name and arguments only, so any tool
+ * (VS Code's included) is deduplicated; the file tools are also known by the path they touch.
+ */
+
+/** Why an output was pruned, in the order the kinds are taken. */
+export type PruneKind = 'duplicate' | 'stale' | 'old';
+
+/** One tool output replaced by a stub. */
+export interface PrunedOutput {
+  /** The tool message that holds the output. */
+  readonly messageId: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly kind: PruneKind;
+  /** What the model sees instead of the output. */
+  readonly stub: string;
+  /** The output's tokens when it was pruned (local count). */
+  readonly tokens: number;
+}
+
+/** A pruning as the log records it. */
+export interface PruningEntry {
+  readonly id: string;
+  readonly reason: CompactionReason;
+  readonly outputs: readonly PrunedOutput[];
+  /** The view's local count before and after this pruning. */
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  /** Milliseconds since the epoch. */
+  readonly createdAt: number;
+}
+
+/** How file tools touch files: the path argument they read or change. */
+export const FILE_TOOLS: Readonly<Record<string, 'read' | 'write'>> = {
+  read_file: 'read',
+  create_file: 'write',
+  edit_file: 'write',
+};
+
+/** An output that may be pruned, with what pruning it would free. */
+export interface PruneCandidate {
+  readonly output: PrunedOutput;
+  /** Position of its message in the view. */
+  readonly position: number;
+  /** Tokens freed: the output's tokens less the stub's. */
+  readonly saved: number;
+}
+
+export interface PruningOptions {
+  /** Ids of the messages a summary would replace: only their outputs may be pruned for being old. */
+  readonly oldMessageIds: ReadonlySet<string>;
+  /** Outputs this large (tokens) and old are pruned in the third tier. */
+  readonly largeOutputTokens: number;
+  /** Outputs already pruned, as `messageId` + NUL + `toolCallId`: their text in the view is a stub. */
+  readonly alreadyPruned: ReadonlySet<string>;
+  /** The tokens of an output of a message (the tokenizer's count of its text, as the message count takes it). */
+  readonly countOutput: (message: Message, part: ToolResultPart) => number;
+  readonly countText: (text: string) => number;
+}
+
+/** A stub is worth its line only when it frees at least this many tokens. */
+const MIN_SAVED_TOKENS = 32;
+
+const KIND_ORDER: Readonly<Record<PruneKind, number>> = { duplicate: 0, stale: 1, old: 2 };
+
+/** The key of an already pruned output in `PruningOptions.alreadyPruned`. */
+export function prunedKey(messageId: string, toolCallId: string): string {
+  return `${messageId}\u0000${toolCallId}`;
+}
+
+/** Every output of `view` that may be pruned, in the order they are taken: by kind, then oldest first. */
+export function pruningCandidates(view: readonly Message[], options: PruningOptions): PruneCandidate[] {
+  const outputs = collectOutputs(view);
+  const lastByKey = new Map<string, number>();
+  const readsByPath = new Map<string, Array<{ at: number; range: LineRange }>>();
+  const lastWrite = new Map<string, number>();
+  for (const o of outputs) {
+    if (!o.ok) continue;
+    lastByKey.set(o.key, o.at);
+    if (o.file?.access === 'read') pushTo(readsByPath, o.file.path, { at: o.at, range: o.file.range });
+    if (o.file?.access === 'write') lastWrite.set(o.file.path, o.at);
+  }
+
+  const candidates: PruneCandidate[] = [];
+  for (const o of outputs) {
+    if (o.summary || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    const kind = kindOf(o, { lastByKey, readsByPath, lastWrite }, options);
+    if (!kind) continue;
+    // An old output is counted only when it may be large: a token holds at least one character.
+    const text = stringifyOutput(o.part.output);
+    if (kind === 'old' && text.length < options.largeOutputTokens) continue;
+    const tokens = options.countOutput(o.message, o.part);
+    if (kind === 'old' && tokens < options.largeOutputTokens) continue;
+    const stub = stubText({ toolName: o.part.toolName, toolCallId: o.part.toolCallId, kind, tokens, ...(o.file ? { path: o.file.path } : {}) });
+    const saved = tokens - options.countText(stub);
+    if (saved < MIN_SAVED_TOKENS) continue;
+    candidates.push({
+      output: { messageId: o.messageId, toolCallId: o.part.toolCallId, toolName: o.part.toolName, kind, stub, tokens },
+      position: o.at,
+      saved,
+    });
+  }
+  return candidates.sort((a, b) => KIND_ORDER[a.output.kind] - KIND_ORDER[b.output.kind] || a.position - b.position);
+}
+
+/**
+ * The candidates to take, in order, until they free `excess` tokens; all of them when together they
+ * free less (the caller then knows pruning alone is not enough).
+ */
+export function planPruning(candidates: readonly PruneCandidate[], excess: number): { readonly taken: PruneCandidate[]; readonly freed: number } {
+  const taken: PruneCandidate[] = [];
+  let freed = 0;
+  for (const candidate of candidates) {
+    if (freed >= excess) break;
+    taken.push(candidate);
+    freed += candidate.saved;
+  }
+  return { taken, freed };
+}
+
+/** How many of the outputs of a pruning are superseded (duplicates and stale reads) and how many old. */
+export function prunedCounts(outputs: readonly PrunedOutput[]): { readonly superseded: number; readonly old: number } {
+  let old = 0;
+  for (const o of outputs) if (o.kind === 'old') old++;
+  return { superseded: outputs.length - old, old };
+}
+
+/**
+ * `message` with the outputs named in `stubs` (by tool call id) replaced by their stubs; the same
+ * object when none applies. The same message and stubs always give the same object, so that a
+ * token counter that remembers messages by identity counts each pruned message once.
+ */
+export function withStubs(message: Message, stubs: ReadonlyMap<string, string>): Message {
+  if (message.role !== 'tool') return message;
+  let signature = '';
+  for (const part of message.content) {
+    if (part.type !== 'tool-result') continue;
+    const stub = stubs.get(part.toolCallId);
+    if (stub !== undefined) signature += `${part.toolCallId}\u0000${stub}\u0001`;
+  }
+  if (signature === '') return message;
+  let made = pruned.get(message);
+  if (!made) pruned.set(message, (made = new Map()));
+  let copy = made.get(signature);
+  if (!copy) {
+    copy = {
+      ...message,
+      content: message.content.map((part) => {
+        if (part.type !== 'tool-result') return part;
+        const stub = stubs.get(part.toolCallId);
+        return stub === undefined ? part : { ...part, output: stub };
+      }),
+    };
+    made.set(signature, copy);
+  }
+  return copy;
+}
+
+const pruned = new WeakMap<Message, Map<string, Message>>();
+
+/** A path as the file tools compare it: forward slashes, no `./`, no doubled or trailing slash. */
+export function normalizePath(path: string): string {
+  let p = path.trim().replace(/\\/g, '/').replace(/\/{2,}/g, '/').replace(/\/(\.\/)+/g, '/');
+  while (p.startsWith('./')) p = p.slice(2);
+  if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
+  return p;
+}
+
+/** The path a file tool's arguments name, normalized; undefined for other tools. */
+export function filePathOf(toolName: string, input: unknown): string | undefined {
+  if (FILE_TOOLS[toolName] === undefined || !isRecord(input) || typeof input.path !== 'string') return undefined;
+  return normalizePath(input.path);
+}
+
+/**
+ * A tool's name and arguments as one string, the same for calls that ask the same thing: keys
+ * sorted, text trimmed, paths normalized.
+ */
+export function callKey(toolName: string, input: unknown): string {
+  return `${toolName}\u0000${canonical(input, '')}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface LineRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+interface Output {
+  readonly message: Message;
+  readonly messageId: string;
+  readonly at: number;
+  readonly part: ToolResultPart;
+  readonly key: string;
+  /** Whether the tool succeeded: only a successful call supersedes or changes anything. */
+  readonly ok: boolean;
+  readonly summary: boolean;
+  readonly file?: { readonly access: 'read' | 'write'; readonly path: string; readonly range: LineRange };
+}
+
+interface Later {
+  readonly lastByKey: ReadonlyMap<string, number>;
+  readonly readsByPath: ReadonlyMap<string, ReadonlyArray<{ at: number; range: LineRange }>>;
+  readonly lastWrite: ReadonlyMap<string, number>;
+}
+
+function kindOf(o: Output, later: Later, options: PruningOptions): PruneKind | undefined {
+  if (o.file?.access === 'read') {
+    const range = o.file.range;
+    const reread = later.readsByPath.get(o.file.path)?.some((r) => r.at > o.at && r.range.start <= range.start && r.range.end >= range.end);
+    if (reread) return 'duplicate';
+    if ((later.lastWrite.get(o.file.path) ?? -1) > o.at) return 'stale';
+  } else if ((later.lastByKey.get(o.key) ?? -1) > o.at) {
+    return 'duplicate';
+  }
+  return options.oldMessageIds.has(o.messageId) ? 'old' : undefined;
+}
+
+/** Every tool output of the view with the call it answers (the nearest call of its id before it). */
+function collectOutputs(view: readonly Message[]): Output[] {
+  const calls = new Map<string, ToolCallPart>();
+  const outputs: Output[] = [];
+  view.forEach((message, at) => {
+    for (const part of message.content) {
+      if (part.type === 'tool-call') calls.set(part.toolCallId, part);
+      if (part.type !== 'tool-result') continue;
+      const call = calls.get(part.toolCallId);
+      const input = call?.input;
+      const access = FILE_TOOLS[part.toolName];
+      const path = filePathOf(part.toolName, input);
+      outputs.push({
+        message,
+        messageId: message.id,
+        at,
+        part,
+        key: callKey(part.toolName, input),
+        // Longrun's tools answer a failure with text starting "Error:" rather than an error result.
+        ok: !part.isError && !(typeof part.output === 'string' && part.output.startsWith('Error:')),
+        summary: message.summaryOf !== undefined,
+        ...(access && path !== undefined ? { file: { access, path, range: lineRange(input) } } : {}),
+      });
+    }
+  });
+  return outputs;
+}
+
+function lineRange(input: unknown): LineRange {
+  const o = isRecord(input) ? input : {};
+  const start = typeof o.startLine === 'number' ? o.startLine : 1;
+  const end = typeof o.endLine === 'number' ? o.endLine : Number.POSITIVE_INFINITY;
+  return { start, end };
+}
+
+function stubText(o: { toolName: string; toolCallId: string; kind: PruneKind; tokens: number; path?: string }): string {
+  const what = `this ${o.toolName} output (${thousands(o.tokens)} tokens)`;
+  const recallCall = `call recall with query "${o.toolCallId}"`;
+  if (o.path !== undefined) {
+    const path = JSON.stringify(o.path);
+    switch (o.kind) {
+      case 'duplicate':
+        return `[Pruned by Longrun: ${what} was superseded, the file was read again later. Re-read ${path} if you need it, or call recall with path ${path}.]`;
+      case 'stale':
+        return `[Pruned by Longrun: ${what} was out of date, the file was changed after this read. Re-read ${path} for its current content; recall with path ${path} gives this old version.]`;
+      case 'old':
+        return `[Pruned by Longrun: ${what} was old and large. Re-read ${path} if you need it, or call recall with path ${path}.]`;
+    }
+  }
+  switch (o.kind) {
+    case 'duplicate':
+      return `[Pruned by Longrun: ${what} was superseded, the same call was made again later. To see this one again, ${recallCall}.]`;
+    case 'stale':
+    case 'old':
+      return `[Pruned by Longrun: ${what} was old and large. To see it again, ${recallCall}.]`;
+  }
+}
+
+const PATH_KEYS: ReadonlySet<string> = new Set(['path', 'filePath', 'file', 'uri', 'dir', 'directory', 'cwd']);
+
+function canonical(value: unknown, key: string): string {
+  if (typeof value === 'string') return JSON.stringify(PATH_KEYS.has(key) ? normalizePath(value) : value.trim());
+  if (Array.isArray(value)) return `[${value.map((v) => canonical(v, '')).join(',')}]`;
+  if (isRecord(value)) {
+    const keys = Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(value[k], k)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** 12,400: as `toLocaleString('en-US')` writes it, without its cost for each of thousands of stubs. */
+function thousands(n: number): string {
+  return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
