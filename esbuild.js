@@ -20,7 +20,13 @@ const VOCABULARIES = ['o200k_base', 'cl100k_base'];
  */
 const LAZY_FILES = {
   'models.js': ['ai', '@ai-sdk/openai', '@ai-sdk/provider'],
-  'tracing.js': ['@ai-sdk/otel', '@opentelemetry/api', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources', '@opentelemetry/sdk-trace'],
+  'tracing.js': [
+    '@ai-sdk/otel',
+    '@opentelemetry/api',
+    '@opentelemetry/exporter-trace-otlp-http',
+    '@opentelemetry/resources',
+    '@opentelemetry/sdk-trace',
+  ],
 };
 
 /**

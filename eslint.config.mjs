@@ -4,7 +4,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.sandbox/**', 'test-results/**', '**/*.js', '**/*.mjs'] },
+  { ignores: ['dist/**', 'node_modules/**', '.sandbox/**', 'test-results/**', 'demo/**', 'test/e2e/fixtures/**', '**/*.js', '**/*.mjs'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -215,7 +215,13 @@ const vscode = namespace({
 const extensionRoot = path.dirname(path.resolve(bundleDir));
 const context = namespace({
   subscriptions: [],
-  secrets: namespace({ get: async () => undefined, store: async () => undefined, delete: async () => undefined, keys: async () => [], onDidChange: event }),
+  secrets: namespace({
+    get: async () => undefined,
+    store: async () => undefined,
+    delete: async () => undefined,
+    keys: async () => [],
+    onDidChange: event,
+  }),
   globalState: new Memento(),
   workspaceState: new Memento(),
   storageUri: Uri.file(path.join(storage, 'workspace')),
@@ -239,7 +245,8 @@ Module._load = function (request, ...rest) {
   if (file) {
     (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(file[1]);
     // What made activation load it, for whoever has to move that off the activation path.
-    if (activating && mode === '--check') console.error(`${file[1]}.js required during activation:${new Error().stack.split('\n').slice(2, 14).join('\n')}`);
+    if (activating && mode === '--check')
+      console.error(`${file[1]}.js required during activation:${new Error().stack.split('\n').slice(2, 14).join('\n')}`);
   }
   return load.call(this, request, ...rest);
 };

@@ -69,7 +69,9 @@ const PER_MESSAGE = 4;
 /** A summary of the size Longrun asks for (about 800 tokens by default), its sections filled. */
 function summaryText(request: SummaryRequest): string {
   const sections = ['Completed Work', 'Key Technical Decisions', 'Current State', 'Pending Work', 'Errors & Resolutions', 'Next Steps'];
-  const body = sections.map((s, i) => `### ${s}\n${`- Module ${i}: the retry policy checks its input first; tests cover the failing cases. `.repeat(6)}`).join('\n');
+  const body = sections
+    .map((s, i) => `### ${s}\n${`- Module ${i}: the retry policy checks its input first; tests cover the failing cases. `.repeat(6)}`)
+    .join('\n');
   return `## Session Summary\nSummarized ${request.messages.length} messages.\n${body}`;
 }
 
@@ -142,7 +144,14 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
     clock,
     newId,
     config: () => DEFAULT_CONFIG,
-    model: () => ({ name: 'bench', window: { limit: options.window, source: 'model' }, counter, fixedOverhead: overhead, outputReserve: 0, key: 'bench' }),
+    model: () => ({
+      name: 'bench',
+      window: { limit: options.window, source: 'model' },
+      counter,
+      fixedOverhead: overhead,
+      outputReserve: 0,
+      key: 'bench',
+    }),
     summarizer: () => summarizer,
     // Longrun summarizes ahead of need past the warning level, as the extension does.
     summarizeAhead: () => options.design === 'longrun',
@@ -200,7 +209,14 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
     requestBasis: () => conversation.requestBasis(),
     newId,
   };
-  const ui: AgentUi = { text: () => undefined, toolCall: () => undefined, toolResult: () => undefined, compacting: () => undefined, compacted: () => undefined, notice: () => undefined };
+  const ui: AgentUi = {
+    text: () => undefined,
+    toolCall: () => undefined,
+    toolResult: () => undefined,
+    compacting: () => undefined,
+    compacted: () => undefined,
+    notice: () => undefined,
+  };
 
   const waits: number[] = [];
   const session = turns(options.seed, TWO_K_TURNS);
@@ -224,10 +240,11 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
     if (result.error !== undefined) throw new Error(`turn ${t} failed: ${String(result.error)}`);
     guard = result.guard;
     waits.push(clock.now() - started - (modelCalls - callsBefore) * options.modelStepMs);
-    if (options.design === 'longrun') compactAfterTurn(conversation, guard, (outcome) => {
-      countCompaction(outcome);
-      if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.lowGain);
-    });
+    if (options.design === 'longrun')
+      compactAfterTurn(conversation, guard, (outcome) => {
+        countCompaction(outcome);
+        if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.lowGain);
+      });
     await clock.sleep(options.userPauseMs);
   }
   // A compaction still running in the background belongs to the session too.

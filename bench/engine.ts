@@ -30,7 +30,6 @@ export interface EngineBench {
   readonly gauge_update_view_tokens: number;
 }
 
-
 /** A summarizer that answers at once and notes when it was first called. */
 function timingSummarizer(): Summarizer & { firstCallAt?: bigint; calls: number } {
   const summarizer: Summarizer & { firstCallAt?: bigint; calls: number } = {
@@ -63,7 +62,8 @@ async function engineToFirstCall(tokenizer: TextTokenizer, runs: number): Promis
       { log, reason: 'threshold', config: DEFAULT_CONFIG, window: { limit: MILLION_WINDOW, source: 'model' }, ledger: EMPTY_LEDGER, pruneTarget: 0 },
       { counter, summarizer, clock: systemClock, newId },
     );
-    if (outcome.status !== 'compacted' || summarizer.firstCallAt === undefined) throw new Error(`the 5,000-message compaction did not run: ${outcome.status}`);
+    if (outcome.status !== 'compacted' || summarizer.firstCallAt === undefined)
+      throw new Error(`the 5,000-message compaction did not run: ${outcome.status}`);
     times.push(Number(summarizer.firstCallAt - start) / 1e6);
     calls = summarizer.calls;
   }
@@ -82,7 +82,10 @@ async function assessAfterCompaction(tokenizer: TextTokenizer, runs: number): Pr
   const window = { limit: TWO_MILLION_WINDOW, source: 'model' as const };
   let log: readonly LogRecord[] = sessionLog(6_500, 6, SMALL_MESSAGES);
   const counter = new MessageTokenCounter(tokenizer);
-  const outcome = await computeCompaction({ log, reason: 'manual', config, window, ledger: EMPTY_LEDGER }, { counter, summarizer: timingSummarizer(), clock: systemClock, newId });
+  const outcome = await computeCompaction(
+    { log, reason: 'manual', config, window, ledger: EMPTY_LEDGER },
+    { counter, summarizer: timingSummarizer(), clock: systemClock, newId },
+  );
   if (outcome.status !== 'compacted') throw new Error(`the million-token compaction did not run: ${outcome.status}`);
   const applied = applyCompaction(log, outcome.compaction);
   if (!applied.ok) throw new Error(applied.reason);

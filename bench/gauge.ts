@@ -25,8 +25,22 @@ const SYSTEM = [
   'Answer in Markdown, concisely.',
 ].join('\n');
 const TOOLS = JSON.stringify([
-  { type: 'function', function: { name: 'read_file', description: 'Read a file of the workspace.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } } },
-  { type: 'function', function: { name: 'search_text', description: 'Search the workspace.', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'read_file',
+      description: 'Read a file of the workspace.',
+      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'search_text',
+      description: 'Search the workspace.',
+      parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+    },
+  },
 ]);
 
 /** What a provider counts for a request: OpenAI's framing (3 per message, 3 to prime the reply). */
@@ -55,7 +69,8 @@ function random(seed: number): () => number {
 function toolOutput(kind: number, size: number, n: number): string {
   const lines: string[] = [];
   for (let i = 0; i < size; i++) {
-    if (kind === 0) lines.push(`export function handler${n}_${i}(request: Request): Promise<Response> { return route(request, '/api/v${i % 3}/items'); }`);
+    if (kind === 0)
+      lines.push(`export function handler${n}_${i}(request: Request): Promise<Response> { return route(request, '/api/v${i % 3}/items'); }`);
     else if (kind === 1) lines.push(`The scheduler retries failed jobs ${i % 5} times before it gives up, and logs each attempt with its reason.`);
     else lines.push(JSON.stringify({ id: `${n}-${i}`, status: i % 2 ? 'ok' : 'failed', durationMs: (i * 37) % 1000, tags: ['a', 'b'] }));
   }
@@ -108,7 +123,10 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
   let sameSamples = 0;
 
   for (let turn = 0; turn < turns; turn++) {
-    log.push({ type: 'message', message: { id: id(), role: 'user', content: [{ type: 'text', text: `Turn ${turn}: please look at module ${turn % 7} and fix what fails.` }] } });
+    log.push({
+      type: 'message',
+      message: { id: id(), role: 'user', content: [{ type: 'text', text: `Turn ${turn}: please look at module ${turn % 7} and fix what fails.` }] },
+    });
     const steps = 1 + Math.floor(next() * 3);
     for (let step = 0; step <= steps; step++) {
       const view = modelView(log);
@@ -129,16 +147,40 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
       const final = step === steps;
       const callId = `call_${turn}_${step}`;
       const answer: Message = final
-        ? { id: id(), role: 'assistant', content: [{ type: 'text', text: `Module ${turn % 7} is fixed: the handler now checks its input. ${'Details follow. '.repeat(3)}` }] }
-        : { id: id(), role: 'assistant', content: [{ type: 'tool-call', toolCallId: callId, toolName: 'read_file', input: { path: `src/module${turn % 7}/part${step}.ts` } }] };
-      const output = answer.content.reduce((sum, p) => sum + (p.type === 'text' ? cl100k.count(p.text) : p.type === 'tool-call' ? cl100k.count(JSON.stringify(p.input)) + 3 : 0), 0);
+        ? {
+            id: id(),
+            role: 'assistant',
+            content: [{ type: 'text', text: `Module ${turn % 7} is fixed: the handler now checks its input. ${'Details follow. '.repeat(3)}` }],
+          }
+        : {
+            id: id(),
+            role: 'assistant',
+            content: [{ type: 'tool-call', toolCallId: callId, toolName: 'read_file', input: { path: `src/module${turn % 7}/part${step}.ts` } }],
+          };
+      const output = answer.content.reduce(
+        (sum, p) => sum + (p.type === 'text' ? cl100k.count(p.text) : p.type === 'tool-call' ? cl100k.count(JSON.stringify(p.input)) + 3 : 0),
+        0,
+      );
       log.push({ type: 'message', message: answer });
-      log.push({ type: 'usage', usage: { anchorMessageId: answer.id, inputTokens: truth, outputTokens: output, basis, localTokens: local, model: 'bench' } });
+      log.push({
+        type: 'usage',
+        usage: { anchorMessageId: answer.id, inputTokens: truth, outputTokens: output, basis, localTokens: local, model: 'bench' },
+      });
       if (!final) {
         const result = toolOutput(Math.floor(next() * 3), 10 + Math.floor(next() * 60), n);
-        log.push({ type: 'message', message: { id: id(), role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: 'read_file', output: result }] } });
+        log.push({
+          type: 'message',
+          message: { id: id(), role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: 'read_file', output: result }] },
+        });
       }
-      const now = countContext(modelView(log), counter, lastUsage(log), currentBasis(log), overhead, learnedRatio(usageReports(log), 'bench') ?? 1).tokens;
+      const now = countContext(
+        modelView(log),
+        counter,
+        lastUsage(log),
+        currentBasis(log),
+        overhead,
+        learnedRatio(usageReports(log), 'bench') ?? 1,
+      ).tokens;
       if (assessBudget(now, window, DEFAULT_CONFIG.trigger).shouldCompact) {
         const outcome = await computeCompaction(
           { log, reason: 'threshold', config: DEFAULT_CONFIG, window, ledger: EMPTY_LEDGER },

@@ -56,7 +56,13 @@ async function grownConversation(count: number, seed: number): Promise<{ log: Lo
     log.push(record);
     if (record.type === 'message') tokens += counter.countMessage(record.message);
     // Compact between turns, as the agent would (a user message starts one).
-    if (tokens < threshold || record.type !== 'message' || record.message.role !== 'assistant' || record.message.content.some((p) => p.type === 'tool-call')) continue;
+    if (
+      tokens < threshold ||
+      record.type !== 'message' ||
+      record.message.role !== 'assistant' ||
+      record.message.content.some((p) => p.type === 'tool-call')
+    )
+      continue;
     const outcome = await computeCompaction(
       { log, reason: 'threshold', config: DEFAULT_CONFIG, window: WINDOW, ledger: EMPTY_LEDGER },
       { counter, summarizer, clock: systemClock, newId: () => `entry${seed}-${n++}` },
@@ -79,7 +85,13 @@ async function store(dir: string, id: string, log: readonly LogRecord[], tokeniz
   for (let i = 0; i < counted.length; i += 1_000) await writer.appendAll(id, counted.slice(i, i + 1_000));
 }
 
-function conversationOver(dir: string, id: string, log: readonly LogRecord[], tokenizer: TextTokenizer, store = new ConversationStore(dir, Date.now)): Conversation {
+function conversationOver(
+  dir: string,
+  id: string,
+  log: readonly LogRecord[],
+  tokenizer: TextTokenizer,
+  store = new ConversationStore(dir, Date.now),
+): Conversation {
   const state = new Map<string, unknown>();
   const counter = new MessageTokenCounter(tokenizer);
   let n = 0;

@@ -36,7 +36,7 @@ interface Target {
 }
 
 const TARGETS: Record<Key, Target> = {
-  stall_p95_ratio: { what: "p95 wait from compaction, Longrun ÷ blocking design (60 turns × 3, 2 s summarizer)", op: '≤', limit: 0.05 },
+  stall_p95_ratio: { what: 'p95 wait from compaction, Longrun ÷ blocking design (60 turns × 3, 2 s summarizer)', op: '≤', limit: 0.05 },
   gauge_error_mean_pct: { what: 'gauge vs provider count, mean error (%)', op: '≤', limit: 1 },
   gauge_error_max_pct: { what: 'gauge vs provider count, max error (%)', op: '≤', limit: 3 },
   summarizer_input_ratio: { what: 'tokens sent to the summarizer ÷ unique tokens (300 turns, 32k)', op: '≤', limit: 0.8 },
@@ -123,8 +123,12 @@ async function main(): Promise<void> {
     `- activation: require ${round(bundle.activation_require_ms, 1)} ms + activate ${round(bundle.activation_activate_ms, 1)} ms (median of ${bundle.activation_runs}); ` +
       `vocabularies required during activation: ${bundle.vocabularies_during_activation.join(', ') || 'none'}; once a GPT-4o model is in use: ${bundle.vocabularies_after_activation.join(', ') || 'none'}` +
       (bundle.check_warnings.length > 0 ? `; warnings logged: ${bundle.check_warnings.join(' / ')}` : ''),
-    `- vocabulary files: ${Object.entries(bundle.vocabulary_bytes).map(([name, bytes]) => `${name}.js ${formatNumber(bytes)} bytes`).join(', ')}`,
-    `- loaded on first use: ${Object.entries(bundle.lazy_bytes).map(([file, bytes]) => `${file} ${formatNumber(bytes)} bytes`).join(', ')}`,
+    `- vocabulary files: ${Object.entries(bundle.vocabulary_bytes)
+      .map(([name, bytes]) => `${name}.js ${formatNumber(bytes)} bytes`)
+      .join(', ')}`,
+    `- loaded on first use: ${Object.entries(bundle.lazy_bytes)
+      .map(([file, bytes]) => `${file} ${formatNumber(bytes)} bytes`)
+      .join(', ')}`,
     `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
       `append with the gauge ${round(long.append_gauge_ms_1k, 2)} ms (1,000) vs ${round(long.append_gauge_ms_50k, 2)} ms (50,000 messages, ${long.compactions_50k} compactions)`,
     '',

@@ -38,9 +38,16 @@ export function random(seed: number): () => number {
 }
 
 function resultLine(kind: number, turn: number, step: number, i: number): string {
-  if (kind === 0) return `export function handle${turn}_${step}_${i}(request: Request): Promise<Response> { return route(request, '/api/v${i % 3}/items/${turn}'); }`;
-  if (kind === 1) return `The scheduler of module ${turn} retries failed job ${step}.${i} up to ${i % 5} times, and logs each attempt with its reason and duration.`;
-  return JSON.stringify({ id: `${turn}-${step}-${i}`, status: i % 2 ? 'ok' : 'failed', durationMs: (i * 37 + turn) % 1000, tags: ['build', `m${turn % 7}`] });
+  if (kind === 0)
+    return `export function handle${turn}_${step}_${i}(request: Request): Promise<Response> { return route(request, '/api/v${i % 3}/items/${turn}'); }`;
+  if (kind === 1)
+    return `The scheduler of module ${turn} retries failed job ${step}.${i} up to ${i % 5} times, and logs each attempt with its reason and duration.`;
+  return JSON.stringify({
+    id: `${turn}-${step}-${i}`,
+    status: i % 2 ? 'ok' : 'failed',
+    durationMs: (i * 37 + turn) % 1000,
+    tags: ['build', `m${turn % 7}`],
+  });
 }
 
 /** The turns of a session, endlessly; take as many as needed. */

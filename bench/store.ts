@@ -70,7 +70,8 @@ function* conversation(count: number, seed = 1): Generator<LogRecord> {
     for (let step = 0; step < steps && n < count; step++) {
       const callId = `call_${n}`;
       const tool = ['read_file', 'search', 'edit_file'][between(0, 3)]!;
-      const input = tool === 'edit_file' ? { path: `src/module${n % 97}.ts`, newText: code(between(200, 1_500)) } : { path: `src/module${n % 97}.ts` };
+      const input =
+        tool === 'edit_file' ? { path: `src/module${n % 97}.ts`, newText: code(between(200, 1_500)) } : { path: `src/module${n % 97}.ts` };
       yield message({
         role: 'assistant',
         content: [
@@ -117,7 +118,10 @@ async function appendMs(dir: string, ids: readonly string[]): Promise<number[]> 
   const times = ids.map((): number[] => []);
   for (let n = 0; n < APPENDS; n++) {
     for (const [i, id] of ids.entries()) {
-      const record: LogRecord = { type: 'message', message: { id: `extra${n}`, role: 'user', content: [{ type: 'text', text: prose(random(n), 600) }] } };
+      const record: LogRecord = {
+        type: 'message',
+        message: { id: `extra${n}`, role: 'user', content: [{ type: 'text', text: prose(random(n), 600) }] },
+      };
       const start = process.hrtime.bigint();
       await stores[i]!.append(id, record);
       times[i]!.push(elapsedMs(start));

@@ -36,9 +36,13 @@ function table(label: string, report: EvalReport): string[] {
   for (const kind of NEEDLE_KINDS) {
     const only = new Set<NeedleKind>([kind]);
     const planted = report.sessions.flatMap((s) => s.needles).filter((n) => n.kind === kind).length;
-    lines.push(`| ${kind}${LEDGER_KINDS.has(kind) ? '' : ' (no ledger)'} | ${planted} | ${pct(survival(report, 'summary', only))} | ${pct(survival(report, 'ledgers', only))} | ${pct(survival(report, 'recall', only))} |`);
+    lines.push(
+      `| ${kind}${LEDGER_KINDS.has(kind) ? '' : ' (no ledger)'} | ${planted} | ${pct(survival(report, 'summary', only))} | ${pct(survival(report, 'ledgers', only))} | ${pct(survival(report, 'recall', only))} |`,
+    );
   }
-  lines.push(`| **all** | ${report.sessions.length * NEEDLE_KINDS.length} | ${pct(survival(report, 'summary'))} | ${pct(survival(report, 'ledgers'))} | ${pct(survival(report, 'recall'))} |`);
+  lines.push(
+    `| **all** | ${report.sessions.length * NEEDLE_KINDS.length} | ${pct(survival(report, 'summary'))} | ${pct(survival(report, 'ledgers'))} | ${pct(survival(report, 'recall'))} |`,
+  );
   lines.push('');
   for (const s of report.sessions) {
     const pruned = s.freedTokens > 0 ? pct(s.freedByPruning / s.freedTokens) : '0%';
@@ -46,7 +50,7 @@ function table(label: string, report: EvalReport): string[] {
       `- ${s.name}: ${s.summaries} summaries (${s.fallbacks} fallback) and ${s.pruningOnly} pruning-only compactions over ${s.turns} turns; ` +
         `${s.summaryTokens.toLocaleString('en-US')} tokens spent on summaries in ${s.summarizerCalls} calls; ` +
         `${s.freedTokens.toLocaleString('en-US')} tokens freed, ${s.freedByPruning.toLocaleString('en-US')} (${pruned}) by pruning alone` +
-        (s.injectedConstraint ? '; a file\'s instructions were taken for the user\'s' : '') +
+        (s.injectedConstraint ? "; a file's instructions were taken for the user's" : '') +
         (s.failures.length > 0 ? `; failures: ${s.failures.join(' / ')}` : ''),
     );
   }
@@ -112,13 +116,17 @@ async function main(): Promise<void> {
     '',
     ...table('Scripted summarizer that keeps needles', keeping),
     '',
-    ...(model ? table('Model at OPENAI_BASE_URL', model) : ['(No model: set OPENAI_BASE_URL, and OPENAI_API_KEY and OPENAI_MODEL when needed, to score one too.)']),
+    ...(model
+      ? table('Model at OPENAI_BASE_URL', model)
+      : ['(No model: set OPENAI_BASE_URL, and OPENAI_API_KEY and OPENAI_MODEL when needed, to score one too.)']),
     '',
     `ledger_needle_survival ${results.ledger_needle_survival}, needle_survival_with_recall ${results.needle_survival_with_recall}, ` +
       `tokens_freed_by_pruning_share ${results.tokens_freed_by_pruning_share} (what the pruning tier freed ÷ what all compactions freed).`,
   ];
   if (sum(dropping, 'freedByPruning') === 0) {
-    lines.push('Pruning freed nothing in these sessions: no compaction reported a pruning (the pruning tier was off or found no tool output worth a stub).');
+    lines.push(
+      'Pruning freed nothing in these sessions: no compaction reported a pruning (the pruning tier was off or found no tool output worth a stub).',
+    );
   }
   console.log(lines.join('\n'));
 }

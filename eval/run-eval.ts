@@ -155,7 +155,9 @@ const evalClock: Clock = {
 function probe(log: ConversationLog, planted: readonly PlantedNeedle[], countText: (value: string) => number): NeedleOutcome[] {
   const view = modelView(log);
   const request = normalised(view.map(searchable).join('\n'));
-  const summaryOnly = normalised(view.map((m) => (m.summaryOf !== undefined ? stripKeptNeedles(stripFileOperations(searchable(m))) : searchable(m))).join('\n'));
+  const summaryOnly = normalised(
+    view.map((m) => (m.summaryOf !== undefined ? stripKeptNeedles(stripFileOperations(searchable(m))) : searchable(m))).join('\n'),
+  );
   const archive = archivedItems(log);
   const recalled = (probeText: string): boolean =>
     recall(archive, { query: probeText, maxTokens: 8_000 }, countText).shown.some((shown) => normalised(shown.text).includes(normalised(probeText)));
@@ -187,7 +189,10 @@ function searchable(message: Message): string {
 
 /** Compared without case, typographic quotes or differences in spacing. */
 function normalised(value: string): string {
-  return value.replace(/[\u2018\u2019]/g, "'").replace(/\s+/g, ' ').toLowerCase();
+  return value
+    .replace(/[\u2018\u2019]/g, "'")
+    .replace(/\s+/g, ' ')
+    .toLowerCase();
 }
 
 /** Share of needles of `kind` (every kind when undefined) that survive at `tier`, over the sessions. */

@@ -79,7 +79,10 @@ export function keepingSummarizer(): Summarizer {
       for (const message of request.messages.slice(0, -1)) {
         const fromTool = /^\[#\d+ tool\]/.test(message.content);
         for (const sentence of message.content.split(/\n|(?<=[.!?])\s+/)) {
-          const clean = sentence.replace(/^\[#\d+ \w+\]\s*/, '').replace(/^(?:[-*]|\d+[.)])\s+/, '').trim();
+          const clean = sentence
+            .replace(/^\[#\d+ \w+\]\s*/, '')
+            .replace(/^(?:[-*]|\d+[.)])\s+/, '')
+            .trim();
           if (clean.length < 8 || clean.startsWith('<') || clean.startsWith('[tool') || seen.has(clean)) continue;
           for (const [section, pattern] of KEEP_PATTERNS) {
             if (fromTool && section !== 'Errors & Resolutions') continue;
@@ -100,7 +103,12 @@ export function keepingSummarizer(): Summarizer {
           lines.push(item);
         }
       }
-      lines.push('### Current State', '- Working on: the next failing module.', '### Next Steps', '1. Continue with the next module and run its tests.');
+      lines.push(
+        '### Current State',
+        '- Working on: the next failing module.',
+        '### Next Steps',
+        '1. Continue with the next module and run its tests.',
+      );
       return { text: lines.join('\n'), model: 'scripted-keeping' };
     },
   };

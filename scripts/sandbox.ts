@@ -25,7 +25,10 @@ export function ensureDebianPackages(packages: readonly string[]): void {
     throw new Error(`Missing system packages: ${missing.join(', ')}. Install them with:\n  sudo ${command}`);
   }
   log(`Installing ${missing.join(', ')} (apt-get)…`);
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', ...missing]]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', ...missing],
+  ]) {
     const result = spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
     if (result.status !== 0) throw new Error(`"apt-get ${args.join(' ')}" failed; run it by hand:\n  ${command}`);
   }
@@ -116,7 +119,17 @@ export function installUnpacked(extensionsDir: string, sourceDir: string, files:
 }
 
 /** The files of Longrun's own package (what `.vscodeignore` lets into the .vsix): the bundle and its tokenizer vocabularies. */
-export const EXTENSION_FILES = ['package.json', 'dist/extension.js', 'dist/models.js', 'dist/tracing.js', 'dist/o200k_base.js', 'dist/cl100k_base.js', 'media', 'README.md', 'LICENSE'];
+export const EXTENSION_FILES = [
+  'package.json',
+  'dist/extension.js',
+  'dist/models.js',
+  'dist/tracing.js',
+  'dist/o200k_base.js',
+  'dist/cl100k_base.js',
+  'media',
+  'README.md',
+  'LICENSE',
+];
 
 /** Installs a .vsix the way a user would, with code-server's own command line. */
 export function installVsix(extensionsDir: string, userDataDir: string, vsix: string): void {
@@ -152,10 +165,14 @@ export async function startCodeServer(options: CodeServerOptions): Promise<Runni
   mkdirSync(options.userDataDir, { recursive: true });
   mkdirSync(options.extensionsDir, { recursive: true });
   const args = [
-    '--auth', 'none',
-    '--bind-addr', `127.0.0.1:${options.port}`,
-    '--user-data-dir', options.userDataDir,
-    '--extensions-dir', options.extensionsDir,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${options.port}`,
+    '--user-data-dir',
+    options.userDataDir,
+    '--extensions-dir',
+    options.extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',

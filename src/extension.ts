@@ -60,7 +60,14 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   );
   // Cleans provider error text of the stored keys; the session holds them once read.
   let redact = (text: string): string => text;
-  const provider = new LongrunModelProvider(() => settings.endpoints, keys, log, windows, () => settings.timeouts, (text) => redact(text));
+  const provider = new LongrunModelProvider(
+    () => settings.endpoints,
+    keys,
+    log,
+    windows,
+    () => settings.timeouts,
+    (text) => redact(text),
+  );
   context.subscriptions.push(vscode.lm.registerLanguageModelChatProvider(VENDOR, provider));
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
@@ -100,7 +107,8 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     vscode.commands.registerCommand(ANSWER_APPROVAL_COMMAND, (id: unknown, allow: unknown) => {
       // The chat keeps its buttons after the question is answered elsewhere, or the request ended.
       const answered = approvals.answer(id, allow);
-      if (!answered) void vscode.window.showInformationMessage('Longrun: this question is no longer open; it was answered already, or its request ended.');
+      if (!answered)
+        void vscode.window.showInformationMessage('Longrun: this question is no longer open; it was answered already, or its request ended.');
       return answered;
     }),
   );
@@ -143,7 +151,9 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   shown = participant;
   approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
   session.setRequestOverhead(() => participant.requestOverheadText());
-  context.subscriptions.push(vscode.commands.registerCommand(ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)));
+  context.subscriptions.push(
+    vscode.commands.registerCommand(ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)),
+  );
   context.subscriptions.push(registerToolPicker(currentSettings, () => participant.ownToolNames()));
   const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
   chat.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');

@@ -52,9 +52,7 @@ export interface ScriptStep extends Reply {
 // Strict, so that a misspelt field in a test's script fails loudly instead of being ignored.
 export const scriptStepSchema: z.ZodType<ScriptStep> = z.strictObject({
   text: z.string().optional(),
-  toolCalls: z
-    .array(z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) }))
-    .optional(),
+  toolCalls: z.array(z.strictObject({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()) })).optional(),
   delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
   error: z
     .strictObject({
@@ -117,9 +115,7 @@ export const demoScenario: Scenario = ({ request, promptTokens }) => {
   if (last?.role === 'tool') {
     const firstLine = contentText(last.content).trim().split('\n', 1)[0]?.trim().slice(0, 200) ?? '';
     return {
-      text: firstLine
-        ? `Offline scripted model: the tool returned "${firstLine}".`
-        : 'Offline scripted model: the tool returned nothing.',
+      text: firstLine ? `Offline scripted model: the tool returned "${firstLine}".` : 'Offline scripted model: the tool returned nothing.',
     };
   }
   const userIndex = lastIndexOf(messages, (m) => m.role === 'user');

@@ -14,7 +14,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { loadTokenizer } from '../../src/core/tokenizer';
-import { demoScenario, isSummaryRequest, MAX_DELAY_MS, scriptStepSchema, summaryScenario, type Reply, type Scenario, type ScriptStep } from './scenarios';
+import {
+  demoScenario,
+  isSummaryRequest,
+  MAX_DELAY_MS,
+  scriptStepSchema,
+  summaryScenario,
+  type Reply,
+  type Scenario,
+  type ScriptStep,
+} from './scenarios';
 import {
   breakStream,
   chatCompletionRequestSchema,
@@ -146,7 +155,8 @@ function assertWindow(window: number): void {
 }
 
 function assertLatency(ms: number): void {
-  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS) throw new RangeError(`Latency must be an integer from 0 to ${MAX_DELAY_MS} ms, not ${ms}.`);
+  if (!Number.isInteger(ms) || ms < 0 || ms > MAX_DELAY_MS)
+    throw new RangeError(`Latency must be an integer from 0 to ${MAX_DELAY_MS} ms, not ${ms}.`);
 }
 
 class ScriptedModel implements ScriptedModelServer {

@@ -77,10 +77,7 @@ export function contentText(content: ChatMessage['content']): string {
  * name and arguments; 3 for the reply's priming; and the tool definitions as JSON when tools are
  * given. Close to, not the same as, what OpenAI bills; tests compare against this function.
  */
-export function countPromptTokens(
-  request: Pick<ChatCompletionRequest, 'messages' | 'tools'>,
-  countText: (text: string) => number,
-): number {
+export function countPromptTokens(request: Pick<ChatCompletionRequest, 'messages' | 'tools'>, countText: (text: string) => number): number {
   let total = 3;
   for (const message of request.messages) {
     total += 4 + countText(contentText(message.content));
@@ -93,7 +90,6 @@ export function countPromptTokens(
   if (request.tools && request.tools.length > 0) total += countText(JSON.stringify(request.tools));
   return total;
 }
-
 
 export interface Completion {
   readonly id: string;

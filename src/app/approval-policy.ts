@@ -43,7 +43,12 @@ export function decideApproval(input: ApprovalInput): ApprovalDecision {
  * `oldText`, line endings aside, and applying them gives `after`), and once independently of how
  * they were located, by redoing the replacements on both texts with line endings as LF.
  */
-export function changeIsOnlyTheReplacements(before: string, after: string, edits: readonly TextEdit[], replacements: readonly Replacement[]): boolean {
+export function changeIsOnlyTheReplacements(
+  before: string,
+  after: string,
+  edits: readonly TextEdit[],
+  replacements: readonly Replacement[],
+): boolean {
   if (edits.length !== replacements.length) return false;
   if (applyReplacements(before, replacements) !== after) return false;
   const unmatched = edits.map((e) => ({ oldText: toLf(e.oldText), newText: toLf(e.newText) }));

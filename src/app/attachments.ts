@@ -68,7 +68,12 @@ export async function resolveAttachments(references: readonly AttachedReference[
     const room = Math.min(options.maxChars, options.maxTotalChars - total);
     // A sliver of a file would show the model less than its name does: say it did not fit.
     if (room < Math.min(MIN_ROOM, options.maxChars)) {
-      out.push(noteBlock(attributesOf(reference, options.roots), `the attachments before it fill the ${options.maxTotalChars.toLocaleString('en-US')} characters one message may carry`));
+      out.push(
+        noteBlock(
+          attributesOf(reference, options.roots),
+          `the attachments before it fill the ${options.maxTotalChars.toLocaleString('en-US')} characters one message may carry`,
+        ),
+      );
       continue;
     }
     const attachment = await resolveOne(reference, room, options);

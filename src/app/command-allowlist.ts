@@ -36,7 +36,8 @@ export function parseAllowRule(entry: string): AllowRule | { readonly problem: s
   if (!/\s\*$/.test(trimmed) && trimmed !== '*') return { kind: 'exact', command: trimmed, entry: trimmed };
   const prefix = trimmed.slice(0, -1).trimEnd();
   if (prefix === '') return { problem: 'would allow every command; list the commands, or their first words followed by " *"' };
-  if (hasShellSyntax(prefix)) return { problem: 'is a prefix rule with a shell operator in it (; & | ` $( < > !), which no command it allows may contain' };
+  if (hasShellSyntax(prefix))
+    return { problem: 'is a prefix rule with a shell operator in it (; & | ` $( < > !), which no command it allows may contain' };
   return { kind: 'prefix', prefix, entry: trimmed };
 }
 

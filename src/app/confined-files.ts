@@ -25,20 +25,10 @@ import { isInside, locateReal, type ResolvedPath } from './path-guard';
  */
 
 /** What a file is, in words for the model. */
-export type FileKind =
-  | 'file'
-  | 'directory'
-  | 'symbolic link'
-  | 'FIFO (named pipe)'
-  | 'socket'
-  | 'character device'
-  | 'block device'
-  | 'special file';
+export type FileKind = 'file' | 'directory' | 'symbolic link' | 'FIFO (named pipe)' | 'socket' | 'character device' | 'block device' | 'special file';
 
 export type ConfinedRead =
-  | { readonly bytes: Uint8Array }
-  | { readonly skipped: 'large'; readonly size: number }
-  | { readonly skipped: 'not-a-file'; readonly kind: FileKind };
+  { readonly bytes: Uint8Array } | { readonly skipped: 'large'; readonly size: number } | { readonly skipped: 'not-a-file'; readonly kind: FileKind };
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
@@ -110,7 +100,8 @@ export async function readManyConfined(
 
 /** Files of one folder: through one checked handle of it on Linux, one by one elsewhere or for links. */
 async function readFolder(group: readonly ResolvedPath[], maxBytes: number, signal: AbortSignal): Promise<(ConfinedRead | undefined)[]> {
-  const one = (target: ResolvedPath) => unlessUnreadable(async () => readOpened(await openExisting(target, constants.O_RDONLY, signal), maxBytes, signal));
+  const one = (target: ResolvedPath) =>
+    unlessUnreadable(async () => readOpened(await openExisting(target, constants.O_RDONLY, signal), maxBytes, signal));
   const first = group[0];
   if (!first || process.platform !== 'linux') return Promise.all(group.map(one));
   const folder = await unlessUnreadable(async () => {
@@ -217,7 +208,11 @@ export async function createConfined(target: ResolvedPath, content: Uint8Array, 
       await dir.stillHere();
       let handle: fs.FileHandle;
       try {
-        handle = await fs.open(dir.child(path.basename(real)), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o666);
+        handle = await fs.open(
+          dir.child(path.basename(real)),
+          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW | O_NOCTTY,
+          0o666,
+        );
       } catch (error) {
         if (errorCode(error) === 'EEXIST') return 'exists';
         throw error;

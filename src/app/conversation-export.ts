@@ -19,7 +19,16 @@ export function conversationMarkdown(log: ConversationLog, title: string): strin
         const e = record.entry;
         const state = undone.has(e.id) ? ', later undone' : '';
         if (e.editOf) {
-          out.push('---', '', `> **Summary of compaction round ${e.round} edited by the user**${state ? ` (${state.slice(2)})` : ''}: from here on the model got this text instead.`, '', ...quote(e.summary), '', '---', '');
+          out.push(
+            '---',
+            '',
+            `> **Summary of compaction round ${e.round} edited by the user**${state ? ` (${state.slice(2)})` : ''}: from here on the model got this text instead.`,
+            '',
+            ...quote(e.summary),
+            '',
+            '---',
+            '',
+          );
           break;
         }
         out.push(

@@ -70,9 +70,7 @@ const filePartSchema = z.object({
 const messageSchema = z.object({
   id: z.string().min(1),
   role: z.enum(['system', 'user', 'assistant', 'tool']),
-  content: z.array(
-    z.discriminatedUnion('type', [textPartSchema, reasoningPartSchema, toolCallPartSchema, toolResultPartSchema, filePartSchema]),
-  ),
+  content: z.array(z.discriminatedUnion('type', [textPartSchema, reasoningPartSchema, toolCallPartSchema, toolResultPartSchema, filePartSchema])),
   summaryOf: z.string().optional(),
 });
 
@@ -413,7 +411,14 @@ export class ConversationStore {
     checkId(id);
     const prepared = records.map((record) => this.serialize(record));
     if (prepared.length > 0) {
-      await this.enqueue(id, () => this.locked(id, 'write', () => this.writeLines(id, prepared.map((p) => p.line))));
+      await this.enqueue(id, () =>
+        this.locked(id, 'write', () =>
+          this.writeLines(
+            id,
+            prepared.map((p) => p.line),
+          ),
+        ),
+      );
     }
     return prepared.map((p) => p.stored);
   }
@@ -602,7 +607,7 @@ export class ConversationStore {
   private async writeLines(id: string, lines: readonly string[]): Promise<void> {
     const bodies = lines.map((line) => Buffer.from(`${line}\n`, 'utf8'));
     let next = 0;
-    let part = this.tails.get(id)?.part ?? ((await this.parts(id)).at(-1) ?? 1);
+    let part = this.tails.get(id)?.part ?? (await this.parts(id)).at(-1) ?? 1;
     while (next < bodies.length) {
       const file = this.partFile(id, part);
       const handle = await fs.open(file, 'a+');
@@ -792,7 +797,9 @@ async function readLock(file: string): Promise<HeldLock | undefined> {
 }
 
 function sameLock(a: HeldLock, b: HeldLock): boolean {
-  return a.content !== undefined && b.content !== undefined ? a.content.token === b.content.token && a.content.since === b.content.since : a.mtimeMs === b.mtimeMs;
+  return a.content !== undefined && b.content !== undefined
+    ? a.content.token === b.content.token && a.content.since === b.content.since
+    : a.mtimeMs === b.mtimeMs;
 }
 
 function processAlive(pid: number): boolean {
@@ -849,7 +856,8 @@ async function forEachLine(file: string, chunkBytes: number, maxLineBytes: numbe
     const keep = (piece: Buffer): void => {
       if (pending + piece.length <= maxLineBytes) pieces.push(Buffer.from(piece));
       // Over the limit: from here on only the line's start is kept (copied, so the rest can go).
-      else if (pending <= maxLineBytes) pieces = [Buffer.from(Buffer.concat([...pieces, piece]).subarray(0, Math.min(KEPT_OF_LONG_LINE, maxLineBytes)))];
+      else if (pending <= maxLineBytes)
+        pieces = [Buffer.from(Buffer.concat([...pieces, piece]).subarray(0, Math.min(KEPT_OF_LONG_LINE, maxLineBytes)))];
       pending += piece.length;
     };
     const finish = (complete: boolean): void => {
@@ -1012,7 +1020,11 @@ function valueSlots(slots: Slot[], holder: Record<string, unknown> | unknown[], 
   if (typeof value !== 'object' || value === null) return;
   if (whole || depth > 64) {
     const text = JSON.stringify(value);
-    slots.push({ original: text, density: Buffer.byteLength(JSON.stringify(text)) / text.length, set: (next) => ((holder as Record<string | number, unknown>)[key] = next) });
+    slots.push({
+      original: text,
+      density: Buffer.byteLength(JSON.stringify(text)) / text.length,
+      set: (next) => ((holder as Record<string | number, unknown>)[key] = next),
+    });
     return;
   }
   if (Array.isArray(value)) value.forEach((_, index) => valueSlots(slots, value, index, whole, depth + 1));
@@ -1025,8 +1037,7 @@ function valueSlots(slots: Slot[], holder: Record<string, unknown> | unknown[], 
  * slot to nothing frees too little (they are then cut to nothing).
  */
 function cutSlots(slots: readonly Slot[], excess: number): boolean {
-  const freed = (keep: number) =>
-    slots.reduce((sum, s) => sum + Math.max(0, (s.original.length - keep) * s.density - MARKER_BYTES), 0);
+  const freed = (keep: number) => slots.reduce((sum, s) => sum + Math.max(0, (s.original.length - keep) * s.density - MARKER_BYTES), 0);
   let low = 0;
   let high = slots.reduce((max, s) => Math.max(max, s.original.length), 0);
   const enough = freed(0) >= excess;

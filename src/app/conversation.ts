@@ -48,7 +48,6 @@ export interface ModelContext {
   readonly whole?: { readonly limit: number; readonly origin: string; readonly assumed: boolean };
 }
 
-
 export interface ConversationDeps {
   readonly store: ConversationStore;
   readonly index: ConversationIndex;
@@ -232,9 +231,13 @@ export class Conversation {
       config.keepRecent.mode === 'tokens'
         ? { ...config.keepRecent, tokens: Math.max(0, keepRecentTokens(config.keepRecent, this.deps.model().window.limit) - growth), tokensShare: 1 }
         : config.keepRecent;
-    const promise = this.computeOn([...this.records], 'threshold', { signal: controller.signal }, { ...config, keepRecent }, this.pruneTarget(growth)).catch(
-      (error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }),
-    );
+    const promise = this.computeOn(
+      [...this.records],
+      'threshold',
+      { signal: controller.signal },
+      { ...config, keepRecent },
+      this.pruneTarget(growth),
+    ).catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }));
     this.ahead = { promise, controller };
   }
 
@@ -380,7 +383,11 @@ export class Conversation {
               'longrun.summarizer_calls': c.entry?.summarizerCalls ?? 0,
             });
             if (c.entry) {
-              Object.assign(attributes, { 'longrun.round': c.entry.round, 'longrun.duration_ms': c.entry.durationMs, 'longrun.fallback': c.entry.fallback });
+              Object.assign(attributes, {
+                'longrun.round': c.entry.round,
+                'longrun.duration_ms': c.entry.durationMs,
+                'longrun.fallback': c.entry.fallback,
+              });
             }
           }
           span.setAttributes(attributes);
@@ -414,12 +421,18 @@ export class Conversation {
       ahead?.controller.abort();
     }
     const summarizer = this.deps.summarizer();
-    if (!summarizer) return { status: 'failed', reason: 'No model is available to write the summary. Pick a model in the chat, or set longrun.compaction.model.' };
+    if (!summarizer)
+      return { status: 'failed', reason: 'No model is available to write the summary. Pick a model in the chat, or set longrun.compaction.model.' };
     const computed = await this.computeOn([...this.records], reason, options, this.deps.config(), this.pruneTarget());
     if (computed.status !== 'compacted') return computed;
     const outcome = await this.reviewed(computed, options);
     if (outcome.status !== 'compacted') return outcome;
-    return (await this.applyComputed(outcome, reason)) ?? { status: 'failed', reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.' };
+    return (
+      (await this.applyComputed(outcome, reason)) ?? {
+        status: 'failed',
+        reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.',
+      }
+    );
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -427,11 +440,18 @@ export class Conversation {
     const entry = outcome.compaction.entry;
     if (!options.review || !entry) return outcome;
     const summary = await options.review(entry);
-    if (summary === undefined) return { status: 'cancelled', reason: 'The summary was closed without saving, so the conversation was not compacted.' };
+    if (summary === undefined)
+      return { status: 'cancelled', reason: 'The summary was closed without saving, so the conversation was not compacted.' };
     return { status: 'compacted', compaction: withSummary(outcome.compaction, summary) };
   }
 
-  private computeOn(snapshot: LogRecord[], reason: CompactionReason, options: CompactOptions, config = this.deps.config(), pruneTarget?: number): Promise<CompactionOutcome> {
+  private computeOn(
+    snapshot: LogRecord[],
+    reason: CompactionReason,
+    options: CompactOptions,
+    config = this.deps.config(),
+    pruneTarget?: number,
+  ): Promise<CompactionOutcome> {
     const summarizer = this.deps.summarizer();
     if (!summarizer) return Promise.resolve({ status: 'failed', reason: 'No model is available to write the summary.' });
     const model = this.deps.model();
@@ -447,7 +467,13 @@ export class Conversation {
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       },
-      { counter: model.counter, summarizer, clock: this.deps.clock, newId: this.deps.newId, ...(this.deps.redact ? { redact: this.deps.redact } : {}) },
+      {
+        counter: model.counter,
+        summarizer,
+        clock: this.deps.clock,
+        newId: this.deps.newId,
+        ...(this.deps.redact ? { redact: this.deps.redact } : {}),
+      },
     );
   }
 
@@ -456,7 +482,10 @@ export class Conversation {
    * still a prefix of it; undefined when it is not (a compaction or an undo came between). The
    * numbers are taken again, since messages may have come after the snapshot.
    */
-  private async applyComputed(outcome: CompactionOutcome & { status: 'compacted' }, reason: CompactionReason): Promise<CompactionOutcome | undefined> {
+  private async applyComputed(
+    outcome: CompactionOutcome & { status: 'compacted' },
+    reason: CompactionReason,
+  ): Promise<CompactionOutcome | undefined> {
     const computed = outcome.compaction;
     const check = applyCompaction(this.records, computed);
     if (!check.ok) return undefined;
@@ -514,7 +543,11 @@ export class Conversation {
   private title(): string {
     const first = this.records.find((r) => r.type === 'message' && r.message.role === 'user');
     if (!first || first.type !== 'message') return NEW_TITLE;
-    const text = first.message.content.map((p) => (p.type === 'text' ? p.text : '')).join(' ').replace(/\s+/g, ' ').trim();
+    const text = first.message.content
+      .map((p) => (p.type === 'text' ? p.text : ''))
+      .join(' ')
+      .replace(/\s+/g, ' ')
+      .trim();
     return text.length > 60 ? `${text.slice(0, 57)}…` : text || NEW_TITLE;
   }
 

@@ -52,7 +52,6 @@ function range(start: number, lines: number): string {
   return lines === 1 ? `${start}` : `${start},${lines}`;
 }
 
-
 /** Used when the texts differ too much for a line diff to be worth computing. */
 function wholeFileHunk(oldText: string, newText: string) {
   const oldLines = splitLines(oldText);

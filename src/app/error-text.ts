@@ -8,11 +8,13 @@ import { errorText } from '../core/errors';
  */
 
 /** What to do when a request keeps being refused: the ways out that lose nothing. */
-const WAYS_OUT = 'If it happens again: /compact (or "Longrun: Undo Last Compaction" if a compaction caused it), or /new to start a new conversation; this one stays on disk.';
+const WAYS_OUT =
+  'If it happens again: /compact (or "Longrun: Undo Last Compaction" if a compaction caused it), or /new to start a new conversation; this one stays on disk.';
 
 /** The message a failed request shows in the chat: what happened, in words, without secrets, and what to do. */
 export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'timeouts'>, redact: (text: string) => string): string {
-  if (describeOverflow(error)) return 'The conversation no longer fits the model\'s context window, even after compacting. Run /compact with a focus, or /new to start over.';
+  if (describeOverflow(error))
+    return "The conversation no longer fits the model's context window, even after compacting. Run /compact with a focus, or /new to start over.";
   if (isModelTimeout(error)) {
     const first = /first chunk/i.test(error instanceof Error ? error.message : '');
     const seconds = Math.round((first ? settings.timeouts.firstChunkMs : settings.timeouts.idleMs) / 1000);
@@ -23,4 +25,3 @@ export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'ti
   const message = redact(errorText(error));
   return `The model request failed: ${message}\n\n${WAYS_OUT}`;
 }
-

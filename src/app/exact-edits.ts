@@ -32,9 +32,7 @@ export function locateEdits(text: string, edits: readonly TextEdit[], path: stri
       throw new ToolFailure(`${label}oldText was not found in ${path}. Read the file again and copy the text exactly.`);
     }
     if (count > 1) {
-      throw new ToolFailure(
-        `${label}oldText occurs ${count} times in ${path}. Include more surrounding lines so it occurs exactly once.`,
-      );
+      throw new ToolFailure(`${label}oldText occurs ${count} times in ${path}. Include more surrounding lines so it occurs exactly once.`);
     }
     const at = view.text.indexOf(oldText);
     const start = view.toOriginal(at);

@@ -111,11 +111,22 @@ function tooltip(state: GaugeState): string {
     lines.push(`| **Window** | **${(b.window?.limit ?? a.limit + b.outputReserve).toLocaleString('en-US')}** |`);
   }
   if (b.window) {
-    const reserve = b.outputReserve > 0 ? `; ${b.outputReserve.toLocaleString('en-US')} of it kept for the answer, ${a.limit.toLocaleString('en-US')} for the conversation` : '';
-    lines.push('', `${b.window.assumed ? '$(warning) ' : ''}Window ${b.window.limit.toLocaleString('en-US')} tokens, ${escapeMarkdown(b.window.origin)}${reserve}.`);
+    const reserve =
+      b.outputReserve > 0
+        ? `; ${b.outputReserve.toLocaleString('en-US')} of it kept for the answer, ${a.limit.toLocaleString('en-US')} for the conversation`
+        : '';
+    lines.push(
+      '',
+      `${b.window.assumed ? '$(warning) ' : ''}Window ${b.window.limit.toLocaleString('en-US')} tokens, ${escapeMarkdown(b.window.origin)}${reserve}.`,
+    );
   }
   lines.push('', a.explanation);
-  lines.push('', state.source === 'provider+local' ? 'Counted from the provider’s last reported usage plus a local count of what came since.' : 'Counted locally with the tokenizer.');
+  lines.push(
+    '',
+    state.source === 'provider+local'
+      ? 'Counted from the provider’s last reported usage plus a local count of what came since.'
+      : 'Counted locally with the tokenizer.',
+  );
   const last = state.lastCompaction;
   const pruning = state.lastPruning;
   lines.push('');

@@ -48,7 +48,9 @@ function translate(glob: string): string {
         out += '\\{';
         i++;
       } else {
-        out += `(?:${splitAlternatives(glob.slice(i + 1, close)).map(translate).join('|')})`;
+        out += `(?:${splitAlternatives(glob.slice(i + 1, close))
+          .map(translate)
+          .join('|')})`;
         i = close + 1;
       }
     } else if (c === '[') {

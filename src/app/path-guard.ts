@@ -85,9 +85,7 @@ export async function locateReal(root: WorkspaceRoot, absolute: string, requeste
   const realRoot = (await realLocation(root.fsPath)).real;
   const { real, exists } = await realLocation(absolute);
   if (!isInside(realRoot, real)) {
-    throw new ToolFailure(
-      `"${requested}" goes through a symbolic link that points outside the workspace folder, which is not allowed.`,
-    );
+    throw new ToolFailure(`"${requested}" goes through a symbolic link that points outside the workspace folder, which is not allowed.`);
   }
   return { realRoot, real, exists };
 }
@@ -125,11 +123,7 @@ export function isInside(parent: string, child: string): boolean {
 }
 
 /** The root holding `absolute` whose folder is deepest (nested folders are allowed in VS Code). */
-function deepestContaining(
-  roots: readonly WorkspaceRoot[],
-  absolute: string,
-  folderOf: (root: WorkspaceRoot) => string,
-): WorkspaceRoot | undefined {
+function deepestContaining(roots: readonly WorkspaceRoot[], absolute: string, folderOf: (root: WorkspaceRoot) => string): WorkspaceRoot | undefined {
   let best: WorkspaceRoot | undefined;
   let bestLength = -1;
   for (const root of roots) {
@@ -158,16 +152,10 @@ async function locateAbsolute(
     const rel = path.relative(real.get(byReal) ?? byReal.fsPath, absolute);
     return { root: byReal, absolute: path.join(path.resolve(byReal.fsPath), rel) };
   }
-  throw new ToolFailure(
-    `"${requested}" is outside the workspace. Use a path relative to the workspace${describeRoots(roots)}.`,
-  );
+  throw new ToolFailure(`"${requested}" is outside the workspace. Use a path relative to the workspace${describeRoots(roots)}.`);
 }
 
-function locateRelative(
-  roots: readonly WorkspaceRoot[],
-  slashed: string,
-  requested: string,
-): { root: WorkspaceRoot; absolute: string } {
+function locateRelative(roots: readonly WorkspaceRoot[], slashed: string, requested: string): { root: WorkspaceRoot; absolute: string } {
   let root: WorkspaceRoot | undefined;
   let rest = slashed;
   while (rest.startsWith('./')) rest = rest.slice(2);

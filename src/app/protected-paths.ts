@@ -42,7 +42,7 @@ const BUILT_IN_RULES: readonly Rule[] = [
     glob: '**/{.devcontainer/**,.devcontainer.json}',
     reason: 'dev container configuration runs commands on this machine (initializeCommand) and in the container (postCreateCommand).',
   },
-  { glob: '**/.github/workflows/**', reason: 'GitHub Actions workflows run code in CI with the repository\'s secrets.' },
+  { glob: '**/.github/workflows/**', reason: "GitHub Actions workflows run code in CI with the repository's secrets." },
 ];
 
 const COMPILED_BUILT_INS = BUILT_IN_RULES.map((rule) => ({ ...rule, pattern: globToRegExp(rule.glob, { caseInsensitive: true }) }));
@@ -112,7 +112,10 @@ function normalizeName(name: string): string {
 
 /** A user's glob, relative to the folder whichever way it was written (`./x`, `/x`, `x\\y`). */
 function normalizeGlob(glob: string): string {
-  return glob.trim().replace(/\\/g, '/').replace(/^(?:\.?\/)+/, '');
+  return glob
+    .trim()
+    .replace(/\\/g, '/')
+    .replace(/^(?:\.?\/)+/, '');
 }
 
 function capitalize(sentence: string): string {

@@ -33,7 +33,10 @@ export function contextReport(conversation: Conversation, modelName: string | un
   if (prunings.length) {
     const outputs = prunings.reduce((sum, p) => sum + p.outputs.length, 0);
     const freed = prunings.reduce((sum, p) => sum + p.tokensBefore - p.tokensAfter, 0);
-    lines.push('', `${outputs} tool output${outputs === 1 ? '' : 's'} pruned in ${prunings.length} pruning${prunings.length === 1 ? '' : 's'} (−${freed.toLocaleString('en-US')} tokens when pruned); the agent gets them back with its recall tool.`);
+    lines.push(
+      '',
+      `${outputs} tool output${outputs === 1 ? '' : 's'} pruned in ${prunings.length} pruning${prunings.length === 1 ? '' : 's'} (−${freed.toLocaleString('en-US')} tokens when pruned); the agent gets them back with its recall tool.`,
+    );
   }
   if (count.source === 'provider+local') {
     lines.push('', `Local tokenizer count of the same view: ${count.localTokens.toLocaleString('en-US')} tokens.`);
@@ -57,10 +60,12 @@ export function compactionSentence(compaction: ComputedCompaction): string {
 
 /** What an undo brought back, for the notification. */
 export function undoSentence(step: CompactionStep): string {
-  if (step.compaction?.editOf) return `undid your edit of the summary of round ${step.compaction.round}; the summary before it is back (undo again to bring back the original messages).`;
+  if (step.compaction?.editOf)
+    return `undid your edit of the summary of round ${step.compaction.round}; the summary before it is back (undo again to bring back the original messages).`;
   const messages = step.compaction ? `the ${step.compaction.compactedMessageIds.length} original messages` : '';
   const outputs = step.pruning ? `${step.pruning.outputs.length} pruned tool output${step.pruning.outputs.length === 1 ? '' : 's'}` : '';
-  if (step.compaction && step.pruning) return `undid compaction round ${step.compaction.round} and the pruning made with it; ${messages} and ${outputs} are back.`;
+  if (step.compaction && step.pruning)
+    return `undid compaction round ${step.compaction.round} and the pruning made with it; ${messages} and ${outputs} are back.`;
   if (step.compaction) return `undid compaction round ${step.compaction.round}; ${messages} are back.`;
   return `undid the pruning; the ${outputs} are back in full.`;
 }

@@ -238,8 +238,20 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
   const verboseLogging = other('logging.verbose');
   const timeouts = { firstChunkMs: other('timeouts.firstChunkSeconds') * 1_000, idleMs: other('timeouts.idleSeconds') * 1_000 };
   const endpoints = readEndpoints(get(ENDPOINTS_KEY), problems);
-  const protectedPaths = readStringList(PROTECTED_PATHS_KEY, 'must be a list of glob patterns', protectedPathSchema, get(PROTECTED_PATHS_KEY), problems);
-  const allowedCommands = readStringList(ALLOWED_COMMANDS_KEY, 'must be a list of commands', allowedCommandSchema, get(ALLOWED_COMMANDS_KEY), problems);
+  const protectedPaths = readStringList(
+    PROTECTED_PATHS_KEY,
+    'must be a list of glob patterns',
+    protectedPathSchema,
+    get(PROTECTED_PATHS_KEY),
+    problems,
+  );
+  const allowedCommands = readStringList(
+    ALLOWED_COMMANDS_KEY,
+    'must be a list of commands',
+    allowedCommandSchema,
+    get(ALLOWED_COMMANDS_KEY),
+    problems,
+  );
   const editorTools = readStringList(EDITOR_TOOLS_KEY, 'must be a list of tool names', editorToolSchema, get(EDITOR_TOOLS_KEY), problems);
 
   return {
@@ -321,7 +333,8 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
   const names = new Map<string, number>();
   raw.forEach((item: unknown, index) => {
     const label = `entry ${index + 1}${describeName(item)}`;
-    const reject = (message: string) => problems.push({ setting: PREFIX + ENDPOINTS_KEY, value: item, message: `${label}: ${message}`, usedInstead: undefined });
+    const reject = (message: string) =>
+      problems.push({ setting: PREFIX + ENDPOINTS_KEY, value: item, message: `${label}: ${message}`, usedInstead: undefined });
     const parsed = endpointSchema.safeParse(item, { error: friendlyIssue });
     if (!parsed.success) return reject(firstMessage(parsed.error));
     const key = parsed.data.name.toLowerCase();

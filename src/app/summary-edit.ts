@@ -50,7 +50,9 @@ export function compactionIdOf(entry: CompactionEntry): string {
 export function summaryOf(log: ConversationLog, compactionId: string): { readonly entry: CompactionEntry; readonly inForce: boolean } | undefined {
   const last = lastEntry(log);
   if (last && compactionIdOf(last) === compactionId) return { entry: last, inForce: true };
-  const active = activeEntries(log).filter((e) => compactionIdOf(e) === compactionId).at(-1);
+  const active = activeEntries(log)
+    .filter((e) => compactionIdOf(e) === compactionId)
+    .at(-1);
   if (active) return { entry: active, inForce: false };
   let written: CompactionEntry | undefined;
   for (const record of log) if (record.type === 'compaction' && compactionIdOf(record.entry) === compactionId) written = record.entry;
@@ -74,7 +76,7 @@ export function summaryDocument(entry: CompactionEntry, state: SummaryState): st
 function header(entry: CompactionEntry, state: SummaryState): string {
   const title = `Longrun · summary of compaction round ${entry.round}${entry.editOf ? ', edited' : ''}`;
   const ledger =
-    'The <read-files> and <modified-files> lists at the end are Longrun\'s record of the files touched: whatever you change in them, they are put back as recorded.';
+    "The <read-files> and <modified-files> lists at the end are Longrun's record of the files touched: whatever you change in them, they are put back as recorded.";
   switch (state) {
     case 'preview':
       return [
@@ -109,9 +111,14 @@ function header(entry: CompactionEntry, state: SummaryState): string {
  */
 export function savedSummary(documentText: string, ledger: FileLedger): { readonly summary: string } | { readonly error: string } {
   const body = stripFileOperations(documentText.replace(/\r\n?/g, '\n').replace(HEADER, '')).trim();
-  if (!body) return { error: 'The summary is empty, so the model would know nothing of what it replaces. Write a summary, or close the document without saving.' };
+  if (!body)
+    return {
+      error: 'The summary is empty, so the model would know nothing of what it replaces. Write a summary, or close the document without saving.',
+    };
   if (body.length > MAX_SUMMARY_CHARS) {
-    return { error: `The summary has ${body.length.toLocaleString('en-US')} characters; Longrun keeps summaries under ${MAX_SUMMARY_CHARS.toLocaleString('en-US')}.` };
+    return {
+      error: `The summary has ${body.length.toLocaleString('en-US')} characters; Longrun keeps summaries under ${MAX_SUMMARY_CHARS.toLocaleString('en-US')}.`,
+    };
   }
   return { summary: `${body}\n\n${renderFileOperations(ledger)}` };
 }
@@ -124,7 +131,9 @@ export function withSummary(computed: ComputedCompaction, summary: string): Comp
   const entry = computed.entry;
   if (!entry) return computed;
   const edited: CompactionEntry = { ...entry, summary };
-  const records = computed.records.map((r) => (r.type === 'compaction' && r.entry.id === entry.id ? { type: 'compaction' as const, entry: edited } : r));
+  const records = computed.records.map((r) =>
+    r.type === 'compaction' && r.entry.id === entry.id ? { type: 'compaction' as const, entry: edited } : r,
+  );
   return { ...computed, entry: edited, records };
 }
 

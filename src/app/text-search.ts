@@ -99,10 +99,7 @@ export class TextSearch {
     });
     this.worker.on('error', (error) => this.fail(error));
     this.worker.on('exit', () => this.fail(new Error('The search worker stopped unexpectedly.')));
-    this.timer = setTimeout(
-      () => this.fail(new SearchTimedOut(`The search took longer than ${deadlineMs} ms.`, this.pending.size > 0)),
-      deadlineMs,
-    );
+    this.timer = setTimeout(() => this.fail(new SearchTimedOut(`The search took longer than ${deadlineMs} ms.`, this.pending.size > 0)), deadlineMs);
     this.onAbort = () => this.fail(signal.reason);
     signal.addEventListener('abort', this.onAbort, { once: true });
     if (signal.aborted) this.fail(signal.reason);

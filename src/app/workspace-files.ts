@@ -1,12 +1,5 @@
 import * as path from 'node:path';
-import {
-  ToolFailure,
-  type LineRange,
-  type ReadResult,
-  type SearchMatch,
-  type TextEdit,
-  type WorkspacePort,
-} from '../llm/workspace-port';
+import { ToolFailure, type LineRange, type ReadResult, type SearchMatch, type TextEdit, type WorkspacePort } from '../llm/workspace-port';
 import { splitLines } from '../core/lines';
 import { abortable, createConfined, kindOfPath, overwriteConfined, readConfined, readManyConfined, type ConfinedRead } from './confined-files';
 import { changeIsOnlyTheReplacements, decideApproval } from './approval-policy';
@@ -173,11 +166,7 @@ export class WorkspaceFiles implements WorkspacePort {
     return { path: target.relative };
   }
 
-  async editFile(
-    path: string,
-    edits: readonly TextEdit[],
-    signal: AbortSignal,
-  ): Promise<{ path: string; replacements: number; unsaved?: boolean }> {
+  async editFile(path: string, edits: readonly TextEdit[], signal: AbortSignal): Promise<{ path: string; replacements: number; unsaved?: boolean }> {
     const target = await resolveInWorkspace(this.deps.roots(), path);
     if (edits.length === 0) throw new ToolFailure('No edits were given.');
     const unsaved = this.deps.editor.unsavedText(target.absolute);
@@ -188,7 +177,12 @@ export class WorkspaceFiles implements WorkspacePort {
     const replacements = locateEdits(before, edits, target.relative);
     const after = applyReplacements(before, replacements);
     const onlyTheReplacements = changeIsOnlyTheReplacements(before, after, edits, replacements);
-    await this.approve(target, await locateReal(target.root, target.absolute, target.relative), { verb: 'edit', before, after, onlyTheReplacements }, signal);
+    await this.approve(
+      target,
+      await locateReal(target.root, target.absolute, target.relative),
+      { verb: 'edit', before, after, onlyTheReplacements },
+      signal,
+    );
 
     this.deps.beforeWrite?.(target.relative);
     const changedMeanwhile = `${target.relative} changed while waiting for approval. Read it again and redo the edit.`;
@@ -224,7 +218,9 @@ export class WorkspaceFiles implements WorkspacePort {
     });
     if (!decision.ask) return;
     // The question may not close by itself when Stop is pressed, but Stop must not wait for it.
-    const allowed = await abortable(signal, () => this.deps.confirm({ verb, path: target.relative, question: decision.question, before, after }, signal));
+    const allowed = await abortable(signal, () =>
+      this.deps.confirm({ verb, path: target.relative, question: decision.question, before, after }, signal),
+    );
     signal.throwIfAborted();
     if (!allowed) throw new ToolFailure(`The user declined to ${verb} ${target.relative}. Ask them how to proceed instead of retrying.`);
   }
@@ -244,7 +240,11 @@ export class WorkspaceFiles implements WorkspacePort {
   /** The searchable text of each file, skipping what cannot be searched (gone, outside, binary, large, not a file). */
   private async loadBatch(files: readonly ResolvedPath[], signal: AbortSignal): Promise<SearchedFile[]> {
     const unsaved = files.map((f) => this.deps.editor.unsavedText(f.absolute));
-    const fromDisk = await readManyConfined(files.filter((_, i) => unsaved[i] === undefined), MAX_SEARCH_BYTES, signal);
+    const fromDisk = await readManyConfined(
+      files.filter((_, i) => unsaved[i] === undefined),
+      MAX_SEARCH_BYTES,
+      signal,
+    );
     const loaded: SearchedFile[] = [];
     let next = 0;
     files.forEach((file, i) => {

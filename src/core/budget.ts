@@ -54,12 +54,7 @@ function describeRule(trigger: TriggerConfig): string {
  * The level of a conversation's use of the window. Pure: the same numbers give the same answer.
  * An unknown or zero window disables automatic compaction and says so.
  */
-export function assessBudget(
-  used: number,
-  window: ContextWindow,
-  trigger: TriggerConfig,
-  autoCompact = true,
-): BudgetAssessment {
+export function assessBudget(used: number, window: ContextWindow, trigger: TriggerConfig, autoCompact = true): BudgetAssessment {
   const limit = window.limit > 0 ? window.limit : 0;
   if (limit === 0) {
     return {

@@ -24,13 +24,7 @@ import { planPruning, prunedKey, pruningCandidates, type PruneCandidate, type Pr
 import type { Clock, Summarizer, SummaryRequest } from './ports';
 import { needleLedgerOf } from './needles';
 import { boundTask, expectationsFor, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason } from './summary-repair';
-import {
-  buildMergeRequest,
-  buildSummaryRequest,
-  countRequest,
-  renderedMessageTokens,
-  type DirectiveOptions,
-} from './summary-request';
+import { buildMergeRequest, buildSummaryRequest, countRequest, renderedMessageTokens, type DirectiveOptions } from './summary-request';
 
 /**
  * One compaction, computed from a snapshot of the log and applied separately: applying checks that
@@ -270,7 +264,14 @@ async function summarizeLog(request: CompactionRequest, deps: CompactionDeps, st
   let fallback = false;
   let failure: string | undefined;
   try {
-    const produced = await summarize(items, view.length, selection.previousSummary, directive, { ...request, config: summaryConfig }, { ...deps, counted });
+    const produced = await summarize(
+      items,
+      view.length,
+      selection.previousSummary,
+      directive,
+      { ...request, config: summaryConfig },
+      { ...deps, counted },
+    );
     model = produced.model ?? model;
     const summarized = selection.previousSummary ? [selection.previousSummary, ...selection.toCompact] : selection.toCompact;
     const unusable = unusableReason(produced.text, expectationsFor(summaryConfig.summary, summarized, deps.counter));
@@ -385,8 +386,7 @@ const SUMMARY_MAX_SHARE = 0.1;
 const MIN_TARGET_TOKENS = 50;
 
 export type ApplyResult =
-  | { readonly ok: true; readonly log: ConversationLog; readonly view: Message[] }
-  | { readonly ok: false; readonly reason: string };
+  { readonly ok: true; readonly log: ConversationLog; readonly view: Message[] } | { readonly ok: false; readonly reason: string };
 
 /**
  * Applies a computed compaction to the current log. The snapshot it was computed from must still
@@ -407,10 +407,7 @@ export function applyCompaction(current: ConversationLog, computed: ComputedComp
 }
 
 /** Computes and applies in one step, for when nothing else can write meanwhile. */
-export async function compact(
-  request: CompactionRequest,
-  deps: CompactionDeps,
-): Promise<CompactionOutcome & { readonly log?: ConversationLog }> {
+export async function compact(request: CompactionRequest, deps: CompactionDeps): Promise<CompactionOutcome & { readonly log?: ConversationLog }> {
   const outcome = await computeCompaction(request, deps);
   if (outcome.status !== 'compacted') return outcome;
   const applied = applyCompaction(request.log, outcome.compaction);
@@ -485,7 +482,8 @@ async function summarize(
   if (budget < MIN_BATCH_BUDGET) {
     throw new SummarizerFailure(`the summarizer's window (${window} tokens) is too small to hold a summary request`);
   }
-  const measure = (item: Positioned): number => renderedMessageTokens(item.message, item.position, item.truncation ?? config.truncation, deps.counter) + 4;
+  const measure = (item: Positioned): number =>
+    renderedMessageTokens(item.message, item.position, item.truncation ?? config.truncation, deps.counter) + 4;
   const batches = planBatches(items, total, budget, measure, config.importance);
   const planned = batches.length + 1;
   const summaries: string[] = [];

@@ -51,7 +51,8 @@ export function selectForCompaction(view: readonly Message[], options: Selection
     else if (message.role === 'system' && options.keepSystemMessages) pinned.push(message);
     else body.push(message);
   }
-  if (body.length === 0) return { ok: false, reason: 'Nothing to compact: the conversation has no messages besides system messages and the summary.' };
+  if (body.length === 0)
+    return { ok: false, reason: 'Nothing to compact: the conversation has no messages besides system messages and the summary.' };
 
   const valid = validCuts(body);
   const latestUser = findLastIndex(body, (m) => m.role === 'user');

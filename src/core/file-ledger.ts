@@ -179,10 +179,7 @@ function applyEvent(files: Files, event: FileEvent): void {
     const target = files.get(path);
     files.delete(from);
     const base = moved ?? blank(path, at);
-    const chain = cleanChain(path, [
-      ...truncateAt(path, [...(moved?.renamedFrom ?? []), from]),
-      ...(target?.renamedFrom ?? []),
-    ]);
+    const chain = cleanChain(path, [...truncateAt(path, [...(moved?.renamedFrom ?? []), from]), ...(target?.renamedFrom ?? [])]);
     files.set(
       path,
       makeRecord({
@@ -321,8 +318,7 @@ export function mergeLedgers(older: FileLedger, newer: FileLedger): FileLedger {
   for (const [path, record] of olderFiles) if (!owner.has(path)) result.set(path, record);
   for (const r of newerRecords) {
     const names = r.renamedFrom ?? [];
-    const take = (name: string): FileRecord | undefined =>
-      owner.get(name) === r.path ? olderFiles.get(name) : undefined;
+    const take = (name: string): FileRecord | undefined => (owner.get(name) === r.path ? olderFiles.get(name) : undefined);
     const start = names[0] !== undefined ? take(names[0]) : undefined;
     const others: FileRecord[] = [];
     for (const name of [...names.slice(1), r.path]) {
@@ -431,9 +427,7 @@ const recordSchema = z.object({
 
 const ledgerSchema = z.object({
   version: z.literal(1),
-  files: z.custom<Record<string, unknown>>(
-    (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
-  ),
+  files: z.custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value)),
 });
 
 /**

@@ -118,8 +118,7 @@ const summaryMessages = new WeakMap<CompactionEntry, Message>();
 
 /** A compaction or a pruning in force. */
 export type ActiveStep =
-  | { readonly kind: 'compaction'; readonly entry: CompactionEntry }
-  | { readonly kind: 'pruning'; readonly entry: PruningEntry };
+  { readonly kind: 'compaction'; readonly entry: CompactionEntry } | { readonly kind: 'pruning'; readonly entry: PruningEntry };
 
 /** The compactions and prunings in force, oldest first: every one not undone since. */
 export function activeSteps(log: ConversationLog): ActiveStep[] {
@@ -186,7 +185,8 @@ export function modelView(log: ConversationLog): Message[] {
 }
 
 /** What a tool call that never got its result is answered with in the model's view. */
-export const INTERRUPTED_RESULT = 'interrupted: the editor closed (or the request stopped) before this tool finished; Longrun added this result. Run the tool again if its result is needed.';
+export const INTERRUPTED_RESULT =
+  'interrupted: the editor closed (or the request stopped) before this tool finished; Longrun added this result. Run the tool again if its result is needed.';
 
 /**
  * Makes the tool traffic of a view valid for every provider, whatever a crash, a full disk or a
@@ -249,7 +249,13 @@ export class ToolPairing {
     this.closing ??= {
       id: `interrupted:${this.openFrom}`,
       role: 'tool',
-      content: [...this.open].map(([toolCallId, toolName]) => ({ type: 'tool-result' as const, toolCallId, toolName, output: INTERRUPTED_RESULT, isError: true })),
+      content: [...this.open].map(([toolCallId, toolName]) => ({
+        type: 'tool-result' as const,
+        toolCallId,
+        toolName,
+        output: INTERRUPTED_RESULT,
+        isError: true,
+      })),
     };
     return this.closing;
   }
@@ -370,7 +376,10 @@ export class LiveModelView {
       if (at >= 0) {
         const [step] = this.steps.splice(at, 1);
         const list: Array<{ readonly id: string }> = step!.kind === 'compaction' ? this.active : this.prunings;
-        list.splice(list.findIndex((e) => e.id === record.entryId), 1);
+        list.splice(
+          list.findIndex((e) => e.id === record.entryId),
+          1,
+        );
         this.stale = true;
       }
     }
@@ -470,7 +479,10 @@ export function undoLastCompaction(log: ConversationLog, at: number): LogRecord 
  * The records that undo the last compaction in force as the user asked for it (see `lastStep`): its
  * summary and the pruning made with it, or a pruning alone; or why there is none.
  */
-export function undoLastStep(log: ConversationLog, at: number): { readonly records: LogRecord[]; readonly step: CompactionStep } | { readonly error: string } {
+export function undoLastStep(
+  log: ConversationLog,
+  at: number,
+): { readonly records: LogRecord[]; readonly step: CompactionStep } | { readonly error: string } {
   const step = lastStep(activeSteps(log));
   if (!step) return { error: 'There is no compaction to undo.' };
   const records: LogRecord[] = [];

@@ -93,12 +93,7 @@ export function byImportanceAscending(scored: readonly ScoredMessage[]): ScoredM
  * be summarized away early just because the call itself looked unremarkable. An empty group scores
  * `-Infinity`, the maximum of nothing, as `Math.max()` does.
  */
-export function scoreGroup(
-  messages: readonly Message[],
-  firstIndex: number,
-  total: number,
-  config: ImportanceConfig,
-): number {
+export function scoreGroup(messages: readonly Message[], firstIndex: number, total: number, config: ImportanceConfig): number {
   let best = -Infinity;
   messages.forEach((message, offset) => {
     best = Math.max(best, scoreMessage(message, firstIndex + offset, total, config));
@@ -126,7 +121,8 @@ export function selectToKeep(
     // Most messages cannot reach the threshold: a bound from cheap checks spares them the full score.
     if (!toolTraffic && scoreBound(message, position, total, config) < config.keepThreshold) continue;
     const score = scoreMessage(message, position, total, config);
-    if (score >= config.keepThreshold || toolTraffic) candidates.push({ position, score: toolTraffic ? Math.max(score, config.keepThreshold) : score, message });
+    if (score >= config.keepThreshold || toolTraffic)
+      candidates.push({ position, score: toolTraffic ? Math.max(score, config.keepThreshold) : score, message });
   }
   candidates.sort((a, b) => b.score - a.score || b.position - a.position);
   let left = config.keepBudgetTokens;
@@ -221,9 +217,7 @@ const URL_LIKE = /\b[a-z][a-z0-9+.-]*:\/\/\S*/gi;
  */
 function asksQuestion(message: Message): boolean {
   return message.content.some(
-    (part) =>
-      part.type === 'text' &&
-      part.text.replace(FENCED_BLOCK, ' ').replace(INLINE_CODE, ' ').replace(URL_LIKE, ' ').includes('?'),
+    (part) => part.type === 'text' && part.text.replace(FENCED_BLOCK, ' ').replace(INLINE_CODE, ' ').replace(URL_LIKE, ' ').includes('?'),
   );
 }
 

@@ -137,7 +137,11 @@ export function scanNeedles(ledger: NeedleLedger, messages: readonly Message[]):
 }
 
 function freeze(ledger: NeedleLedger): NeedleLedger {
-  return Object.freeze({ ...ledger, needles: Object.freeze(ledger.needles.map((n) => Object.freeze({ ...n }))), openCalls: Object.freeze({ ...ledger.openCalls }) });
+  return Object.freeze({
+    ...ledger,
+    needles: Object.freeze(ledger.needles.map((n) => Object.freeze({ ...n }))),
+    openCalls: Object.freeze({ ...ledger.openCalls }),
+  });
 }
 
 /** Adds needles not already held (same kind, same text); a repeated constraint or task is one. */
@@ -234,7 +238,8 @@ function sentences(line: string): string[] {
 
 const COMPLETION =
   /(?<![\p{L}\p{N}_])(?:done|finished|complete|completed|implemented|added|fixed|created|wrote|written|updated|resolved|removed|deleted|renamed|moved|refactored|exported|migrated|handled|addressed|shipped|merged|skip|skipped|cancel|cancelled|canceled|dropped|never mind|no longer needed|not needed any more|not needed anymore)(?![\p{L}\p{N}_])/iu;
-const NEGATION = /(?<![\p{L}\p{N}_])(?:not|no|yet|still|failed|unable|cannot|can't|couldn't|didn't|haven't|hasn't|isn't|wasn't|won't)(?![\p{L}\p{N}_])/iu;
+const NEGATION =
+  /(?<![\p{L}\p{N}_])(?:not|no|yet|still|failed|unable|cannot|can't|couldn't|didn't|haven't|hasn't|isn't|wasn't|won't)(?![\p{L}\p{N}_])/iu;
 const NEGATION_EXEMPT = /(?<![\p{L}\p{N}_])(?:never mind|no longer needed|not needed any more|not needed anymore)(?![\p{L}\p{N}_])/giu;
 
 /** Closes the open tasks `text` (a later user or assistant message) says are done or dropped. */
@@ -269,7 +274,10 @@ const STOPWORDS = new Set(
 
 /** Key terms of a sentence: paths and identifiers whole, other words crudely stemmed, common words out. */
 function keyTerms(sentence: string): string[] {
-  const tokens = apostrophes(sentence).toLowerCase().match(/[\p{L}\p{N}_][\p{L}\p{N}_./-]*[\p{L}\p{N}_]|[\p{L}\p{N}_]/gu) ?? [];
+  const tokens =
+    apostrophes(sentence)
+      .toLowerCase()
+      .match(/[\p{L}\p{N}_][\p{L}\p{N}_./-]*[\p{L}\p{N}_]|[\p{L}\p{N}_]/gu) ?? [];
   const terms = new Set<string>();
   for (const token of tokens) {
     if (/[./-]/.test(token)) {
@@ -347,7 +355,10 @@ function failed(part: ToolResultPart, output: string): boolean {
 
 /** The error lines of a failed call's output (at most three, each once), else its first line. */
 function errorLines(output: string): string[] {
-  const lines = output.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !FRAME_LINE.test(l));
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !FRAME_LINE.test(l));
   const found: string[] = [];
   for (const line of lines) {
     if ((ERROR_LINE.test(line) || DIAGNOSTIC.test(line)) && !found.includes(line)) found.push(line);
@@ -372,7 +383,11 @@ const KEPT_TAG_LINE = /^[ \t]*<\/?kept-needles>[ \t]*\n?/gm;
  */
 export function stripKeptNeedles(text: string): string {
   if (!text.includes('kept-needles>')) return text;
-  return text.replace(KEPT_BLOCK, '').replace(KEPT_TAG_LINE, '').replace(/\n{3,}/g, '\n\n').trimEnd();
+  return text
+    .replace(KEPT_BLOCK, '')
+    .replace(KEPT_TAG_LINE, '')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd();
 }
 
 /** What the summary lacks, and how it is appended. */
@@ -516,12 +531,20 @@ export function parseNeedleLedger(value: unknown): NeedleLedger | undefined {
 
 /** A user message's words: its text parts. */
 function userText(message: Message): string {
-  return apostrophes(message.content.map((p) => (p.type === 'text' ? p.text : '')).filter(Boolean).join('\n'));
+  return apostrophes(
+    message.content
+      .map((p) => (p.type === 'text' ? p.text : ''))
+      .filter(Boolean)
+      .join('\n'),
+  );
 }
 
 /** What the other side was shown of a message: text parts only (reasoning is the model thinking). */
 function visibleText(message: Message): string {
-  return message.content.map((p) => (p.type === 'text' ? p.text : '')).filter(Boolean).join('\n');
+  return message.content
+    .map((p) => (p.type === 'text' ? p.text : ''))
+    .filter(Boolean)
+    .join('\n');
 }
 
 /** All a message shows the model: text, tool inputs and outputs. */

@@ -93,8 +93,7 @@ export const OVERFLOW_PATTERNS: ReadonlyArray<{ provider: string; pattern: RegEx
   { provider: 'generic', pattern: /maximum context length/i },
   {
     provider: 'generic',
-    pattern:
-      /exceed(?:s|ed|ing)?\s+(?:the\s+)?(?:model(?:['’]s)?\s+)?(?:maximum\s+|max\s+|available\s+)?context\s+(?:length|window|size|limit)/i,
+    pattern: /exceed(?:s|ed|ing)?\s+(?:the\s+)?(?:model(?:['’]s)?\s+)?(?:maximum\s+|max\s+|available\s+)?context\s+(?:length|window|size|limit)/i,
   },
 ];
 
@@ -282,9 +281,7 @@ function hasEmptyBody(node: object): boolean {
 
 function unescapeJson(text: string): string {
   if (!text.includes('\\')) return text;
-  return text
-    .replace(/\\u([0-9a-fA-F]{4})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
-    .replace(/\\(["'`\\/])/g, '$1');
+  return text.replace(/\\u([0-9a-fA-F]{4})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).replace(/\\(["'`\\/])/g, '$1');
 }
 
 // Getters, proxies and revoked proxies can all throw on a plain read.

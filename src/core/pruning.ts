@@ -175,7 +175,11 @@ const pruned = new WeakMap<Message, Map<string, Message>>();
 
 /** A path as the file tools compare it: forward slashes, no `./`, no doubled or trailing slash. */
 export function normalizePath(path: string): string {
-  let p = path.trim().replace(/\\/g, '/').replace(/\/{2,}/g, '/').replace(/\/(\.\/)+/g, '/');
+  let p = path
+    .trim()
+    .replace(/\\/g, '/')
+    .replace(/\/{2,}/g, '/')
+    .replace(/\/(\.\/)+/g, '/');
   while (p.startsWith('./')) p = p.slice(2);
   if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
   return p;
@@ -308,7 +312,6 @@ function canonical(value: unknown, key: string): string {
 function thousands(n: number): string {
   return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
-
 
 function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
   const list = map.get(key);

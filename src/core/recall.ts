@@ -101,7 +101,10 @@ export function archivedItems(log: ConversationLog): ArchivedItem[] {
 /** Searches `items` and fits the best matches in the budget (`query.maxTokens`). */
 export function recall(items: readonly ArchivedItem[], query: RecallQuery, countText: (text: string) => number): RecallResult {
   const maxTokens = query.maxTokens ?? DEFAULT_MAX_TOKENS;
-  const words = (query.query ?? '').toLowerCase().split(/\s+/).filter((w) => w !== '');
+  const words = (query.query ?? '')
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((w) => w !== '');
   const path = query.path?.trim() ? normalizePath(query.path) : undefined;
   const scored: Array<{ item: ArchivedItem; words: number; path: number }> = [];
   for (const candidate of items) {
@@ -142,17 +145,23 @@ export function recall(items: readonly ArchivedItem[], query: RecallQuery, count
 export function formatRecall(result: RecallResult): string {
   const asked = describeQuery(result.query);
   if (result.archived === 0) return NOTHING_ARCHIVED;
-  if (result.matched === 0) return `No archived message matches ${asked} (${plural(result.archived, 'archived message')} searched). Try other words or a shorter path.`;
+  if (result.matched === 0)
+    return `No archived message matches ${asked} (${plural(result.archived, 'archived message')} searched). Try other words or a shorter path.`;
   const lines: string[] = [];
   const head = `${plural(result.matched, 'archived message')} ${result.matched === 1 ? 'matches' : 'match'} ${asked}`;
   lines.push(result.partial ? `${head} in part: none holds every word, these hold the most.` : `${head}.`);
   for (const s of result.shown) {
     lines.push('', s.text);
-    if (s.cut) lines.push(`[Cut to fit the answer's budget of ${result.maxTokens.toLocaleString('en-US')} tokens: ${s.tokens.toLocaleString('en-US')} tokens shown of message ${s.item.number}. Ask with more precise words, or a larger maxTokens, for the rest.]`);
+    if (s.cut)
+      lines.push(
+        `[Cut to fit the answer's budget of ${result.maxTokens.toLocaleString('en-US')} tokens: ${s.tokens.toLocaleString('en-US')} tokens shown of message ${s.item.number}. Ask with more precise words, or a larger maxTokens, for the rest.]`,
+      );
   }
   if (result.omitted.length > 0) {
     const total = result.omitted.reduce((sum, o) => sum + o.tokens, 0);
-    const listed = result.omitted.slice(0, OMITTED_LISTED).map((o) => `message ${o.item.number} (${o.item.role}, ${o.tokens.toLocaleString('en-US')} tokens)`);
+    const listed = result.omitted
+      .slice(0, OMITTED_LISTED)
+      .map((o) => `message ${o.item.number} (${o.item.role}, ${o.tokens.toLocaleString('en-US')} tokens)`);
     const more = result.omitted.length > OMITTED_LISTED ? `, and ${result.omitted.length - OMITTED_LISTED} more` : '';
     lines.push(
       '',
@@ -164,7 +173,13 @@ export function formatRecall(result: RecallResult): string {
 
 const OMITTED_LISTED = 12;
 
-function item(message: Message, number: number, archivedBy: ArchivedItem['archivedBy'], calls: ReadonlyMap<string, ToolCallPart>, only: ReadonlySet<string> | undefined): ArchivedItem {
+function item(
+  message: Message,
+  number: number,
+  archivedBy: ArchivedItem['archivedBy'],
+  calls: ReadonlyMap<string, ToolCallPart>,
+  only: ReadonlySet<string> | undefined,
+): ArchivedItem {
   const how = archivedBy === 'summary' ? 'summarized' : 'pruned';
   const lines = [`--- message ${number} (${message.role}, ${how}) ---`];
   const paths = new Set<string>();

@@ -194,10 +194,18 @@ export function repairSummary(summary: string, round: number, originalTask: stri
     text = replaced;
   }
   if (!needles) return { text, repairs };
-  const kept = keepNeedles({ ledger: needles.ledger, summary: text, inView: needles.inView, budgetTokens: Math.floor(needles.summaryTargetTokens * NEEDLE_BUDGET_SHARE), countText: needles.countText });
+  const kept = keepNeedles({
+    ledger: needles.ledger,
+    summary: text,
+    inView: needles.inView,
+    budgetTokens: Math.floor(needles.summaryTargetTokens * NEEDLE_BUDGET_SHARE),
+    countText: needles.countText,
+  });
   if (kept.block) {
     text = `${text}\n\n${kept.block}`;
-    repairs.push(`${kept.kept.length} needle${kept.kept.length === 1 ? '' : 's'} kept verbatim${kept.leftOut > 0 ? `, ${kept.leftOut} left out for length` : ''}`);
+    repairs.push(
+      `${kept.kept.length} needle${kept.kept.length === 1 ? '' : 's'} kept verbatim${kept.leftOut > 0 ? `, ${kept.leftOut} left out for length` : ''}`,
+    );
   }
   return { text, repairs, needles: kept };
 }
@@ -232,7 +240,11 @@ const LEDGER_TAG_LINE = /^[ \t]*<\/?(read-files|modified-files)>[ \t]*\n?/gm;
  */
 export function stripFileOperations(text: string): string {
   if (!text.includes('-files>')) return text;
-  return text.replace(LEDGER_BLOCK, '').replace(LEDGER_TAG_LINE, '').replace(/\n{3,}/g, '\n\n').trimEnd();
+  return text
+    .replace(LEDGER_BLOCK, '')
+    .replace(LEDGER_TAG_LINE, '')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd();
 }
 
 function normalised(value: string): string {

@@ -86,7 +86,9 @@ export function buildDirective(options: DirectiveOptions): string {
     lines.push('Summarize the conversation above so the work can continue from your summary alone.');
   }
   lines.push('');
-  lines.push('PRESERVE: the user\'s requests and constraints word for word; exact file paths, symbols, commands, error messages and numbers; decisions and their reasons; what is done and what is not.');
+  lines.push(
+    "PRESERVE: the user's requests and constraints word for word; exact file paths, symbols, commands, error messages and numbers; decisions and their reasons; what is done and what is not.",
+  );
   lines.push('CONDENSE: tool output and exploration into their findings; repeated attempts into what was tried and the outcome.');
   lines.push('PRIORITIZE: the current state and the next steps; anything the user said must or must not be done.');
   lines.push('REMOVE: pleasantries, restated context, full file contents already saved to disk, superseded plans.');
@@ -167,7 +169,9 @@ export function renderMessage(message: Message, position: number, truncation: Tr
         pieces.push(`(reasoning) ${part.text}`);
         break;
       case 'tool-call':
-        pieces.push(`[tool call ${part.toolName}#${part.toolCallId}] ${cut(stringifyOutput(part.input), truncation.resultChars, truncation.hugeResultChars)}`);
+        pieces.push(
+          `[tool call ${part.toolName}#${part.toolCallId}] ${cut(stringifyOutput(part.input), truncation.resultChars, truncation.hugeResultChars)}`,
+        );
         break;
       case 'tool-result':
         pieces.push(
@@ -197,7 +201,10 @@ function headerOf(message: Message, position: number): string {
 }
 
 /** What each rendered message was rendered from, so that its count is reused wherever it is numbered. */
-const renderings = new WeakMap<SummaryRequestMessage, { readonly message: Message; readonly truncation: TruncationConfig; readonly header: string }>();
+const renderings = new WeakMap<
+  SummaryRequestMessage,
+  { readonly message: Message; readonly truncation: TruncationConfig; readonly header: string }
+>();
 
 /**
  * Encodings whose tokenizer cuts text into pieces by a pattern before encoding each piece, and whose
@@ -375,7 +382,10 @@ export function countRequest(request: SummaryRequest, counter: MessageTokenCount
       if (!from) return counter.countRemembered(message.content);
       if (!apart) return counter.countText(message.content);
       // The content is only cut (which copies it) when its count is not known yet.
-      return counter.countRemembered(from.header) + counter.countDerived(from.message, limitsKey(from.truncation), () => message.content.slice(from.header.length));
+      return (
+        counter.countRemembered(from.header) +
+        counter.countDerived(from.message, limitsKey(from.truncation), () => message.content.slice(from.header.length))
+      );
     },
   );
 }

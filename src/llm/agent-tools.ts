@@ -77,16 +77,8 @@ const readFileInput = z.object({
 });
 
 const listFilesInput = z.object({
-  glob: z
-    .string()
-    .describe('Glob pattern relative to the workspace, e.g. "**/*.ts", "src/**", "**/package.json".'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_LIST_LIMIT)
-    .optional()
-    .describe(`Maximum number of paths to return (default ${DEFAULT_LIST_LIMIT}).`),
+  glob: z.string().describe('Glob pattern relative to the workspace, e.g. "**/*.ts", "src/**", "**/package.json".'),
+  limit: z.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`Maximum number of paths to return (default ${DEFAULT_LIST_LIMIT}).`),
 });
 
 const searchTextInput = z.object({
@@ -127,7 +119,10 @@ const editFileInput = z.object({
 });
 
 const recallInput = z.object({
-  query: z.string().optional().describe('Words the earlier message holds (all of them), e.g. a function name, an error text, or the id a pruned output names.'),
+  query: z
+    .string()
+    .optional()
+    .describe('Words the earlier message holds (all of them), e.g. a function name, an error text, or the id a pruned output names.'),
   path: z.string().optional().describe('A workspace-relative file path: earlier reads and edits of that file, and messages that mention it.'),
   maxTokens: z
     .number()
@@ -164,11 +159,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
           if (input.startLine !== undefined && input.endLine !== undefined && input.endLine < input.startLine) {
             throw new ToolFailure(`endLine (${input.endLine}) is before startLine (${input.startLine}).`);
           }
-          const result = await port.readFile(
-            input.path,
-            { start: input.startLine, end: input.endLine },
-            abortSignal ?? neverAborted(),
-          );
+          const result = await port.readFile(input.path, { start: input.startLine, end: input.endLine }, abortSignal ?? neverAborted());
           emit('read', result.path);
           return formatRead(result, maxChars);
         }),
@@ -231,7 +222,11 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
           const query = input.query?.trim();
           const path = input.path?.trim();
           if (!query && !path) throw new ToolFailure('Give query (words to look for) or path (a file), or both.');
-          return archive.recall({ ...(query ? { query } : {}), ...(path ? { path } : {}), ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}) });
+          return archive.recall({
+            ...(query ? { query } : {}),
+            ...(path ? { path } : {}),
+            ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}),
+          });
         }),
     });
   }
@@ -313,7 +308,6 @@ function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? '' : 's'}`;
 }
 
-
 function countLines(text: string): number {
   return splitLines(text).length;
 }
@@ -331,7 +325,9 @@ function formatMatch(match: SearchMatch): string {
 function formatRead(result: ReadResult, maxChars: number): string {
   const lines = splitLines(result.text);
   if (lines.length === 0) {
-    return result.totalLines === 0 ? `${result.path}: empty file (0 lines)` : `${result.path}: no lines in that range (file has ${result.totalLines} lines)`;
+    return result.totalLines === 0
+      ? `${result.path}: empty file (0 lines)`
+      : `${result.path}: no lines in that range (file has ${result.totalLines} lines)`;
   }
   const budget = Math.max(0, maxChars - NOTE_RESERVE);
   const shown: string[] = [];
@@ -368,6 +364,9 @@ function cut(text: string, maxChars: number, hint: string): string {
   const budget = Math.max(0, maxChars - NOTE_RESERVE);
   const boundary = text.lastIndexOf('\n', budget);
   const kept = boundary > 0 ? text.slice(0, boundary) : text.slice(0, budget);
-  const omitted = text.slice(kept.length).split('\n').filter((l) => l !== '').length;
+  const omitted = text
+    .slice(kept.length)
+    .split('\n')
+    .filter((l) => l !== '').length;
   return `${kept}\n[Output truncated at ${maxChars} characters; ${plural(omitted, 'more line')} not shown. ${hint}]`;
 }

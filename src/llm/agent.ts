@@ -148,15 +148,19 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
-    const overflow = truncation ? { limit: truncation.statedWindow, why: 'suggested by a prompt the server cut', lowerBound: true } : statedOverflow(attempt.error);
+    const overflow = truncation
+      ? { limit: truncation.statedWindow, why: 'suggested by a prompt the server cut', lowerBound: true }
+      : statedOverflow(attempt.error);
     if (!overflow) return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     if (truncation) ui.notice(describeTruncation(truncation.verdict, options.truncationAdvice));
     const verdict = mayRetryOverflow(guard, options.overflowRetriesPerTurn);
     if (!verdict.allowed || stepsDone >= options.maxSteps) {
-      ui.notice(`The model's context window overflowed and Longrun will not retry: ${verdict.allowed ? 'the step limit was reached' : verdict.reason}.`);
+      ui.notice(
+        `The model's context window overflowed and Longrun will not retry: ${verdict.allowed ? 'the step limit was reached' : verdict.reason}.`,
+      );
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     }
-    if (declined) ui.notice('The request no longer fits the model\'s window, so Longrun compacts now although you chose not to.');
+    if (declined) ui.notice("The request no longer fits the model's window, so Longrun compacts now although you chose not to.");
     guard = noteOverflowRetry(guard);
     const outcome = await compactNow('overflow', overflow.limit !== undefined ? { ...overflow, limit: overflow.limit } : undefined);
     if (outcome.status !== 'compacted') {

@@ -6,13 +6,7 @@
  * The AI SDK rejects `role: 'system'` inside `messages` unless the call sets
  * `allowSystemInMessages: true`; callers that pass converted system messages must set it.
  */
-import type {
-  AssistantModelMessage,
-  JSONValue,
-  ModelMessage,
-  ToolModelMessage,
-  ToolResultPart as ModelToolResultPart,
-} from 'ai';
+import type { AssistantModelMessage, JSONValue, ModelMessage, ToolModelMessage, ToolResultPart as ModelToolResultPart } from 'ai';
 import type { FilePart, Message, Part, TextPart, ToolResultPart } from '../core/messages';
 import { stringifyOutput } from '../core/messages';
 
@@ -38,9 +32,7 @@ function toModelMessage(message: Message): ModelMessage {
       // A tool message can hold only results; stray text in one has nowhere to go.
       return {
         role: 'tool',
-        content: message.content
-          .filter((part): part is ToolResultPart => part.type === 'tool-result')
-          .map(toModelToolResult),
+        content: message.content.filter((part): part is ToolResultPart => part.type === 'tool-result').map(toModelToolResult),
       };
   }
 }
@@ -113,10 +105,7 @@ export function filePlaceholder(part: FilePart): string {
  * Parts the engine has no use for (approval requests and responses, provider-specific parts) are
  * dropped, and a message left with no parts is dropped with them.
  */
-export function fromResponseMessages(
-  messages: readonly (AssistantModelMessage | ToolModelMessage)[],
-  newId: () => string,
-): Message[] {
+export function fromResponseMessages(messages: readonly (AssistantModelMessage | ToolModelMessage)[], newId: () => string): Message[] {
   const out: Message[] = [];
   for (const message of messages) {
     const content = message.role === 'assistant' ? fromAssistantContent(message.content) : fromToolContent(message.content);

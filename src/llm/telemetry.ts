@@ -162,16 +162,8 @@ class ParentedTracer implements Tracer {
 
   startActiveSpan<F extends (span: Span) => unknown>(name: string, fn: F): ReturnType<F>;
   startActiveSpan<F extends (span: Span) => unknown>(name: string, options: SpanOptions, fn: F): ReturnType<F>;
-  startActiveSpan<F extends (span: Span) => unknown>(
-    name: string,
-    options: SpanOptions,
-    context: Context,
-    fn: F,
-  ): ReturnType<F>;
-  startActiveSpan<F extends (span: Span) => unknown>(
-    name: string,
-    ...rest: [F] | [SpanOptions, F] | [SpanOptions, Context, F]
-  ): ReturnType<F> {
+  startActiveSpan<F extends (span: Span) => unknown>(name: string, options: SpanOptions, context: Context, fn: F): ReturnType<F>;
+  startActiveSpan<F extends (span: Span) => unknown>(name: string, ...rest: [F] | [SpanOptions, F] | [SpanOptions, Context, F]): ReturnType<F> {
     const fn = rest[rest.length - 1] as F;
     const options = rest.length > 1 ? (rest[0] as SpanOptions) : undefined;
     const parent = this.parentContext(rest.length > 2 ? (rest[1] as Context) : undefined);

@@ -41,11 +41,7 @@ export interface VsCodeLmApi {
 /** The shape of `vscode.CancellationToken` that the bridge hands to VS Code. */
 export interface VsCodeCancellationToken {
   readonly isCancellationRequested: boolean;
-  onCancellationRequested(
-    listener: (e: unknown) => unknown,
-    thisArgs?: unknown,
-    disposables?: { dispose(): unknown }[],
-  ): { dispose(): unknown };
+  onCancellationRequested(listener: (e: unknown) => unknown, thisArgs?: unknown, disposables?: { dispose(): unknown }[]): { dispose(): unknown };
 }
 
 /** A tool as VS Code's chat API takes it. */
@@ -366,9 +362,7 @@ function toolOutputText(output: ToolResultOutput): string {
     case 'execution-denied':
       return `Tool execution denied${output.reason ? `: ${output.reason}` : '.'}`;
     case 'content':
-      return output.value
-        .map((item) => (item.type === 'text' ? item.text : `[${item.type} content not included]`))
-        .join('\n');
+      return output.value.map((item) => (item.type === 'text' ? item.text : `[${item.type} content not included]`)).join('\n');
   }
 }
 
@@ -390,10 +384,7 @@ function toInputObject(input: unknown): object {
 // ---------------------------------------------------------------------------------------------
 // Tools and settings
 
-function prepareRequest(
-  options: CallOptions,
-  api: VsCodeLmApi,
-): { requestOptions: VsCodeChatRequestOptions; warnings: Warning[] } {
+function prepareRequest(options: CallOptions, api: VsCodeLmApi): { requestOptions: VsCodeChatRequestOptions; warnings: Warning[] } {
   const warnings: Warning[] = [];
   const requestOptions: VsCodeChatRequestOptions = {};
   const choice = options.toolChoice ?? { type: 'auto' };
@@ -577,4 +568,3 @@ function abortError(signal: AbortSignal): Error {
   if (reason instanceof Error && (reason.name === 'AbortError' || reason.name === 'TimeoutError')) return reason;
   return Object.assign(new Error('The request was cancelled.', { cause: reason }), { name: 'AbortError' });
 }
-

@@ -95,10 +95,7 @@ const LISTED_MODEL = z.looseObject({
   /** Groq's output cap. */
   max_completion_tokens: TOKENS,
   /** OpenRouter's; the default provider requests go to first. */
-  top_provider: z
-    .looseObject({ context_length: TOKENS, max_completion_tokens: TOKENS })
-    .optional()
-    .catch(undefined),
+  top_provider: z.looseObject({ context_length: TOKENS, max_completion_tokens: TOKENS }).optional().catch(undefined),
   canonical_slug: TEXT,
   /**
    * llama.cpp's: `n_ctx` is the per-slot context it runs with (recent builds); `n_ctx_train`, also
@@ -126,7 +123,9 @@ async function readModelList(http: JsonClient, baseUrl: string, modelId: string)
     return entry.success ? [entry.data] : [];
   });
   const entry = entries.find((candidate) => candidate.id === modelId);
-  const kind = entry ? listedKind(entry, baseUrl) : entries.map((other) => listedKind(other, baseUrl)).find((k) => k !== 'openai-compatible') ?? kindFromHost(baseUrl);
+  const kind = entry
+    ? listedKind(entry, baseUrl)
+    : (entries.map((other) => listedKind(other, baseUrl)).find((k) => k !== 'openai-compatible') ?? kindFromHost(baseUrl));
   if (!entry) return { timedOut: false, kind };
   const stated = statedWindow(entry);
   if (!stated) return { timedOut: false, kind };
@@ -247,7 +246,16 @@ const LM_STUDIO_V0_MODEL = z.looseObject({
  */
 async function probeLmStudioV0(http: JsonClient, root: string, modelId: string): Promise<Candidate[]> {
   const answer = await http.get(`${root}/api/v0/models`);
-  const entry = 'json' in answer ? findEntry(MODEL_LIST, answer.json, (list) => list.data, LM_STUDIO_V0_MODEL, (m) => m.id === modelId) : undefined;
+  const entry =
+    'json' in answer
+      ? findEntry(
+          MODEL_LIST,
+          answer.json,
+          (list) => list.data,
+          LM_STUDIO_V0_MODEL,
+          (m) => m.id === modelId,
+        )
+      : undefined;
   if (!entry) return [];
   if (entry.state === 'loaded' && entry.loaded_context_length !== undefined) {
     return [lmStudio(entry.loaded_context_length, "LM Studio's loaded context (/api/v0/models)", Confidence.Loaded)];
@@ -339,7 +347,9 @@ async function probeOllama(http: JsonClient, root: string, modelId: string): Pro
   const candidates: Candidate[] = [];
 
   const wanted = ollamaName(modelId);
-  const loaded = psList?.success ? psList.data.models.find((m) => [m.name, m.model].some((n) => n !== undefined && ollamaName(n) === wanted)) : undefined;
+  const loaded = psList?.success
+    ? psList.data.models.find((m) => [m.name, m.model].some((n) => n !== undefined && ollamaName(n) === wanted))
+    : undefined;
   if (loaded?.context_length !== undefined) {
     candidates.push(ollama(loaded.context_length, "Ollama's loaded model (/api/ps)", Confidence.Loaded));
   }
@@ -409,7 +419,10 @@ function parameter(text: string, name: string): number | undefined {
  * names) and the implicit `:latest` tag made explicit, so `llama3.2` finds `llama3.2:latest`.
  */
 function ollamaName(name: string): string {
-  let n = name.trim().toLowerCase().replace(/^library\//, '');
+  let n = name
+    .trim()
+    .toLowerCase()
+    .replace(/^library\//, '');
   if (!n.slice(n.lastIndexOf('/') + 1).includes(':')) n += ':latest';
   return n;
 }
@@ -532,9 +545,7 @@ function positiveInteger(value: unknown): number | undefined {
 
 /** The server's root: the base URL without trailing slashes and without its trailing `/v1`. */
 function apiRoot(baseUrl: string): string {
-  return trimSlash(baseUrl)
-    .replace(/\/v1$/, '')
-    .replace(/\/+$/, '');
+  return trimSlash(baseUrl).replace(/\/v1$/, '').replace(/\/+$/, '');
 }
 
 function trimSlash(url: string): string {

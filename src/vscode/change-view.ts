@@ -47,7 +47,9 @@ export class ChangeDocuments implements vscode.TextDocumentContentProvider {
     const parsed = showChangeArgument.safeParse(argument).data;
     const diff = parsed ? (parsed.diff ?? this.kept.get(parsed.id)) : undefined;
     if (!parsed || diff === undefined) {
-      void vscode.window.showInformationMessage('This diff was too long to keep in the chat and is gone since the window was reloaded. The file\'s Timeline view shows its history.');
+      void vscode.window.showInformationMessage(
+        "This diff was too long to keep in the chat and is gone since the window was reloaded. The file's Timeline view shows its history.",
+      );
       return false;
     }
     const uri = vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/${parsed.path}.diff`, query: parsed.id });

@@ -307,7 +307,12 @@ export class LongrunParticipant {
     const { session, settings } = this.deps;
     const model = await session.languageModel();
     if (!model) {
-      return { errorDetails: { message: 'No language model is selected. Pick one in the chat, or configure longrun.endpoints and run "Longrun: Set API Key".' }, metadata: {} };
+      return {
+        errorDetails: {
+          message: 'No language model is selected. Pick one in the chat, or configure longrun.endpoints and run "Longrun: Set API Key".',
+        },
+        metadata: {},
+      };
     }
     await session.prepareSummarizer();
     const { system, tools, editorTools } = this.requestSetup(request, conversation);
@@ -446,7 +451,9 @@ export class LongrunParticipant {
       review: async (entry) => {
         shown = entry.id;
         const id = `p${++this.questionCount}`;
-        stream.markdown('\n\nThe summary is open in an editor. Edit it and save it to compact with your text, or close it without saving to leave the conversation as it is.\n\n');
+        stream.markdown(
+          '\n\nThe summary is open in an editor. Edit it and save it to compact with your text, or close it without saving to leave the conversation as it is.\n\n',
+        );
         stream.button({ command: ANSWER_COMMAND, title: 'Apply summary', arguments: [id, true] });
         stream.button({ command: ANSWER_COMMAND, title: 'Discard', arguments: [id, false] });
         stream.progress('Waiting for you to save or close the summary…');
@@ -522,7 +529,12 @@ export class LongrunParticipant {
     return [...this.questions.keys()];
   }
 
-  private reportOutcome(outcome: CompactionOutcome & { joined?: boolean }, reason: CompactionReason, stream: vscode.ChatResponseStream, conversationId?: string): void {
+  private reportOutcome(
+    outcome: CompactionOutcome & { joined?: boolean },
+    reason: CompactionReason,
+    stream: vscode.ChatResponseStream,
+    conversationId?: string,
+  ): void {
     // A compaction joined while it ran elsewhere was logged where it started.
     if (!outcome.joined) this.deps.reporter.report(outcome, reason);
     switch (outcome.status) {
@@ -532,7 +544,8 @@ export class LongrunParticipant {
         const low = outcome.compaction.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
         stream.markdown(`\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`);
         if (e) stream.button({ command: 'longrun.showSummary', title: 'Open summary', arguments: [e.id] });
-        if (e && conversationId !== undefined && this.deps.summaries) stream.button({ command: EDIT_SUMMARY_COMMAND, title: 'Edit summary', arguments: [conversationId, e.id] });
+        if (e && conversationId !== undefined && this.deps.summaries)
+          stream.button({ command: EDIT_SUMMARY_COMMAND, title: 'Edit summary', arguments: [conversationId, e.id] });
         break;
       }
       case 'noop':
@@ -590,7 +603,7 @@ const NO_ARCHIVE: RecallPort = { recall: () => NOTHING_ARCHIVED };
 function systemPrompt(trusted: boolean, archived: boolean): string {
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.name);
   return [
-    'You are Longrun, a coding agent working in the user\'s VS Code workspace.',
+    "You are Longrun, a coding agent working in the user's VS Code workspace.",
     `Workspace folders: ${folders.length ? folders.join(', ') : '(none open)'}. Paths are relative to the workspace${folders.length > 1 ? ', starting with the folder name' : ''}.`,
     'Use the tools to read, list and search files before answering questions about the code; do not guess file contents.',
     trusted
@@ -598,7 +611,9 @@ function systemPrompt(trusted: boolean, archived: boolean): string {
       : 'The workspace is not trusted, so you can only read: do not try to change files or run commands; describe the changes instead.',
     'Earlier parts of a long conversation may be replaced by a summary; trust it, and re-read files when you need their exact content.',
     ...(archived
-      ? ['Parts of this conversation were summarized or pruned (a pruned tool output reads "[Pruned by Longrun: …]"). The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.']
+      ? [
+          'Parts of this conversation were summarized or pruned (a pruned tool output reads "[Pruned by Longrun: …]"). The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.',
+        ]
       : []),
     'Answer in Markdown, concisely.',
   ].join('\n');
@@ -621,7 +636,9 @@ function describeToolCall(toolName: string, input: unknown): string {
     case 'recall':
       return `Searching the conversation's earlier parts${typeof i.query === 'string' ? ` for ${JSON.stringify(i.query)}` : path ? ` for ${path}` : ''}…`;
     case 'run_command':
-      return typeof i.command === 'string' ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…` : 'Running a command…';
+      return typeof i.command === 'string'
+        ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…`
+        : 'Running a command…';
     default:
       return `Running ${toolName}…`;
   }

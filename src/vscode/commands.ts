@@ -172,7 +172,10 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
       // VS Code builds without Copilot select no model by themselves: open the chat with one of Longrun's.
       const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
       if (models.length === 0) {
-        const choice = await vscode.window.showWarningMessage('Longrun: no models are configured. Add an endpoint in the longrun.endpoints setting.', 'Open Settings');
+        const choice = await vscode.window.showWarningMessage(
+          'Longrun: no models are configured. Add an endpoint in the longrun.endpoints setting.',
+          'Open Settings',
+        );
         if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
         return false;
       }
@@ -180,16 +183,28 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
         (typeof modelId === 'string' && models.find((m) => m.id === modelId)) ||
         (models.length === 1
           ? models[0]
-          : (await vscode.window.showQuickPick(models.map((m) => ({ label: m.name, description: m.id, model: m })), { title: 'Chat with which model?' }))?.model);
+          : (
+              await vscode.window.showQuickPick(
+                models.map((m) => ({ label: m.name, description: m.id, model: m })),
+                { title: 'Chat with which model?' },
+              )
+            )?.model);
       if (!chosen) return false;
-      await vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun ', isPartialQuery: true, modelSelector: { vendor: chosen.vendor, id: chosen.id } });
+      await vscode.commands.executeCommand('workbench.action.chat.open', {
+        query: '@longrun ',
+        isPartialQuery: true,
+        modelSelector: { vendor: chosen.vendor, id: chosen.id },
+      });
       return true;
     }),
 
     vscode.commands.registerCommand('longrun.setApiKey', async (endpointName?: unknown, key?: unknown) => {
       const endpoints = deps.settings().endpoints;
       if (endpoints.length === 0) {
-        const choice = await vscode.window.showWarningMessage('Longrun: no endpoints are configured. Add one in the longrun.endpoints setting first.', 'Open Settings');
+        const choice = await vscode.window.showWarningMessage(
+          'Longrun: no endpoints are configured. Add one in the longrun.endpoints setting first.',
+          'Open Settings',
+        );
         if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
         return false;
       }
@@ -198,14 +213,19 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
           ? endpointName
           : endpoints.length === 1
             ? endpoints[0]!.name
-            : (await vscode.window.showQuickPick(endpoints.map((e) => ({ label: e.name, description: e.baseUrl })), { title: 'Set the API key of which endpoint?' }))?.label;
+            : (
+                await vscode.window.showQuickPick(
+                  endpoints.map((e) => ({ label: e.name, description: e.baseUrl })),
+                  { title: 'Set the API key of which endpoint?' },
+                )
+              )?.label;
       if (!name || !endpoints.some((e) => e.name === name)) return false;
       const value =
         typeof key === 'string'
           ? key
           : await vscode.window.showInputBox({
               title: `API key for ${name}`,
-              prompt: 'Stored in VS Code\'s secret storage, never in settings. Leave empty to remove it.',
+              prompt: "Stored in VS Code's secret storage, never in settings. Leave empty to remove it.",
               password: true,
               ignoreFocusOut: true,
             });
@@ -213,7 +233,9 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
       if (value.trim() === '') await deps.keys.delete(name);
       else await deps.keys.set(name, value.trim());
       deps.onKeysChanged();
-      void vscode.window.showInformationMessage(value.trim() ? `Longrun: the API key for ${name} is stored.` : `Longrun: the API key for ${name} is removed.`);
+      void vscode.window.showInformationMessage(
+        value.trim() ? `Longrun: the API key for ${name} is stored.` : `Longrun: the API key for ${name} is removed.`,
+      );
       return true;
     }),
   ];

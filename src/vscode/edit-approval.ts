@@ -97,7 +97,12 @@ export class Approvals implements vscode.TextDocumentContentProvider, vscode.Dis
     const id = `command-${++this.count}`;
     const question = 'Allow Longrun to run this command in the terminal?';
     return this.wait({ id, kind: 'command', question, subject: command }, signal, async () => {
-      const answer = await vscode.window.showWarningMessage(question, { modal: true, detail: command }, { title: RUN }, { title: REJECT, isCloseAffordance: true });
+      const answer = await vscode.window.showWarningMessage(
+        question,
+        { modal: true, detail: command },
+        { title: RUN },
+        { title: REJECT, isCloseAffordance: true },
+      );
       return answer?.title === RUN;
     });
   }
@@ -110,7 +115,10 @@ export class Approvals implements vscode.TextDocumentContentProvider, vscode.Dis
     const asked = new Set(this.pending().map((a) => a.proposed?.toString()));
     const leftovers = vscode.window.tabGroups.all
       .flatMap((group) => group.tabs)
-      .filter((tab) => tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.scheme === PROPOSAL_SCHEME && !asked.has(tab.input.modified.toString()));
+      .filter(
+        (tab) =>
+          tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.scheme === PROPOSAL_SCHEME && !asked.has(tab.input.modified.toString()),
+      );
     if (leftovers.length > 0) await vscode.window.tabGroups.close(leftovers);
   }
 

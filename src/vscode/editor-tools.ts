@@ -79,6 +79,7 @@ function textOf(node: unknown): string {
 }
 
 function kindOf(part: unknown): string {
-  if (typeof part === 'object' && part !== null && typeof (part as { mimeType?: unknown }).mimeType === 'string') return (part as { mimeType: string }).mimeType;
+  if (typeof part === 'object' && part !== null && typeof (part as { mimeType?: unknown }).mimeType === 'string')
+    return (part as { mimeType: string }).mimeType;
   return 'non-text';
 }

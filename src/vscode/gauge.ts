@@ -70,11 +70,9 @@ export class ContextGauge implements vscode.Disposable {
   private maybeWarn(conversationId: string, level: string): void {
     if (level !== 'warning' || !this.settings().showWarnings || this.warned.has(conversationId)) return;
     this.warned.add(conversationId);
-    void vscode.window
-      .showWarningMessage('Longrun: the conversation fills most of the model\'s context window.', 'Compact Now')
-      .then((choice) => {
-        if (choice === 'Compact Now') void vscode.commands.executeCommand('longrun.compact');
-      });
+    void vscode.window.showWarningMessage("Longrun: the conversation fills most of the model's context window.", 'Compact Now').then((choice) => {
+      if (choice === 'Compact Now') void vscode.commands.executeCommand('longrun.compact');
+    });
   }
 
   dispose(): void {

@@ -110,7 +110,13 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
     const resolved = this.find(info.id);
     if (!resolved) throw new Error(`Longrun has no model "${info.id}". Check the longrun.endpoints setting.`);
     const model = createEndpointModel(
-      { endpoint: resolved.endpoint.name, baseUrl: resolved.endpoint.baseUrl, id: resolved.model.id, contextWindow: resolved.contextWindow, maxOutputTokens: resolved.maxOutputTokens },
+      {
+        endpoint: resolved.endpoint.name,
+        baseUrl: resolved.endpoint.baseUrl,
+        id: resolved.model.id,
+        contextWindow: resolved.contextWindow,
+        maxOutputTokens: resolved.maxOutputTokens,
+      },
       await this.keys.get(resolved.endpoint.name),
     );
     const controller = new AbortController();
@@ -119,7 +125,11 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
       await streamEndpointChat({
         model,
         messages: toModelMessages(messages),
-        tools: (options.tools ?? []).map((t) => ({ name: t.name, description: t.description, ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}) })),
+        tools: (options.tools ?? []).map((t) => ({
+          name: t.name,
+          description: t.description,
+          ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}),
+        })),
         toolMode: options.toolMode === vscode.LanguageModelChatToolMode.Required ? 'required' : 'auto',
         maxOutputTokens: resolved.maxOutputTokens,
         signal: controller.signal,
@@ -135,10 +145,7 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
     }
   }
 
-  async provideTokenCount(
-    info: vscode.LanguageModelChatInformation,
-    text: string | vscode.LanguageModelChatRequestMessage,
-  ): Promise<number> {
+  async provideTokenCount(info: vscode.LanguageModelChatInformation, text: string | vscode.LanguageModelChatRequestMessage): Promise<number> {
     const tokenizer = await loadTokenizerOrEstimate(encodingForModel(info.family), (error) =>
       this.log.warn(`Counting with the chars/4 estimate: the tokenizer did not load (${String(error)}).`),
     );
@@ -171,7 +178,12 @@ export function toModelMessages(messages: readonly vscode.LanguageModelChatReque
         toolNames.set(part.callId, part.name);
         calls.push({ type: 'tool-call', toolCallId: part.callId, toolName: part.name, input: part.input });
       } else if (part instanceof vscode.LanguageModelToolResultPart) {
-        results.push({ type: 'tool-result', toolCallId: part.callId, toolName: toolNames.get(part.callId) ?? 'tool', output: { type: 'text', value: resultText(part) } });
+        results.push({
+          type: 'tool-result',
+          toolCallId: part.callId,
+          toolName: toolNames.get(part.callId) ?? 'tool',
+          output: { type: 'text', value: resultText(part) },
+        });
       }
     }
     const text = texts.join('');

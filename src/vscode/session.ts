@@ -376,10 +376,14 @@ export class Session implements vscode.Disposable {
       const r = this.endpointModel()!;
       if (!override) return { window: r.window, outputReserve: r.maxOutputTokens, inputLimit: r.inputLimit };
       const window = applyLearned({ limit: override, origin: 'from your longrun.contextWindow setting', assumed: false }, learned);
-      return withReserve(window, r.model.maxOutputTokens ?? this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens);
+      return withReserve(
+        window,
+        r.model.maxOutputTokens ?? this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens,
+      );
     }
     const declaredInput = m.model.maxInputTokens > 0 ? m.model.maxInputTokens : undefined;
-    if (override) return withReserve(applyLearned({ limit: override, origin: 'from your longrun.contextWindow setting', assumed: false }, learned), undefined);
+    if (override)
+      return withReserve(applyLearned({ limit: override, origin: 'from your longrun.contextWindow setting', assumed: false }, learned), undefined);
     // The server's own number is the whole window: keep the reserve rule's room for the answer.
     const fromServer = learned ? withReserve({ limit: learned.limit, origin: learned.why, assumed: false }, undefined) : undefined;
     if (declaredInput === undefined || (fromServer && fromServer.inputLimit < declaredInput)) return fromServer;
@@ -423,7 +427,9 @@ export class Session implements vscode.Disposable {
       : {
           limit: 0,
           source: 'unknown',
-          reason: this.chatModel ? `the context window of "${name}" is unknown: the model reports none; set longrun.contextWindow to enable automatic compaction` : 'no model is selected, so the context window is unknown',
+          reason: this.chatModel
+            ? `the context window of "${name}" is unknown: the model reports none; set longrun.contextWindow to enable automatic compaction`
+            : 'no model is selected, so the context window is unknown',
         };
     return {
       name,
@@ -472,7 +478,8 @@ export class Session implements vscode.Disposable {
       if (vendor === VENDOR) {
         const resolved = this.provider.find(id);
         if (resolved) chosen = { kind: 'endpoint', resolved, name: resolved.model.name ?? resolved.model.id };
-        else this.log.warn(`longrun.compaction.model names "${reference}", which is not a configured endpoint model; using the conversation's model.`);
+        else
+          this.log.warn(`longrun.compaction.model names "${reference}", which is not a configured endpoint model; using the conversation's model.`);
       } else {
         const [found] = await vscode.lm.selectChatModels({ vendor, id });
         if (found) chosen = { kind: 'vscode', model: found };
@@ -485,7 +492,8 @@ export class Session implements vscode.Disposable {
     }
     const modelKey = chosen.kind === 'vscode' ? `${chosen.model.vendor}/${chosen.model.id}` : `${VENDOR}/${chosen.resolved.id}`;
     // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
-    const declared = chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
+    const declared =
+      chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
     const learned = this.windows.learnedWindow(modelKey)?.limit;
     const window = learned !== undefined && (declared <= 0 || learned < declared) ? learned : declared;
     const key = `${modelKey}@${window}`;

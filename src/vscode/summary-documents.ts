@@ -174,7 +174,10 @@ export class SummaryDocuments implements vscode.FileSystemProvider, vscode.Dispo
     const conversation = typeof conversationId === 'string' ? await this.deps.conversation(conversationId) : await this.deps.current();
     const last = conversation?.lastCompaction();
     const target = typeof compactionId === 'string' ? compactionId : last && compactionIdOf(last);
-    const entry = conversation && target !== undefined ? (summaryOf(conversation.log(), target)?.entry ?? this.previews.get(keyOf(conversation.id, target))?.entry) : undefined;
+    const entry =
+      conversation && target !== undefined
+        ? (summaryOf(conversation.log(), target)?.entry ?? this.previews.get(keyOf(conversation.id, target))?.entry)
+        : undefined;
     if (!conversation || target === undefined || !entry) {
       void vscode.window.showInformationMessage('Longrun: this conversation has not been compacted, so there is no summary to edit.');
       return undefined;
@@ -198,7 +201,13 @@ export class SummaryDocuments implements vscode.FileSystemProvider, vscode.Dispo
     const { text, state } = pin ? { text: pin.text, state: 'in-force' as const } : await this.content(uri);
     const { mtime } = this.serve(uri, text);
     const readonly = state === 'replaced' || state === 'discarded';
-    return { type: vscode.FileType.File, ctime: 0, mtime, size: Buffer.byteLength(text), ...(readonly ? { permissions: vscode.FilePermission.Readonly } : {}) };
+    return {
+      type: vscode.FileType.File,
+      ctime: 0,
+      mtime,
+      size: Buffer.byteLength(text),
+      ...(readonly ? { permissions: vscode.FilePermission.Readonly } : {}),
+    };
   }
 
   async readFile(uri: vscode.Uri): Promise<Uint8Array> {
@@ -254,7 +263,9 @@ export class SummaryDocuments implements vscode.FileSystemProvider, vscode.Dispo
     const conversation = await this.deps.conversation(ref.conversationId);
     if (!conversation) throw vscode.FileSystemError.FileNotFound(uri);
     if (!summaryOf(conversation.log(), ref.compactionId)) {
-      throw vscode.FileSystemError.NoPermissions('This summary was not applied (its preview was closed without saving, or its request stopped), so saving it changes nothing.');
+      throw vscode.FileSystemError.NoPermissions(
+        'This summary was not applied (its preview was closed without saving, or its request stopped), so saving it changes nothing.',
+      );
     }
     const result = await editSummary(conversation, ref.compactionId, text, { newId: this.deps.newId, counter: this.deps.counter() });
     if (!result.ok) throw vscode.FileSystemError.NoPermissions(result.reason);
@@ -291,7 +302,8 @@ export class SummaryDocuments implements vscode.FileSystemProvider, vscode.Dispo
     }
     const preview = this.previews.get(keyOf(ref.conversationId, ref.compactionId));
     // Saved, and about to join the log: shown as it will be once it has.
-    if (preview?.state === 'saved' && preview.saved !== undefined) return { text: summaryDocument({ ...preview.entry, summary: preview.saved }, 'in-force'), state: 'in-force' };
+    if (preview?.state === 'saved' && preview.saved !== undefined)
+      return { text: summaryDocument({ ...preview.entry, summary: preview.saved }, 'in-force'), state: 'in-force' };
     if (preview) {
       const state = preview.state === 'open' ? 'preview' : 'discarded';
       return { text: summaryDocument(preview.entry, state), state };
@@ -357,7 +369,9 @@ export class SummaryDocuments implements vscode.FileSystemProvider, vscode.Dispo
 }
 
 function tabsOf(uri: vscode.Uri): vscode.Tab[] {
-  return vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
+  return vscode.window.tabGroups.all
+    .flatMap((g) => g.tabs)
+    .filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
 }
 
 /** Registers the documents' file system and the "Edit summary" command. */
@@ -365,6 +379,8 @@ export function registerSummaryDocuments(documents: SummaryDocuments): vscode.Di
   return [
     documents,
     vscode.workspace.registerFileSystemProvider(SUMMARY_SCHEME, documents, { isCaseSensitive: true }),
-    vscode.commands.registerCommand(EDIT_SUMMARY_COMMAND, (conversationId?: unknown, compactionId?: unknown) => documents.openForEdit(conversationId, compactionId)),
+    vscode.commands.registerCommand(EDIT_SUMMARY_COMMAND, (conversationId?: unknown, compactionId?: unknown) =>
+      documents.openForEdit(conversationId, compactionId),
+    ),
   ];
 }

@@ -100,7 +100,9 @@ export class TerminalShell implements Shell, vscode.Disposable {
     });
     if (!activated) {
       const shell = terminal.state.shell ?? 'its shell';
-      this.options.log?.warn(`Shell integration did not activate in the terminal "${TERMINAL_NAME}" (${shell}) within ${INTEGRATION_TIMEOUT_MS / 1000} s.`);
+      this.options.log?.warn(
+        `Shell integration did not activate in the terminal "${TERMINAL_NAME}" (${shell}) within ${INTEGRATION_TIMEOUT_MS / 1000} s.`,
+      );
       throw new ToolFailure(
         `The command was not run: VS Code's shell integration did not start in the terminal "${TERMINAL_NAME}" (${shell}) within ${INTEGRATION_TIMEOUT_MS / 1000} s, so its output and exit code could not be read. It works with bash, zsh, fish and PowerShell when the setting terminal.integrated.shellIntegration.enabled is on. Ask the user to run the command and tell you the result.`,
       );

@@ -40,7 +40,13 @@ async function pick(current: readonly string[], own: ReadonlySet<string>): Promi
     .sort((a, b) => a.name.localeCompare(b.name));
   const known = new Set(registered.map((t) => t.name));
   const items: ToolItem[] = [
-    { label: 'All tools', description: 'every tool registered in VS Code, also those added later', entry: ALL_EDITOR_TOOLS, picked: all, alwaysShow: true },
+    {
+      label: 'All tools',
+      description: 'every tool registered in VS Code, also those added later',
+      entry: ALL_EDITOR_TOOLS,
+      picked: all,
+      alwaysShow: true,
+    },
     { label: 'Tools registered in VS Code', kind: vscode.QuickPickItemKind.Separator },
     ...registered.map((t) => ({ label: t.name, detail: firstLine(t.description), entry: t.name, picked: all || current.includes(t.name) })),
     // Kept on offer, so that a tool of an extension that is off now is not dropped from the setting unseen.

@@ -59,7 +59,8 @@ export function layerViolations(file: string, text: string): string[] {
     if (specifier.startsWith('.')) {
       const target = layerOf(resolve(dirname(file), `${specifier}.ts`)) ?? layerOf(resolve(dirname(file), specifier, 'index.ts'));
       if (!target) problems.push(`${name} imports ${specifier}, outside src/`);
-      else if (LAYERS.indexOf(target) > LAYERS.indexOf(layer)) problems.push(`${name} (src/${layer}) imports ${specifier} from the layer above it (src/${target})`);
+      else if (LAYERS.indexOf(target) > LAYERS.indexOf(layer))
+        problems.push(`${name} (src/${layer}) imports ${specifier} from the layer above it (src/${target})`);
       continue;
     }
     const builtin = specifier.startsWith('node:') || builtinModules.includes(specifier);
@@ -92,7 +93,13 @@ describe('layers', () => {
       assert.equal(layerViolations(at('core/x.ts'), "import { streamText } from 'ai';").length, 1);
       assert.equal(layerViolations(at('core/x.ts'), "import { readFile } from 'node:fs/promises';").length, 1);
       assert.equal(layerViolations(at('core/x.ts'), "import type { Conversation } from '../app/conversation';").length, 1);
-      assert.deepEqual(layerViolations(at('core/x.ts'), "import { z } from 'zod';\nimport { countTokens } from 'gpt-tokenizer/encoding/o200k_base';\nimport { y } from './y';"), []);
+      assert.deepEqual(
+        layerViolations(
+          at('core/x.ts'),
+          "import { z } from 'zod';\nimport { countTokens } from 'gpt-tokenizer/encoding/o200k_base';\nimport { y } from './y';",
+        ),
+        [],
+      );
     });
 
     it('refuses the editor in src/llm and src/app, and any import from a layer above', () => {
@@ -101,7 +108,13 @@ describe('layers', () => {
       assert.match(layerViolations(at('llm/x.ts'), "export { Conversation } from '../app/conversation';")[0] ?? '', /layer above it \(src\/app\)/);
       assert.match(layerViolations(at('app/x.ts'), "import type { Session } from '../vscode/session';")[0] ?? '', /layer above it \(src\/vscode\)/);
       assert.match(layerViolations(at('vscode/x.ts'), "import { activate } from '../extension';")[0] ?? '', /layer above it \(src\/extension\)/);
-      assert.deepEqual(layerViolations(at('vscode/x.ts'), "import * as vscode from 'vscode';\nimport { Conversation } from '../app/conversation';\nimport { runAgentTurn } from '../llm/agent';"), []);
+      assert.deepEqual(
+        layerViolations(
+          at('vscode/x.ts'),
+          "import * as vscode from 'vscode';\nimport { Conversation } from '../app/conversation';\nimport { runAgentTurn } from '../llm/agent';",
+        ),
+        [],
+      );
     });
 
     it('refuses a file outside the layers', () => {

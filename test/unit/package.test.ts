@@ -32,11 +32,16 @@ describe('extension manifest', () => {
     assert.equal(participant.id, 'longrun.agent');
     assert.equal(participant.name, 'longrun');
     assert.equal(participant.isSticky, true);
-    assert.deepEqual(participant.commands.map((c: { name: string }) => c.name), ['compact', 'context', 'summary', 'new']);
+    assert.deepEqual(
+      participant.commands.map((c: { name: string }) => c.name),
+      ['compact', 'context', 'summary', 'new'],
+    );
   });
 
   it('contributes every command in the "Longrun" category', () => {
-    const commands = Object.fromEntries(manifest.contributes.commands.map((c: { command: string; title: string; category: string }) => [c.command, `${c.category}: ${c.title}`]));
+    const commands = Object.fromEntries(
+      manifest.contributes.commands.map((c: { command: string; title: string; category: string }) => [c.command, `${c.category}: ${c.title}`]),
+    );
     assert.deepEqual(commands, {
       'longrun.compact': 'Longrun: Compact Conversation',
       'longrun.showSummary': 'Longrun: Show Compaction Summary',
@@ -114,10 +119,14 @@ describe('extension manifest', () => {
       assert.equal(typeof tracing['@ai-sdk/otel']?.['OpenTelemetry'], 'function');
     });
 
-    it('activates without loading the model packages or a vocabulary, and loads only the model\'s vocabulary after', () => {
+    it("activates without loading the model packages or a vocabulary, and loads only the model's vocabulary after", () => {
       const env = { ...process.env };
       delete env.NODE_OPTIONS;
-      const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bench', 'activation-host.js'), outdir, '--check'], { encoding: 'utf8', env, timeout: 60_000 });
+      const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bench', 'activation-host.js'), outdir, '--check'], {
+        encoding: 'utf8',
+        env,
+        timeout: 60_000,
+      });
       assert.equal(run.status, 0, run.stderr);
       const report = JSON.parse(run.stdout) as { vocabularies: { duringActivation: string[]; afterActivation: string[] }; errors: string[] };
       assert.deepEqual(report.errors, []);
@@ -141,7 +150,7 @@ describe('the README and the manifest speak of the same settings', () => {
     ([] as { properties: Record<string, unknown> }[]).concat(manifest.contributes.configuration).flatMap((c) => Object.keys(c.properties)),
   );
 
-  it("names each setting of the defaults table by a key the manifest declares", () => {
+  it('names each setting of the defaults table by a key the manifest declares', () => {
     const start = readme.indexOf('### Defaults, and the design each setting comes from');
     assert.ok(start >= 0, 'the README has the defaults table');
     const rows = readme.slice(start).split('\n\n')[2]!.split('\n').slice(2);
@@ -156,7 +165,10 @@ describe('the README and the manifest speak of the same settings', () => {
       }
     }
     assert.ok(named.length >= 15, `found ${named.length} settings in the table`);
-    assert.deepEqual(named.filter((name) => !keys.has(`longrun.compaction.${name}`)), []);
+    assert.deepEqual(
+      named.filter((name) => !keys.has(`longrun.compaction.${name}`)),
+      [],
+    );
   });
 
   it('never speaks of the designs it grew from in what the user reads in the settings', () => {

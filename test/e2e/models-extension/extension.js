@@ -94,7 +94,10 @@ exports.activate = function activate(context) {
             stream: false,
             ...(tools.length > 0
               ? {
-                  tools: tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.inputSchema ?? { type: 'object', properties: {} } } })),
+                  tools: tools.map((t) => ({
+                    type: 'function',
+                    function: { name: t.name, description: t.description, parameters: t.inputSchema ?? { type: 'object', properties: {} } },
+                  })),
                   tool_choice: options.toolMode === vscode.LanguageModelChatToolMode.Required ? 'required' : 'auto',
                 }
               : {}),

@@ -25,14 +25,24 @@ describe('Longrun after a window reload', function () {
     const conversation = await waitFor('the saved conversation', () => longrun.session.current());
     assert.equal(conversation.id, saved.conversationId);
     assert.equal(conversation.log().length, saved.records);
-    assert.deepEqual((await entries()).map((e) => e.id), saved.entries);
-    assert.deepEqual(conversation.view().map((m) => m.id), saved.view);
+    assert.deepEqual(
+      (await entries()).map((e) => e.id),
+      saved.entries,
+    );
+    assert.deepEqual(
+      conversation.view().map((m) => m.id),
+      saved.view,
+    );
     const summaries = longrun.session.index.summaries(conversation.id).map((s) => s.entryId);
     assert.deepEqual(summaries, saved.entries, 'the summaries are in workspace state');
-    const gauge = await waitFor('the gauge as it was', async () => {
-      const g = await gaugeInDom();
-      return g.text === saved.gaugeText ? g : undefined;
-    }, 30_000);
+    const gauge = await waitFor(
+      'the gauge as it was',
+      async () => {
+        const g = await gaugeInDom();
+        return g.text === saved.gaugeText ? g : undefined;
+      },
+      30_000,
+    );
     assert.equal(gauge.text, saved.gaugeText);
   });
 
@@ -44,7 +54,10 @@ describe('Longrun after a window reload', function () {
     assert.equal(undone, true);
     const ids = new Set(conversation.view().map((m) => m.id));
     for (const id of last.compactedMessageIds) assert.ok(ids.has(id), `${id} is back in the model's view`);
-    assert.deepEqual((await entries()).map((e) => e.id), saved.entries.slice(0, -1));
+    assert.deepEqual(
+      (await entries()).map((e) => e.id),
+      saved.entries.slice(0, -1),
+    );
     assert.ok(!longrun.session.index.summaries(conversation.id).some((s) => s.entryId === last.id), 'the summary left workspace state');
   });
 });

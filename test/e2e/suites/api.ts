@@ -10,14 +10,17 @@ import { api, chat, entries, model, MODEL, newConversation, waitFor } from './ha
 describe('Longrun through the extension API', function () {
   this.timeout(300_000);
 
-  it('ignores what a repository\'s .vscode/settings.json sets for the settings a workspace must not set', async () => {
+  it("ignores what a repository's .vscode/settings.json sets for the settings a workspace must not set", async () => {
     const file = vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, '.vscode', 'settings.json');
     const fromRepository = JSON.parse(readFileSync(file.fsPath, 'utf8')) as Record<string, unknown>;
     assert.ok(Object.keys(fromRepository).length >= 10, 'the workspace sets them');
     const settings = (await api()).settings();
     assert.equal(settings.summarizerModel, undefined, 'the summarizer model');
     assert.equal(settings.compaction.summary.customPrompt, '', 'the summarizer prompt');
-    assert.ok(settings.endpoints.every((e) => e.name === 'offline'), 'the endpoints');
+    assert.ok(
+      settings.endpoints.every((e) => e.name === 'offline'),
+      'the endpoints',
+    );
     assert.equal(settings.agent.autoApproveEdits, true, 'auto-approve stays as the user set it');
     assert.equal(settings.agent.maxSteps, 25, 'the step limit');
     assert.deepEqual(settings.agent.protectedPaths, [], 'the protected paths');
@@ -63,9 +66,15 @@ describe('Longrun through the extension API', function () {
       await chat('please read src/big-2.ts', MODEL);
       assert.equal(await vscode.commands.executeCommand('longrun.compact'), 'compacted');
       const summaries = (await model.requests()).filter((r) => r.summary);
-      assert.deepEqual(summaries.map((r) => r.model), ['scripted-small']);
+      assert.deepEqual(
+        summaries.map((r) => r.model),
+        ['scripted-small'],
+      );
       const chats = (await model.requests()).filter((r) => !r.summary && r.path.endsWith('/chat/completions'));
-      assert.ok(chats.every((r) => r.model === 'scripted'), 'the conversation stays on its own model');
+      assert.ok(
+        chats.every((r) => r.model === 'scripted'),
+        'the conversation stays on its own model',
+      );
     } finally {
       await config.update('compaction.model', undefined, vscode.ConfigurationTarget.Global);
     }

@@ -17,7 +17,10 @@ describe('Longrun killed in the middle of a turn', function () {
     await newConversation();
     await chat('please read src/big-1.ts', MODEL);
     const conversation = longrun.session.currentIfLoaded()!;
-    await model.script([{ toolCalls: [{ name: 'create_file', arguments: { path: '.vscode/crash-test.json', content: '{}\n' } }] }, { text: 'Created.' }]);
+    await model.script([
+      { toolCalls: [{ name: 'create_file', arguments: { path: '.vscode/crash-test.json', content: '{}\n' } }] },
+      { text: 'Created.' },
+    ]);
     const requestsBefore = (await model.requests()).length;
     void vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun create the settings file', modelSelector: MODEL });
     // The model has answered with the tool call; the tool now waits for the user's approval.

@@ -36,7 +36,8 @@ async function testModels(): Promise<TestModels> {
 
 const root = (): vscode.Uri => vscode.workspace.workspaceFolders![0]!.uri;
 const config = () => vscode.workspace.getConfiguration('longrun');
-const editorRequests = async (since: number): Promise<RecordedRequest[]> => (await model.requests()).slice(since).filter((r) => r.model === 'scripted-editor');
+const editorRequests = async (since: number): Promise<RecordedRequest[]> =>
+  (await model.requests()).slice(since).filter((r) => r.model === 'scripted-editor');
 const offeredTools = (request: RecordedRequest): string[] =>
   ((request.body?.tools as Array<{ function: { name: string } }> | undefined) ?? []).map((t) => t.function.name);
 
@@ -45,7 +46,11 @@ async function startChat(prompt: string, extra: Record<string, unknown> = {}): P
   const longrun = await api();
   const before = longrun.participant.turns().completed;
   await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: EDITOR_MODEL, ...extra });
-  const finished = waitFor('the participant to finish the request', () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0, 180_000).then(() => undefined);
+  const finished = waitFor(
+    'the participant to finish the request',
+    () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0,
+    180_000,
+  ).then(() => undefined);
   finished.catch(() => undefined);
   return { finished };
 }
@@ -58,7 +63,8 @@ async function lastToolOutput(toolName: string): Promise<string> {
       if (part.type !== 'tool-result' || part.toolName !== toolName) continue;
       const output = part.output as unknown;
       if (typeof output === 'string') return output;
-      if (typeof output === 'object' && output !== null && typeof (output as { value?: unknown }).value === 'string') return (output as { value: string }).value;
+      if (typeof output === 'object' && output !== null && typeof (output as { value?: unknown }).value === 'string')
+        return (output as { value: string }).value;
       return JSON.stringify(output);
     }
   }
@@ -78,10 +84,13 @@ describe("VS Code's models, tools and attachments", function () {
       const [found] = await vscode.lm.selectChatModels(EDITOR_MODEL);
       assert.ok(found, 'the test extension registers its model');
       assert.equal(found.maxInputTokens, (await testModels()).maxInputTokens);
-      assert.ok(vscode.lm.tools.some((t) => t.name === TOOL), 'the test extension registers its tool');
+      assert.ok(
+        vscode.lm.tools.some((t) => t.name === TOOL),
+        'the test extension registers its tool',
+      );
     });
 
-    it('runs a turn with tool calls; the gauge reads the model\'s own window and its own token count', async () => {
+    it("runs a turn with tool calls; the gauge reads the model's own window and its own token count", async () => {
       const longrun = await api();
       const models = await testModels();
       await newConversation();
@@ -94,21 +103,31 @@ describe("VS Code's models, tools and attachments", function () {
       await chat('read two files, one after the other', EDITOR_MODEL);
       const turn = await editorRequests(before);
       assert.equal(turn.length, 3, 'three model calls through the test extension');
-      assert.ok(turn.every((r) => offeredTools(r).includes('read_file')), 'Longrun\'s tools reach the model through VS Code');
+      assert.ok(
+        turn.every((r) => offeredTools(r).includes('read_file')),
+        "Longrun's tools reach the model through VS Code",
+      );
       assert.equal((turn[2]!.body?.messages ?? []).filter((m) => m.role === 'tool').length, 2, 'both results went back to the model');
       const conversation = longrun.session.currentIfLoaded()!;
       assert.equal(conversation.view().filter((m) => m.role === 'tool').length, 2);
 
       // The window is the model's maxInputTokens, and the count is the model's own.
-      assert.deepEqual(longrun.session.modelContext().whole, { limit: 7_000, origin: "declared by longrun-test's model in VS Code (maxInputTokens)", assumed: false });
-      await waitFor('the gauge on the model\'s 7,000 tokens', async () => ((await gaugeInDom()).text.includes('/7k') ? true : undefined));
+      assert.deepEqual(longrun.session.modelContext().whole, {
+        limit: 7_000,
+        origin: "declared by longrun-test's model in VS Code (maxInputTokens)",
+        assumed: false,
+      });
+      await waitFor("the gauge on the model's 7,000 tokens", async () => ((await gaugeInDom()).text.includes('/7k') ? true : undefined));
       const usage = [...conversation.log()].reverse().find((r) => r.type === 'usage');
       assert.ok(usage && usage.type === 'usage', 'the turn reported its usage');
       const last = models.requests().at(-1)!;
-      assert.equal(usage.usage.inputTokens, last.messagesTokens + last.toolsTokens, 'the usage is the model\'s own count of what was sent');
+      assert.equal(usage.usage.inputTokens, last.messagesTokens + last.toolsTokens, "the usage is the model's own count of what was sent");
       const count = conversation.count();
       assert.equal(count.source, 'provider+local');
-      assert.ok(Math.abs(count.tokens - count.localTokens) / count.localTokens > 0.05, `the gauge (${count.tokens}) is not Longrun's own count (${count.localTokens})`);
+      assert.ok(
+        Math.abs(count.tokens - count.localTokens) / count.localTokens > 0.05,
+        `the gauge (${count.tokens}) is not Longrun's own count (${count.localTokens})`,
+      );
       assert.ok(models.counts() > 0, 'VS Code asked the model to count');
     });
 
@@ -127,7 +146,7 @@ describe("VS Code's models, tools and attachments", function () {
       assert.equal(entry.fallback, false, 'the summary came from the model, not the fallback');
       const requests = await editorRequests(before);
       const summaryAt = requests.findIndex((r) => r.summary);
-      assert.ok(summaryAt >= 0, 'the summary request went to the test extension\'s model');
+      assert.ok(summaryAt >= 0, "the summary request went to the test extension's model");
       const next = requests.slice(summaryAt + 1).find((r) => !r.summary && /Session Summary \(Compaction Round \d+\)/.test(requestText(r)));
       assert.ok(next, 'the loop went on from the summary');
       assert.match(requestText(requests.filter((r) => !r.summary).at(-1)!), /Seven more files|read seven more files/);
@@ -140,7 +159,9 @@ describe("VS Code's models, tools and attachments", function () {
       const served = models.requests().length;
       await model.script([{ delayMs: 60_000, text: 'This answer comes too late.' }]);
       const { finished } = await startChat('take your time with this one');
-      await waitFor('the model to be asked', async () => ((await editorRequests(before)).some((r) => !r.summary && r.outcome === 'pending') ? true : undefined));
+      await waitFor('the model to be asked', async () =>
+        (await editorRequests(before)).some((r) => !r.summary && r.outcome === 'pending') ? true : undefined,
+      );
       const stopped = Date.now();
       await vscode.commands.executeCommand('workbench.action.chat.cancel');
       await finished;
@@ -148,7 +169,13 @@ describe("VS Code's models, tools and attachments", function () {
       await waitFor('the test extension to give up its HTTP request', async () =>
         (await editorRequests(before)).some((r) => !r.summary && r.outcome === 'client-closed') ? true : undefined,
       );
-      assert.equal(models.requests().slice(served).find((r) => r.outcome !== 'answered')?.outcome, 'cancelled');
+      assert.equal(
+        models
+          .requests()
+          .slice(served)
+          .find((r) => r.outcome !== 'answered')?.outcome,
+        'cancelled',
+      );
       const answered = (await log()).some((r) => r.type === 'message' && JSON.stringify(r.message.content).includes('too late'));
       assert.equal(answered, false, 'nothing of the late answer is kept');
       await chat('are you still there?', EDITOR_MODEL);
@@ -190,7 +217,10 @@ describe("VS Code's models, tools and attachments", function () {
       const requests = await editorRequests(before);
       assert.ok(offeredTools(requests[0]!).includes(TOOL), 'the tool was offered to the model');
       const toolMessages = (r: RecordedRequest) => (r.body?.messages ?? []).filter((m) => m.role === 'tool').map((m) => JSON.stringify(m.content));
-      assert.ok(requests[1] && toolMessages(requests[1]).some((m) => m.includes('Lookup result for \\"needle\\": LOOKUP-MARKER-42')), 'its result went back to the model');
+      assert.ok(
+        requests[1] && toolMessages(requests[1]).some((m) => m.includes('Lookup result for \\"needle\\": LOOKUP-MARKER-42')),
+        'its result went back to the model',
+      );
       // A 30,000-character result is cut to the cap of Longrun's own tool results.
       const output = await lastToolOutput(TOOL);
       assert.match(output, /^Lookup result for "haystack": LOOKUP-MARKER-42\./);
@@ -207,7 +237,9 @@ describe("VS Code's models, tools and attachments", function () {
         { text: 'Looked it up.' },
       ]);
       const { finished } = await startChat('use #lookup for the word hash');
-      const [first] = await waitFor('the first model call', async () => ((await editorRequests(before)).length > 0 ? editorRequests(before) : undefined));
+      const [first] = await waitFor('the first model call', async () =>
+        (await editorRequests(before)).length > 0 ? editorRequests(before) : undefined,
+      );
       assert.ok(offeredTools(first!).includes(TOOL), `the tool named with # is offered: ${JSON.stringify(offeredTools(first!))}`);
       assert.doesNotMatch(requestText(first!), /<attachment/, 'a tool named with # is no attachment');
       await ui('chat-confirm', { ...ALLOW_ONCE, containing: 'Look up "hash"' });
@@ -225,7 +257,7 @@ describe("VS Code's models, tools and attachments", function () {
   });
 
   describe('what the user attaches', () => {
-    it('reaches the model with paths and line numbers, counts in the gauge, and is listed in the next summary\'s <read-files>', async () => {
+    it("reaches the model with paths and line numbers, counts in the gauge, and is listed in the next summary's <read-files>", async () => {
       const longrun = await api();
       await newConversation();
       const notes = vscode.Uri.joinPath(root(), 'notes');
@@ -253,7 +285,10 @@ describe("VS Code's models, tools and attachments", function () {
       const user = [...(sent.body?.messages ?? [])].reverse().find((m) => m.role === 'user');
       const text = typeof user?.content === 'string' ? user.content : JSON.stringify(user?.content);
       assert.match(text, /^what do these say\?\n\n<attachment /);
-      assert.match(text, /<attachment path="notes\/attached\.md" lines="1-2">\n1\| # Attached notes\n2\| The magic word is ATTACHED-MARKER-7\.\n<\/attachment>/);
+      assert.match(
+        text,
+        /<attachment path="notes\/attached\.md" lines="1-2">\n1\| # Attached notes\n2\| The magic word is ATTACHED-MARKER-7\.\n<\/attachment>/,
+      );
       assert.match(text, /<attachment path="notes\/range\.ts" lines="3-9">\n3\| export const r3 = 3;[\s\S]*9\| export const r9 = 9;\n<\/attachment>/);
       assert.match(text, /<attachment path="notes\/data\.bin">\n\[Not included: notes\/data\.bin is a binary file/);
       assert.match(text, /\[Not included: the file is outside the workspace folders/);
@@ -264,7 +299,10 @@ describe("VS Code's models, tools and attachments", function () {
       assert.ok(conversation.view().some((m) => m.role === 'user' && JSON.stringify(m.content).includes('ATTACHED-MARKER-7')));
       const reads = (await log()).flatMap((r) => (r.type === 'file' ? [r.event] : []));
       assert.deepEqual(
-        reads.filter((e) => e.actor === 'user' && e.kind === 'read').map((e) => e.path).sort(),
+        reads
+          .filter((e) => e.actor === 'user' && e.kind === 'read')
+          .map((e) => e.path)
+          .sort(),
         ['notes/attached.md', 'notes/range.ts'],
         'the attached files are recorded as read by the user',
       );

@@ -75,7 +75,10 @@ export const model = {
 export interface RecordedRequest {
   readonly path: string;
   readonly model?: string;
-  readonly body?: { messages?: Array<{ role: string; content?: unknown; tool_calls?: Array<{ id: string }>; tool_call_id?: string }> } & Record<string, unknown>;
+  readonly body?: { messages?: Array<{ role: string; content?: unknown; tool_calls?: Array<{ id: string }>; tool_call_id?: string }> } & Record<
+    string,
+    unknown
+  >;
   readonly promptTokens?: number;
   readonly summary: boolean;
   readonly status: number | null;
@@ -109,7 +112,11 @@ export async function chat(prompt: string, selector = MODEL): Promise<void> {
   const longrun = await api();
   const before = longrun.participant.turns().completed;
   await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: selector });
-  await waitFor('the participant to finish the request', () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0, 120_000);
+  await waitFor(
+    'the participant to finish the request',
+    () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0,
+    120_000,
+  );
 }
 
 export async function log(): Promise<ConversationLog> {

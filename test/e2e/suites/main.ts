@@ -64,7 +64,13 @@ describe('Longrun in a real VS Code', function () {
       const extension = vscode.extensions.getExtension('longrun.longrun')!;
       assert.equal(extension.packageJSON.contributes.chatParticipants[0].id, 'longrun.agent');
       const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
-      assert.deepEqual(models.map((m) => m.id).sort(), ['offline/scripted', 'offline/scripted-6k', 'offline/scripted-overflow', 'offline/scripted-small', 'offline/scripted-trunc']);
+      assert.deepEqual(models.map((m) => m.id).sort(), [
+        'offline/scripted',
+        'offline/scripted-6k',
+        'offline/scripted-overflow',
+        'offline/scripted-small',
+        'offline/scripted-trunc',
+      ]);
       const gauge = await gaugeInDom();
       assert.match(gauge.text, /no conversation/);
       assert.match(gauge.ariaLabel, /^Longrun context/);
@@ -76,7 +82,10 @@ describe('Longrun in a real VS Code', function () {
       await chat('hello there');
       await waitFor('the reply in the chat panel', async () => (await chatText()).includes('Offline scripted model: I received your message'));
       const requests = await model.requests();
-      assert.ok(requests.some((r) => r.model === 'scripted' && requestText(r).includes('hello there')), 'the request reached the model');
+      assert.ok(
+        requests.some((r) => r.model === 'scripted' && requestText(r).includes('hello there')),
+        'the request reached the model',
+      );
     });
 
     it('answers a request typed into the chat input', async () => {
@@ -139,7 +148,9 @@ describe('Longrun in a real VS Code', function () {
       assert.deepEqual(orphanToolResults(next), []);
       await waitFor('the compaction line and the final answer in the chat', async () => {
         const text = await chatText();
-        return /Compacted \d+ messages: [\d.]+k? → [\d.]+k? tokens \(round \d+\)/.test(text) && text.includes('All four files read') ? text : undefined;
+        return /Compacted \d+ messages: [\d.]+k? → [\d.]+k? tokens \(round \d+\)/.test(text) && text.includes('All four files read')
+          ? text
+          : undefined;
       });
       await ui('screenshot', { name: 'compaction-in-chat', chat: true, docs: true });
     });
@@ -157,7 +168,10 @@ describe('Longrun in a real VS Code', function () {
         await model.setWindow('scripted-overflow', 128_000);
       }
       const requests = (await model.requests()).slice(requestsBefore);
-      assert.ok(requests.some((r) => r.status === 400), 'the server refused the oversized request');
+      assert.ok(
+        requests.some((r) => r.status === 400),
+        'the server refused the oversized request',
+      );
       const last = (await entries()).at(-1);
       assert.equal(last?.reason, 'overflow');
       assert.equal(last?.fallback, false, 'the summary request was sized for the window the provider stated');
@@ -181,10 +195,16 @@ describe('Longrun in a real VS Code', function () {
       await waitFor('the window the server states', () => longrun.session.modelContext().whole?.limit === 6_000 || undefined);
       longrun.gauge.update();
       assert.match(longrun.gauge.current().tooltipMarkdown, /Window 6,000 tokens, from the server's model list/);
-      await waitFor('the gauge on the 4,500 tokens left for the conversation', async () => ((await gaugeInDom()).text.includes('/4.5k') ? true : undefined));
+      await waitFor('the gauge on the 4,500 tokens left for the conversation', async () =>
+        (await gaugeInDom()).text.includes('/4.5k') ? true : undefined,
+      );
       for (let i = 1; i <= 20; i++) await chat(`turn ${i}: ${padding(i)}`, SIX_K_MODEL);
       const requests = (await model.requests()).slice(before).filter((r) => r.model === 'scripted-6k');
-      assert.deepEqual(requests.filter((r) => r.status !== 200).map((r) => r.status), [], 'no request was refused');
+      assert.deepEqual(
+        requests.filter((r) => r.status !== 200).map((r) => r.status),
+        [],
+        'no request was refused',
+      );
       const turns = requests.filter((r) => !r.summary);
       // Once the window is known, the answer's room is a quarter of it, not a fixed 4,096.
       for (const r of turns.slice(1)) assert.ok(outputLimit(r) <= 1_500, `max_tokens ${outputLimit(r)}`);
@@ -212,7 +232,10 @@ describe('Longrun in a real VS Code', function () {
       assert.ok(retry, 'Longrun asked again');
       assert.equal(retry.truncated, undefined, 'the second request fit');
       assert.equal((await entries()).at(-1)?.reason, 'overflow');
-      assert.ok(longrun.participant.recentNotices().some((n) => n.includes('cut the prompt')), 'the chat says the server cut the prompt');
+      assert.ok(
+        longrun.participant.recentNotices().some((n) => n.includes('cut the prompt')),
+        'the chat says the server cut the prompt',
+      );
       assert.ok((longrun.session.modelContext().whole?.limit ?? Infinity) <= 3_000, 'the window the cut suggests is used from now on');
     });
   });
@@ -236,7 +259,10 @@ describe('Longrun in a real VS Code', function () {
         void vscode.commands.executeCommand('workbench.action.chat.pickAgentSession');
         offered = await ui<string[]>('quick-pick', { text: 'alphachat' });
       }
-      assert.ok(offered.some((label) => label.includes('alphachat')), `the first chat is offered: ${JSON.stringify(offered)}`);
+      assert.ok(
+        offered.some((label) => label.includes('alphachat')),
+        `the first chat is offered: ${JSON.stringify(offered)}`,
+      );
       const before = (await model.requests()).length;
       const completed = longrun.participant.turns().completed;
       await ui('chat-type', { text: '@longrun alphachat second request' });
@@ -376,7 +402,9 @@ describe('Longrun in a real VS Code', function () {
         assert.equal(last.fallback, true);
         assert.equal(last.model, 'extractive-fallback');
         assert.match(last.summary, /extractive fallback/);
-        await waitFor('the fallback notice', async () => ((await ui<string[]>('notifications')).join('\n').includes('extractive fallback') ? true : undefined));
+        await waitFor('the fallback notice', async () =>
+          (await ui<string[]>('notifications')).join('\n').includes('extractive fallback') ? true : undefined,
+        );
         const messagesAfter = (await log()).filter((r) => r.type === 'message').length;
         assert.equal(messagesAfter, messagesBefore, 'no message was lost');
       } finally {
@@ -416,7 +444,9 @@ describe('Longrun in a real VS Code', function () {
       const longrun = await api();
       await config().update('compaction.criticalThreshold', 7, vscode.ConfigurationTarget.Global);
       try {
-        const notice = await waitFor('the warning', async () => (await ui<string[]>('notifications')).find((n) => n.includes('longrun.compaction.criticalThreshold')));
+        const notice = await waitFor('the warning', async () =>
+          (await ui<string[]>('notifications')).find((n) => n.includes('longrun.compaction.criticalThreshold')),
+        );
         assert.match(notice, /using 0\.9 instead/);
         assert.equal(longrun.settings().compaction.trigger.criticalPercent, 0.9);
       } finally {

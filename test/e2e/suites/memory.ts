@@ -5,13 +5,27 @@
  */
 import * as assert from 'assert';
 import * as vscode from 'vscode';
-import { api, chat, entries, model, newConversation, orphanToolResults, requestText, SMALL_MODEL, ui, waitFor, type RecordedRequest } from './harness';
+import {
+  api,
+  chat,
+  entries,
+  model,
+  newConversation,
+  orphanToolResults,
+  requestText,
+  SMALL_MODEL,
+  ui,
+  waitFor,
+  type RecordedRequest,
+} from './harness';
 
 const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');
 
 /** The tool messages of a request, as the model received them. */
 function toolMessages(request: RecordedRequest): string[] {
-  return (request.body?.messages ?? []).filter((m) => m.role === 'tool').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+  return (request.body?.messages ?? [])
+    .filter((m) => m.role === 'tool')
+    .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
 }
 
 describe('memory: pruning before summarizing, and recall', function () {
@@ -40,23 +54,34 @@ describe('memory: pruning before summarizing, and recall', function () {
     const step = conversation.lastStep();
     assert.ok(step?.pruning && !step.compaction, `the last compaction is a pruning alone: ${JSON.stringify(step && Object.keys(step))}`);
     assert.deepEqual(await entries(), [], 'no summary was made');
-    assert.ok(step.pruning.outputs.every((o) => o.kind === 'duplicate'), 'what was pruned had been read again since');
+    assert.ok(
+      step.pruning.outputs.every((o) => o.kind === 'duplicate'),
+      'what was pruned had been read again since',
+    );
 
     const pruned = requests.filter((r) => !r.summary && requestText(r).includes('[Pruned by Longrun'));
     assert.ok(pruned.length > 0, 'the requests after the pruning carry stubs');
     assert.match(requestText(pruned[0]!), /search them with the recall tool/, 'the system prompt tells the model about recall');
     assert.deepEqual(orphanToolResults(pruned.at(-1)!), []);
-    assert.ok(requests.every((r) => r.status === 200), 'no request was refused');
+    assert.ok(
+      requests.every((r) => r.status === 200),
+      'no request was refused',
+    );
     await waitFor('the pruning line in the chat', async () => {
       const text = await chatText();
-      return /Pruned \d+ superseded tool outputs? \(−[\d,]+ tokens\); no summary needed/.test(text) && text.includes('Both files read') ? text : undefined;
+      return /Pruned \d+ superseded tool outputs? \(−[\d,]+ tokens\); no summary needed/.test(text) && text.includes('Both files read')
+        ? text
+        : undefined;
     });
     await ui('screenshot', { name: 'memory-pruned', chat: true });
   });
 
   it('gives a pruned output back through the recall tool, by path', async () => {
     const before = (await model.requests()).length;
-    await model.script([{ toolCalls: [{ name: 'recall', arguments: { path: 'src/big-1.ts', maxTokens: 600 } }] }, { text: 'Recalled the earlier read.' }]);
+    await model.script([
+      { toolCalls: [{ name: 'recall', arguments: { path: 'src/big-1.ts', maxTokens: 600 } }] },
+      { text: 'Recalled the earlier read.' },
+    ]);
     await chat('what did big-1 hold when you first read it?', SMALL_MODEL);
     const requests = (await model.requests()).slice(before).filter((r) => !r.summary);
     const recalled = requests.flatMap(toolMessages).find((m) => m.includes('archived message'));

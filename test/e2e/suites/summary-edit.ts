@@ -19,9 +19,11 @@ async function startChat(prompt: string): Promise<{ finished: Promise<void> }> {
   const longrun = await api();
   const before = longrun.participant.turns().completed;
   await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: SMALL_MODEL });
-  const finished = waitFor('the participant to finish the request', () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0, 300_000).then(
-    () => undefined,
-  );
+  const finished = waitFor(
+    'the participant to finish the request',
+    () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0,
+    300_000,
+  ).then(() => undefined);
   finished.catch(() => undefined);
   return { finished };
 }
@@ -42,18 +44,24 @@ function summaryDocument(matches: RegExp, except: readonly string[] = []): vscod
 /** Inserts `line` after the first line that matches `after`, through the editor, and saves. */
 async function editAndSave(document: vscode.TextDocument, after: RegExp, line: string): Promise<void> {
   const editor = await vscode.window.showTextDocument(document, { preview: false });
-  const at = document.getText().split('\n').findIndex((l) => after.test(l));
+  const at = document
+    .getText()
+    .split('\n')
+    .findIndex((l) => after.test(l));
   assert.ok(at >= 0, `the document has a line matching ${after}`);
   assert.ok(await editor.edit((edit) => edit.insert(new vscode.Position(at + 1, 0), `${line}\n`)));
   assert.ok(await document.save(), 'the save went through');
 }
 
 function tabOf(uri: vscode.Uri): vscode.Tab | undefined {
-  return vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
+  return vscode.window.tabGroups.all
+    .flatMap((g) => g.tabs)
+    .find((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
 }
 
 /** Requests to the conversation's model (not the summarizer) after `from`. */
-const turnRequests = (requests: readonly RecordedRequest[], from: number): RecordedRequest[] => requests.slice(from).filter((r) => !r.summary && r.path.endsWith('/chat/completions'));
+const turnRequests = (requests: readonly RecordedRequest[], from: number): RecordedRequest[] =>
+  requests.slice(from).filter((r) => !r.summary && r.path.endsWith('/chat/completions'));
 
 describe('Previewing and editing compaction summaries', function () {
   this.timeout(900_000);
@@ -157,7 +165,9 @@ describe('Previewing and editing compaction summaries', function () {
 
     assert.equal(await vscode.commands.executeCommand('longrun.undoCompaction'), true);
     assert.equal(conversation.lastCompaction()?.id, compactionId, 'the first undo takes back the edit only');
-    await waitFor('the document to show the summary before the edit', () => (!/Tabs, never spaces/.test(document.getText()) && /Marmalade rule/.test(document.getText()) ? true : undefined));
+    await waitFor('the document to show the summary before the edit', () =>
+      !/Tabs, never spaces/.test(document.getText()) && /Marmalade rule/.test(document.getText()) ? true : undefined,
+    );
     requestsBefore = (await model.requests()).length;
     await chat('and now?', SMALL_MODEL);
     const afterUndo = turnRequests(await model.requests(), requestsBefore)[0];

@@ -17,7 +17,8 @@ describe('attachments: what the user attaches, as the model receives it', () => 
 
   const at = (...parts: string[]) => path.join(project, ...parts);
   const lines = (count: number, prefix = 'line') => Array.from({ length: count }, (_, i) => `${prefix} ${i + 1}`).join('\n') + '\n';
-  const resolve = (references: AttachedReference[], overrides: Partial<AttachmentOptions> = {}) => resolveAttachments(references, { ...options, ...overrides });
+  const resolve = (references: AttachedReference[], overrides: Partial<AttachmentOptions> = {}) =>
+    resolveAttachments(references, { ...options, ...overrides });
 
   beforeEach(async () => {
     base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'longrun-attach-')));
@@ -43,7 +44,10 @@ describe('attachments: what the user attaches, as the model receives it', () => 
   it('gives the lines of a range with their own numbers', async () => {
     await fs.writeFile(at('src', 'b.ts'), lines(20));
     const [attachment] = await resolve([{ kind: 'file', path: at('src', 'b.ts'), lines: { start: 3, end: 9 } }]);
-    assert.equal(attachment?.block, `<attachment path="src/b.ts" lines="3-9">\n${[3, 4, 5, 6, 7, 8, 9].map((n) => `${n}| line ${n}`).join('\n')}\n</attachment>`);
+    assert.equal(
+      attachment?.block,
+      `<attachment path="src/b.ts" lines="3-9">\n${[3, 4, 5, 6, 7, 8, 9].map((n) => `${n}| line ${n}`).join('\n')}\n</attachment>`,
+    );
   });
 
   it('gives what the editor shows for a file with unsaved changes', async () => {
@@ -60,7 +64,10 @@ describe('attachments: what the user attaches, as the model receives it', () => 
     assert.ok(content.length <= options.maxChars, `${content.length} characters`);
     const last = Number(/lines="1-(\d+)"/.exec(attachment?.block ?? '')?.[1]);
     assert.ok(last > 10 && last < 500, `lines 1-${last}`);
-    assert.match(content, new RegExp(`\\[Truncated at the size limit: lines 1-${last} of 500 shown\\. read_file can read on from line ${last + 1}\\.\\]$`));
+    assert.match(
+      content,
+      new RegExp(`\\[Truncated at the size limit: lines 1-${last} of 500 shown\\. read_file can read on from line ${last + 1}\\.\\]$`),
+    );
     assert.equal(attachment?.readPath, 'src/big.ts', 'what was shown was read');
   });
 
@@ -76,13 +83,22 @@ describe('attachments: what the user attaches, as the model receives it', () => 
       { kind: 'file', path: at('link.txt') },
     ]);
     const blocks = attachments.map((a) => a.block);
-    assert.match(blocks[0]!, /^<attachment path="logo\.png">\n\[Not included: logo\.png is a binary file; only text files can be read\.\]\n<\/attachment>$/);
+    assert.match(
+      blocks[0]!,
+      /^<attachment path="logo\.png">\n\[Not included: logo\.png is a binary file; only text files can be read\.\]\n<\/attachment>$/,
+    );
     assert.match(blocks[1]!, /^<attachment path="src">\n\[Not included: src is a directory/);
     assert.match(blocks[2]!, /^<attachment path="gone\.ts">\n\[Not included: File not found: gone\.ts\.\]/);
-    assert.equal(blocks[3], `<attachment path="${path.join(outside, 'secret.txt')}">\n[Not included: the file is outside the workspace folders, which Longrun does not read.]\n</attachment>`);
+    assert.equal(
+      blocks[3],
+      `<attachment path="${path.join(outside, 'secret.txt')}">\n[Not included: the file is outside the workspace folders, which Longrun does not read.]\n</attachment>`,
+    );
     assert.match(blocks[4]!, /^<attachment path="link\.txt">\n\[Not included: .*symbolic link that points outside the workspace folder/);
     assert.ok(!renderAttachments(attachments).includes('not for the model'));
-    assert.deepEqual(attachments.map((a) => a.readPath), [undefined, undefined, undefined, undefined, undefined]);
+    assert.deepEqual(
+      attachments.map((a) => a.readPath),
+      [undefined, undefined, undefined, undefined, undefined],
+    );
   });
 
   it('gives an open document that is no file, a value, and a note for what cannot be read', async () => {
@@ -107,9 +123,15 @@ describe('attachments: what the user attaches, as the model receives it', () => 
     const file = (name: string): AttachedReference => ({ kind: 'file', path: at('src', `${name}.ts`) });
     const attachments = await resolve([file('a'), file('a'), file('b'), file('c'), file('d')], { maxTotalChars: 4_500 });
     assert.equal(attachments.length, 4, 'the repeated file is given once');
-    assert.deepEqual(attachments.map((a) => a.readPath), ['src/a.ts', 'src/b.ts', 'src/c.ts', undefined]);
+    assert.deepEqual(
+      attachments.map((a) => a.readPath),
+      ['src/a.ts', 'src/b.ts', 'src/c.ts', undefined],
+    );
     assert.match(attachments[2]!.block, /\[Truncated at the size limit/, 'the third takes what room is left');
-    assert.match(attachments[3]!.block, /^<attachment path="src\/d\.ts">\n\[Not included: the attachments before it fill the 4,500 characters one message may carry\.\]/);
+    assert.match(
+      attachments[3]!.block,
+      /^<attachment path="src\/d\.ts">\n\[Not included: the attachments before it fill the 4,500 characters one message may carry\.\]/,
+    );
   });
 
   it('escapes what would break the attributes', async () => {
@@ -132,6 +154,9 @@ describe('attachments: what the user attaches, as the model receives it', () => 
   });
 
   it('joins the blocks of a request with blank lines', () => {
-    assert.equal(renderAttachments([{ block: '<attachment name="a">\n1\n</attachment>' }, { block: '<attachment name="b">\n2\n</attachment>' }]), '<attachment name="a">\n1\n</attachment>\n\n<attachment name="b">\n2\n</attachment>');
+    assert.equal(
+      renderAttachments([{ block: '<attachment name="a">\n1\n</attachment>' }, { block: '<attachment name="b">\n2\n</attachment>' }]),
+      '<attachment name="a">\n1\n</attachment>\n\n<attachment name="b">\n2\n</attachment>',
+    );
   });
 });

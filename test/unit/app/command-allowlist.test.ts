@@ -61,7 +61,11 @@ describe('longrun.agent.allowedCommands: what runs without asking', () => {
     assert.match((parseAllowRule('*') as { problem: string }).problem, /would allow every command/);
     assert.match((parseAllowRule('make; *') as { problem: string }).problem, /shell operator/);
     assert.match((parseAllowRule('npm test\nrm -rf .') as { problem: string }).problem, /one line/);
-    assert.deepEqual(allowRules(['*', 'npm test']).map((r) => r.entry), ['npm test'], 'an invalid entry is skipped, the others kept');
+    assert.deepEqual(
+      allowRules(['*', 'npm test']).map((r) => r.entry),
+      ['npm test'],
+      'an invalid entry is skipped, the others kept',
+    );
   });
 
   it('names the entry that allowed a command', () => {

@@ -58,7 +58,11 @@ describe('run_command: consent, time limit, Stop and output', () => {
   });
 
   async function tool(command: string, options: { maxResultChars?: number; signal?: AbortSignal } = {}): Promise<string> {
-    const tools = createAgentTools(port, { readOnly: false, commands: runner, ...(options.maxResultChars ? { maxResultChars: options.maxResultChars } : {}) });
+    const tools = createAgentTools(port, {
+      readOnly: false,
+      commands: runner,
+      ...(options.maxResultChars ? { maxResultChars: options.maxResultChars } : {}),
+    });
     const t = tools['run_command'];
     assert.ok(t?.execute);
     return (await t.execute({ command }, { toolCallId: 'c1', messages: [], abortSignal: options.signal, context: {} })) as string;
@@ -120,7 +124,10 @@ describe('run_command: consent, time limit, Stop and output', () => {
     timeoutSeconds = 0.05;
     allowed = ['sleep *'];
     const result = await tool('sleep 300');
-    assert.equal(result, '$ sleep 300\nStopped: still running after 0.05 s (the time limit, longrun.agent.commandTimeoutSeconds).\nOutput:\nsleeping');
+    assert.equal(
+      result,
+      '$ sleep 300\nStopped: still running after 0.05 s (the time limit, longrun.agent.commandTimeoutSeconds).\nOutput:\nsleeping',
+    );
     assert.deepEqual(shell.interrupted, ['sleep 300']);
   });
 

@@ -63,7 +63,10 @@ type Op =
   | { readonly kind: 'reload' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ kind: fc.constant('turn' as const), words: fc.nat({ max: 60 }), calls: fc.nat({ max: 2 }), answered: fc.nat({ max: 2 }) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({ kind: fc.constant('turn' as const), words: fc.nat({ max: 60 }), calls: fc.nat({ max: 2 }), answered: fc.nat({ max: 2 }) }),
+  },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('usage' as const), input: fc.integer({ min: 1, max: 5_000 }), stale: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('entry' as const), from: fc.nat({ max: 100 }), to: fc.nat({ max: 100 }) }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'compact' as const }) },
@@ -75,8 +78,22 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 /** Two models with different tokenizers; a reload starts with cold counters, as a new window does. */
 function models(): ModelContext[] {
   return [
-    { name: 'a', key: 'vendor/a', window: { limit: 50_000, source: 'model' }, counter: new MessageTokenCounter(spyTokenizer('words')), fixedOverhead: 120, outputReserve: 0 },
-    { name: 'b', key: 'vendor/b', window: { limit: 50_000, source: 'model' }, counter: new MessageTokenCounter(charEstimator), fixedOverhead: 80, outputReserve: 0 },
+    {
+      name: 'a',
+      key: 'vendor/a',
+      window: { limit: 50_000, source: 'model' },
+      counter: new MessageTokenCounter(spyTokenizer('words')),
+      fixedOverhead: 120,
+      outputReserve: 0,
+    },
+    {
+      name: 'b',
+      key: 'vendor/b',
+      window: { limit: 50_000, source: 'model' },
+      counter: new MessageTokenCounter(charEstimator),
+      fixedOverhead: 80,
+      outputReserve: 0,
+    },
   ];
 }
 
@@ -89,7 +106,10 @@ class Harness {
   private models = models();
   model = 0;
   conversation: Conversation;
-  private readonly summarizer: Summarizer = { name: 'fake', summarize: async (r) => ({ text: templateSummary(`The work over ${r.messages.length} messages, for the test.`) }) };
+  private readonly summarizer: Summarizer = {
+    name: 'fake',
+    summarize: async (r) => ({ text: templateSummary(`The work over ${r.messages.length} messages, for the test.`) }),
+  };
 
   constructor(private readonly dir: string) {
     this.store = new ConversationStore(dir, () => this.clock.now());
@@ -118,8 +138,12 @@ class Harness {
         for (let k = 0; k < op.calls; k++) content.push({ type: 'tool-call', toolCallId: `${callId}-${k}`, toolName: 'read', input: { k } });
         const reply: Message = { id: callId, role: 'assistant', content };
         const results: Part[] = [];
-        for (let k = 0; k < Math.min(op.calls, op.answered); k++) results.push({ type: 'tool-result', toolCallId: `${callId}-${k}`, toolName: 'read', output: 'line '.repeat(op.words) });
-        const records: LogRecord[] = [{ type: 'message', message: user }, { type: 'message', message: reply }];
+        for (let k = 0; k < Math.min(op.calls, op.answered); k++)
+          results.push({ type: 'tool-result', toolCallId: `${callId}-${k}`, toolName: 'read', output: 'line '.repeat(op.words) });
+        const records: LogRecord[] = [
+          { type: 'message', message: user },
+          { type: 'message', message: reply },
+        ];
         if (results.length > 0) records.push({ type: 'message', message: { id: `m${++this.n}`, role: 'tool', content: results } });
         return c.append(records);
       }
@@ -127,11 +151,26 @@ class Harness {
         const basis = c.requestBasis();
         const anchor = c.view().at(-1);
         if (!anchor) return;
-        return c.append([{ type: 'usage', usage: { anchorMessageId: anchor.id, inputTokens: op.input, outputTokens: 7, basis: op.stale ? 'an entry long gone' : basis.basis, localTokens: basis.localTokens, ...(basis.model ? { model: basis.model } : {}) } }]);
+        return c.append([
+          {
+            type: 'usage',
+            usage: {
+              anchorMessageId: anchor.id,
+              inputTokens: op.input,
+              outputTokens: 7,
+              basis: op.stale ? 'an entry long gone' : basis.basis,
+              localTokens: basis.localTokens,
+              ...(basis.model ? { model: basis.model } : {}),
+            },
+          },
+        ]);
       }
       case 'entry': {
         // A compaction record as another window might have written it: any range, any first kept message.
-        const ids = c.view().filter((m) => m.summaryOf === undefined && !m.id.startsWith('interrupted:')).map((m) => m.id);
+        const ids = c
+          .view()
+          .filter((m) => m.summaryOf === undefined && !m.id.startsWith('interrupted:'))
+          .map((m) => m.id);
         const [a, b] = [op.from % (ids.length + 1), op.to % (ids.length + 1)].sort((x, y) => x - y) as [number, number];
         return c.append([{ type: 'compaction', entry: entry(`entry${++this.entries}`, ids.slice(a, b), ids[b] ?? null) }]);
       }
@@ -174,9 +213,18 @@ class Harness {
     });
     const sum = (pick: (m: Message) => boolean) => view.filter(pick).reduce((total, m) => total + fresh.countMessage(m), 0);
     const breakdown = c.breakdown();
-    assert.equal(breakdown.summary, sum((m) => m.summaryOf !== undefined));
-    assert.equal(breakdown.toolResults, sum((m) => m.summaryOf === undefined && m.role === 'tool'));
-    assert.equal(breakdown.messages, sum((m) => m.summaryOf === undefined && (m.role === 'user' || m.role === 'assistant')));
+    assert.equal(
+      breakdown.summary,
+      sum((m) => m.summaryOf !== undefined),
+    );
+    assert.equal(
+      breakdown.toolResults,
+      sum((m) => m.summaryOf === undefined && m.role === 'tool'),
+    );
+    assert.equal(
+      breakdown.messages,
+      sum((m) => m.summaryOf === undefined && (m.role === 'user' || m.role === 'assistant')),
+    );
     assert.equal(breakdown.systemAndTools, model.fixedOverhead + sum((m) => m.summaryOf === undefined && m.role === 'system'));
     assert.equal(c.lastCompaction(), lastEntry(log));
     assert.equal(c.isEmpty(), !log.some((r) => r.type === 'message'));
@@ -212,7 +260,7 @@ describe('a conversation keeps what the gauge reads up to date', () => {
     assert.ok((seen.get('calibrated') ?? 0) > 50 && (seen.get('compacted') ?? 0) > 100, JSON.stringify([...seen]));
   });
 
-  it('shows a reopened conversation\'s count without tokenizing its messages again', async () => {
+  it("shows a reopened conversation's count without tokenizing its messages again", async () => {
     const clock = new FakeClock();
     const state = new Map<string, unknown>();
     const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
@@ -223,12 +271,20 @@ describe('a conversation keeps what the gauge reads up to date', () => {
         clock,
         newId: () => 'x',
         config: () => CONFIG,
-        model: () => ({ name: 'm', window: { limit: 10_000, source: 'model' }, counter: new MessageTokenCounter(tokenizer), fixedOverhead: 0, outputReserve: 0 }),
+        model: () => ({
+          name: 'm',
+          window: { limit: 10_000, source: 'model' },
+          counter: new MessageTokenCounter(tokenizer),
+          fixedOverhead: 0,
+          outputReserve: 0,
+        }),
         summarizer: () => undefined,
       });
     const first = open([], spyTokenizer('words'));
     for (let i = 0; i < 5; i++) {
-      await first.append([{ type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `request number ${i} with several words` }] } }]);
+      await first.append([
+        { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `request number ${i} with several words` }] } },
+      ]);
     }
     const written = first.count().tokens;
 

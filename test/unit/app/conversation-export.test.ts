@@ -27,8 +27,22 @@ const entry = (id: string, round: number, compacted: string[]) => ({
 describe('exporting a conversation as Markdown', () => {
   const log: LogRecord[] = [
     { type: 'message', message: { id: 'u1', role: 'user', content: [{ type: 'text', text: 'Build a flashcard app' }] } },
-    { type: 'message', message: { id: 'a1', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: { path: 'src/app.ts' } }] } },
-    { type: 'message', message: { id: 't1', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: 'const fence = "```";' }] } },
+    {
+      type: 'message',
+      message: {
+        id: 'a1',
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: { path: 'src/app.ts' } }],
+      },
+    },
+    {
+      type: 'message',
+      message: {
+        id: 't1',
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: 'const fence = "```";' }],
+      },
+    },
     { type: 'compaction', entry: entry('e1', 1, ['u1', 'a1', 't1']) },
     { type: 'message', message: { id: 'u2', role: 'user', content: [{ type: 'text', text: 'Now add tests' }] } },
     { type: 'compaction', entry: entry('e2', 2, ['u2']) },
@@ -37,9 +51,17 @@ describe('exporting a conversation as Markdown', () => {
   const markdown = conversationMarkdown(log, 'Build a flashcard app');
 
   it('keeps every message, the compacted originals included, in order', () => {
-    const order = ['Build a flashcard app\n', '**Tool call** `read_file`', '**Tool result** `read_file`', 'Now add tests'].map((s) => markdown.indexOf(s));
-    assert.ok(order.every((i) => i >= 0), markdown);
-    assert.deepEqual([...order].sort((a, b) => a - b), order);
+    const order = ['Build a flashcard app\n', '**Tool call** `read_file`', '**Tool result** `read_file`', 'Now add tests'].map((s) =>
+      markdown.indexOf(s),
+    );
+    assert.ok(
+      order.every((i) => i >= 0),
+      markdown,
+    );
+    assert.deepEqual(
+      [...order].sort((a, b) => a - b),
+      order,
+    );
   });
 
   it('shows each summary where it applied, and marks an undone one', () => {
@@ -57,11 +79,22 @@ describe('exporting a conversation as Markdown', () => {
 describe('which conversation a chat continues', () => {
   const response = (participant: string, metadata: unknown) => ({ participant, result: { metadata } });
   it('takes the id of the latest Longrun response of that chat', () => {
-    const history = [{ prompt: 'hi', participant: 'longrun.agent' }, response('longrun.agent', { conversationId: 'a' }), response('other.participant', { conversationId: 'x' }), response('longrun.agent', { conversationId: 'b' })];
+    const history = [
+      { prompt: 'hi', participant: 'longrun.agent' },
+      response('longrun.agent', { conversationId: 'a' }),
+      response('other.participant', { conversationId: 'x' }),
+      response('longrun.agent', { conversationId: 'b' }),
+    ];
     assert.equal(conversationIdOf(history, 'longrun.agent'), 'b');
   });
   it('finds none in a new chat, or one whose responses carry no id', () => {
     assert.equal(conversationIdOf([], 'longrun.agent'), undefined);
-    assert.equal(conversationIdOf([response('longrun.agent', {}), response('longrun.agent', undefined), response('longrun.agent', { conversationId: 7 })], 'longrun.agent'), undefined);
+    assert.equal(
+      conversationIdOf(
+        [response('longrun.agent', {}), response('longrun.agent', undefined), response('longrun.agent', { conversationId: 7 })],
+        'longrun.agent',
+      ),
+      undefined,
+    );
   });
 });

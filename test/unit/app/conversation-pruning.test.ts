@@ -24,8 +24,16 @@ const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent
 function rereadTurn(n: number): LogRecord[] {
   const messages: Message[] = [{ id: `u${n}`, role: 'user', content: [{ type: 'text', text: `Look at the app again (${n}).` }] }];
   for (const file of ['app', 'deck']) {
-    messages.push({ id: `a${n}-${file}`, role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${n}-${file}`, toolName: 'read_file', input: { path: `src/${file}.ts` } }] });
-    messages.push({ id: `t${n}-${file}`, role: 'tool', content: [{ type: 'tool-result', toolCallId: `c${n}-${file}`, toolName: 'read_file', output: `${file} v${n} `.repeat(250).slice(0, 2_000) }] });
+    messages.push({
+      id: `a${n}-${file}`,
+      role: 'assistant',
+      content: [{ type: 'tool-call', toolCallId: `c${n}-${file}`, toolName: 'read_file', input: { path: `src/${file}.ts` } }],
+    });
+    messages.push({
+      id: `t${n}-${file}`,
+      role: 'tool',
+      content: [{ type: 'tool-result', toolCallId: `c${n}-${file}`, toolName: 'read_file', output: `${file} v${n} `.repeat(250).slice(0, 2_000) }],
+    });
   }
   messages.push({ id: `d${n}`, role: 'assistant', content: [{ type: 'text', text: `Read both files, turn ${n}.` }] });
   return messages.map((message) => ({ type: 'message', message }));
@@ -88,7 +96,10 @@ describe('pruning in a conversation', () => {
     const pruning = outcome.compaction.pruning!;
     assert.equal(pruning.tokensBefore, outcome.compaction.tokensBefore);
     assert.equal(pruning.tokensAfter, conversation.count().localTokens - 100);
-    assert.match(compactionSentence(outcome.compaction), /^Pruned \d superseded tool outputs \(−[\d,]+ tokens\); no summary needed: [\d.]+k → [\d.]+k tokens$/);
+    assert.match(
+      compactionSentence(outcome.compaction),
+      /^Pruned \d superseded tool outputs \(−[\d,]+ tokens\); no summary needed: [\d.]+k → [\d.]+k tokens$/,
+    );
     assert.deepEqual(conversation.lastStep(), { pruning });
     assert.equal(conversation.lastCompaction(), undefined);
     assert.ok(conversation.hasArchive());
@@ -97,7 +108,9 @@ describe('pruning in a conversation', () => {
   it('no longer trusts a usage report made before the pruning: the view it counted changed', async () => {
     const { conversation } = await setup(4, 4_600);
     const last = conversation.view().at(-1)!;
-    await conversation.append([{ type: 'usage', usage: { anchorMessageId: last.id, inputTokens: 4_200, outputTokens: 10, basis: conversation.requestBasis().basis } }]);
+    await conversation.append([
+      { type: 'usage', usage: { anchorMessageId: last.id, inputTokens: 4_200, outputTokens: 10, basis: conversation.requestBasis().basis } },
+    ]);
     assert.equal(conversation.count().source, 'provider+local');
     await conversation.compact('threshold');
     assert.notEqual(conversation.requestBasis().basis, null, 'the pruning is the new basis');
@@ -142,12 +155,18 @@ describe('pruning in a conversation', () => {
     assert.equal(summarizer.requests.length, 1);
     const { entry, pruning } = outcome.compaction;
     assert.ok(entry && pruning);
-    assert.match(compactionSentence(outcome.compaction), /^Pruned \d+ superseded tool outputs \(−[\d,]+ tokens\), then summarized \d+ messages: [\d.]+k → [\d.]+k? tokens \(round 1\)$/);
+    assert.match(
+      compactionSentence(outcome.compaction),
+      /^Pruned \d+ superseded tool outputs \(−[\d,]+ tokens\), then summarized \d+ messages: [\d.]+k → [\d.]+k? tokens \(round 1\)$/,
+    );
     const reloaded = await reload(6_800, low);
     assert.deepEqual(reloaded.lastStep(), { compaction: entry, pruning });
     const undone = await reloaded.undo();
     assert.ok(undone.ok);
-    assert.match(undoSentence(undone.step), /^undid compaction round 1 and the pruning made with it; the \d+ original messages and \d+ pruned tool outputs are back\.$/);
+    assert.match(
+      undoSentence(undone.step),
+      /^undid compaction round 1 and the pruning made with it; the \d+ original messages and \d+ pruned tool outputs are back\.$/,
+    );
     assert.deepEqual(reloaded.view(), original);
   });
 

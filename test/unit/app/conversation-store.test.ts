@@ -48,7 +48,11 @@ function sampleLog(): LogRecord[] {
     },
     {
       type: 'message',
-      message: { id: 't1', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: 'export {}', isError: false }] },
+      message: {
+        id: 't1',
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: 'export {}', isError: false }],
+      },
     },
     { type: 'usage', usage: { anchorMessageId: 'a1', inputTokens: 120, outputTokens: 30, basis: null } },
     { type: 'file', event: { kind: 'renamed', from: 'src/b.ts', path: 'src/c.ts', actor: 'user', at: 2 } },
@@ -147,7 +151,10 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     assert.equal(lines.length, 52); // header, 50 records, and the empty text after the last newline
     assert.equal(lines.at(-1), '');
     const ids = lines.slice(1, -1).map((l) => (JSON.parse(l) as { record: { message: { id: string } } }).record.message.id);
-    assert.deepEqual(ids, records.map((_, i) => `m${i}`));
+    assert.deepEqual(
+      ids,
+      records.map((_, i) => `m${i}`),
+    );
     assert.deepEqual((await store.open('c1')).log, records);
   });
 
@@ -167,10 +174,13 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     assert.ok(problems.every((p) => p.includes(damagedOf('c1'))));
 
     const kept = (await linesOf(damagedOf('c1'))).filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.deepEqual(kept.map((k) => [k.line, k.text, k.at]), [
-      [3, '{"v":1,"record":{"type":"message","message":{"id":"m2"}}}', NOW],
-      [4, 'not json at all', NOW],
-    ]);
+    assert.deepEqual(
+      kept.map((k) => [k.line, k.text, k.at]),
+      [
+        [3, '{"v":1,"record":{"type":"message","message":{"id":"m2"}}}', NOW],
+        [4, 'not json at all', NOW],
+      ],
+    );
     assert.ok(kept.every((k) => typeof k.error === 'string' && k.error.length > 0));
 
     // Opening again skips the same lines without reporting them again, and does not copy them twice.
@@ -231,7 +241,10 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     await store.append('c1', message('m3', 'third'));
     const { log, problems } = await store.open('c1');
     assert.deepEqual(problems, []);
-    assert.deepEqual(log.map((r) => (r.type === 'message' ? r.message.id : r.type)), ['m1', 'm2', 'm3']);
+    assert.deepEqual(
+      log.map((r) => (r.type === 'message' ? r.message.id : r.type)),
+      ['m1', 'm2', 'm3'],
+    );
   });
 
   it('refuses a file from a newer version and changes nothing', async () => {
@@ -246,7 +259,9 @@ describe('conversation store: one append-only JSONL file per conversation', () =
       assert.match(error.message, /newer version of Longrun/);
       return true;
     });
-    await assert.rejects(new ConversationStore(dir, () => NOW).append('c1', message('m1', 'x')), (e: unknown) => ConversationVersionError.isInstance(e));
+    await assert.rejects(new ConversationStore(dir, () => NOW).append('c1', message('m1', 'x')), (e: unknown) =>
+      ConversationVersionError.isInstance(e),
+    );
     assert.equal(await fs.readFile(file, 'utf8'), content);
     await assert.rejects(fs.stat(damagedOf('c1')), /ENOENT/);
   });
@@ -336,7 +351,10 @@ describe('conversation store: large conversations, large records, newer lines', 
     const first = await storeWith().open('c1');
     assert.deepEqual(first.log, [message('m1', 'first'), message('m3', 'third')]);
     assert.equal(first.problems.length, 2);
-    assert.match(first.problems[0]!, /^Line 3 of conversation "c1" could not be read \(it was written by a newer version of Longrun, format version 2\)/);
+    assert.match(
+      first.problems[0]!,
+      /^Line 3 of conversation "c1" could not be read \(it was written by a newer version of Longrun, format version 2\)/,
+    );
     assert.match(first.problems[1]!, /^Line 4 of conversation "c1" could not be read \(an unknown kind of record, "bookmark"/);
     assert.equal((await linesOf(damagedOf('c1'))).length, 2);
 
@@ -349,7 +367,14 @@ describe('conversation store: large conversations, large records, newer lines', 
   it('keeps a pruning it cannot read aside and reports it, reading the rest: the outputs then show in full', async () => {
     await storeWith().append('c1', message('m1', 'first'));
     // A pruning with a kind of output this version does not know, as a newer Longrun might write it.
-    const pruning = { id: 'p1', reason: 'threshold', outputs: [{ messageId: 'm1', toolCallId: 'c', toolName: 't', kind: 'summarized', stub: 's', tokens: 1 }], tokensBefore: 2, tokensAfter: 1, createdAt: NOW };
+    const pruning = {
+      id: 'p1',
+      reason: 'threshold',
+      outputs: [{ messageId: 'm1', toolCallId: 'c', toolName: 't', kind: 'summarized', stub: 's', tokens: 1 }],
+      tokensBefore: 2,
+      tokensAfter: 1,
+      createdAt: NOW,
+    };
     await fs.appendFile(fileOf('c1'), `${JSON.stringify({ v: 1, record: { type: 'pruning', entry: pruning } })}\n`);
     await storeWith().append('c1', message('m2', 'second'));
     const opened = await storeWith().open('c1');
@@ -381,7 +406,14 @@ describe('conversation store: large conversations, large records, newer lines', 
       message: {
         id: 't1',
         role: 'tool',
-        content: [{ type: 'tool-result', toolCallId: 'call-1', toolName: 'run', output: { exitCode: 1, stdout: 'o'.repeat(30_000), stderr: 'e'.repeat(30_000) } }],
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'call-1',
+            toolName: 'run',
+            output: { exitCode: 1, stdout: 'o'.repeat(30_000), stderr: 'e'.repeat(30_000) },
+          },
+        ],
       },
     };
     const stored = await store.append('c1', record);
@@ -459,7 +491,11 @@ describe('conversation store: two windows on one conversation', () => {
     const content = { pid: holder.pid, host: os.hostname(), since: holder.since ?? Date.now(), token: 'another-window' };
     await fs.writeFile(lockOf(id), JSON.stringify(content));
   };
-  const exists = async (file: string) => fs.stat(file).then(() => true, () => false);
+  const exists = async (file: string) =>
+    fs.stat(file).then(
+      () => true,
+      () => false,
+    );
 
   beforeEach(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'longrun-store-'));
@@ -651,8 +687,8 @@ describe('conversation index in workspace state', () => {
     assert.deepEqual(again.list(), [{ ...info('a', 30), title: 'renamed' }, info('b', 20)]);
     assert.deepEqual(again.summaries('a'), [{ ...summary('e2', 2), summary: 'redone' }]);
     assert.deepEqual(again.summaries('b'), []);
-    assert.equal((state.get<{ version: number }>(INDEX_KEY))?.version, 1);
-    assert.equal((state.get<{ version: number }>(summariesKey('a')))?.version, 1);
+    assert.equal(state.get<{ version: number }>(INDEX_KEY)?.version, 1);
+    assert.equal(state.get<{ version: number }>(summariesKey('a'))?.version, 1);
   });
 
   it('treats corrupted state as empty and says so, without throwing', async () => {
@@ -680,7 +716,10 @@ describe('conversation index in workspace state', () => {
     const state = new FakeMemento();
     state.values.set(INDEX_KEY, { version: 1, current: 'a', conversations: [info('a', 1), { id: 'b' }, info('c', 2)] });
     const index = new ConversationIndex(state);
-    assert.deepEqual(index.list().map((c) => c.id), ['c', 'a']);
+    assert.deepEqual(
+      index.list().map((c) => c.id),
+      ['c', 'a'],
+    );
     assert.equal(index.problems().length, 1);
     assert.match(index.problems()[0]!, /number 2/);
   });

@@ -86,7 +86,12 @@ const replyArb: fc.Arbitrary<Reply> = fc.oneof(
   },
 );
 const turnArb: fc.Arbitrary<TurnShape> = fc.record({ user: bodyArb, reply: replyArb });
-const crashArb: fc.Arbitrary<CrashShape> = fc.record({ tear: fc.option(fc.nat({ max: 9_999 }).map((n) => n / 10_000), { freq: 2 }) });
+const crashArb: fc.Arbitrary<CrashShape> = fc.record({
+  tear: fc.option(
+    fc.nat({ max: 9_999 }).map((n) => n / 10_000),
+    { freq: 2 },
+  ),
+});
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 40, arbitrary: fc.record({ kind: fc.constant('turn' as const), turn: turnArb }) },
   {
@@ -131,7 +136,8 @@ function pairingProblem(view: readonly Message[]): string | undefined {
   for (const [index, message] of view.entries()) {
     if (message.role === 'tool') {
       for (const part of message.content) {
-        if (part.type === 'tool-result' && !open.delete(part.toolCallId)) return `message ${index} (${message.id}) answers ${part.toolCallId}, which the assistant message before it did not call`;
+        if (part.type === 'tool-result' && !open.delete(part.toolCallId))
+          return `message ${index} (${message.id}) answers ${part.toolCallId}, which the assistant message before it did not call`;
       }
       continue;
     }
@@ -215,7 +221,8 @@ class Session {
 
   private assistantWithCalls(body: Body, calls: number): Message {
     const parts = this.text(body);
-    for (let k = 0; k < calls; k++) parts.push({ type: 'tool-call', toolCallId: `call${this.seq}-${k}`, toolName: 'read_file', input: { path: `src/f${k}.ts` } });
+    for (let k = 0; k < calls; k++)
+      parts.push({ type: 'tool-call', toolCallId: `call${this.seq}-${k}`, toolName: 'read_file', input: { path: `src/f${k}.ts` } });
     return this.message('assistant', parts);
   }
 
@@ -231,7 +238,9 @@ class Session {
     if (reply.kind !== 'tools') return;
     const call = this.assistantWithCalls(reply.body, reply.calls);
     const results = call.content.flatMap((p): Part[] =>
-      p.type === 'tool-call' ? [{ type: 'tool-result', toolCallId: p.toolCallId, toolName: p.toolName, output: `contents of ${JSON.stringify(p.input)}` }] : [],
+      p.type === 'tool-call'
+        ? [{ type: 'tool-result', toolCallId: p.toolCallId, toolName: p.toolName, output: `contents of ${JSON.stringify(p.input)}` }]
+        : [],
     );
     const tools = reply.resultPerMessage ? results.map((r) => this.message('tool', [r])) : [this.message('tool', results)];
     // The step and its results in one write, as the agent loop writes them.
@@ -292,7 +301,10 @@ class Session {
   async compact(): Promise<void> {
     const hadStep = this.conversation.lastStep();
     const outcome = await this.conversation.compact('manual');
-    assert.ok(outcome.status === 'compacted' || outcome.status === 'noop', `a manual compaction ${outcome.status}: ${'reason' in outcome ? outcome.reason : ''}`);
+    assert.ok(
+      outcome.status === 'compacted' || outcome.status === 'noop',
+      `a manual compaction ${outcome.status}: ${'reason' in outcome ? outcome.reason : ''}`,
+    );
     this.trace.push(`  ${outcome.status}`);
     if (outcome.status === 'compacted') this.note('compacted');
     if (outcome.status === 'compacted') assert.notDeepEqual(this.conversation.lastStep(), hadStep);
@@ -305,7 +317,10 @@ class Session {
     const appending = this.turn(turn);
     const [outcome] = await Promise.all([compacting, appending]);
     this.hops = 1;
-    assert.ok(outcome.status === 'compacted' || outcome.status === 'noop', `a manual compaction during a turn ${outcome.status}: ${'reason' in outcome ? outcome.reason : ''}`);
+    assert.ok(
+      outcome.status === 'compacted' || outcome.status === 'noop',
+      `a manual compaction during a turn ${outcome.status}: ${'reason' in outcome ? outcome.reason : ''}`,
+    );
     this.trace.push(`  ${outcome.status}`);
     if (outcome.status === 'compacted') {
       const entry = (outcome.compaction.entry ?? outcome.compaction.pruning)?.id;
@@ -360,7 +375,7 @@ class Session {
     assert.equal(summaries.length, entries.length > 0 ? 1 : 0, 'one summary in the view exactly when a compaction is in force');
     if (summaries.length === 1) {
       assert.equal(summaries[0]!.summaryOf, entries.at(-1)!.id, 'the summary is that of the compaction in force');
-      assert.ok(textOf(summaries[0]!).includes(SUMMARY_MARK), 'the summary is the summarizer\'s');
+      assert.ok(textOf(summaries[0]!).includes(SUMMARY_MARK), "the summary is the summarizer's");
       // These sessions have no system messages to keep in front: the summary leads the view, and
       // what was appended while it was computed follows it.
       assert.equal(view[0]!.summaryOf, entries.at(-1)!.id, `the summary comes first in the view, not after ${view[0]!.id}`);
@@ -381,18 +396,27 @@ class Session {
       if (this.lost.has(id)) continue;
       const logged = inLog.get(id);
       if (logged !== message) {
-        assert.deepEqual(logged, message, `appended message ${id}${startsLikeSummary(message) ? ', which starts like a summary,' : ''} is in the log`);
+        assert.deepEqual(
+          logged,
+          message,
+          `appended message ${id}${startsLikeSummary(message) ? ', which starts like a summary,' : ''} is in the log`,
+        );
         // Read back from disk and equal: later checks compare by identity.
         this.appended.set(id, logged);
       }
-      if (!removed.has(id)) assert.ok(inView.has(id), `appended message ${id}${startsLikeSummary(message) ? ', which starts like a summary,' : ''} is in the view: no compaction took it`);
+      if (!removed.has(id))
+        assert.ok(
+          inView.has(id),
+          `appended message ${id}${startsLikeSummary(message) ? ', which starts like a summary,' : ''} is in the view: no compaction took it`,
+        );
     }
 
     // A text that starts like a summary never stands in for one when summarizing either.
     for (const request of this.requests) {
       const previous = request.messages.filter((m) => m.role === 'system' && m.content.startsWith(PREVIOUS));
       assert.ok(previous.length <= 1, 'at most one previous summary in a summary request');
-      for (const p of previous) assert.ok(p.content.includes(SUMMARY_MARK), `the previous summary handed to the summarizer is a real one: ${p.content.slice(0, 160)}`);
+      for (const p of previous)
+        assert.ok(p.content.includes(SUMMARY_MARK), `the previous summary handed to the summarizer is a real one: ${p.content.slice(0, 160)}`);
     }
   }
 }
@@ -451,7 +475,15 @@ describe('conversation: random sessions of turns, crashes, reloads, compactions 
       await Promise.all(Array.from({ length: LANES }, (_, lane) => fc.assert(property(lane), { numRuns: SESSIONS_PER_LANE })));
     }
     // The sessions did what this test is about, often.
-    for (const event of ['compacted', 'compacted while a turn was written', 'undone', 'torn line reported', 'torn line lost whole', 'crash after an interrupted step', 'text starting like a summary']) {
+    for (const event of [
+      'compacted',
+      'compacted while a turn was written',
+      'undone',
+      'torn line reported',
+      'torn line lost whole',
+      'crash after an interrupted step',
+      'text starting like a summary',
+    ]) {
       assert.ok((tally.get(event) ?? 0) >= 100, `${event}: ${tally.get(event) ?? 0} times`);
     }
   });

@@ -39,10 +39,7 @@ describe('unifiedDiffPreview', () => {
   });
 
   it('shows a new file as all additions against an empty side', () => {
-    assert.equal(
-      unifiedDiffPreview('', 'hello\nworld', 'new.ts'),
-      ['--- new.ts', '+++ new.ts', '@@ -0,0 +1,2 @@', '+hello', '+world'].join('\n'),
-    );
+    assert.equal(unifiedDiffPreview('', 'hello\nworld', 'new.ts'), ['--- new.ts', '+++ new.ts', '@@ -0,0 +1,2 @@', '+hello', '+world'].join('\n'));
   });
 
   it('cuts the body to maxLines and says how much is left', () => {

@@ -30,7 +30,11 @@ describe('the message a failed request shows in the chat', () => {
   });
 
   it('tells an overflow that compaction could not fix from other failures', () => {
-    const text = errorMessage(new Error("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."), settings, (t) => t);
+    const text = errorMessage(
+      new Error("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."),
+      settings,
+      (t) => t,
+    );
     assert.match(text, /no longer fits/);
   });
 });

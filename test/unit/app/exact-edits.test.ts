@@ -25,10 +25,21 @@ describe('exact edits', () => {
   });
 
   it('refuses text that is missing, ambiguous or overlapping', () => {
-    assert.throws(() => locateEdits('abc', [{ oldText: 'x', newText: '' }], 'f'), (e) => e instanceof ToolFailure && /not found/.test(e.message));
+    assert.throws(
+      () => locateEdits('abc', [{ oldText: 'x', newText: '' }], 'f'),
+      (e) => e instanceof ToolFailure && /not found/.test(e.message),
+    );
     assert.throws(() => locateEdits('aaa', [{ oldText: 'aa', newText: '' }], 'f'), /occurs 2 times/);
     assert.throws(
-      () => locateEdits('abcdef', [{ oldText: 'abc', newText: '' }, { oldText: 'cde', newText: '' }], 'f'),
+      () =>
+        locateEdits(
+          'abcdef',
+          [
+            { oldText: 'abc', newText: '' },
+            { oldText: 'cde', newText: '' },
+          ],
+          'f',
+        ),
       /Edits 1 and 2 overlap/,
     );
   });

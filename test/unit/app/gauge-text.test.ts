@@ -8,7 +8,11 @@ import { compactNumber, gaugePresentation, noConversationPresentation, pruningPh
 
 const breakdown = { systemAndTools: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
 const state = (used: number, limit = 128_000, extra: Partial<GaugeState> = {}): GaugeState => ({
-  assessment: assessBudget(used, { limit, source: limit ? 'model' : 'unknown', ...(limit ? {} : { reason: 'unknown model' }) }, DEFAULT_CONFIG.trigger),
+  assessment: assessBudget(
+    used,
+    { limit, source: limit ? 'model' : 'unknown', ...(limit ? {} : { reason: 'unknown model' }) },
+    DEFAULT_CONFIG.trigger,
+  ),
   breakdown,
   source: 'local',
   now: 1_000_000,
@@ -43,19 +47,44 @@ describe('gauge text and levels', () => {
   });
 
   it('says how large the whole window is, where that came from, and what is kept for the answer', () => {
-    const small = { ...breakdown, outputReserve: 1_500, window: { limit: 6_000, origin: "from the server's model list (context_length)", assumed: false } };
+    const small = {
+      ...breakdown,
+      outputReserve: 1_500,
+      window: { limit: 6_000, origin: "from the server's model list (context_length)", assumed: false },
+    };
     const tip = gaugePresentation({ ...state(3_300, 4_500), breakdown: small }).tooltipMarkdown;
-    assert.match(tip, /Window 6,000 tokens, from the server's model list \\\(context\\_length\\\); 1,500 of it kept for the answer, 4,500 for the conversation\./);
+    assert.match(
+      tip,
+      /Window 6,000 tokens, from the server's model list \\\(context\\_length\\\); 1,500 of it kept for the answer, 4,500 for the conversation\./,
+    );
     assert.match(tip, /\| Reserved for output \| 1,500 \|/);
     assert.match(tip, /\| \*\*Window\*\* \| \*\*6,000\*\* \|/);
-    const assumed = gaugePresentation({ ...state(3_300, 28_672), breakdown: { ...small, window: { limit: 32_768, origin: 'assumed: set it', assumed: true } } }).tooltipMarkdown;
+    const assumed = gaugePresentation({
+      ...state(3_300, 28_672),
+      breakdown: { ...small, window: { limit: 32_768, origin: 'assumed: set it', assumed: true } },
+    }).tooltipMarkdown;
     assert.match(assumed, /\$\(warning\) Window 32,768 tokens, assumed: set it/);
   });
 
   it('describes the last compaction: when, before → after, reason', () => {
     const entry: CompactionEntry = {
-      id: 'e', round: 3, reason: 'threshold', summary: '', firstKeptMessageId: null, compactedMessageIds: [], tokensBefore: 96_000, tokensAfter: 12_000,
-      fileOperations: EMPTY_LEDGER, model: 'm', durationMs: 1, createdAt: 1_000_000 - 5 * 60_000, summaryRole: 'user', fallback: false, lowGain: false, splitTurn: false, summarizerCalls: 1,
+      id: 'e',
+      round: 3,
+      reason: 'threshold',
+      summary: '',
+      firstKeptMessageId: null,
+      compactedMessageIds: [],
+      tokensBefore: 96_000,
+      tokensAfter: 12_000,
+      fileOperations: EMPTY_LEDGER,
+      model: 'm',
+      durationMs: 1,
+      createdAt: 1_000_000 - 5 * 60_000,
+      summaryRole: 'user',
+      fallback: false,
+      lowGain: false,
+      splitTurn: false,
+      summarizerCalls: 1,
     };
     const tip = gaugePresentation(state(20_000, 128_000, { lastCompaction: entry })).tooltipMarkdown;
     assert.match(tip, /Last compaction: round 3, 5 min ago \(threshold\): 96k → 12k tokens/);
@@ -63,20 +92,59 @@ describe('gauge text and levels', () => {
 
   it('says what each tier of the last compaction freed: a pruning alone, or a pruning then a summary', () => {
     const outputs = [
-      ...Array.from({ length: 6 }, (_, i) => ({ messageId: `t${i}`, toolCallId: `c${i}`, toolName: 'read_file', kind: 'duplicate' as const, stub: 's', tokens: 2_000 })),
+      ...Array.from({ length: 6 }, (_, i) => ({
+        messageId: `t${i}`,
+        toolCallId: `c${i}`,
+        toolName: 'read_file',
+        kind: 'duplicate' as const,
+        stub: 's',
+        tokens: 2_000,
+      })),
       { messageId: 't9', toolCallId: 'c9', toolName: 'read_file', kind: 'stale' as const, stub: 's', tokens: 400 },
     ];
-    const pruning: PruningEntry = { id: 'p', reason: 'threshold', outputs, tokensBefore: 117_000, tokensAfter: 104_600, createdAt: 1_000_000 - 2 * 60_000 };
+    const pruning: PruningEntry = {
+      id: 'p',
+      reason: 'threshold',
+      outputs,
+      tokensBefore: 117_000,
+      tokensAfter: 104_600,
+      createdAt: 1_000_000 - 2 * 60_000,
+    };
     assert.equal(pruningPhrase(pruning), 'Pruned 7 superseded tool outputs (−12,400 tokens)');
-    assert.equal(pruningPhrase({ ...pruning, outputs: [...outputs, { ...outputs[0]!, kind: 'old' }] }), 'Pruned 7 superseded and 1 old large tool output (−12,400 tokens)');
+    assert.equal(
+      pruningPhrase({ ...pruning, outputs: [...outputs, { ...outputs[0]!, kind: 'old' }] }),
+      'Pruned 7 superseded and 1 old large tool output (−12,400 tokens)',
+    );
     const alone = gaugePresentation(state(104_600, 128_000, { lastPruning: pruning })).tooltipMarkdown;
-    assert.match(alone, /Last compaction: 2 min ago \(threshold\): pruned 7 superseded tool outputs \(−12,400 tokens\); no summary needed: 117k → 105k tokens\./);
+    assert.match(
+      alone,
+      /Last compaction: 2 min ago \(threshold\): pruned 7 superseded tool outputs \(−12,400 tokens\); no summary needed: 117k → 105k tokens\./,
+    );
     const entry: CompactionEntry = {
-      id: 'e', round: 2, reason: 'threshold', summary: '', firstKeptMessageId: null, compactedMessageIds: [], tokensBefore: 117_000, tokensAfter: 20_000,
-      fileOperations: EMPTY_LEDGER, model: 'm', durationMs: 1, createdAt: 1_000_000 - 60_000, summaryRole: 'user', fallback: false, lowGain: false, splitTurn: false, summarizerCalls: 1, pruningId: 'p',
+      id: 'e',
+      round: 2,
+      reason: 'threshold',
+      summary: '',
+      firstKeptMessageId: null,
+      compactedMessageIds: [],
+      tokensBefore: 117_000,
+      tokensAfter: 20_000,
+      fileOperations: EMPTY_LEDGER,
+      model: 'm',
+      durationMs: 1,
+      createdAt: 1_000_000 - 60_000,
+      summaryRole: 'user',
+      fallback: false,
+      lowGain: false,
+      splitTurn: false,
+      summarizerCalls: 1,
+      pruningId: 'p',
     };
     const both = gaugePresentation(state(20_000, 128_000, { lastCompaction: entry, lastPruning: pruning })).tooltipMarkdown;
-    assert.match(both, /Last compaction: round 2, 1 min ago \(threshold\): pruned 7 superseded tool outputs \(−12,400 tokens\), then summarized: 117k → 20k tokens\./);
+    assert.match(
+      both,
+      /Last compaction: round 2, 1 min ago \(threshold\): pruned 7 superseded tool outputs \(−12,400 tokens\), then summarized: 117k → 20k tokens\./,
+    );
   });
 
   it('shows the count without a percentage when the window is unknown', () => {

@@ -70,7 +70,7 @@ describe('model windows: where the window comes from, in order', () => {
     assert.equal(registry.forEndpointModel(known, 'longrun/x/gpt-4o', {}).window.limit, 64_000);
   });
 
-  it('lets the user\'s contextWindow and maxOutputTokens win over the server', async () => {
+  it("lets the user's contextWindow and maxOutputTokens win over the server", async () => {
     const { registry } = windows([fromServer(6_000, { maxOutputTokens: 100 })]);
     await registry.ensure(target);
     const sized = registry.forEndpointModel(target, key, { contextWindow: 16_384, maxOutputTokens: 2_000 });
@@ -80,7 +80,7 @@ describe('model windows: where the window comes from, in order', () => {
     assert.equal(sized.inputLimit, 14_384);
   });
 
-  it('uses the server\'s stated maximum output when the user set none', async () => {
+  it("uses the server's stated maximum output when the user set none", async () => {
     const { registry } = windows([fromServer(200_000, { maxOutputTokens: 8_000 })]);
     await registry.ensure(target);
     assert.equal(registry.forEndpointModel(target, key, {}).outputReserve, 8_000);
@@ -107,7 +107,7 @@ describe('model windows: where the window comes from, in order', () => {
     assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 2_900);
     registry.learn(key, 2_000, 'stated by the server in an overflow error');
     assert.equal(registry.observe(key, 2_500), true);
-    assert.equal(registry.learnedWindow(key), undefined, 'an error\'s window is forgotten once exceeded');
+    assert.equal(registry.learnedWindow(key), undefined, "an error's window is forgotten once exceeded");
   });
 });
 

@@ -25,13 +25,31 @@ describe('protectionOf: files the agent may only write with approval', () => {
   });
 
   it('leaves ordinary files alone, including look-alikes', () => {
-    for (const p of ['src/a.ts', '.gitignore', '.gitattributes', 'docs/.github/README.md', '.github/CODEOWNERS', 'vscode/tasks.json', 'my.git/config']) {
+    for (const p of [
+      'src/a.ts',
+      '.gitignore',
+      '.gitattributes',
+      'docs/.github/README.md',
+      '.github/CODEOWNERS',
+      'vscode/tasks.json',
+      'my.git/config',
+    ]) {
       assert.equal(reasonOf(p), undefined, p);
     }
   });
 
   it('matches what case-insensitive and Windows file systems treat as the same name', () => {
-    for (const p of ['.GIT/config', '.Git/Hooks/pre-commit', '.git./config', '.git. . /config', '.git::$INDEX_ALLOCATION/config', '.vscode:stream/tasks.json', '.g\u200cit/config', '.hus\u212Ay/pre-commit', '.\\.git\\config']) {
+    for (const p of [
+      '.GIT/config',
+      '.Git/Hooks/pre-commit',
+      '.git./config',
+      '.git. . /config',
+      '.git::$INDEX_ALLOCATION/config',
+      '.vscode:stream/tasks.json',
+      '.g\u200cit/config',
+      '.hus\u212Ay/pre-commit',
+      '.\\.git\\config',
+    ]) {
       assert.ok(reasonOf(p), p);
     }
   });

@@ -218,7 +218,10 @@ describe('settings: longrun.* onto the core configuration', () => {
         ['longrun.agent.editorTools', 'item 3 must be a string'],
       ],
     );
-    assert.deepEqual(read({ 'longrun.agent.editorTools': 'all' }).problems.map((p) => [p.message, p.usedInstead]), [['must be a list of tool names', []]]);
+    assert.deepEqual(
+      read({ 'longrun.agent.editorTools': 'all' }).problems.map((p) => [p.message, p.usedInstead]),
+      [['must be a list of tool names', []]],
+    );
   });
 
   it('keeps the valid allowed commands and reports an entry that would allow every command or could never match', () => {
@@ -236,7 +239,11 @@ describe('settings: longrun.* onto the core configuration', () => {
 
   describe('endpoints', () => {
     it('keeps valid endpoints, with tool calling on unless turned off', () => {
-      const lmStudio = { name: 'lm-studio', baseUrl: 'https://lm.example.com/v1', models: [{ id: 'qwen', name: 'Qwen', maxOutputTokens: 4096, toolCalling: false }] };
+      const lmStudio = {
+        name: 'lm-studio',
+        baseUrl: 'https://lm.example.com/v1',
+        models: [{ id: 'qwen', name: 'Qwen', maxOutputTokens: 4096, toolCalling: false }],
+      };
       const { settings, problems } = read({ 'longrun.endpoints': [ollama, lmStudio] });
       assert.deepEqual(problems, []);
       assert.deepEqual(settings.endpoints, [
@@ -258,11 +265,17 @@ describe('settings: longrun.* onto the core configuration', () => {
       ];
       const second = { name: 'second', baseUrl: 'http://localhost:8000/v1', models: [{ id: 'm' }] };
       const { settings, problems } = read({ 'longrun.endpoints': [ollama, ...bad, second] });
-      assert.deepEqual(settings.endpoints.map((e) => e.name), ['ollama', 'second']);
+      assert.deepEqual(
+        settings.endpoints.map((e) => e.name),
+        ['ollama', 'second'],
+      );
       assert.equal(settings.endpoints[0]!.baseUrl, ollama.baseUrl);
       assert.equal(problems.length, bad.length);
       assert.ok(problems.every((p) => p.setting === 'longrun.endpoints' && p.usedInstead === undefined));
-      assert.deepEqual(problems.map((p) => p.value), bad);
+      assert.deepEqual(
+        problems.map((p) => p.value),
+        bad,
+      );
       const messages = problems.map((p) => p.message);
       assert.match(messages[0]!, /^entry 2 \("ftp"\): baseUrl must be an http or https URL$/);
       assert.match(messages[1]!, /^entry 3: name is missing$/);
@@ -324,7 +337,11 @@ describe('settings: package.json declares what readSettings reads', () => {
       const accepts = (value: unknown) => assert.deepEqual(read({ ...base, [key]: value }).problems, [], `${key} = ${JSON.stringify(value)}`);
       const rejects = (value: unknown) => {
         const problems = read({ ...base, [key]: value }).problems;
-        assert.deepEqual(problems.map((x) => x.setting), [key], `${key} = ${JSON.stringify(value)}`);
+        assert.deepEqual(
+          problems.map((x) => x.setting),
+          [key],
+          `${key} = ${JSON.stringify(value)}`,
+        );
       };
       const step = p.type === 'integer' ? 1 : 0.5;
       for (const value of p.enum ?? []) accepts(value);
@@ -360,7 +377,7 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
     'longrun.agent.autoApproveEdits': 'lets the agent write files without asking',
     'longrun.agent.maxSteps': 'how many tool calls the agent makes unattended for one request',
     // A list is replaced, not merged: a workspace's value would drop the user's own globs.
-    'longrun.agent.protectedPaths': "the files the user wants to approve even when edits are auto-approved",
+    'longrun.agent.protectedPaths': 'the files the user wants to approve even when edits are auto-approved',
     'longrun.agent.allowedCommands': 'the commands the agent runs in a terminal without asking',
     'longrun.agent.commandTimeoutSeconds': 'how long a command the agent started runs unattended',
     'longrun.agent.editorTools': "which other extensions' and MCP servers' tools the agent may call",

@@ -46,7 +46,10 @@ describe('conversation store: the needle ledger of a compaction entry', () => {
   ];
 
   it('reads back the ledger stored with an entry', async () => {
-    const needles = scanNeedles(EMPTY_NEEDLES, messages.flatMap((r) => (r.type === 'message' ? [r.message] : [])));
+    const needles = scanNeedles(
+      EMPTY_NEEDLES,
+      messages.flatMap((r) => (r.type === 'message' ? [r.message] : [])),
+    );
     assert.equal(needles.needles.length, 2);
     const log: LogRecord[] = [...messages, { type: 'compaction', entry: entry({ needles }) }];
     for (const record of log) await store.append('c1', record);

@@ -84,7 +84,10 @@ describe('summarizing ahead of need', () => {
     assert.equal(outcome.status, 'compacted');
     assert.equal(summarizer.calls.length, 1, 'no second summary of the same range');
     if (outcome.status !== 'compacted') return;
-    assert.ok(conversation.view().some((m) => m.id === 'u4'), 'what came after the snapshot stays in the view');
+    assert.ok(
+      conversation.view().some((m) => m.id === 'u4'),
+      'what came after the snapshot stays in the view',
+    );
     // The numbers describe the log it was applied to, not the snapshot it was computed from.
     assert.ok(outcome.compaction.entry!.tokensBefore >= 9_000, String(outcome.compaction.entry!.tokensBefore));
     assert.equal(outcome.compaction.entry!.tokensAfter, conversation.count().localTokens);

@@ -106,7 +106,7 @@ describe('previewing and editing summaries', () => {
   };
 
   describe('the saved text', () => {
-    it('is the document without its header comment, with the compaction\'s own file lists at the end in place of any the user wrote', () => {
+    it("is the document without its header comment, with the compaction's own file lists at the end in place of any the user wrote", () => {
       const entry = entryOf({ round: 2, summary: `## Summary\n\nDid things.\n\n${renderFileOperations(ledger)}` });
       const document = summaryDocument(entry, 'preview');
       assert.match(document, /^<!-- Longrun · summary of compaction round 2 · not applied yet/);
@@ -142,7 +142,10 @@ describe('previewing and editing summaries', () => {
       const outcome = await conversation.compact('manual', {
         review: async (entry) => {
           shown = entry;
-          const saved = savedSummary(summaryDocument(entry, 'preview').replace('### Completed Work', '### Completed Work\n- The user prefers tabs.'), entry.fileOperations);
+          const saved = savedSummary(
+            summaryDocument(entry, 'preview').replace('### Completed Work', '### Completed Work\n- The user prefers tabs.'),
+            entry.fileOperations,
+          );
           return 'summary' in saved ? saved.summary : undefined;
         },
       });
@@ -150,7 +153,7 @@ describe('previewing and editing summaries', () => {
       const entry = conversation.lastCompaction()!;
       assert.equal(entry.id, shown!.id);
       assert.match(entry.summary, /- The user prefers tabs\./);
-      assert.match(entry.summary, /<read-files>\nsrc\/read\.ts\n<\/read-files>/, 'the file lists are the compaction\'s');
+      assert.match(entry.summary, /<read-files>\nsrc\/read\.ts\n<\/read-files>/, "the file lists are the compaction's");
       assert.match(summaryText(conversation.view()), /The user prefers tabs/);
       assert.equal(entry.tokensAfter, conversation.count().localTokens, 'the numbers are those of the summary applied');
       const reloaded = await reopen();
@@ -181,7 +184,16 @@ describe('previewing and editing summaries', () => {
     });
 
     it('leaves a computed compaction without a summary (a pruning alone) as it is', () => {
-      const computed = { records: [], basis: { messageIds: [], lastEntryId: null }, view: [], repairs: [], compactedCount: 0, tokensBefore: 1, tokensAfter: 0, lowGain: false };
+      const computed = {
+        records: [],
+        basis: { messageIds: [], lastEntryId: null },
+        view: [],
+        repairs: [],
+        compactedCount: 0,
+        tokensBefore: 1,
+        tokensAfter: 0,
+        lowGain: false,
+      };
       assert.equal(withSummary(computed, 'anything'), computed);
     });
   });
@@ -214,7 +226,10 @@ describe('previewing and editing summaries', () => {
       const { conversation, newId, counter, reopen, store } = await setup();
       const entry = await compacted(conversation);
       const records = conversation.log().length;
-      await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Edited.'), { newId, counter });
+      await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Edited.'), {
+        newId,
+        counter,
+      });
       assert.equal(conversation.log().length, records + 1, 'appended, nothing rewritten');
       const { log, problems } = await store.open('c1');
       assert.deepEqual(problems, []);
@@ -224,12 +239,15 @@ describe('previewing and editing summaries', () => {
       assert.match(summaryText(reloaded.view()), /- Edited\./);
     });
 
-    it('is taken back by the first undo (the model\'s summary returns), and the next undo brings back the messages', async () => {
+    it("is taken back by the first undo (the model's summary returns), and the next undo brings back the messages", async () => {
       const { conversation, newId, counter } = await setup();
       const original = conversation.view();
       const entry = await compacted(conversation);
       const compactedView = conversation.view();
-      await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Edited.'), { newId, counter });
+      await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Edited.'), {
+        newId,
+        counter,
+      });
       const first = await conversation.undo();
       assert.ok(first.ok);
       assert.equal(first.step.compaction?.editOf, entry.id);
@@ -244,9 +262,17 @@ describe('previewing and editing summaries', () => {
     it('can be edited again, and each undo steps back one save', async () => {
       const { conversation, newId, counter } = await setup();
       const entry = await compacted(conversation);
-      const once = await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- First.'), { newId, counter });
+      const once = await editSummary(
+        conversation,
+        entry.id,
+        summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- First.'),
+        { newId, counter },
+      );
       assert.ok(once.ok && once.entry);
-      const twice = await editSummary(conversation, entry.id, summaryDocument(once.entry, 'in-force').replace('- First.', '- Second.'), { newId, counter });
+      const twice = await editSummary(conversation, entry.id, summaryDocument(once.entry, 'in-force').replace('- First.', '- Second.'), {
+        newId,
+        counter,
+      });
       assert.ok(twice.ok && twice.entry);
       assert.equal(twice.entry.editOf, entry.id, 'an edit names the compaction, not the edit before it');
       assert.deepEqual(summaryOf(conversation.log(), entry.id), { entry: twice.entry, inForce: true });
@@ -258,7 +284,12 @@ describe('previewing and editing summaries', () => {
     it('is what the next compaction builds on', async () => {
       const { conversation, newId, counter, say, summarizer } = await setup();
       const entry = await compacted(conversation);
-      await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Keep the marmalade constraint.'), { newId, counter });
+      await editSummary(
+        conversation,
+        entry.id,
+        summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Keep the marmalade constraint.'),
+        { newId, counter },
+      );
       for (let i = 5; i <= 8; i++) await say(conversation, i);
       await compacted(conversation);
       const request = JSON.stringify(summarizer.requests.at(-1)!.messages);
@@ -279,7 +310,12 @@ describe('previewing and editing summaries', () => {
       const first = await compacted(conversation);
       for (let i = 5; i <= 8; i++) await say(conversation, i);
       const second = await compacted(conversation);
-      const stale = await editSummary(conversation, first.id, summaryDocument(first, 'in-force').replace('### Current State', '### Current State\n- Late.'), { newId, counter });
+      const stale = await editSummary(
+        conversation,
+        first.id,
+        summaryDocument(first, 'in-force').replace('### Current State', '### Current State\n- Late.'),
+        { newId, counter },
+      );
       assert.equal(stale.ok, false);
       assert.match(stale.ok ? '' : stale.reason, /no longer the one the model gets/);
       assert.equal(conversation.lastCompaction(), second, 'nothing was appended');
@@ -287,7 +323,12 @@ describe('previewing and editing summaries', () => {
 
       await conversation.undo();
       await conversation.undo();
-      const undone = await editSummary(conversation, first.id, summaryDocument(first, 'in-force').replace('### Current State', '### Current State\n- Late.'), { newId, counter });
+      const undone = await editSummary(
+        conversation,
+        first.id,
+        summaryDocument(first, 'in-force').replace('### Current State', '### Current State\n- Late.'),
+        { newId, counter },
+      );
       assert.equal(undone.ok, false);
     });
 
@@ -296,7 +337,12 @@ describe('previewing and editing summaries', () => {
       const entry = await compacted(conversation);
       let release: (summary: string | undefined) => void = () => undefined;
       const running = conversation.compact('manual', { review: () => new Promise((resolve) => (release = resolve)) });
-      const result = await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Now.'), { newId, counter });
+      const result = await editSummary(
+        conversation,
+        entry.id,
+        summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Now.'),
+        { newId, counter },
+      );
       assert.equal(result.ok, false);
       assert.match(result.ok ? '' : result.reason, /compaction is running/);
       release(undefined);
@@ -306,7 +352,10 @@ describe('previewing and editing summaries', () => {
     it('is shown as an edit in the exported conversation', async () => {
       const { conversation, newId, counter } = await setup();
       const entry = await compacted(conversation);
-      await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Exported.'), { newId, counter });
+      await editSummary(conversation, entry.id, summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Exported.'), {
+        newId,
+        counter,
+      });
       const markdown = conversationMarkdown(conversation.log(), 'T');
       assert.match(markdown, /Summary of compaction round 1 edited by the user/);
       assert.match(markdown, /> - Exported\./);
@@ -316,18 +365,39 @@ describe('previewing and editing summaries', () => {
   describe('undo over an edit of a compaction made with a pruning', () => {
     it('undoes the edit alone, then the summary and its pruning together', () => {
       const counter = new MessageTokenCounter(charEstimator);
-      const messages: LogRecord[] = ['u1', 'a1', 'u2', 'a2'].map((id) => ({ type: 'message', message: { id, role: id.startsWith('u') ? 'user' : 'assistant', content: [{ type: 'text', text: id }] } }));
-      const pruning = { id: 'p1', reason: 'manual' as const, outputs: [{ messageId: 'a1', toolCallId: 'c', toolName: 't', kind: 'old' as const, stub: 's', tokens: 1 }], tokensBefore: 10, tokensAfter: 9, createdAt: 1 };
+      const messages: LogRecord[] = ['u1', 'a1', 'u2', 'a2'].map((id) => ({
+        type: 'message',
+        message: { id, role: id.startsWith('u') ? 'user' : 'assistant', content: [{ type: 'text', text: id }] },
+      }));
+      const pruning = {
+        id: 'p1',
+        reason: 'manual' as const,
+        outputs: [{ messageId: 'a1', toolCallId: 'c', toolName: 't', kind: 'old' as const, stub: 's', tokens: 1 }],
+        tokensBefore: 10,
+        tokensAfter: 9,
+        createdAt: 1,
+      };
       const compaction = entryOf({ pruningId: 'p1' });
       const edit = editEntry(compaction, 'S, edited', { newId: () => 'e1', counter });
       assert.equal(edit.pruningId, undefined);
-      const log: LogRecord[] = [...messages, { type: 'pruning', entry: pruning }, { type: 'compaction', entry: compaction }, { type: 'compaction', entry: edit }];
+      const log: LogRecord[] = [
+        ...messages,
+        { type: 'pruning', entry: pruning },
+        { type: 'compaction', entry: compaction },
+        { type: 'compaction', entry: edit },
+      ];
       const first = undoLastStep(log, 2);
       assert.ok(!('error' in first));
-      assert.deepEqual(first.records.map((r) => (r.type === 'undo' ? r.entryId : '')), ['e1']);
+      assert.deepEqual(
+        first.records.map((r) => (r.type === 'undo' ? r.entryId : '')),
+        ['e1'],
+      );
       const second = undoLastStep([...log, ...first.records], 3);
       assert.ok(!('error' in second));
-      assert.deepEqual(second.records.map((r) => (r.type === 'undo' ? r.entryId : '')), ['c1', 'p1']);
+      assert.deepEqual(
+        second.records.map((r) => (r.type === 'undo' ? r.entryId : '')),
+        ['c1', 'p1'],
+      );
     });
   });
 });

@@ -130,10 +130,9 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       const controller = new AbortController();
       setTimeout(() => controller.abort(), 200);
       const started = Date.now();
-      await assert.rejects(
-        port.searchText(CATASTROPHIC, { isRegex: true, caseSensitive: true, limit: 10 }, controller.signal),
-        { name: 'AbortError' },
-      );
+      await assert.rejects(port.searchText(CATASTROPHIC, { isRegex: true, caseSensitive: true, limit: 10 }, controller.signal), {
+        name: 'AbortError',
+      });
       assert.ok(Date.now() - started < 2_000, `took ${Date.now() - started} ms`);
     });
 
@@ -191,13 +190,19 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
     it('searches a folder reached through a link that stays inside the workspace', async () => {
       await fs.symlink(file('src'), file('alias'), 'dir');
       const { matches } = await port.searchText('const b', { isRegex: false, caseSensitive: true, limit: 10 }, never);
-      assert.deepEqual(matches.map((m) => m.path), ['alias/a.ts', 'src/a.ts']);
+      assert.deepEqual(
+        matches.map((m) => m.path),
+        ['alias/a.ts', 'src/a.ts'],
+      );
     });
 
     it('still finds matches of a simple pattern, stopping at the limit', async () => {
       await fs.writeFile(file('src', 'many.txt'), Array.from({ length: 50 }, (_, i) => `item ${i}`).join('\n'));
       const { matches, truncated } = await port.searchText('item \\d+', { isRegex: true, caseSensitive: true, limit: 5 }, never);
-      assert.deepEqual(matches.map((m) => m.line), [1, 2, 3, 4, 5]);
+      assert.deepEqual(
+        matches.map((m) => m.line),
+        [1, 2, 3, 4, 5],
+      );
       assert.equal(truncated, true);
     });
 
@@ -243,7 +248,13 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
 
     it('asks before creating a git hook, a workflow or a dev container file', async () => {
       answer = false;
-      for (const p of ['.git/hooks/pre-commit', '.husky/pre-commit', '.github/workflows/ci.yml', '.devcontainer/devcontainer.json', '.vscode/settings.json']) {
+      for (const p of [
+        '.git/hooks/pre-commit',
+        '.husky/pre-commit',
+        '.github/workflows/ci.yml',
+        '.devcontainer/devcontainer.json',
+        '.vscode/settings.json',
+      ]) {
         asked = [];
         assert.match(await call('create_file', { path: p, content: 'x' }), /^Error: The user declined/, p);
         assert.equal(asked.length, 1, p);
@@ -315,7 +326,10 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
     });
 
     it('does not ask for an ordinary file when edits are auto-approved', async () => {
-      assert.equal(await call('edit_file', { path: 'src/a.ts', edits: [{ oldText: 'a = 1', newText: 'a = 10' }] }), 'Edited src/a.ts: 1 replacement applied.');
+      assert.equal(
+        await call('edit_file', { path: 'src/a.ts', edits: [{ oldText: 'a = 1', newText: 'a = 10' }] }),
+        'Edited src/a.ts: 1 replacement applied.',
+      );
       assert.equal(await call('create_file', { path: 'src/.gitignore', content: 'dist\n' }), 'Created src/.gitignore (1 line).');
       assert.deepEqual(asked, []);
     });
@@ -363,7 +377,10 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
           return true;
         },
       });
-      assert.match(await call('edit_file', { path: 'src/a.ts', edits: [{ oldText: 'a = 1', newText: 'a = 9' }] }), /changed while waiting for approval/);
+      assert.match(
+        await call('edit_file', { path: 'src/a.ts', edits: [{ oldText: 'a = 1', newText: 'a = 9' }] }),
+        /changed while waiting for approval/,
+      );
       assert.equal(await read(file('src', 'a.ts')), 'export const a = 1;\nexport const b = 3;\n');
     });
 
@@ -385,7 +402,10 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
 
     it('reports the change with its diff', async () => {
       await call('edit_file', { path: 'src/a.ts', edits: [{ oldText: 'b = 2', newText: 'b = 3' }] });
-      assert.deepEqual(changes.map((c) => [c.kind, c.path]), [['modified', 'src/a.ts']]);
+      assert.deepEqual(
+        changes.map((c) => [c.kind, c.path]),
+        [['modified', 'src/a.ts']],
+      );
       assert.match(changes[0]!.diff, /-export const b = 2;\n\+export const b = 3;/);
     });
   });

@@ -4,7 +4,20 @@ import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { activeEntries, lastEntry, modelView, type CompactionEntry, type ConversationLog, type LogRecord } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import type { SummaryRequest } from '../../../src/core/ports';
-import { asLog, assistant, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, sys, templateSummary, toolResult, turn, user } from './fixtures';
+import {
+  asLog,
+  assistant,
+  config,
+  estimatingCounter,
+  FakeClock,
+  idGenerator,
+  RecordingSummarizer,
+  sys,
+  templateSummary,
+  toolResult,
+  turn,
+  user,
+} from './fixtures';
 
 const cfg = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, minMessages: 4 }));
 
@@ -30,7 +43,10 @@ function deps(summarizer: RecordingSummarizer): CompactionDeps {
 }
 
 async function compactOnce(log: ConversationLog, d: CompactionDeps): Promise<{ log: ConversationLog; entry: CompactionEntry }> {
-  const outcome = await computeCompaction({ log, reason: 'manual', config: cfg, window: { limit: 100_000, source: 'model' }, ledger: EMPTY_LEDGER }, d);
+  const outcome = await computeCompaction(
+    { log, reason: 'manual', config: cfg, window: { limit: 100_000, source: 'model' }, ledger: EMPTY_LEDGER },
+    d,
+  );
   assert.equal(outcome.status, 'compacted', outcome.status !== 'compacted' ? outcome.reason : '');
   if (outcome.status !== 'compacted' || !outcome.compaction.entry) throw new Error('no summary');
   const applied = applyCompaction(log, outcome.compaction);
@@ -39,11 +55,19 @@ async function compactOnce(log: ConversationLog, d: CompactionDeps): Promise<{ l
 }
 
 /** `rounds` compactions, each after two more ordinary turns. */
-async function rounds(count: number, d: CompactionDeps, start: ConversationLog = asLog(opening)): Promise<{ log: ConversationLog; entries: CompactionEntry[] }> {
+async function rounds(
+  count: number,
+  d: CompactionDeps,
+  start: ConversationLog = asLog(opening),
+): Promise<{ log: ConversationLog; entries: CompactionEntry[] }> {
   let log = start;
   const entries: CompactionEntry[] = [];
   for (let r = 0; r < count; r++) {
-    log = [...log, ...asLog(turn(`r${r}a`, `Module ${r} fails its tests.`, 2, 'x'.repeat(800))), ...asLog(turn(`r${r}b`, `Module ${r} again.`, 2, 'y'.repeat(800)))];
+    log = [
+      ...log,
+      ...asLog(turn(`r${r}a`, `Module ${r} fails its tests.`, 2, 'x'.repeat(800))),
+      ...asLog(turn(`r${r}b`, `Module ${r} again.`, 2, 'y'.repeat(800))),
+    ];
     const done = await compactOnce(log, d);
     log = done.log;
     entries.push(done.entry);
@@ -66,7 +90,7 @@ describe('compaction: needles kept outside the model', () => {
     const { log, entries } = await rounds(5, deps(dropping()));
     assert.equal(entries.length, 5);
     const view = modelView(log);
-    assert.ok(!view.some((m) => m.id === 'u1' || m.id === 't0'), 'the needles\' messages are long summarized');
+    assert.ok(!view.some((m) => m.id === 'u1' || m.id === 't0'), "the needles' messages are long summarized");
     const summary = lastEntry(log)!.summary;
     for (const needle of [CONSTRAINT, ERROR, TASK]) assert.equal(summary.split(needle).length - 1, 1, `${needle} exactly once`);
     assert.equal(blocks(summary), 1);

@@ -67,13 +67,23 @@ function build(shape: HistoryShape): Message[] {
   shape.turns.forEach((t: TurnShape, ti: number) => {
     out.push({ id: id(), role: 'user', content: textOf(t.user) });
     t.steps.forEach((step, si) => {
-      const calls = Array.from({ length: step.calls }, (_, k) => ({ type: 'tool-call' as const, toolCallId: `c${ti}-${si}-${k}`, toolName: 'read_file', input: { path: `f${k}.ts` } }));
+      const calls = Array.from({ length: step.calls }, (_, k) => ({
+        type: 'tool-call' as const,
+        toolCallId: `c${ti}-${si}-${k}`,
+        toolName: 'read_file',
+        input: { path: `f${k}.ts` },
+      }));
       const content = [...textOf(step.text), ...calls];
       if (content.length === 0) content.push({ type: 'text', text: '…' });
       out.push({ id: id(), role: 'assistant', content });
       const isLast = ti === shape.turns.length - 1 && si === t.steps.length - 1;
       if (isLast && shape.pendingAtEnd) return;
-      const results = calls.map((c) => ({ type: 'tool-result' as const, toolCallId: c.toolCallId, toolName: c.toolName, output: 'r'.repeat(step.resultSize) }));
+      const results = calls.map((c) => ({
+        type: 'tool-result' as const,
+        toolCallId: c.toolCallId,
+        toolName: c.toolName,
+        output: 'r'.repeat(step.resultSize),
+      }));
       if (results.length === 0) return;
       if (step.resultsPerMessage) for (const r of results) out.push({ id: id(), role: 'tool', content: [r] });
       else out.push({ id: id(), role: 'tool', content: results });
@@ -125,7 +135,13 @@ describe('compaction properties over 10,000 random histories', function () {
         const deps: CompactionDeps = { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator() };
         const before = modelView(log);
         const outcome = await computeCompaction(
-          { log, reason: options.reason, config, window: { limit: options.limit, source: options.limit ? 'model' : 'unknown' }, ledger: EMPTY_LEDGER },
+          {
+            log,
+            reason: options.reason,
+            config,
+            window: { limit: options.limit, source: options.limit ? 'model' : 'unknown' },
+            ledger: EMPTY_LEDGER,
+          },
           deps,
         );
         assert.notEqual(outcome.status, 'cancelled');
@@ -137,7 +153,12 @@ describe('compaction properties over 10,000 random histories', function () {
         assert.deepEqual(orphanProblems(view, messages), []);
 
         if (options.keepSystemMessages) {
-          for (const m of before) if (m.role === 'system') assert.ok(view.some((v) => v.id === m.id), `system ${m.id} kept`);
+          for (const m of before)
+            if (m.role === 'system')
+              assert.ok(
+                view.some((v) => v.id === m.id),
+                `system ${m.id} kept`,
+              );
         }
 
         // Order: the non-summary messages of the new view appear in the same order as before.

@@ -4,7 +4,19 @@ import { resolveConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER, recordFileEvent } from '../../../src/core/file-ledger';
 import { allMessages, modelView, SUMMARY_PREFIX, type LogRecord } from '../../../src/core/history';
 import type { SummaryRequest } from '../../../src/core/ports';
-import { asLog, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, sys, templateSummary, toolResult, turn, user } from './fixtures';
+import {
+  asLog,
+  config,
+  estimatingCounter,
+  FakeClock,
+  idGenerator,
+  RecordingSummarizer,
+  sys,
+  templateSummary,
+  toolResult,
+  turn,
+  user,
+} from './fixtures';
 
 const messagesConfig = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, minMessages: 4 }));
 
@@ -18,13 +30,25 @@ function setup(summarizer = new RecordingSummarizer(), clock = new FakeClock()) 
  * so that the files these conversations read again reach the summarizer as they are.
  */
 function request(log: readonly LogRecord[], over: Partial<CompactionRequest> = {}): CompactionRequest {
-  const made: CompactionRequest = { log, reason: 'manual', config: messagesConfig, window: { limit: 100_000, source: 'model' }, ledger: EMPTY_LEDGER, ...over };
+  const made: CompactionRequest = {
+    log,
+    reason: 'manual',
+    config: messagesConfig,
+    window: { limit: 100_000, source: 'model' },
+    ledger: EMPTY_LEDGER,
+    ...over,
+  };
   return { ...made, config: { ...made.config, pruning: { ...made.config.pruning, enabled: false } } };
 }
 
-const conversation = [sys('s', 'You are a coding agent.'), ...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)), ...turn('t2', 'Add SM-2 scheduling', 3, 'y'.repeat(2_000)), ...turn('t3', 'Now add tests', 1)];
+const conversation = [
+  sys('s', 'You are a coding agent.'),
+  ...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)),
+  ...turn('t2', 'Add SM-2 scheduling', 3, 'y'.repeat(2_000)),
+  ...turn('t3', 'Now add tests', 1),
+];
 
-describe('compaction: result, entry and the model\'s view', () => {
+describe("compaction: result, entry and the model's view", () => {
   it('returns the new view: system, then the summary, then the kept messages', async () => {
     const { deps } = setup();
     const outcome = await compact(request(asLog(conversation)), deps);
@@ -40,10 +64,12 @@ describe('compaction: result, entry and the model\'s view', () => {
   });
 
   it('records an entry with everything needed to show, undo or re-run it', async () => {
-    const { deps, clock } = setup(new RecordingSummarizer(async (r) => {
-      clock.advance(1_500);
-      return { text: templateSummary(`Did things in ${r.messages.length} messages.`), model: 'fake-model' };
-    }));
+    const { deps, clock } = setup(
+      new RecordingSummarizer(async (r) => {
+        clock.advance(1_500);
+        return { text: templateSummary(`Did things in ${r.messages.length} messages.`), model: 'fake-model' };
+      }),
+    );
     const outcome = await computeCompaction(request(asLog(conversation), { reason: 'threshold' }), deps);
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
@@ -81,7 +107,9 @@ describe('compaction: result, entry and the model\'s view', () => {
   });
 
   it('puts the original task back verbatim when the summary lost it', async () => {
-    const { deps } = setup(new RecordingSummarizer(() => ({ text: templateSummary('Some work was done on an app. Tests pending. Nothing else to say.') })));
+    const { deps } = setup(
+      new RecordingSummarizer(() => ({ text: templateSummary('Some work was done on an app. Tests pending. Nothing else to say.') })),
+    );
     const outcome = await computeCompaction(request(asLog(conversation)), deps);
     assert.ok(outcome.status === 'compacted');
     assert.match(outcome.compaction.entry!.summary, /### Original Task \(verbatim\)\nBuild a flashcard app/);
@@ -132,7 +160,13 @@ describe('compaction: result, entry and the model\'s view', () => {
   it('waits for the minimum number of messages before compacting automatically (004)', async () => {
     const { deps } = setup();
     const small = asLog(turn('t1', 'hi', 1));
-    const threshold = await computeCompaction(request(small, { reason: 'threshold', config: { ...messagesConfig, minMessages: 10, keepRecent: { ...messagesConfig.keepRecent, messages: 1 } } }), deps);
+    const threshold = await computeCompaction(
+      request(small, {
+        reason: 'threshold',
+        config: { ...messagesConfig, minMessages: 10, keepRecent: { ...messagesConfig.keepRecent, messages: 1 } },
+      }),
+      deps,
+    );
     assert.equal(threshold.status, 'noop');
     assert.match(threshold.status === 'noop' ? threshold.reason : '', /waits for 10/);
   });
@@ -141,11 +175,17 @@ describe('compaction: result, entry and the model\'s view', () => {
     const { deps } = setup();
     const huge = [sys('s', 'sys'), ...turn('t1', 'Refactor everything', 30, 'z'.repeat(4_000))];
     const cfg = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'tokens', tokens: 3_000 } }));
-    const outcome = await computeCompaction(request(asLog(huge), { config: cfg, window: { limit: 32_000, source: 'model' }, reason: 'overflow' }), deps);
+    const outcome = await computeCompaction(
+      request(asLog(huge), { config: cfg, window: { limit: 32_000, source: 'model' }, reason: 'overflow' }),
+      deps,
+    );
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
     assert.ok(outcome.compaction.entry!.splitTurn);
-    assert.deepEqual(outcome.compaction.view.slice(0, 3).map((m) => m.role), ['system', 'user', 'user']);
+    assert.deepEqual(
+      outcome.compaction.view.slice(0, 3).map((m) => m.role),
+      ['system', 'user', 'user'],
+    );
     assert.equal(outcome.compaction.view[2]!.id, 't1-u');
     assert.ok(outcome.compaction.entry!.tokensAfter < 32_000 / 2);
   });
@@ -153,9 +193,18 @@ describe('compaction: result, entry and the model\'s view', () => {
 
 describe('compaction: requests that would not fit the summarizer', () => {
   it('splits into batches by importance and merges the batch summaries', async () => {
-    const summarizer = new RecordingSummarizer((r, i) => ({ text: templateSummary(`summary number ${i} of a ${r.purpose} request, long enough to use.`) }), 6_000);
+    const summarizer = new RecordingSummarizer(
+      (r, i) => ({ text: templateSummary(`summary number ${i} of a ${r.purpose} request, long enough to use.`) }),
+      6_000,
+    );
     const { deps } = setup(summarizer);
-    const long = [sys('s', 'sys'), ...turn('t1', 'one', 8, 'a'.repeat(1_900)), ...turn('t2', 'two', 8, 'b'.repeat(1_900)), ...turn('t3', 'three', 8, 'c'.repeat(1_900)), ...turn('t4', 'four', 1)];
+    const long = [
+      sys('s', 'sys'),
+      ...turn('t1', 'one', 8, 'a'.repeat(1_900)),
+      ...turn('t2', 'two', 8, 'b'.repeat(1_900)),
+      ...turn('t3', 'three', 8, 'c'.repeat(1_900)),
+      ...turn('t4', 'four', 1),
+    ];
     const outcome = await computeCompaction(request(asLog(long)), deps);
     assert.equal(outcome.status, 'compacted');
     const purposes = summarizer.requests.map((r) => r.purpose);
@@ -166,17 +215,26 @@ describe('compaction: requests that would not fit the summarizer', () => {
       assert.ok(size <= 6_000, `a ${r.purpose} request of ${size} tokens exceeds the window`);
     }
     // Every compacted message reached some batch.
-    const sent = summarizer.requests.filter((r) => r.purpose === 'batch').flatMap((r) => r.messages.map((m) => m.content)).join('\n');
+    const sent = summarizer.requests
+      .filter((r) => r.purpose === 'batch')
+      .flatMap((r) => r.messages.map((m) => m.content))
+      .join('\n');
     for (const id of ['one', 'two', 'three']) assert.ok(sent.includes(id), id);
     const merge = summarizer.requests.at(-1)!;
-    assert.deepEqual(merge.messages.slice(0, -1).map((m) => m.role), merge.messages.slice(0, -1).map(() => 'system'));
+    assert.deepEqual(
+      merge.messages.slice(0, -1).map((m) => m.role),
+      merge.messages.slice(0, -1).map(() => 'system'),
+    );
     if (outcome.status === 'compacted') assert.equal(outcome.compaction.entry!.summarizerCalls, summarizer.requests.length);
   });
 
   it('sends a request that fits in one call', async () => {
     const { deps, summarizer } = setup();
     await computeCompaction(request(asLog(conversation)), deps);
-    assert.deepEqual(summarizer.requests.map((r: SummaryRequest) => r.purpose), ['summary']);
+    assert.deepEqual(
+      summarizer.requests.map((r: SummaryRequest) => r.purpose),
+      ['summary'],
+    );
   });
 });
 
@@ -206,7 +264,9 @@ describe('compaction: failure without loss', () => {
   it('frees space with an extractive summary marked as fallback when the summarizer fails', async () => {
     const { deps } = setup(new RecordingSummarizer(() => Promise.reject(new Error('boom'))));
     // The first read failed: its result is an error.
-    const withError = conversation.map((m) => (m.id === 't1-t0' ? toolResult('err', 't1-c0', 'read_file', 'ENOENT: no such file src/missing.ts', true) : m));
+    const withError = conversation.map((m) =>
+      m.id === 't1-t0' ? toolResult('err', 't1-c0', 'read_file', 'ENOENT: no such file src/missing.ts', true) : m,
+    );
     const outcome = await computeCompaction(request(asLog(withError)), deps);
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
@@ -285,7 +345,10 @@ describe('compaction: computed in the background, applied later', () => {
     const current = [...snapshot, ...asLog([user('late-1', 'one more thing'), user('late-2', 'and another')])];
     const applied = applyCompaction(current, outcome.compaction);
     assert.ok(applied.ok);
-    assert.deepEqual(applied.view.slice(-2).map((m) => m.id), ['late-1', 'late-2']);
+    assert.deepEqual(
+      applied.view.slice(-2).map((m) => m.id),
+      ['late-1', 'late-2'],
+    );
   });
 
   it('refuses to apply when the snapshot is no longer a prefix, or another compaction happened', async () => {
@@ -304,14 +367,18 @@ describe('compaction: computed in the background, applied later', () => {
 });
 
 describe('compaction: configuration from each seed', () => {
-  it('at brief depth cuts the least important messages short, never the user\'s (004 with 002 scoring)', async () => {
+  it("at brief depth cuts the least important messages short, never the user's (004 with 002 scoring)", async () => {
     const longAnswer = 'q'.repeat(1_500);
     const chat = [...turn('t1', `Please do it ${'u'.repeat(1_500)}`, 3, longAnswer), ...turn('t2', 'more', 3, longAnswer), ...turn('t3', 'last', 0)];
     const lengths = async (depth: 'brief' | 'standard') => {
       const summarizer = new RecordingSummarizer();
       const cfg = { ...messagesConfig, summary: { ...messagesConfig.summary, depth } };
       await computeCompaction(request(asLog(chat), { config: cfg }), setup(summarizer).deps);
-      return summarizer.requests[0]!.messages.slice(0, -1).map((m) => ({ role: m.role, length: m.content.length, user: m.content.includes('Please do it') }));
+      return summarizer.requests[0]!.messages.slice(0, -1).map((m) => ({
+        role: m.role,
+        length: m.content.length,
+        user: m.content.includes('Please do it'),
+      }));
     };
     const brief = await lengths('brief');
     const standard = await lengths('standard');

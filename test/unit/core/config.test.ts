@@ -23,7 +23,11 @@ describe('configuration', () => {
   });
 
   it('replaces each invalid value by its default and names it once', () => {
-    const { config, problems } = resolveConfig({ trigger: { warningPercent: 7, criticalPercent: 0.8 }, summary: { depth: 'epic' }, minMessages: 'ten' });
+    const { config, problems } = resolveConfig({
+      trigger: { warningPercent: 7, criticalPercent: 0.8 },
+      summary: { depth: 'epic' },
+      minMessages: 'ten',
+    });
     assert.equal(config.trigger.warningPercent, 0.75);
     assert.equal(config.trigger.criticalPercent, 0.8);
     assert.equal(config.summary.depth, 'standard');

@@ -26,24 +26,45 @@ describe('cut point: what to compact and what to keep', () => {
 
   it('keeps a tool call with its result when the cut falls between them', () => {
     // Keeping the last 4 messages would start the kept part at a tool result (t2-t1).
-    const view = [...turn('t1', 'first', 2), user('t2-u', 'second'), assistant('t2-a0', '', { callId: 'x0', tool: 'grep' }), toolResult('t2-t0', 'x0', 'grep', 'hit'), assistant('t2-a1', '', { callId: 'x1', tool: 'grep' }), toolResult('t2-t1', 'x1', 'grep', 'hit'), assistant('t2-done', 'done')];
+    const view = [
+      ...turn('t1', 'first', 2),
+      user('t2-u', 'second'),
+      assistant('t2-a0', '', { callId: 'x0', tool: 'grep' }),
+      toolResult('t2-t0', 'x0', 'grep', 'hit'),
+      assistant('t2-a1', '', { callId: 'x1', tool: 'grep' }),
+      toolResult('t2-t1', 'x1', 'grep', 'hit'),
+      assistant('t2-done', 'done'),
+    ];
     const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'messages', messages: 3 } }));
     assert.ok(result.ok);
     const kept = result.selection.kept;
     assert.notEqual(kept[0]!.role, 'tool');
     const keptCalls = new Set(kept.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : []))));
-    for (const m of kept) for (const p of m.content) if (p.type === 'tool-result') assert.ok(keptCalls.has(p.toolCallId), `orphan result ${p.toolCallId}`);
+    for (const m of kept)
+      for (const p of m.content) if (p.type === 'tool-result') assert.ok(keptCalls.has(p.toolCallId), `orphan result ${p.toolCallId}`);
   });
 
   it('treats parallel tool calls answered by several tool messages as one unit', () => {
-    const body = [user('u', 'go'), assistant('a', '', { callId: 'p1', tool: 'read_file' }, { callId: 'p2', tool: 'read_file' }), toolResult('r1', 'p1', 'read_file', 'x'), toolResult('r2', 'p2', 'read_file', 'y'), assistant('b', 'done')];
+    const body = [
+      user('u', 'go'),
+      assistant('a', '', { callId: 'p1', tool: 'read_file' }, { callId: 'p2', tool: 'read_file' }),
+      toolResult('r1', 'p1', 'read_file', 'x'),
+      toolResult('r2', 'p2', 'read_file', 'y'),
+      assistant('b', 'done'),
+    ];
     assert.deepEqual(validCuts(body), [true, true, false, false, true, true]);
   });
 
   it('pairs a tool result with the nearest call of its id, so ids reused in later turns still allow cuts between turns', () => {
     const body = [
-      user('u1', 'one'), assistant('a1', '', { callId: 'call_1', tool: 'read_file' }), toolResult('t1', 'call_1', 'read_file', 'x'), assistant('d1', 'done'),
-      user('u2', 'two'), assistant('a2', '', { callId: 'call_1', tool: 'read_file' }), toolResult('t2', 'call_1', 'read_file', 'y'), assistant('d2', 'done'),
+      user('u1', 'one'),
+      assistant('a1', '', { callId: 'call_1', tool: 'read_file' }),
+      toolResult('t1', 'call_1', 'read_file', 'x'),
+      assistant('d1', 'done'),
+      user('u2', 'two'),
+      assistant('a2', '', { callId: 'call_1', tool: 'read_file' }),
+      toolResult('t2', 'call_1', 'read_file', 'y'),
+      assistant('d2', 'done'),
     ];
     assert.deepEqual(validCuts(body), [true, true, false, true, true, true, false, true, true]);
   });
@@ -106,7 +127,10 @@ describe('cut point: what to compact and what to keep', () => {
   it('splits one turn larger than the budget: keeps its request, summarizes its early part', () => {
     const big = 'y'.repeat(8_000); // about 2,000 tokens per result
     const view = [...turn('t1', 'old', 1), ...turn('t2', 'huge task', 12, big)];
-    const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'tokens', tokens: 4_000 }, maxKeptTokens: 10_000 }));
+    const result = selectForCompaction(
+      view,
+      options({ keepRecent: { ...config().keepRecent, mode: 'tokens', tokens: 4_000 }, maxKeptTokens: 10_000 }),
+    );
     assert.ok(result.ok);
     const s = result.selection;
     assert.ok(s.splitTurn);

@@ -42,10 +42,7 @@ function render(...events: FileEvent[]): { read: string[]; modified: string[]; t
 describe('file ledger', () => {
   describe('rendering', () => {
     it('renders both sections, empty, for the empty ledger', () => {
-      assert.equal(
-        renderFileOperations(EMPTY_LEDGER),
-        '<read-files>\n</read-files>\n<modified-files>\n</modified-files>',
-      );
+      assert.equal(renderFileOperations(EMPTY_LEDGER), '<read-files>\n</read-files>\n<modified-files>\n</modified-files>');
       assert.equal(isLedgerEmpty(EMPTY_LEDGER), true);
     });
 
@@ -168,9 +165,7 @@ describe('file ledger', () => {
       const ledger = ledgerOf(ev('created', 'a.ts'), rename('a.ts', 'b.ts'), rename('b.ts', 'c.ts', 'user'));
       assert.deepEqual(Object.keys(ledger.files), ['c.ts']);
       assert.deepEqual(ledger.files['c.ts']?.renamedFrom, ['a.ts', 'b.ts']);
-      assert.deepEqual(section(renderFileOperations(ledger), 'modified-files'), [
-        'a.ts → c.ts (renamed, created; agent and user)',
-      ]);
+      assert.deepEqual(section(renderFileOperations(ledger), 'modified-files'), ['a.ts → c.ts (renamed, created; agent and user)']);
     });
 
     it('creates a record for a rename of a file never seen before', () => {
@@ -221,10 +216,7 @@ describe('file ledger', () => {
 
     it('starts a new record for events at the old name after the rename', () => {
       const ledger = ledgerOf(ev('modified', 'a.ts'), rename('a.ts', 'b.ts'), ev('created', 'a.ts'));
-      assert.deepEqual(section(renderFileOperations(ledger), 'modified-files'), [
-        'a.ts (created)',
-        'a.ts → b.ts (renamed, modified)',
-      ]);
+      assert.deepEqual(section(renderFileOperations(ledger), 'modified-files'), ['a.ts (created)', 'a.ts → b.ts (renamed, modified)']);
     });
   });
 
@@ -356,11 +348,7 @@ describe('file ledger', () => {
       assert.equal(merged.files['b.ts']?.deleted, false);
       assert.equal(merged.files['b.ts']?.created, true);
       assert.equal(merged.files['c.ts']?.deleted, true, 'a later read does not revive a deleted file');
-      assert.deepEqual(section(renderFileOperations(merged), 'modified-files'), [
-        'a.ts (deleted)',
-        'b.ts (created)',
-        'c.ts (deleted)',
-      ]);
+      assert.deepEqual(section(renderFileOperations(merged), 'modified-files'), ['a.ts (deleted)', 'b.ts (created)', 'c.ts (deleted)']);
     });
 
     it('revives a file deleted in the older round that the newer round edits and renames', () => {
@@ -399,10 +387,7 @@ describe('file ledger', () => {
       });
       fc.assert(
         fc.property(fc.array(event, { maxLength: 25 }), fc.nat(), fc.nat(), (events, i, j) => {
-          const [cut1, cut2] = [i % (events.length + 1), j % (events.length + 1)].sort((x, y) => x - y) as [
-            number,
-            number,
-          ];
+          const [cut1, cut2] = [i % (events.length + 1), j % (events.length + 1)].sort((x, y) => x - y) as [number, number];
           const r1 = ledgerOf(...events.slice(0, cut1));
           const r2 = ledgerOf(...events.slice(cut1, cut2));
           const r3 = ledgerOf(...events.slice(cut2));
@@ -463,8 +448,7 @@ describe('file ledger', () => {
 
     const good = (): Record<string, unknown> =>
       JSON.parse(JSON.stringify(ledgerOf(ev('modified', 'a.ts'), rename('b.ts', 'c.ts')))) as Record<string, unknown>;
-    const fileA = (data: Record<string, unknown>): Record<string, unknown> =>
-      (data.files as Record<string, Record<string, unknown>>)['a.ts']!;
+    const fileA = (data: Record<string, unknown>): Record<string, unknown> => (data.files as Record<string, Record<string, unknown>>)['a.ts']!;
 
     const corruptions: [string, (data: Record<string, unknown>) => unknown][] = [
       ['null', () => null],
@@ -475,14 +459,14 @@ describe('file ledger', () => {
       ['files that are an array', (d) => ({ ...d, files: [] })],
       ['missing files', () => ({ version: 1 })],
       ['a record that is not an object', (d) => ({ ...d, files: { 'a.ts': 'modified' } })],
-      ['a flag that is a string', (d) => (fileA(d).modified = 'yes', d)],
+      ['a flag that is a string', (d) => ((fileA(d).modified = 'yes'), d)],
       ['a missing flag', (d) => (delete fileA(d).deleted, d)],
-      ['an unknown actor', (d) => (fileA(d).actors = ['robot'], d)],
-      ['no actor', (d) => (fileA(d).actors = [], d)],
-      ['a lastAt that is not a number', (d) => (fileA(d).lastAt = '12', d)],
-      ['a lastAt of null (NaN after JSON)', (d) => (fileA(d).lastAt = null, d)],
-      ['renamedFrom that is a string', (d) => (fileA(d).renamedFrom = 'b.ts', d)],
-      ['a key that differs from its record path', (d) => (fileA(d).path = 'other.ts', d)],
+      ['an unknown actor', (d) => ((fileA(d).actors = ['robot']), d)],
+      ['no actor', (d) => ((fileA(d).actors = []), d)],
+      ['a lastAt that is not a number', (d) => ((fileA(d).lastAt = '12'), d)],
+      ['a lastAt of null (NaN after JSON)', (d) => ((fileA(d).lastAt = null), d)],
+      ['renamedFrom that is a string', (d) => ((fileA(d).renamedFrom = 'b.ts'), d)],
+      ['a key that differs from its record path', (d) => ((fileA(d).path = 'other.ts'), d)],
     ];
     for (const [name, corrupt] of corruptions) {
       it(`rejects stored data with ${name}`, () => {

@@ -41,32 +41,51 @@ describe("history: the model's view of an append-only log", () => {
   const ids = (log: readonly LogRecord[]) => modelView(log).map((m) => m.id);
 
   it('shows every message when nothing was compacted', () => {
-    assert.deepEqual(ids(asLog(messages)), messages.map((m) => m.id));
+    assert.deepEqual(
+      ids(asLog(messages)),
+      messages.map((m) => m.id),
+    );
   });
 
   it('shows system messages, then the summary, then the kept messages and all appended since', () => {
     const compacted = ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done'];
-    const log: LogRecord[] = [...asLog(messages), { type: 'compaction', entry: entry('e1', 1, 't2-u', compacted) }, ...asLog([user('later', 'more')])];
+    const log: LogRecord[] = [
+      ...asLog(messages),
+      { type: 'compaction', entry: entry('e1', 1, 't2-u', compacted) },
+      ...asLog([user('later', 'more')]),
+    ];
     const view = modelView(log);
-    assert.deepEqual(view.map((m) => m.id), ['s', 'summary:e1', 't2-u', 't2-a0', 't2-t0', 't2-done', 'later']);
+    assert.deepEqual(
+      view.map((m) => m.id),
+      ['s', 'summary:e1', 't2-u', 't2-a0', 't2-t0', 't2-done', 'later'],
+    );
     const summary = view[1]!;
     assert.equal(summary.role, 'user');
     assert.ok(summary.content[0]?.type === 'text' && summary.content[0].text.startsWith(SUMMARY_PREFIX));
   });
 
   it('keeps originals: undoing the last compaction restores the previous view', () => {
-    const first: LogRecord[] = [...asLog(messages), { type: 'compaction', entry: entry('e1', 1, 't2-u', ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done']) }];
+    const first: LogRecord[] = [
+      ...asLog(messages),
+      { type: 'compaction', entry: entry('e1', 1, 't2-u', ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done']) },
+    ];
     const second: LogRecord[] = [...first, { type: 'compaction', entry: entry('e2', 2, 't2-done', ['t2-u', 't2-a0', 't2-t0']) }];
     assert.equal(nextRound(second), 3);
     const undo = undoLastCompaction(second, 5);
     assert.ok(!('error' in undo));
     const undone = [...second, undo];
     assert.deepEqual(ids(undone), ids(first));
-    assert.deepEqual(activeEntries(undone).map((e) => e.id), ['e1']);
+    assert.deepEqual(
+      activeEntries(undone).map((e) => e.id),
+      ['e1'],
+    );
     assert.equal(nextRound(undone), 2);
     const undoAll = undoLastCompaction(undone, 6);
     assert.ok(!('error' in undoAll));
-    assert.deepEqual(ids([...undone, undoAll]), messages.map((m) => m.id));
+    assert.deepEqual(
+      ids([...undone, undoAll]),
+      messages.map((m) => m.id),
+    );
   });
 
   it('says there is nothing to undo when nothing was compacted', () => {
@@ -75,7 +94,13 @@ describe("history: the model's view of an append-only log", () => {
   });
 
   it('keeps the latest request of a split turn in the view while its early part stays out', () => {
-    const log: LogRecord[] = [...asLog(messages), { type: 'compaction', entry: { ...entry('e1', 1, 't2-u', ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done', 't2-a0', 't2-t0']), splitTurn: true } }];
+    const log: LogRecord[] = [
+      ...asLog(messages),
+      {
+        type: 'compaction',
+        entry: { ...entry('e1', 1, 't2-u', ['t1-u', 't1-a0', 't1-t0', 't1-a1', 't1-t1', 't1-done', 't2-a0', 't2-t0']), splitTurn: true },
+      },
+    ];
     assert.deepEqual(ids(log), ['s', 'summary:e1', 't2-u', 't2-done']);
   });
 
@@ -99,7 +124,14 @@ describe("history: the model's view of an append-only log", () => {
   it('answers a tool call left without its result with an interrupted result, and leaves out a result without its call', () => {
     const log = asLog([
       user('u', 'go'),
-      { id: 'a1', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: {} }, { type: 'tool-call', toolCallId: 'c2', toolName: 'search_text', input: {} }] },
+      {
+        id: 'a1',
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: {} },
+          { type: 'tool-call', toolCallId: 'c2', toolName: 'search_text', input: {} },
+        ],
+      },
       { id: 't1', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read_file', output: 'ok' }] },
       user('u2', 'and?'),
       { id: 't9', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c9', toolName: 'read_file', output: 'orphan' }] },
@@ -108,7 +140,9 @@ describe("history: the model's view of an append-only log", () => {
     const view = modelView(log);
     assert.deepEqual(ids(log), ['u', 'a1', 't1', 'interrupted:a1', 'u2', 'a2', 'interrupted:a2']);
     const synthetic = view.find((m) => m.id === 'interrupted:a1')!;
-    assert.deepEqual(synthetic.content, [{ type: 'tool-result', toolCallId: 'c2', toolName: 'search_text', output: INTERRUPTED_RESULT, isError: true }]);
+    assert.deepEqual(synthetic.content, [
+      { type: 'tool-result', toolCallId: 'c2', toolName: 'search_text', output: INTERRUPTED_RESULT, isError: true },
+    ]);
     // The log itself is unchanged: the orphan is still on disk.
     assert.equal(allMessages(log).length, 6);
   });
@@ -127,7 +161,10 @@ describe('history: usage and file records', () => {
     ];
     assert.match(renderFileOperations(ledgerOf(log)), /<read-files>\na\.ts\n<\/read-files>\n<modified-files>\nb\.ts \(modified; user\)/);
     assert.equal(lastUsage(log)?.inputTokens, 20);
-    assert.deepEqual(modelView(log).map((m) => m.id), ['u']);
+    assert.deepEqual(
+      modelView(log).map((m) => m.id),
+      ['u'],
+    );
   });
 });
 

@@ -1,13 +1,6 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_CONFIG, type ImportanceConfig } from '../../../src/core/config';
-import {
-  byImportanceAscending,
-  scoreGroup,
-  scoreMessage,
-  scoreMessages,
-  selectToKeep,
-  type ScoredMessage,
-} from '../../../src/core/importance';
+import { byImportanceAscending, scoreGroup, scoreMessage, scoreMessages, selectToKeep, type ScoredMessage } from '../../../src/core/importance';
 import { text, type Message, type Part, type Role } from '../../../src/core/messages';
 
 const config: ImportanceConfig = DEFAULT_CONFIG.importance;
@@ -188,10 +181,7 @@ describe('importance', () => {
     }
 
     it('finds paths in tool-call inputs and tool results', () => {
-      assert.equal(
-        newest(message('assistant', call({ path: 'src/a.ts' }))),
-        base('assistant') + config.toolCallBonus + config.filePathBonus,
-      );
+      assert.equal(newest(message('assistant', call({ path: 'src/a.ts' }))), base('assistant') + config.toolCallBonus + config.filePathBonus);
       assert.equal(newest(message('tool', result({ files: ['lib/util.py'] }))), base('tool') + config.filePathBonus);
     });
   });
@@ -248,14 +238,7 @@ describe('importance', () => {
     const flat = { ...config, recencyWeight: 0 };
 
     it('puts the lowest score first and keeps chronological order among equal scores', () => {
-      const messages = [
-        say('user', 'a'),
-        say('assistant', 'b'),
-        say('user', 'c'),
-        say('assistant', 'd'),
-        say('system', 's'),
-        say('assistant', 'e'),
-      ];
+      const messages = [say('user', 'a'), say('assistant', 'b'), say('user', 'c'), say('assistant', 'd'), say('system', 's'), say('assistant', 'e')];
       const sorted = byImportanceAscending(scoreMessages(messages, flat));
       assert.deepEqual(
         sorted.map((s) => s.index),
@@ -290,10 +273,7 @@ describe('importance', () => {
       const response = message('tool', result('ok'));
       const total = 6;
       const first = 3;
-      const expected = Math.max(
-        scoreMessage(request, first, total, config),
-        scoreMessage(response, first + 1, total, config),
-      );
+      const expected = Math.max(scoreMessage(request, first, total, config), scoreMessage(response, first + 1, total, config));
       assert.equal(scoreGroup([request, response], first, total, config), expected);
       assert.equal(expected, scoreMessage(request, first, total, config), 'the call should be the stronger member here');
     });
@@ -311,7 +291,10 @@ describe('importance', () => {
 });
 
 describe('importance: the keep list (004, messages kept in full)', () => {
-  const decision = say('assistant', 'We decided to use exponential backoff instead of fixed delays in src/retry/policy.ts:\n```ts\nconst delay = base * 2 ** attempt;\n```');
+  const decision = say(
+    'assistant',
+    'We decided to use exponential backoff instead of fixed delays in src/retry/policy.ts:\n```ts\nconst delay = base * 2 ** attempt;\n```',
+  );
   const chatter = say('assistant', 'Okay.');
   const call = message('assistant', { type: 'tool-call', toolCallId: 'c', toolName: 'read_file', input: { path: 'a.txt' } });
   const result = message('tool', { type: 'tool-result', toolCallId: 'c', toolName: 'read_file', output: 'plain text' });
@@ -321,7 +304,10 @@ describe('importance: the keep list (004, messages kept in full)', () => {
   it('keeps the messages at or above the threshold, in conversation order', () => {
     const scores = items.map((i) => scoreMessage(i.message, i.position, 10, config));
     const threshold = scores[0]! - 0.01;
-    assert.ok(scores.slice(1).every((s) => s < threshold), `the decision outscores the rest: ${scores.join(', ')}`);
+    assert.ok(
+      scores.slice(1).every((s) => s < threshold),
+      `the decision outscores the rest: ${scores.join(', ')}`,
+    );
     assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: threshold }, length), [0]);
     assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: -100 }, length), [0, 1, 2, 3]);
   });

@@ -22,7 +22,14 @@ type Op =
   | { readonly kind: 'assistant'; readonly words: number; readonly calls: number }
   | { readonly kind: 'tool'; readonly answer: number; readonly stray: boolean }
   | { readonly kind: 'repeat'; readonly pick: number }
-  | { readonly kind: 'compact'; readonly from: number; readonly to: number; readonly kept: number; readonly keptKind: 'present' | 'none' | 'later' | 'unknown'; readonly role: 'user' | 'assistant' }
+  | {
+      readonly kind: 'compact';
+      readonly from: number;
+      readonly to: number;
+      readonly kept: number;
+      readonly keptKind: 'present' | 'none' | 'later' | 'unknown';
+      readonly role: 'user' | 'assistant';
+    }
   | { readonly kind: 'prune'; readonly picks: readonly number[] }
   | { readonly kind: 'undo'; readonly pick: number; readonly active: boolean }
   | { readonly kind: 'usage'; readonly pick: number }
@@ -90,7 +97,11 @@ class LogBuilder {
   apply(op: Op): void {
     switch (op.kind) {
       case 'user':
-        return this.message({ id: this.awaited.shift() ?? `m${++this.n}`, role: 'user', content: [{ type: 'text', text: 'ask '.repeat(op.words + 1) }] });
+        return this.message({
+          id: this.awaited.shift() ?? `m${++this.n}`,
+          role: 'user',
+          content: [{ type: 'text', text: 'ask '.repeat(op.words + 1) }],
+        });
       case 'assistant': {
         const id = `m${++this.n}`;
         const calls = Array.from({ length: op.calls }, (_, k) => ({ id: `${id}-c${k}`, tool: `tool${k}` }));
@@ -102,7 +113,8 @@ class LogBuilder {
       case 'tool': {
         const answered = this.openCalls.slice(0, op.answer);
         const content: Part[] = answered.map((c) => ({ type: 'tool-result', toolCallId: c.id, toolName: c.tool, output: `out ${c.id} `.repeat(3) }));
-        if (op.stray || content.length === 0) content.push({ type: 'tool-result', toolCallId: `stray${this.n}`, toolName: 'lost', output: 'nobody asked' });
+        if (op.stray || content.length === 0)
+          content.push({ type: 'tool-result', toolCallId: `stray${this.n}`, toolName: 'lost', output: 'nobody asked' });
         return this.message({ id: `m${++this.n}`, role: 'tool', content });
       }
       case 'repeat': {
@@ -128,11 +140,15 @@ class LogBuilder {
       }
       case 'prune': {
         // Outputs of any tool message, whether still in the view or not, now and then one named twice.
-        const results = this.messages.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [{ messageId: m.id, toolCallId: p.toolCallId, toolName: p.toolName }] : [])));
+        const results = this.messages.flatMap((m) =>
+          m.content.flatMap((p) => (p.type === 'tool-result' ? [{ messageId: m.id, toolCallId: p.toolCallId, toolName: p.toolName }] : [])),
+        );
         if (results.length === 0) return;
         // Mostly outputs the view shows (random ones were mostly compacted already, or strays the
         // view leaves out), now and then any output.
-        const shown = new Set(modelView(this.log).flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [`${m.id}/${p.toolCallId}`] : []))));
+        const shown = new Set(
+          modelView(this.log).flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [`${m.id}/${p.toolCallId}`] : []))),
+        );
         const visible = results.filter((r) => shown.has(`${r.messageId}/${r.toolCallId}`));
         const outputs = op.picks.map((pick, k) => {
           const from = visible.length > 0 && pick % 4 !== 0 ? visible : results;
@@ -200,7 +216,8 @@ describe('the live view of a growing log', () => {
           const counter = counters[switchCounters ? index % 2 : 0]!;
           tokens.update(live, counter);
           assert.equal(tokens.total(), counter.countMessages(expected));
-          for (const id of new Set([...expected.map((m) => m.id), 'nowhere'])) assert.equal(tokens.after(id), afterFromScratch(expected, counter, id), `after ${id}`);
+          for (const id of new Set([...expected.map((m) => m.id), 'nowhere']))
+            assert.equal(tokens.after(id), afterFromScratch(expected, counter, id), `after ${id}`);
           const parts = { summary: 0, toolResults: 0, system: 0, messages: 0 };
           for (const m of expected) {
             const n = counter.countMessage(m);

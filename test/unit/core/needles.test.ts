@@ -25,10 +25,16 @@ function command(id: string, commandLine: string, exitCode: number, output: stri
   ];
 }
 
-describe('needles: the user\'s constraints', () => {
-  it('takes sentences with must, never, don\'t, always or prefer from user messages, word for word', () => {
-    const ledger = scan([user('u1', 'Fix the parser. Never edit config.json, it is generated. I prefer small commits.\nYou must keep the CLI flags stable.')]);
-    assert.deepEqual(texts(ledger, 'constraint'), ['Never edit config.json, it is generated.', 'I prefer small commits.', 'You must keep the CLI flags stable.']);
+describe("needles: the user's constraints", () => {
+  it("takes sentences with must, never, don't, always or prefer from user messages, word for word", () => {
+    const ledger = scan([
+      user('u1', 'Fix the parser. Never edit config.json, it is generated. I prefer small commits.\nYou must keep the CLI flags stable.'),
+    ]);
+    assert.deepEqual(texts(ledger, 'constraint'), [
+      'Never edit config.json, it is generated.',
+      'I prefer small commits.',
+      'You must keep the CLI flags stable.',
+    ]);
     assert.equal(ledger.needles[0]!.messageId, 'u1');
   });
 
@@ -41,7 +47,7 @@ describe('needles: the user\'s constraints', () => {
     assert.deepEqual(texts(ledger, 'constraint'), []);
   });
 
-  it('does not take the assistant\'s own must or never for the user\'s', () => {
+  it("does not take the assistant's own must or never for the user's", () => {
     const ledger = scan([user('u1', 'Go on.'), assistant('a1', 'We must never call the API twice; I will always cache it.')]);
     assert.deepEqual(texts(ledger, 'constraint'), []);
   });
@@ -59,7 +65,10 @@ describe('needles: the user\'s constraints', () => {
 
 describe('needles: errors the agent hit', () => {
   it('records the exact error line of a failed command, not the lines around it', () => {
-    const ledger = scan([user('u1', 'Run the tests.'), ...command('r1', 'npm test', 1, "> jest\nTypeError: Cannot read properties of undefined (reading 'x')\n    at run (src/a.ts:3:4)\n1 failed")]);
+    const ledger = scan([
+      user('u1', 'Run the tests.'),
+      ...command('r1', 'npm test', 1, "> jest\nTypeError: Cannot read properties of undefined (reading 'x')\n    at run (src/a.ts:3:4)\n1 failed"),
+    ]);
     assert.deepEqual(texts(ledger, 'error'), ["TypeError: Cannot read properties of undefined (reading 'x')"]);
     const [error] = ledger.needles;
     assert.equal(error!.key, 'run_command npm test');
@@ -74,7 +83,11 @@ describe('needles: errors the agent hit', () => {
       assistant('a2', '', { callId: 'c2', tool: 'search_text', input: { pattern: '(' } }),
       toolResult('t2', 'c2', 'search_text', 'invalid regular expression: missing )', true),
     ]);
-    assert.deepEqual(texts(ledger, 'error'), ['Error: src/missing.ts does not exist', './flags_test.go:42:2: undefined: parseDryRun', 'invalid regular expression: missing )']);
+    assert.deepEqual(texts(ledger, 'error'), [
+      'Error: src/missing.ts does not exist',
+      './flags_test.go:42:2: undefined: parseDryRun',
+      'invalid regular expression: missing )',
+    ]);
   });
 
   it('takes nothing from a result that did not fail, whatever it says', () => {
@@ -87,7 +100,11 @@ describe('needles: errors the agent hit', () => {
   });
 
   it('marks an error resolved when a later call on the same target succeeds', () => {
-    const ledger = scan([...command('r1', 'npm test', 1, 'TypeError: boom'), ...command('r2', 'npm run lint', 0, 'ok'), ...command('r3', 'npm test', 0, 'all passed')]);
+    const ledger = scan([
+      ...command('r1', 'npm test', 1, 'TypeError: boom'),
+      ...command('r2', 'npm run lint', 0, 'ok'),
+      ...command('r3', 'npm test', 0, 'all passed'),
+    ]);
     const [error] = ledger.needles;
     assert.equal(error!.text, 'TypeError: boom');
     assert.equal(error!.resolvedBy, 'r3-t');
@@ -99,7 +116,11 @@ describe('needles: errors the agent hit', () => {
   });
 
   it('opens an error again when it comes back after it was resolved', () => {
-    const ledger = scan([...command('r1', 'npm test', 1, 'TypeError: boom'), ...command('r2', 'npm test', 0, 'ok'), ...command('r3', 'npm test', 1, 'TypeError: boom')]);
+    const ledger = scan([
+      ...command('r1', 'npm test', 1, 'TypeError: boom'),
+      ...command('r2', 'npm test', 0, 'ok'),
+      ...command('r3', 'npm test', 1, 'TypeError: boom'),
+    ]);
     assert.equal(ledger.needles.length, 1);
     assert.equal(ledger.needles[0]!.resolvedBy, undefined);
     assert.equal(ledger.needles[0]!.messageId, 'r3-t');
@@ -233,14 +254,20 @@ describe('needles: checked against the summary and kept verbatim', () => {
   });
 
   it('appends nothing a message kept in the view still says', () => {
-    const kept = keep('## Session Summary', [user('u9', 'Never edit config.json. Later, add a CSV export of the statistics.'), toolResult('t9', 'c9', 'run_command', 'TypeError: boom')]);
+    const kept = keep('## Session Summary', [
+      user('u9', 'Never edit config.json. Later, add a CSV export of the statistics.'),
+      toolResult('t9', 'c9', 'run_command', 'TypeError: boom'),
+    ]);
     assert.equal(kept.block, '');
   });
 
-  it('fits the budget, the user\'s constraints first, and says how many were left out', () => {
+  it("fits the budget, the user's constraints first, and says how many were left out", () => {
     // Room for the block's frame and the constraint's line, and a little less than any other line.
     const kept = keep('x', [], estimateTokens(renderBlock([], 0)) + estimateTokens('- Never edit config.json.\n') + 2);
-    assert.deepEqual(kept.kept.map((n) => n.kind), ['constraint']);
+    assert.deepEqual(
+      kept.kept.map((n) => n.kind),
+      ['constraint'],
+    );
     assert.equal(kept.leftOut, 2);
     assert.match(kept.block, /\(2 more left out for length; the original messages are kept in the conversation's history\.\)/);
   });

@@ -230,14 +230,25 @@ describe('overflow-error', () => {
     });
 
     it('reads an axios-like response.data', () => {
-      const error = { message: 'Request failed with status code 400', response: { status: 400, data: { detail: 'exceeds the available context size' } } };
+      const error = {
+        message: 'Request failed with status code 400',
+        response: { status: 400, data: { detail: 'exceeds the available context size' } },
+      };
       assert.equal(describeOverflow(error)?.provider, 'llama.cpp');
     });
 
     it('reads a Gemini-style array body', () => {
       const error = apiCallError({
         statusCode: 400,
-        data: [{ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'The input token count (2000000) exceeds the maximum number of tokens allowed (1048576).' } }],
+        data: [
+          {
+            error: {
+              code: 400,
+              status: 'INVALID_ARGUMENT',
+              message: 'The input token count (2000000) exceeds the maximum number of tokens allowed (1048576).',
+            },
+          },
+        ],
       });
       assert.equal(describeOverflow(error)?.provider, 'gemini');
     });

@@ -31,7 +31,11 @@ const candidatesOf = (view: readonly Message[], over: Partial<PruningOptions> = 
 
 describe('pruning: which tool outputs are superseded or old', () => {
   it('prunes an older read of a file that was read again, never the latest read', () => {
-    const view = [user('u', 'look at a.ts'), ...call('r1', 'read_file', { path: 'src/a.ts' }, big('a')), ...call('r2', 'read_file', { path: './src//a.ts' }, big('b'))];
+    const view = [
+      user('u', 'look at a.ts'),
+      ...call('r1', 'read_file', { path: 'src/a.ts' }, big('a')),
+      ...call('r2', 'read_file', { path: './src//a.ts' }, big('b')),
+    ];
     assert.deepEqual(candidatesOf(view), ['r1:duplicate']);
   });
 
@@ -119,12 +123,22 @@ describe('pruning: which tool outputs are superseded or old', () => {
   });
 
   it('writes a stub that says what the output was and how to get it back', () => {
-    const view = [user('u', 'x'), ...call('r1', 'read_file', { path: 'src/a.ts' }, big('a')), ...call('r2', 'read_file', { path: 'src/a.ts' }, big('a'))];
+    const view = [
+      user('u', 'x'),
+      ...call('r1', 'read_file', { path: 'src/a.ts' }, big('a')),
+      ...call('r2', 'read_file', { path: 'src/a.ts' }, big('a')),
+    ];
     const [read] = pruningCandidates(view, options());
-    assert.match(read!.output.stub, /^\[Pruned by Longrun: this read_file output \(1,000 tokens\) was superseded.*Re-read "src\/a\.ts".*recall with path "src\/a\.ts"/);
+    assert.match(
+      read!.output.stub,
+      /^\[Pruned by Longrun: this read_file output \(1,000 tokens\) was superseded.*Re-read "src\/a\.ts".*recall with path "src\/a\.ts"/,
+    );
     const searches = [user('u', 'x'), ...call('s1', 'search_text', { query: 'q' }, big('s')), ...call('s2', 'search_text', { query: 'q' }, big('s'))];
     const [search] = pruningCandidates(searches, options());
-    assert.match(search!.output.stub, /this search_text output \(1,000 tokens\) was superseded, the same call was made again later\. To see this one again, call recall with query "s1-c"/);
+    assert.match(
+      search!.output.stub,
+      /this search_text output \(1,000 tokens\) was superseded, the same call was made again later\. To see this one again, call recall with query "s1-c"/,
+    );
     assert.equal(read!.saved, 1_000 - counter.countText(read!.output.stub));
   });
 
@@ -179,12 +193,18 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
     assert.equal(outcome.compaction.entry, undefined);
     const pruning = outcome.compaction.pruning!;
     // The oldest duplicates first, only as many as the target needs: 1,000 tokens less a stub each.
-    assert.deepEqual(pruning.outputs.map((o) => `${o.messageId}:${o.kind}`), ['t0-a:duplicate', 't0-b:duplicate', 't0-c:duplicate', 't1-a:duplicate', 't1-b:duplicate', 't1-c:duplicate']);
+    assert.deepEqual(
+      pruning.outputs.map((o) => `${o.messageId}:${o.kind}`),
+      ['t0-a:duplicate', 't0-b:duplicate', 't0-c:duplicate', 't1-a:duplicate', 't1-b:duplicate', 't1-c:duplicate'],
+    );
     assert.ok(outcome.compaction.tokensAfter <= target, `${outcome.compaction.tokensAfter} > ${target}`);
     assert.equal(outcome.compaction.tokensAfter, deps.counter.countMessages(outcome.compaction.view));
     assert.deepEqual(outcome.compaction.records, [{ type: 'pruning', entry: pruning }]);
     // Every message stays in the view; the pruned outputs read as their stubs.
-    assert.deepEqual(outcome.compaction.view.map((m) => m.id), modelView(log).map((m) => m.id));
+    assert.deepEqual(
+      outcome.compaction.view.map((m) => m.id),
+      modelView(log).map((m) => m.id),
+    );
     const shown = outcome.compaction.view.find((m) => m.id === 't0-a')!.content[0];
     assert.ok(shown?.type === 'tool-result' && String(shown.output).startsWith('[Pruned by Longrun'));
   });
@@ -201,7 +221,10 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
     // Every read but the last of each file was superseded.
     assert.equal(pruning.outputs.length, 9);
     assert.ok(pruning.outputs.every((o) => o.kind === 'duplicate'));
-    assert.deepEqual(outcome.compaction.records.map((r) => r.type), ['pruning', 'compaction']);
+    assert.deepEqual(
+      outcome.compaction.records.map((r) => r.type),
+      ['pruning', 'compaction'],
+    );
     // The summarizer read stubs, not the superseded contents.
     const sent = summarizer.requests[0]!.messages.map((m) => m.content).join('\n');
     assert.match(sent, /Pruned by Longrun/);
@@ -210,7 +233,11 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
   });
 
   it('leaves old large outputs for the summarizer to read when it runs', async () => {
-    const commands: Message[] = [user('u1', 'build it'), ...call('o1', 'run_command', { command: 'make' }, big('o', 20_000)), assistant('d1', 'built')];
+    const commands: Message[] = [
+      user('u1', 'build it'),
+      ...call('o1', 'run_command', { command: 'make' }, big('o', 20_000)),
+      assistant('d1', 'built'),
+    ];
     const later = [user('u2', 'and now?'), ...call('o2', 'run_command', { command: 'make test' }, big('t', 400)), assistant('d2', 'tested')];
     const { summarizer, run } = tiers(asLog([...commands, ...later]), { pruneTarget: 100 });
     const outcome = await run();
@@ -221,14 +248,21 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
   });
 
   it('prunes an old large output when that alone is enough', async () => {
-    const commands: Message[] = [user('u1', 'build it'), ...call('o1', 'run_command', { command: 'make' }, big('o', 20_000)), assistant('d1', 'built')];
+    const commands: Message[] = [
+      user('u1', 'build it'),
+      ...call('o1', 'run_command', { command: 'make' }, big('o', 20_000)),
+      assistant('d1', 'built'),
+    ];
     const later = [user('u2', 'and now?'), ...call('o2', 'run_command', { command: 'make test' }, big('t', 400)), assistant('d2', 'tested')];
     const { summarizer, run } = tiers(asLog([...commands, ...later]), { pruneTarget: 1_000 });
     const outcome = await run();
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
     assert.equal(summarizer.requests.length, 0);
-    assert.deepEqual(outcome.compaction.pruning?.outputs.map((o) => `${o.messageId}:${o.kind}`), ['o1:old']);
+    assert.deepEqual(
+      outcome.compaction.pruning?.outputs.map((o) => `${o.messageId}:${o.kind}`),
+      ['o1:old'],
+    );
   });
 
   it('summarizes a compaction the user asked for, even when pruning alone would be enough', async () => {
@@ -251,7 +285,15 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
   });
 
   it('summarizes as before when pruning is off', async () => {
-    const { summarizer, run } = tiers(log, { pruneTarget: before - 5_000, config: config((c) => ({ ...c, minMessages: 2, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, pruning: { ...c.pruning, enabled: false } })) });
+    const { summarizer, run } = tiers(log, {
+      pruneTarget: before - 5_000,
+      config: config((c) => ({
+        ...c,
+        minMessages: 2,
+        keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 },
+        pruning: { ...c.pruning, enabled: false },
+      })),
+    });
     const outcome = await run();
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
@@ -312,7 +354,10 @@ describe('undoing a pruning', () => {
     const afterSecond = [...afterFirst, ...second.compaction.records];
     const undo = undoLastStep(afterSecond, 2);
     assert.ok(!('error' in undo));
-    assert.deepEqual(undo.records.map((r) => r.type === 'undo' && r.entryId), [second.compaction.entry.id, second.compaction.pruning.id]);
+    assert.deepEqual(
+      undo.records.map((r) => r.type === 'undo' && r.entryId),
+      [second.compaction.entry.id, second.compaction.pruning.id],
+    );
     const undone = [...afterSecond, ...undo.records];
     assert.deepEqual(brief(undone), brief(afterFirst));
     const again = undoLastStep(undone, 3);

@@ -49,7 +49,15 @@ describe('redaction of secrets in provider errors', () => {
   });
 
   it('leaves placeholders and empty keys readable, so a missing key can still be diagnosed', () => {
-    for (const text of ['api_key=null', 'apikey: ""', '"api_key": "***"', 'api_key is missing', 'apiKey: undefined', 'access_token=xxxxxxxxxx', 'api_key: not_set']) {
+    for (const text of [
+      'api_key=null',
+      'apikey: ""',
+      '"api_key": "***"',
+      'api_key is missing',
+      'apiKey: undefined',
+      'access_token=xxxxxxxxxx',
+      'api_key: not_set',
+    ]) {
       assert.equal(redactSecrets(text), text);
     }
   });
@@ -115,12 +123,20 @@ describe('redaction properties', () => {
   });
 
   it('gives back text without secrets or key-like tokens unchanged', () => {
-    const word = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéüß'.split('')), minLength: 1, maxLength: 12 });
-    const number = fc.integer({ min: 0, max: 999_999 }).map(String);
-    const token = fc.oneof({ weight: 5, arbitrary: word }, { weight: 1, arbitrary: number }, {
-      weight: 1,
-      arbitrary: fc.constantFrom('Bearer', 'bearer', 'sk', 'hf', 'xai', 'api', 'key', 'token', '{', '}', '"', "'", '(', ')', '/', ':', '?'),
+    const word = fc.string({
+      unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZéüß'.split('')),
+      minLength: 1,
+      maxLength: 12,
     });
+    const number = fc.integer({ min: 0, max: 999_999 }).map(String);
+    const token = fc.oneof(
+      { weight: 5, arbitrary: word },
+      { weight: 1, arbitrary: number },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('Bearer', 'bearer', 'sk', 'hf', 'xai', 'api', 'key', 'token', '{', '}', '"', "'", '(', ')', '/', ':', '?'),
+      },
+    );
     const separator = fc.constantFrom(' ', '\n', ', ', '. ', ': ', ' - ', '\t');
     const textArb = fc.array(fc.tuple(token, separator), { maxLength: 60 }).map((parts) => parts.map(([t, s]) => t + s).join(''));
     fc.assert(

@@ -34,13 +34,21 @@ function ledgerPairs(summary: string): number {
  */
 const copyingSummarizer = (): RecordingSummarizer =>
   new RecordingSummarizer((r: SummaryRequest) => ({
-    text: `## Session Summary (Compaction Round 1)\n\n### Original Task\n${r.messages.map((m) => m.content).join('\n')}`.slice(0, r.maxOutputTokens * 4),
+    text: `## Session Summary (Compaction Round 1)\n\n### Original Task\n${r.messages.map((m) => m.content).join('\n')}`.slice(
+      0,
+      r.maxOutputTokens * 4,
+    ),
   }));
 
 describe('summary bounds: a long first message', () => {
   // About 11,000 tokens by the chars/4 estimate: a pasted log.
   const pasted = `Fix the crash in the log below.\n${'ERROR 2026-11-02 worker[17] failed to parse frame\n'.repeat(880)}`;
-  const long = [user('u0', pasted), ...turn('t1', 'Look at the parser', 3, 'x'.repeat(2_000)), ...turn('t2', 'And the worker', 3, 'y'.repeat(2_000)), ...turn('t3', 'Go on', 1)];
+  const long = [
+    user('u0', pasted),
+    ...turn('t1', 'Look at the parser', 3, 'x'.repeat(2_000)),
+    ...turn('t2', 'And the worker', 3, 'y'.repeat(2_000)),
+    ...turn('t3', 'Go on', 1),
+  ];
 
   it('keeps the task verbatim up to a cap with a marker, and the summary within its target', async () => {
     const counter = estimatingCounter();
@@ -114,7 +122,11 @@ describe('summary bounds: a small window asks for a small summary', () => {
 });
 
 describe('summary bounds: one ledger per summary', () => {
-  const conversation = [...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)), ...turn('t2', 'Add SM-2', 3, 'y'.repeat(2_000)), ...turn('t3', 'Tests', 1)];
+  const conversation = [
+    ...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)),
+    ...turn('t2', 'Add SM-2', 3, 'y'.repeat(2_000)),
+    ...turn('t3', 'Tests', 1),
+  ];
   const read: FileLedger = recordFileEvent(EMPTY_LEDGER, { kind: 'read', path: 'src/a.ts', actor: 'agent', at: 1 });
   const modified: FileLedger = recordFileEvent(read, { kind: 'modified', path: 'src/a.ts', actor: 'agent', at: 2 });
 

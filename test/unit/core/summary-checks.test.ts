@@ -11,11 +11,17 @@ const expected = (expectedTokens = 800): SummaryExpectations => ({ expectedToken
 describe('summary checks: text that is not a usable summary is rejected', () => {
   it('rejects 90 control characters, saying it has no letters', () => {
     const noise = '\u0001\u0002\u0007\u001b'.repeat(23).slice(0, 90);
-    assert.equal(unusableReason(noise), "the summarizer's text was rejected: it has no letters (90 characters, all of them control or replacement characters)");
+    assert.equal(
+      unusableReason(noise),
+      "the summarizer's text was rejected: it has no letters (90 characters, all of them control or replacement characters)",
+    );
   });
 
   it('rejects text that is mostly replacement or control characters, or mostly symbols', () => {
-    assert.match(unusableReason(`Summary of the work ${'\uFFFD'.repeat(60)}`) ?? '', /mostly not text \(60 of its 80 characters are control or replacement characters\)/);
+    assert.match(
+      unusableReason(`Summary of the work ${'\uFFFD'.repeat(60)}`) ?? '',
+      /mostly not text \(60 of its 80 characters are control or replacement characters\)/,
+    );
     assert.match(unusableReason(`ok ${'|---|---|###***'.repeat(10)}`) ?? '', /mostly not text \(only 2 of its \d+ visible characters are letters\)/);
   });
 
@@ -26,7 +32,7 @@ describe('summary checks: text that is not a usable summary is rejected', () => 
     assert.equal(unusableReason(short, expected(100)), undefined, 'little to summarize, little expected');
   });
 
-  it('rejects a whole summary without any of the template\'s headings, naming them', () => {
+  it("rejects a whole summary without any of the template's headings, naming them", () => {
     const prose = 'The agent fixed the parser and the tests pass now. '.repeat(10);
     assert.match(unusableReason(prose, expected()) ?? '', /none of the template's headings \("Original Task", "Completed Work", .*"Next Steps"\)/);
   });
@@ -46,11 +52,22 @@ describe('summary checks: text that is not a usable summary is rejected', () => 
 });
 
 describe('summary checks: a rejected summary is replaced by the extractive fallback, which says why', () => {
-  const conversation = asLog([sys('s', 'You are a coding agent.'), ...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)), ...turn('t2', 'Add SM-2 scheduling', 3, 'y'.repeat(2_000)), ...turn('t3', 'Now add tests', 1)]);
+  const conversation = asLog([
+    sys('s', 'You are a coding agent.'),
+    ...turn('t1', 'Build a flashcard app', 3, 'x'.repeat(2_000)),
+    ...turn('t2', 'Add SM-2 scheduling', 3, 'y'.repeat(2_000)),
+    ...turn('t3', 'Now add tests', 1),
+  ]);
   const cfg = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, minMessages: 4 }));
   const compute = (text: string, onFailure: 'fallback' | 'keep-history' = 'fallback') =>
     computeCompaction(
-      { log: conversation, reason: 'manual', config: { ...cfg, onSummarizerFailure: onFailure }, window: { limit: 100_000, source: 'model' }, ledger: EMPTY_LEDGER },
+      {
+        log: conversation,
+        reason: 'manual',
+        config: { ...cfg, onSummarizerFailure: onFailure },
+        window: { limit: 100_000, source: 'model' },
+        ledger: EMPTY_LEDGER,
+      },
       { counter: estimatingCounter(), summarizer: new RecordingSummarizer(() => ({ text })), clock: new FakeClock(), newId: idGenerator() },
     );
 
@@ -64,7 +81,7 @@ describe('summary checks: a rejected summary is replaced by the extractive fallb
     assert.match(entry.summary, /extractive fallback[\s\S]*because the summarizer's text was rejected: it has no letters/);
   });
 
-  it('uses the fallback for a summary without the template\'s headings', async () => {
+  it("uses the fallback for a summary without the template's headings", async () => {
     const outcome = await compute('The agent worked on the flashcard app and the scheduler for a while. '.repeat(12));
     assert.ok(outcome.status === 'compacted' && outcome.compaction.entry);
     assert.equal(outcome.compaction.entry.fallback, true);
@@ -74,7 +91,10 @@ describe('summary checks: a rejected summary is replaced by the extractive fallb
   it('leaves the conversation as it was when so configured, saying why', async () => {
     const outcome = await compute('### Completed Work\nThe flashcard app exists.', 'keep-history');
     assert.equal(outcome.status, 'failed');
-    assert.match(outcome.status === 'failed' ? outcome.reason : '', /Compaction failed: the summarizer's text was rejected: it has \d+ tokens, under a tenth of the \d+ expected\. The conversation is unchanged\./);
+    assert.match(
+      outcome.status === 'failed' ? outcome.reason : '',
+      /Compaction failed: the summarizer's text was rejected: it has \d+ tokens, under a tenth of the \d+ expected\. The conversation is unchanged\./,
+    );
   });
 
   it('uses a summary of the right shape and length', async () => {

@@ -31,29 +31,65 @@ describe('summary request: structured messages, not string interpolation', () =>
   ];
 
   it('uses the default system prompt when no custom prompt is set', () => {
-    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    const request = buildSummaryRequest({
+      summary: base.summary,
+      truncation: base.truncation,
+      messages: positioned(conversation),
+      directive,
+      purpose: 'summary',
+    });
     assert.equal(request.system, DEFAULT_SYSTEM_PROMPT);
   });
 
   it('uses a custom prompt exactly as written, with no persona added', () => {
     const custom = '  You are Lasa. Summarize tersely.\n';
-    const request = buildSummaryRequest({ summary: { ...base.summary, customPrompt: custom }, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    const request = buildSummaryRequest({
+      summary: { ...base.summary, customPrompt: custom },
+      truncation: base.truncation,
+      messages: positioned(conversation),
+      directive,
+      purpose: 'summary',
+    });
     assert.equal(request.system, custom);
     assert.ok(!request.messages.some((m) => m.content.includes('Lasa')), 'the prompt appears only as the system prompt');
   });
 
   it('passes the previous summary as a system-role message, and no such message when there is none', () => {
-    const previous: Message = { id: 'summary:e1', role: 'user', content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\n## Session Summary (Compaction Round 2)\nold facts` }], summaryOf: 'e1' };
-    const withPrevious = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), previousSummary: previous, directive, purpose: 'summary' });
+    const previous: Message = {
+      id: 'summary:e1',
+      role: 'user',
+      content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\n## Session Summary (Compaction Round 2)\nold facts` }],
+      summaryOf: 'e1',
+    };
+    const withPrevious = buildSummaryRequest({
+      summary: base.summary,
+      truncation: base.truncation,
+      messages: positioned(conversation),
+      previousSummary: previous,
+      directive,
+      purpose: 'summary',
+    });
     assert.equal(withPrevious.messages[0]!.role, 'system');
     assert.match(withPrevious.messages[0]!.content, /old facts/);
     assert.ok(!withPrevious.messages[0]!.content.includes(SUMMARY_PREFIX), 'the view prefix is not repeated to the summarizer');
-    const without = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    const without = buildSummaryRequest({
+      summary: base.summary,
+      truncation: base.truncation,
+      messages: positioned(conversation),
+      directive,
+      purpose: 'summary',
+    });
     assert.ok(!without.messages.some((m) => m.role === 'system'));
   });
 
   it('keeps the original roles and renders tool calls and results readably', () => {
-    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    const request = buildSummaryRequest({
+      summary: base.summary,
+      truncation: base.truncation,
+      messages: positioned(conversation),
+      directive,
+      purpose: 'summary',
+    });
     const [u, a, t] = request.messages;
     assert.equal(u!.role, 'user');
     assert.equal(a!.role, 'assistant');
@@ -63,7 +99,13 @@ describe('summary request: structured messages, not string interpolation', () =>
   });
 
   it('ends with a user directive naming what to preserve, condense, prioritize and remove, and every section', () => {
-    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation), directive, purpose: 'summary' });
+    const request = buildSummaryRequest({
+      summary: base.summary,
+      truncation: base.truncation,
+      messages: positioned(conversation),
+      directive,
+      purpose: 'summary',
+    });
     const last = request.messages.at(-1)!;
     assert.equal(last.role, 'user');
     for (const word of ['PRESERVE', 'CONDENSE', 'PRIORITIZE', 'REMOVE']) assert.ok(last.content.includes(word), word);
@@ -74,7 +116,11 @@ describe('summary request: structured messages, not string interpolation', () =>
   });
 
   it('follows depth, code-block, file-path, target length and focus options', () => {
-    const brief = buildDirective({ ...directive, summary: { ...base.summary, depth: 'brief', preserveCodeBlocks: false, targetTokens: 300 }, focus: 'the parser bug' });
+    const brief = buildDirective({
+      ...directive,
+      summary: { ...base.summary, depth: 'brief', preserveCodeBlocks: false, targetTokens: 300 },
+      focus: 'the parser bug',
+    });
     assert.match(brief, /Depth: brief/);
     assert.match(brief, /Leave out code blocks/);
     assert.match(brief, /300 tokens/);
@@ -86,7 +132,13 @@ describe('summary request: structured messages, not string interpolation', () =>
   });
 
   it('uses the configured temperature and an output room above the target length', () => {
-    const request = buildSummaryRequest({ summary: { ...base.summary, temperature: 0.1, targetTokens: 800 }, truncation: base.truncation, messages: [], directive, purpose: 'summary' });
+    const request = buildSummaryRequest({
+      summary: { ...base.summary, temperature: 0.1, targetTokens: 800 },
+      truncation: base.truncation,
+      messages: [],
+      directive,
+      purpose: 'summary',
+    });
     assert.equal(request.temperature, 0.1);
     assert.equal(request.maxOutputTokens, 1000);
   });
@@ -107,7 +159,10 @@ describe('summary request: structured messages, not string interpolation', () =>
   it('builds the merge of batch summaries in the same structured form', () => {
     const merge = buildMergeRequest(base.summary, ['part one', 'part two'], undefined, directive);
     assert.equal(merge.system, DEFAULT_SYSTEM_PROMPT);
-    assert.deepEqual(merge.messages.map((m) => m.role), ['system', 'system', 'user']);
+    assert.deepEqual(
+      merge.messages.map((m) => m.role),
+      ['system', 'system', 'user'],
+    );
     assert.match(merge.messages[1]!.content, /part two/);
     assert.equal(merge.purpose, 'merge');
   });
@@ -141,9 +196,15 @@ describe('summary request: counting what is sent to the summarizer', () => {
           const counter = new MessageTokenCounter(tokenizer);
           const items = messages.map((message, i) => ({ message, position: offset + i }));
           const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: items, directive, purpose: 'summary' });
-          assert.equal(countRequest(request, counter), requestTokens(request, (value) => tokenizer.count(value)));
+          assert.equal(
+            countRequest(request, counter),
+            requestTokens(request, (value) => tokenizer.count(value)),
+          );
           for (const { message, position } of items) {
-            assert.equal(renderedMessageTokens(message, position, base.truncation, counter), tokenizer.count(renderMessage(message, position, base.truncation).content));
+            assert.equal(
+              renderedMessageTokens(message, position, base.truncation, counter),
+              tokenizer.count(renderMessage(message, position, base.truncation).content),
+            );
           }
         }),
         { numRuns: 300 },
@@ -164,7 +225,10 @@ describe('summary request: counting what is sent to the summarizer', () => {
     assert.ok(longest() > 1_000);
     counted.length = 0;
     assert.equal(countRequest(build(3), counter), first);
-    assert.equal(countRequest(build(5_000), counter), requestTokens(build(5_000), (value) => o200k.count(value)));
+    assert.equal(
+      countRequest(build(5_000), counter),
+      requestTokens(build(5_000), (value) => o200k.count(value)),
+    );
     assert.ok(longest() < 20, `only a number was tokenized, not ${longest()} characters`);
     countRequest(build(3, { ...base.truncation, resultChars: 500, hugeResultChars: 500 }), counter);
     assert.ok(longest() > 500, 'tighter limits render another text, counted anew');
@@ -172,16 +236,29 @@ describe('summary request: counting what is sent to the summarizer', () => {
 
   it('counts whole lines with the chars/4 estimate, which rounds up each count', () => {
     const counter = new MessageTokenCounter(charEstimator);
-    const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: positioned(conversation()), directive, purpose: 'summary' });
-    assert.equal(countRequest(request, counter), requestTokens(request, (value) => charEstimator.count(value)));
+    const request = buildSummaryRequest({
+      summary: base.summary,
+      truncation: base.truncation,
+      messages: positioned(conversation()),
+      directive,
+      purpose: 'summary',
+    });
+    assert.equal(
+      countRequest(request, counter),
+      requestTokens(request, (value) => charEstimator.count(value)),
+    );
   });
 
   function conversation(): Message[] {
-    return [user('u1', 'Build it'), assistant('a1', 'Reading.', { callId: 'c1', tool: 'read_file', input: { path: 'a.ts' } }), toolResult('t1', 'c1', 'read_file', 'abc')];
+    return [
+      user('u1', 'Build it'),
+      assistant('a1', 'Reading.', { callId: 'c1', tool: 'read_file', input: { path: 'a.ts' } }),
+      toolResult('t1', 'c1', 'read_file', 'abc'),
+    ];
   }
 });
 
-describe('summary request: the template\'s optional sections', () => {
+describe("summary request: the template's optional sections", () => {
   it('adds Progress after Current State, and Preferences, Facts and Previous Discussion before Next Steps, when asked', () => {
     assert.deepEqual(summarySections(base.summary), SUMMARY_SECTIONS);
     const both = summarySections({ ...base.summary, progressSection: true, factsSections: true });
@@ -211,12 +288,22 @@ describe('summary request: the template\'s optional sections', () => {
 });
 
 describe('summary request: the keep list', () => {
-  const decision = assistant('a1', `We decided to use exponential backoff instead of fixed delays in src/retry/policy.ts:\n\`\`\`ts\n${'const delay = base * 2 ** attempt;\n'.repeat(3)}\`\`\``);
+  const decision = assistant(
+    'a1',
+    `We decided to use exponential backoff instead of fixed delays in src/retry/policy.ts:\n\`\`\`ts\n${'const delay = base * 2 ** attempt;\n'.repeat(3)}\`\`\``,
+  );
   const bigResult = toolResult('t1', 'c1', 'read_file', 'r'.repeat(5_000));
   const call = assistant('a0', 'Reading.', { callId: 'c1', tool: 'read_file', input: { path: 'src/a.ts' } });
   const messages = positioned([user('u1', 'Go on.'), call, bigResult, decision]);
   const build = (importance: typeof base.importance | undefined, purpose: 'summary' | 'batch' = 'summary') =>
-    buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages, directive, purpose, ...(importance ? { importance, total: 10 } : {}) });
+    buildSummaryRequest({
+      summary: base.summary,
+      truncation: base.truncation,
+      messages,
+      directive,
+      purpose,
+      ...(importance ? { importance, total: 10 } : {}),
+    });
 
   it('names the messages above the threshold in the directive, and none without importance settings', () => {
     assert.match(build(base.importance).messages.at(-1)!.content, /KEEP VERBATIM: \[#3\]\. These messages matter most/);

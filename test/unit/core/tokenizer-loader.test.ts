@@ -12,7 +12,13 @@ const { buildOptions } = require('../../../esbuild.js') as {
   buildOptions: (options: { production: boolean; outdir: string }) => Promise<{ extension: BuildOptions }>;
 };
 
-const SAMPLES = ['', 'hello world', 'export function f(x: number): number { return x * 2; }', 'text that spells <|endoftext|> and <|im_start|>', 'Größe, 東京, emoji 🚀'];
+const SAMPLES = [
+  '',
+  'hello world',
+  'export function f(x: number): number { return x * 2; }',
+  'text that spells <|endoftext|> and <|im_start|>',
+  'Größe, 東京, emoji 🚀',
+];
 const plain = { disallowedSpecial: new Set<string>() };
 
 describe('tokenizer loader: vocabularies as files of their own', () => {
@@ -79,7 +85,10 @@ describe('tokenizer loader: vocabularies as files of their own', () => {
       assert.ok(error instanceof VocabularyError);
       assert.equal(error.encoding, 'o200k_base');
       assert.equal(error.file, missing);
-      assert.equal(error.message, `The o200k_base vocabulary could not be loaded from ${missing} (the file is missing); reinstalling Longrun restores it.`);
+      assert.equal(
+        error.message,
+        `The o200k_base vocabulary could not be loaded from ${missing} (the file is missing); reinstalling Longrun restores it.`,
+      );
       return true;
     });
     // Restored (say, by a reinstall): the failure was not remembered.

@@ -86,7 +86,7 @@ describe('token accounting', () => {
     assert.equal(cut.source, 'local');
   });
 
-  it('scales local counts by the ratio learned from the same model\'s reports', () => {
+  it("scales local counts by the ratio learned from the same model's reports", () => {
     const counter = new MessageTokenCounter(charEstimator);
     const view = [user('u1', 'x'.repeat(400)), assistant('a1', 'y'.repeat(400)), user('u2', 'z'.repeat(400))];
     const ratio = learnedRatio(
@@ -102,7 +102,11 @@ describe('token accounting', () => {
     const local = countContext(view, counter, undefined, null, 0, ratio);
     assert.equal(local.tokens, Math.round(counter.countMessages(view) * ratio!));
     assert.equal(learnedRatio([], 'm'), undefined);
-    assert.equal(learnedRatio([{ anchorMessageId: 'a', inputTokens: 90_000, outputTokens: 0, basis: null, localTokens: 10 }], undefined), 2, 'bounded');
+    assert.equal(
+      learnedRatio([{ anchorMessageId: 'a', inputTokens: 90_000, outputTokens: 0, basis: null, localTokens: 10 }], undefined),
+      2,
+      'bounded',
+    );
     // Large requests outweigh the prior.
     const big = learnedRatio([{ anchorMessageId: 'a', inputTokens: 120_000, outputTokens: 0, basis: null, localTokens: 100_000 }], undefined)!;
     assert.ok(big > 1.19 && big < 1.2, String(big));
@@ -165,8 +169,14 @@ describe('token counts stored with messages', () => {
     const tokenizer = spy('letters');
     const counter = new MessageTokenCounter(tokenizer);
     const owner = {};
-    assert.equal(counter.countDerived(owner, 'a', () => 'abc'), 3);
-    assert.equal(counter.countDerived(owner, 'a', () => 'something else'), 3);
+    assert.equal(
+      counter.countDerived(owner, 'a', () => 'abc'),
+      3,
+    );
+    assert.equal(
+      counter.countDerived(owner, 'a', () => 'something else'),
+      3,
+    );
     assert.equal(counter.countDerived(owner, 'b', 'abcdef'), 6);
     assert.equal(counter.countDerived(owner, 'b', 'x'), 6);
     assert.equal(counter.countDerived({}, 'a', 'x'), 1);

@@ -17,13 +17,18 @@ import { estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, templat
 
 const OVERHEAD = 300;
 
-type Op =
-  | { kind: 'turn'; size: number; answer: number; during: 'nothing' | 'compact' | 'undo' }
-  | { kind: 'compact' }
-  | { kind: 'undo' };
+type Op = { kind: 'turn'; size: number; answer: number; during: 'nothing' | 'compact' | 'undo' } | { kind: 'compact' } | { kind: 'undo' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('turn' as const), size: fc.integer({ min: 1, max: 3_000 }), answer: fc.integer({ min: 1, max: 2_000 }), during: fc.constantFrom('nothing' as const, 'compact' as const, 'undo' as const) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('turn' as const),
+      size: fc.integer({ min: 1, max: 3_000 }),
+      answer: fc.integer({ min: 1, max: 2_000 }),
+      during: fc.constantFrom('nothing' as const, 'compact' as const, 'undo' as const),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('compact' as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('undo' as const) }) },
 );
@@ -32,7 +37,11 @@ describe('gauge property: stale usage never inflates the budget', function () {
   this.timeout(120_000);
 
   it('stays within 2% above the true size of the view, whatever lands while a request is in flight', async () => {
-    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 0, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const config: CompactionConfig = {
+      ...DEFAULT_CONFIG,
+      minMessages: 0,
+      keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+    };
     let stale = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 40 }), async (ops) => {
@@ -46,7 +55,10 @@ describe('gauge property: stale usage never inflates the budget', function () {
         const truth = (): number => counter.countMessages(modelView(log)) + OVERHEAD;
 
         const compactNow = async (): Promise<void> => {
-          const outcome = await computeCompaction({ log, reason: 'manual', config, window: { limit: 1_000_000, source: 'model' }, ledger: EMPTY_LEDGER }, deps);
+          const outcome = await computeCompaction(
+            { log, reason: 'manual', config, window: { limit: 1_000_000, source: 'model' }, ledger: EMPTY_LEDGER },
+            deps,
+          );
           if (outcome.status !== 'compacted') return;
           const applied = applyCompaction(log, outcome.compaction);
           if (applied.ok) log = [...applied.log];
@@ -71,13 +83,25 @@ describe('gauge property: stale usage never inflates the budget', function () {
             log = [
               ...log,
               { type: 'message', message: answer },
-              { type: 'usage', usage: { anchorMessageId: answer.id, inputTokens: sent, outputTokens: counter.countText('a'.repeat(op.answer)), basis, localTokens: sent } },
+              {
+                type: 'usage',
+                usage: {
+                  anchorMessageId: answer.id,
+                  inputTokens: sent,
+                  outputTokens: counter.countText('a'.repeat(op.answer)),
+                  basis,
+                  localTokens: sent,
+                },
+              },
             ];
           }
           const ratio = learnedRatio(usageReports(log), undefined) ?? 1;
           const budget = countContext(modelView(log), counter, lastUsage(log), currentBasis(log), OVERHEAD, ratio).tokens;
           const exact = truth();
-          assert.ok(budget <= exact * 1.02, `budget ${budget} against a view of ${exact} after ${op.kind}${op.kind === 'turn' ? ` (${op.during} in flight)` : ''}`);
+          assert.ok(
+            budget <= exact * 1.02,
+            `budget ${budget} against a view of ${exact} after ${op.kind}${op.kind === 'turn' ? ` (${op.during} in flight)` : ''}`,
+          );
         }
       }),
       { numRuns: 500 },
@@ -87,14 +111,30 @@ describe('gauge property: stale usage never inflates the budget', function () {
   });
 
   it('never trusts again a report made under a compaction that was undone, although the next compaction has the same round', async () => {
-    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 0, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const config: CompactionConfig = {
+      ...DEFAULT_CONFIG,
+      minMessages: 0,
+      keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+    };
     const counter = estimatingCounter();
     const clock = new FakeClock();
-    const deps: CompactionDeps = { counter, summarizer: new RecordingSummarizer(() => ({ text: templateSummary('Short.') })), clock, newId: idGenerator() };
+    const deps: CompactionDeps = {
+      counter,
+      summarizer: new RecordingSummarizer(() => ({ text: templateSummary('Short.') })),
+      clock,
+      newId: idGenerator(),
+    };
     let log: LogRecord[] = [];
-    for (let i = 0; i < 8; i++) log.push({ type: 'message', message: { id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: 'x'.repeat(2_000) }] } });
+    for (let i = 0; i < 8; i++)
+      log.push({
+        type: 'message',
+        message: { id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: 'x'.repeat(2_000) }] },
+      });
     const compactNow = async (): Promise<string> => {
-      const outcome = await computeCompaction({ log, reason: 'manual', config, window: { limit: 1_000_000, source: 'model' }, ledger: EMPTY_LEDGER }, deps);
+      const outcome = await computeCompaction(
+        { log, reason: 'manual', config, window: { limit: 1_000_000, source: 'model' }, ledger: EMPTY_LEDGER },
+        deps,
+      );
       assert.equal(outcome.status, 'compacted');
       if (outcome.status !== 'compacted') return '';
       log = [...log, ...outcome.compaction.records];

@@ -42,7 +42,7 @@ describe('needle eval: the scripted session', () => {
     assert.equal(survival(keeping, 'summary'), 1);
   });
 
-  it('never takes the instructions in a file for the user\'s constraints', () => {
+  it("never takes the instructions in a file for the user's constraints", () => {
     assert.equal(dropping.sessions[0]!.injectedConstraint, false);
   });
 

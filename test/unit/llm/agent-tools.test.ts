@@ -2,14 +2,7 @@ import assert from 'node:assert/strict';
 import { asSchema, generateText, isStepCount, type ToolSet } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { createAgentTools, MAX_RECALL_TOKENS, type AgentFileEvent, type RecallPort, type RecallRequest } from '../../../src/llm/agent-tools';
-import {
-  ToolFailure,
-  type LineRange,
-  type ReadResult,
-  type SearchMatch,
-  type TextEdit,
-  type WorkspacePort,
-} from '../../../src/llm/workspace-port';
+import { ToolFailure, type LineRange, type ReadResult, type SearchMatch, type TextEdit, type WorkspacePort } from '../../../src/llm/workspace-port';
 
 type Call = { method: string; args: unknown[]; signal: AbortSignal };
 
@@ -56,11 +49,7 @@ class FakePort implements WorkspacePort {
     return { files: files.slice(0, limit), truncated: files.length > limit };
   }
 
-  async searchText(
-    query: string,
-    options: { glob?: string; isRegex: boolean; caseSensitive: boolean; limit: number },
-    signal: AbortSignal,
-  ) {
+  async searchText(query: string, options: { glob?: string; isRegex: boolean; caseSensitive: boolean; limit: number }, signal: AbortSignal) {
     this.enter('searchText', signal, query, options);
     return this.searchAnswer ?? { matches: [], truncated: false };
   }
@@ -207,7 +196,10 @@ describe('createAgentTools', () => {
       const output = await call(small, 'list_files', { glob: '**' });
       assert.ok(output.length <= 2_000, `length ${output.length}`);
       const shown = output.split('\n').filter((l) => l.startsWith('src/'));
-      assert.ok(shown.every((l) => /^src\/file-\d+\.ts$/.test(l)), 'no path is cut in half');
+      assert.ok(
+        shown.every((l) => /^src\/file-\d+\.ts$/.test(l)),
+        'no path is cut in half',
+      );
       assert.match(output, new RegExp(`\\[Output truncated at 2000 characters; ${2000 - shown.length} more lines not shown\\.`));
     });
   });
@@ -246,10 +238,7 @@ describe('createAgentTools', () => {
     });
 
     it('says so when nothing matches', async () => {
-      assert.equal(
-        await call(tools, 'search_text', { query: 'zzz', glob: '*.md' }),
-        'No matches for "zzz" in files matching "*.md".',
-      );
+      assert.equal(await call(tools, 'search_text', { query: 'zzz', glob: '*.md' }), 'No matches for "zzz" in files matching "*.md".');
     });
   });
 
@@ -340,9 +329,7 @@ describe('createAgentTools', () => {
       const model = new MockLanguageModelV4({
         doGenerate: [
           {
-            content: [
-              { type: 'tool-call', toolCallId: 'call-1', toolName: 'read_file', input: JSON.stringify({ path: 'src/a.ts' }) },
-            ],
+            content: [{ type: 'tool-call', toolCallId: 'call-1', toolName: 'read_file', input: JSON.stringify({ path: 'src/a.ts' }) }],
             finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
             usage: usage(),
             warnings: [],
@@ -409,7 +396,7 @@ describe('recall', () => {
     assert.equal(createAgentTools(new FakePort(), { readOnly: false })['recall'], undefined);
   });
 
-  it('passes the words, the path and the budget on, trimmed, and gives the archive\'s answer back', async () => {
+  it("passes the words, the path and the budget on, trimmed, and gives the archive's answer back", async () => {
     const tools = createAgentTools(new FakePort(), { readOnly: true, recall: archive });
     const output = await call(tools, 'recall', { query: '  nextReview ', path: 'src/deck.ts', maxTokens: 2_000 });
     assert.deepEqual(asked, [{ query: 'nextReview', path: 'src/deck.ts', maxTokens: 2_000 }]);

@@ -155,7 +155,10 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     assert.equal(s.ui.texts.join(''), 'Reading a.ts. Reading b.ts. Both files read.');
     const roles = modelView(s.conversation.log()).map((m) => m.role);
     assert.deepEqual(roles, ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
-    assert.ok(s.conversation.log().some((r) => r.type === 'usage'), 'provider usage is recorded for the gauge');
+    assert.ok(
+      s.conversation.log().some((r) => r.type === 'usage'),
+      'provider usage is recorded for the gauge',
+    );
     // The log is on disk: a fresh store reads the same records.
     const reopened = await new ConversationStore(dir, () => 0).open('c1');
     assert.equal(reopened.log.length, s.conversation.log().length);
@@ -165,7 +168,10 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'tokens', tokens: 600 } };
     const s = setup(2_500, config);
     // The mock reports usage the way a provider would: the size of the prompt it was sent.
-    const script = [...['a', 'b', 'c', 'd', 'e'].map((f, i) => (input: number) => toolCallStep(`c${i}`, `${f}.ts`, input)), () => answerStep('Done.')];
+    const script = [
+      ...['a', 'b', 'c', 'd', 'e'].map((f, i) => (input: number) => toolCallStep(`c${i}`, `${f}.ts`, input)),
+      () => answerStep('Done.'),
+    ];
     const model = new MockLanguageModelV4({
       doStream: async (options) => ({ stream: streamOf(script.shift()!(Math.ceil(JSON.stringify(options.prompt).length / 4))) }),
     });
@@ -182,7 +188,8 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     const calls = new Set<string>();
     for (const m of lastPrompt) {
       if (m.role === 'assistant') for (const p of m.content) if (p.type === 'tool-call') calls.add(p.toolCallId);
-      if (m.role === 'tool') for (const p of m.content) if (p.type === 'tool-result') assert.ok(calls.has(p.toolCallId), `orphan tool result ${p.toolCallId}`);
+      if (m.role === 'tool')
+        for (const p of m.content) if (p.type === 'tool-result') assert.ok(calls.has(p.toolCallId), `orphan tool result ${p.toolCallId}`);
     }
     assert.ok(lastPrompt.length < 12, `the prompt was compacted (${lastPrompt.length} messages)`);
   });
@@ -192,7 +199,9 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     const s = setup(1_000_000, config);
     for (let i = 0; i < 4; i++) {
       await ask(s, `earlier question ${i} ${'q'.repeat(400)}`);
-      await s.conversation.append([{ type: 'message', message: { id: `a${i}`, role: 'assistant', content: [text(`earlier answer ${i} ${'a'.repeat(400)}`)] } }]);
+      await s.conversation.append([
+        { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [text(`earlier answer ${i} ${'a'.repeat(400)}`)] } },
+      ]);
     }
     await ask(s, 'And now?');
     let calls = 0;
@@ -224,7 +233,13 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     for (let i = 0; i < 4; i++) await ask(s, `q${i} ${'w'.repeat(500)}`);
     const model = new MockLanguageModelV4({
       doStream: async () => {
-        throw new APICallError({ message: 'prompt is too long: 210000 tokens > 200000 maximum', url: 'x', requestBodyValues: {}, statusCode: 400, isRetryable: false });
+        throw new APICallError({
+          message: 'prompt is too long: 210000 tokens > 200000 maximum',
+          url: 'x',
+          requestBodyValues: {},
+          statusCode: 400,
+          isRetryable: false,
+        });
       },
     });
     const result = await run(s, model);
@@ -258,7 +273,9 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     const s = setup(1_000_000, config);
     for (let i = 0; i < 6; i++) {
       await ask(s, `earlier question ${i} ${'q'.repeat(1_200)}`);
-      await s.conversation.append([{ type: 'message', message: { id: `a${i}`, role: 'assistant', content: [text(`earlier answer ${i} ${'a'.repeat(1_200)}`)] } }]);
+      await s.conversation.append([
+        { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [text(`earlier answer ${i} ${'a'.repeat(1_200)}`)] } },
+      ]);
     }
     await ask(s, 'And now?');
     // Like Ollama with a 1,024-token context: it reads what fits and says nothing.
@@ -275,13 +292,24 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     const result = await run(s, model, 10, undefined, { detectTruncation: true, truncationAdvice: 'Raise num_ctx.' });
     assert.equal(result.error, undefined);
     assert.deepEqual(s.ui.compactions, ['overflow:compacted']);
-    assert.ok(s.ui.notices.some((n) => /cut the prompt/.test(n) && /Raise num_ctx\./.test(n)), s.ui.notices.join('\n'));
+    assert.ok(
+      s.ui.notices.some((n) => /cut the prompt/.test(n) && /Raise num_ctx\./.test(n)),
+      s.ui.notices.join('\n'),
+    );
     assert.equal(model.doStreamCalls.length, 2);
-    const answers = modelView(s.conversation.log()).filter((m) => m.role === 'assistant').map((m) => JSON.stringify(m.content));
+    const answers = modelView(s.conversation.log())
+      .filter((m) => m.role === 'assistant')
+      .map((m) => JSON.stringify(m.content));
     assert.ok(answers.some((a) => a.includes('The real answer.')));
-    assert.ok(!s.conversation.log().some((r) => r.type === 'message' && JSON.stringify(r.message.content).includes('half a conversation')), 'the answer from the cut prompt is not kept');
+    assert.ok(
+      !s.conversation.log().some((r) => r.type === 'message' && JSON.stringify(r.message.content).includes('half a conversation')),
+      'the answer from the cut prompt is not kept',
+    );
     const usages = s.conversation.log().filter((r) => r.type === 'usage');
-    assert.ok(usages.every((r) => r.type === 'usage' && r.usage.truncated !== true), 'only usage of the retry is kept');
+    assert.ok(
+      usages.every((r) => r.type === 'usage' && r.usage.truncated !== true),
+      'only usage of the retry is kept',
+    );
   });
 
   it('does not take a tokenizer that counts differently for a cut prompt', async () => {
@@ -322,7 +350,11 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
   });
 
   it('with confirmation on, asks once per turn; "Not now" holds for the turn and overflow recovery still compacts, saying so', async () => {
-    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const config: CompactionConfig = {
+      ...DEFAULT_CONFIG,
+      minMessages: 2,
+      keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+    };
     const s = setup(2_000, config);
     let asked = 0;
     s.ui.confirmCompaction = async () => {
@@ -335,7 +367,13 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
       doStream: async () => {
         call++;
         if (call === 4) {
-          throw new APICallError({ message: 'maximum context length is 2000 tokens', url: 'x', requestBodyValues: {}, statusCode: 400, isRetryable: false });
+          throw new APICallError({
+            message: 'maximum context length is 2000 tokens',
+            url: 'x',
+            requestBodyValues: {},
+            statusCode: 400,
+            isRetryable: false,
+          });
         }
         return { stream: streamOf(call < 4 ? toolCallStep(`c${call}`, `f${call}.ts`, sentTokens(s)) : answerStep('Done.')) };
       },
@@ -349,7 +387,11 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
   });
 
   it('with confirmation on, compacts when the user says so', async () => {
-    const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } };
+    const config: CompactionConfig = {
+      ...DEFAULT_CONFIG,
+      minMessages: 2,
+      keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+    };
     const s = setup(2_000, config);
     let asked = 0;
     s.ui.confirmCompaction = async () => {
@@ -385,7 +427,11 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     });
     const second = await run(s, stalled, 10, undefined, { timeouts: { firstChunkMs: 50, idleMs: 50 } });
     assert.ok(isModelTimeout(second.error), String(second.error));
-    assert.deepEqual(modelView(s.conversation.log()).map((m) => m.role), ['user'], 'nothing half-written was kept');
+    assert.deepEqual(
+      modelView(s.conversation.log()).map((m) => m.role),
+      ['user'],
+      'nothing half-written was kept',
+    );
     const next = new MockLanguageModelV4({ doStream: async () => ({ stream: streamOf(answerStep('Back.')) }) });
     const third = await run(s, next);
     assert.equal(third.error, undefined, 'the conversation goes on');

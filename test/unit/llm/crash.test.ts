@@ -154,8 +154,12 @@ class FullDiskStore extends ConversationStore {
     if (this.plan.torn && next) {
       // The write that fills the disk lands in part: half of its next line (after the header, in a new file).
       const file = this.partFile(id, 1);
-      const size = await fs.stat(file).then((s) => s.size, () => 0);
-      const header = size === 0 ? `${JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, kind: 'longrun-conversation', id, createdAt: this.clockNow() })}\n` : '';
+      const size = await fs.stat(file).then(
+        (s) => s.size,
+        () => 0,
+      );
+      const header =
+        size === 0 ? `${JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, kind: 'longrun-conversation', id, createdAt: this.clockNow() })}\n` : '';
       const line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record: next });
       await fs.mkdir(dirname(file), { recursive: true });
       await fs.appendFile(file, `${header}${line.slice(0, Math.ceil(line.length / 2))}`);
@@ -309,7 +313,12 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
         const lines = await completedFirstTurn(variant);
         for (let k = 0; k <= lines.length; k++) {
           const where = `cut after line ${k} of ${lines.length}`;
-          const dir = await copyInto(lines.slice(0, k).map((line) => `${line}\n`).join(''));
+          const dir = await copyInto(
+            lines
+              .slice(0, k)
+              .map((line) => `${line}\n`)
+              .join(''),
+          );
           const { before } = await nextTurnSucceeds(dir, variant, where);
           assert.deepEqual(before, recordsOf(lines.slice(0, k)), `${where}: every complete line is a record of the reopened log`);
         }
@@ -326,7 +335,10 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
           for (const cut of cuts) {
             cases++;
             const where = `line ${k + 1} of ${lines.length} cut after ${cut} of its ${bytes.length} bytes`;
-            const whole = lines.slice(0, k).map((line) => `${line}\n`).join('');
+            const whole = lines
+              .slice(0, k)
+              .map((line) => `${line}\n`)
+              .join('');
             // Bytes, not text: a cut inside a character stays a cut inside a character.
             const dir = await copyInto(Buffer.concat([Buffer.from(whole, 'utf8'), bytes.subarray(0, cut)]));
             const torn = cut < bytes.length;
@@ -375,7 +387,11 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
                 failure = error;
               }
               assert.ok(failure !== undefined, `${where}: the turn reports the failed write`);
-              assert.match(String(failure instanceof Error ? `${failure.message} ${String(failure.cause)}` : failure), /ENOSPC/, `${where}: the failure says why`);
+              assert.match(
+                String(failure instanceof Error ? `${failure.message} ${String(failure.cause)}` : failure),
+                /ENOSPC/,
+                `${where}: the failure says why`,
+              );
               // The window holds only what was written; the disk holds it too, whatever the failed write left.
               const held = conversation.log();
               assert.deepEqual(store.landed.slice(0, held.length), [...held], `${where}: the window holds what reached the disk`);

@@ -44,26 +44,41 @@ describe('editor tools: which are offered', () => {
 
   it('offers the tools the setting names, in its order, and says why one it names is not offered', () => {
     const { offered, skipped } = selectEditorTools(available, { setting: ['mcp_web_fetch', 'ext_lookup', 'gone_tool'], requested: [], reserved });
-    assert.deepEqual(offered.map((t) => t.name), ['mcp_web_fetch', 'ext_lookup']);
+    assert.deepEqual(
+      offered.map((t) => t.name),
+      ['mcp_web_fetch', 'ext_lookup'],
+    );
     assert.deepEqual(skipped, [{ name: 'gone_tool', reason: 'no tool of this name is registered in VS Code' }]);
   });
 
   it('offers every tool for "*", but never one named like a Longrun tool, nor one a model cannot call', () => {
     const { offered, skipped } = selectEditorTools(available, { setting: ['*'], requested: [], reserved });
-    assert.deepEqual(offered.map((t) => t.name), ['ext_lookup', 'mcp_web_fetch']);
-    assert.deepEqual(skipped.map((s) => s.name), ['read_file', 'has space']);
+    assert.deepEqual(
+      offered.map((t) => t.name),
+      ['ext_lookup', 'mcp_web_fetch'],
+    );
+    assert.deepEqual(
+      skipped.map((s) => s.name),
+      ['read_file', 'has space'],
+    );
     assert.match(skipped[0]!.reason, /Longrun's own tools/);
   });
 
   it('offers a tool the user named in the request although the setting does not, once', () => {
     const { offered } = selectEditorTools(available, { setting: ['ext_lookup'], requested: ['mcp_web_fetch', 'ext_lookup'], reserved });
-    assert.deepEqual(offered.map((t) => t.name), ['ext_lookup', 'mcp_web_fetch']);
+    assert.deepEqual(
+      offered.map((t) => t.name),
+      ['ext_lookup', 'mcp_web_fetch'],
+    );
   });
 
   it('does not let a request replace a Longrun tool either', () => {
     const { offered, skipped } = selectEditorTools(available, { setting: [], requested: ['read_file'], reserved });
     assert.deepEqual(offered, []);
-    assert.deepEqual(skipped.map((s) => s.name), ['read_file']);
+    assert.deepEqual(
+      skipped.map((s) => s.name),
+      ['read_file'],
+    );
   });
 });
 
@@ -92,7 +107,10 @@ describe('editor tools: as AI SDK tools', () => {
     const result = String(await run(port, { word: 'x' }));
     assert.ok(result.length <= 300, `${result.length} characters`);
     assert.match(result, /^line 0 of the result\n/);
-    assert.match(result, /\[Truncated at 300 characters: [\d,]+ more characters \(\d+ lines\) not shown\. Call the tool with narrower input to get less\.\]$/);
+    assert.match(
+      result,
+      /\[Truncated at 300 characters: [\d,]+ more characters \(\d+ lines\) not shown\. Call the tool with narrower input to get less\.\]$/,
+    );
   });
 
   it('tells the model when the user did not allow the tool or it failed, and lets the turn go on', async () => {
@@ -111,7 +129,10 @@ describe('editor tools: as AI SDK tools', () => {
 
   it('is called by a model like any other tool, and its result goes to the next step', async () => {
     const port = new FakeEditorTools();
-    const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined },
+    };
     const model = new MockLanguageModelV4({
       doGenerate: [
         {
@@ -123,9 +144,17 @@ describe('editor tools: as AI SDK tools', () => {
         { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] },
       ],
     });
-    const result = await generateText({ model, prompt: 'look it up', tools: createEditorTools(port, [lookup], { maxResultChars: 300 }), stopWhen: isStepCount(3) });
+    const result = await generateText({
+      model,
+      prompt: 'look it up',
+      tools: createEditorTools(port, [lookup], { maxResultChars: 300 }),
+      stopWhen: isStepCount(3),
+    });
     assert.equal(result.text, 'done');
-    assert.deepEqual(port.calls.map((c) => c.input), [{ word: 'needle' }]);
+    assert.deepEqual(
+      port.calls.map((c) => c.input),
+      [{ word: 'needle' }],
+    );
     const toolMessage = (model.doGenerateCalls[1]?.prompt ?? []).find((m) => m.role === 'tool');
     const part = toolMessage?.role === 'tool' ? toolMessage.content.find((p) => p.type === 'tool-result') : undefined;
     assert.deepEqual(part?.type === 'tool-result' ? part.output : undefined, { type: 'text', value: 'looked up' });

@@ -131,7 +131,14 @@ describe('model messages', () => {
       });
       const messages: Message[] = [
         { id: 's', role: 'system', content: [{ type: 'text', text: 'rules' }] },
-        { id: 'u', role: 'user', content: [{ type: 'text', text: 'fix it' }, { type: 'file', mediaType: 'image/png' }] },
+        {
+          id: 'u',
+          role: 'user',
+          content: [
+            { type: 'text', text: 'fix it' },
+            { type: 'file', mediaType: 'image/png' },
+          ],
+        },
         { id: 'a', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'read', input: { path: 'a' } }] },
         { id: 't', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'read', output: { size: 3 } }] },
       ];
@@ -233,9 +240,7 @@ describe('model messages', () => {
         {
           id: 't2',
           role: 'tool',
-          content: [
-            { type: 'tool-result', toolCallId: 'call-3', toolName: 'run', output: 'exit code 1', isError: true },
-          ],
+          content: [{ type: 'tool-result', toolCallId: 'call-3', toolName: 'run', output: 'exit code 1', isError: true }],
         },
         {
           id: 't3',

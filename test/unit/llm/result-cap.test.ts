@@ -14,7 +14,10 @@ describe('capText: the size cap of results from outside the agent', () => {
     const [kept, note] = [capped.slice(0, capped.lastIndexOf('\n')), capped.slice(capped.lastIndexOf('\n') + 1)];
     assert.ok(text.startsWith(`${kept}\n`), 'whole lines are kept');
     const rest = text.slice(kept.length);
-    assert.equal(note, `[Truncated at 250 characters: ${rest.length} more characters (${rest.split('\n').filter(Boolean).length} lines) not shown. Ask for less.]`);
+    assert.equal(
+      note,
+      `[Truncated at 250 characters: ${rest.length} more characters (${rest.split('\n').filter(Boolean).length} lines) not shown. Ask for less.]`,
+    );
   });
 
   it('cuts inside a first line that alone is too long', () => {

@@ -151,10 +151,8 @@ describe('createTelemetry', () => {
       prompt: 'hello',
       telemetry: telemetry.settings('longrun.test', { 'longrun.round': 3 }),
     });
-    await telemetry.span(
-      'longrun.compaction',
-      { 'longrun.compaction.reason': 'threshold', 'longrun.compaction.tokens_before': 9000 },
-      async (span) => span.setAttributes({ 'longrun.compaction.tokens_after': 1200, 'longrun.compaction.fallback': false }),
+    await telemetry.span('longrun.compaction', { 'longrun.compaction.reason': 'threshold', 'longrun.compaction.tokens_before': 9000 }, async (span) =>
+      span.setAttributes({ 'longrun.compaction.tokens_after': 1200, 'longrun.compaction.fallback': false }),
     );
     await telemetry.flush();
 

@@ -97,8 +97,7 @@ class FakeChatModel implements VsCodeChatModel {
   }
 }
 
-const items =
-  (...values: unknown[]): Script =>
+const items = (...values: unknown[]): Script =>
   async function* () {
     for (const value of values) yield value;
   };
@@ -156,9 +155,7 @@ describe('VS Code language model bridge', () => {
   });
 
   it('passes function tools with their JSON schema and turns tool-call items into AI SDK tool calls', async () => {
-    const chat = new FakeChatModel([
-      items(new TextPart('Reading.'), new ToolCallPart('call-1', 'read_file', { path: 'src/a.ts' })),
-    ]);
+    const chat = new FakeChatModel([items(new TextPart('Reading.'), new ToolCallPart('call-1', 'read_file', { path: 'src/a.ts' }))]);
     const result = await generateText({
       model: createVsCodeLanguageModel(chat, api),
       messages: userPrompt,
@@ -189,17 +186,17 @@ describe('VS Code language model bridge', () => {
     const model = createVsCodeLanguageModel(chat, api, { justification: 'To run the agent.' });
     await generateText({ model, messages: userPrompt });
     await generateText({ model, messages: userPrompt });
-    assert.deepEqual(chat.requests.map((r) => r.options.justification), ['To run the agent.', 'To run the agent.']);
+    assert.deepEqual(
+      chat.requests.map((r) => r.options.justification),
+      ['To run the agent.', 'To run the agent.'],
+    );
     const plain = new FakeChatModel([items(new TextPart('three'))]);
     await generateText({ model: createVsCodeLanguageModel(plain, api), messages: userPrompt });
     assert.equal(plain.requests[0]?.options.justification, undefined);
   });
 
   it('runs a tool loop: the result goes back as a LanguageModelToolResultPart in a user turn', async () => {
-    const chat = new FakeChatModel([
-      items(new ToolCallPart('call-7', 'add', { a: 2, b: 3 })),
-      items(new TextPart('The sum is 5.')),
-    ]);
+    const chat = new FakeChatModel([items(new ToolCallPart('call-7', 'add', { a: 2, b: 3 })), items(new TextPart('The sum is 5.'))]);
     const result = streamText({
       model: createVsCodeLanguageModel(chat, api),
       messages: userPrompt,
@@ -242,11 +239,7 @@ describe('VS Code language model bridge', () => {
       b: tool({ description: 'B', inputSchema: jsonSchema({ type: 'object' }) }),
     };
     // With a required tool choice, the AI SDK itself rejects an answer without a tool call.
-    const chat = new FakeChatModel([
-      items(new ToolCallPart('c1', 'a', {})),
-      items(new ToolCallPart('c2', 'b', {})),
-      items(new TextPart('3')),
-    ]);
+    const chat = new FakeChatModel([items(new ToolCallPart('c1', 'a', {})), items(new ToolCallPart('c2', 'b', {})), items(new TextPart('3'))]);
     const model = createVsCodeLanguageModel(chat, api);
     await generateText({ model, messages: userPrompt, tools, toolChoice: 'required' });
     await generateText({ model, messages: userPrompt, tools, toolChoice: { type: 'tool', toolName: 'b' } });
@@ -296,10 +289,9 @@ describe('VS Code language model bridge', () => {
   });
 
   it('rejects with the original message and cause when sendRequest throws', async () => {
-    const original = Object.assign(
-      new Error("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."),
-      { code: 'Unknown' },
-    );
+    const original = Object.assign(new Error("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."), {
+      code: 'Unknown',
+    });
     const chat = new FakeChatModel([]);
     chat.sendError = original;
     const model = createVsCodeLanguageModel(chat, api);

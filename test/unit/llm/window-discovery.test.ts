@@ -17,8 +17,10 @@ interface Call {
 
 type Route = (init: RequestInit | undefined) => Response | Promise<Response>;
 
-const json = (body: string | object, status = 200): Route => () =>
-  new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
+const json =
+  (body: string | object, status = 200): Route =>
+  () =>
+    new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 
 const file = (name: string): Route => json(fixture(name));
 
@@ -122,7 +124,10 @@ describe('window discovery', () => {
 
     it('prefers the model list to the native APIs, and then asks them nothing', async () => {
       const server = fakeServer({
-        [`GET ${OLLAMA}/v1/models`]: json({ object: 'list', data: [{ id: 'llama3.2:latest', object: 'model', owned_by: 'library', context_length: 65_536 }] }),
+        [`GET ${OLLAMA}/v1/models`]: json({
+          object: 'list',
+          data: [{ id: 'llama3.2:latest', object: 'model', owned_by: 'library', context_length: 65_536 }],
+        }),
         [`GET ${OLLAMA}/api/ps`]: file('ollama-api-ps.json'),
         [`GET ${OLLAMA}/api/version`]: file('ollama-api-version.json'),
       });
@@ -142,7 +147,10 @@ describe('window discovery', () => {
 
     it('skips malformed entries of the list without losing the good ones', async () => {
       const server = fakeServer({
-        [`GET ${VLLM}/v1/models`]: json({ object: 'list', data: [null, 42, { object: 'model' }, { id: 'm', owned_by: 'vllm', max_model_len: 4096 }] }),
+        [`GET ${VLLM}/v1/models`]: json({
+          object: 'list',
+          data: [null, 42, { object: 'model' }, { id: 'm', owned_by: 'vllm', max_model_len: 4096 }],
+        }),
       });
       assert.equal((await discoverContextWindow(options(`${VLLM}/v1`, 'm', server)))?.limit, 4096);
     });
@@ -297,9 +305,7 @@ describe('window discovery', () => {
   describe('when servers misbehave', () => {
     it('settles with nothing when the server hangs, once the timeout passes', async () => {
       const everything: Route = hang;
-      const server = fakeServer(
-        new Proxy({} as Record<string, Route>, { get: () => everything }),
-      );
+      const server = fakeServer(new Proxy({} as Record<string, Route>, { get: () => everything }));
       const window = await discoverContextWindow(options(`${OLLAMA}/v1`, 'llama3.2', server, { timeoutMs: 50 }));
       assert.equal(window, undefined);
       assert.deepEqual(server.urls(), [`GET ${OLLAMA}/v1/models`], 'a model list that times out ends the search');
@@ -329,7 +335,7 @@ describe('window discovery', () => {
       assert.deepEqual(server.calls, []);
     });
 
-    it("settles with nothing when the caller aborts while the server hangs", async () => {
+    it('settles with nothing when the caller aborts while the server hangs', async () => {
       const server = fakeServer(new Proxy({} as Record<string, Route>, { get: () => hang }));
       const controller = new AbortController();
       const pending = discoverContextWindow(options(`${OLLAMA}/v1`, 'llama3.2', server, { timeoutMs: 60_000, signal: controller.signal }));

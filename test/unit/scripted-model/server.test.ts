@@ -103,7 +103,11 @@ describe('offline scripted model server', () => {
       model: 'scripted',
       messages: [
         { role: 'user', content: 'hello' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.md"}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.md"}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'line one' }] },
       ],
       tools,
@@ -187,9 +191,15 @@ describe('offline scripted model server', () => {
   it('lets the demo scenario read a mentioned path, create a file on "create <path>", and only call offered tools', () => {
     const tools = ['read_file', 'create_file'].map((name) => ({ type: 'function', function: { name } }));
     const ask = (content: string, extra: object = { tools }) =>
-      demoScenario({ request: chatCompletionRequestSchema.parse({ model: 'scripted', messages: [{ role: 'user', content }], ...extra }), promptTokens: 42, window: 100 });
+      demoScenario({
+        request: chatCompletionRequestSchema.parse({ model: 'scripted', messages: [{ role: 'user', content }], ...extra }),
+        promptTokens: 42,
+        window: 100,
+      });
 
-    assert.deepEqual(ask('Please look at src/core/budget.ts and explain it').toolCalls, [{ name: 'read_file', arguments: { path: 'src/core/budget.ts' } }]);
+    assert.deepEqual(ask('Please look at src/core/budget.ts and explain it').toolCalls, [
+      { name: 'read_file', arguments: { path: 'src/core/budget.ts' } },
+    ]);
     assert.deepEqual(ask('what does ./README.md say?').toolCalls, [{ name: 'read_file', arguments: { path: 'README.md' } }]);
     const created = ask('create notes/todo.md with my list').toolCalls?.[0];
     assert.equal(created?.name, 'create_file');
@@ -207,7 +217,11 @@ describe('offline scripted model server', () => {
         tools,
         messages: [
           { role: 'user', content: 'look at README.md' },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"README.md"}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"README.md"}' } }],
+          },
           { role: 'tool', tool_call_id: 'c1', content: 'README.md (lines 1-2 of 2)\n1| # Longrun' },
           { role: 'assistant', content: 'It is the readme.' },
         ],
@@ -277,7 +291,7 @@ describe('offline scripted model server', () => {
     });
   });
 
-  it('counts the requested output tokens against the window, with OpenAI\'s wording for that case', async () => {
+  it("counts the requested output tokens against the window, with OpenAI's wording for that case", async () => {
     const request = { model: 'scripted-small', messages: [{ role: 'user', content: 'short' }] };
     const tokens = countPromptTokens(chatCompletionRequestSchema.parse(request), count);
     server.setWindow('scripted-small', tokens + 100);
@@ -310,7 +324,7 @@ describe('offline scripted model server', () => {
     assert.equal(isContextOverflow(error), true);
   });
 
-  it('answers 404 model_not_found for an unknown model and 400 in OpenAI\'s shape for a malformed body', async () => {
+  it("answers 404 model_not_found for an unknown model and 400 in OpenAI's shape for a malformed body", async () => {
     const unknown = await post(completions(server), { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(unknown.status, 404);
     const unknownBody = (await unknown.json()) as { error: { type: string; code: string; message: string } };
@@ -452,13 +466,13 @@ describe('offline scripted model server', () => {
     assert.match(summary.text, /^## Session Summary \(Compaction Round 2\)/);
   });
 
-  it('delays answers by the latency plus a step\'s delayMs', async () => {
+  it("delays answers by the latency plus a step's delayMs", async () => {
     server.setLatency(150);
     server.script([{ delayMs: 150 }]);
     const started = Date.now();
     const result = await generateText({ model: chatModel(server), prompt: 'hello', maxRetries: 0 });
     assert.ok(Date.now() - started >= 290, `answered after ${Date.now() - started} ms`);
-    assert.match(result.text, /^Offline scripted model: I received/, 'a step with only a delay keeps the scenario\'s answer');
+    assert.match(result.text, /^Offline scripted model: I received/, "a step with only a delay keeps the scenario's answer");
   });
 
   it('is programmable over the control HTTP API', async () => {
@@ -468,7 +482,11 @@ describe('offline scripted model server', () => {
     const queued = await control('script', [{ text: 'from the control API' }]);
     assert.equal(queued.status, 200);
     assert.deepEqual(await queued.json(), { queued: 1 });
-    const answered = (await (await ask('hi')).json()) as { object: string; choices: { message: { content: string } }[]; usage: { prompt_tokens: number } };
+    const answered = (await (await ask('hi')).json()) as {
+      object: string;
+      choices: { message: { content: string } }[];
+      usage: { prompt_tokens: number };
+    };
     assert.equal(answered.object, 'chat.completion');
     assert.equal(answered.choices[0]?.message.content, 'from the control API');
 
@@ -531,7 +549,7 @@ describe('offline scripted model server', () => {
     await assert.rejects(fetch(`${own.url}/models`), 'the server no longer listens');
   });
 
-  it('is never imported by the extension\'s sources', () => {
+  it("is never imported by the extension's sources", () => {
     const offenders: string[] = [];
     const visit = (dir: string): void => {
       for (const entry of readdirSync(dir, { withFileTypes: true })) {
