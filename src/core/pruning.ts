@@ -1,6 +1,7 @@
 import type { CompactionReason } from './history';
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
 import { isRecord } from './errors';
+import { TOOL_NAMES } from './tool-names';
 
 /**
  * The cheap tier of compaction: tool outputs the model no longer needs are replaced in its view by
@@ -47,9 +48,9 @@ export interface PruningEntry {
 
 /** How file tools touch files: the path argument they read or change. */
 export const FILE_TOOLS: Readonly<Record<string, 'read' | 'write'>> = {
-  read_file: 'read',
-  create_file: 'write',
-  edit_file: 'write',
+  [TOOL_NAMES.readFile]: 'read',
+  [TOOL_NAMES.createFile]: 'write',
+  [TOOL_NAMES.editFile]: 'write',
 };
 
 /** An output that may be pruned, with what pruning it would free. */

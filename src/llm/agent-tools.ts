@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ToolFailure, type CommandPort, type CommandRun, type ReadResult, type SearchMatch, type WorkspacePort } from './workspace-port';
 import { formatCapturedOutput } from './command-output';
 import { splitLines } from '../core/lines';
+import { TOOL_NAMES } from '../core/tool-names';
 
 /**
  * The agent's AI SDK tools over a {@link WorkspacePort}. Every tool returns a compact string for the
@@ -150,7 +151,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
   const emit = (kind: AgentFileEvent['kind'], path: string): void => options.onFileEvent?.({ kind, path });
 
   const tools: ToolSet = {
-    read_file: tool({
+    [TOOL_NAMES.readFile]: tool({
       description:
         'Read a text file from the workspace. Returns a header line (path, line range, total lines) and the lines prefixed with their numbers ("12| code"). Large files are cut; read further with startLine/endLine.',
       inputSchema: readFileInput,
@@ -165,7 +166,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
         }),
     }),
 
-    list_files: tool({
+    [TOOL_NAMES.listFiles]: tool({
       description:
         'List workspace files matching a glob pattern (node_modules and .git are skipped). Returns one workspace-relative path per line, sorted.',
       inputSchema: listFilesInput,
@@ -182,7 +183,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
         }),
     }),
 
-    search_text: tool({
+    [TOOL_NAMES.searchText]: tool({
       description:
         'Search the text of workspace files for a string or regular expression. Returns one match per line as "path:line: text". Use read_file around a match to see more. A search that takes more than a few seconds is stopped: keep regular expressions simple.',
       inputSchema: searchTextInput,
@@ -213,7 +214,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
 
   if (options.recall) {
     const archive = options.recall;
-    tools['recall'] = tool({
+    tools[TOOL_NAMES.recall] = tool({
       description:
         'Search the earlier parts of this conversation that were summarized or pruned to save room (stubs say "[Pruned by Longrun: …]"), and get the original messages back: tool outputs, file contents as they were read, earlier answers. Give words, a file path, or both. The answer is cut to a token budget and says what it left out.',
       inputSchema: recallInput,
@@ -233,7 +234,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
 
   if (options.readOnly) return tools;
 
-  tools['create_file'] = tool({
+  tools[TOOL_NAMES.createFile] = tool({
     description:
       'Create a new text file with the given content (parent folders are created). Fails if the file already exists: use edit_file to change existing files. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
     inputSchema: createFileInput,
@@ -245,7 +246,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
       }),
   });
 
-  tools['edit_file'] = tool({
+  tools[TOOL_NAMES.editFile] = tool({
     description:
       'Edit an existing text file by exact text replacement. Each oldText must occur exactly once in the current file; all edits are applied together or not at all, and nothing else in the file changes. Read the file first. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
     inputSchema: editFileInput,
@@ -263,7 +264,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
 
   if (options.commands) {
     const commands = options.commands;
-    tools['run_command'] = tool({
+    tools[TOOL_NAMES.runCommand] = tool({
       description:
         "Run one shell command line in the user's VS Code terminal, in the workspace folder, and get its exit code and output (long output keeps its first and last lines). The user approves each command unless it is on their allow list. Use it to build, test, lint or inspect the repository; not for interactive programs (they wait for input until the time limit) or long-running servers. Prefer read_file, list_files and search_text for reading files.",
       inputSchema: runCommandInput,

@@ -23,6 +23,7 @@ import { errorMessage } from '../app/error-text';
 import { compactionSentence, contextReport, summaryReport } from '../app/reports';
 import type { VsCodeWorkspace, WorkspaceChange } from './workspace-tools';
 import { EDIT_SUMMARY_COMMAND, type SummaryDocuments } from './summary-documents';
+import { OWN_TOOL_NAMES, TOOL_NAMES } from '../core/tool-names';
 
 /**
  * `@longrun`: the coding agent in VS Code's chat. It streams its work, compacts the conversation
@@ -92,7 +93,7 @@ export class LongrunParticipant {
       ? selectEditorTools(port.list(), {
           setting: this.deps.settings().agent.editorTools,
           requested: (request?.toolReferences ?? []).map((t) => t.name),
-          reserved: new Set(Object.keys(own)),
+          reserved: OWN_TOOL_NAMES,
         })
       : { offered: [], skipped: [] };
     const tools = { ...own, ...createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) };
@@ -101,8 +102,7 @@ export class LongrunParticipant {
 
   /** The names of Longrun's own tools, all of them whatever the workspace's trust. */
   ownToolNames(): ReadonlySet<string> {
-    const commands = this.deps.commands;
-    return new Set(Object.keys(createAgentTools(this.deps.workspace, { readOnly: false, ...(commands ? { commands } : {}), recall: NO_ARCHIVE })));
+    return OWN_TOOL_NAMES;
   }
 
   /** What every request carries besides the messages, as text, for the token count. */
@@ -623,19 +623,19 @@ function describeToolCall(toolName: string, input: unknown): string {
   const i = (input ?? {}) as Record<string, unknown>;
   const path = typeof i.path === 'string' ? i.path : undefined;
   switch (toolName) {
-    case 'read_file':
+    case TOOL_NAMES.readFile:
       return `Reading ${path ?? 'a file'}…`;
-    case 'list_files':
+    case TOOL_NAMES.listFiles:
       return `Listing ${typeof i.glob === 'string' ? i.glob : 'files'}…`;
-    case 'search_text':
+    case TOOL_NAMES.searchText:
       return `Searching for ${typeof i.query === 'string' ? JSON.stringify(i.query) : 'text'}…`;
-    case 'create_file':
+    case TOOL_NAMES.createFile:
       return `Creating ${path ?? 'a file'}…`;
-    case 'edit_file':
+    case TOOL_NAMES.editFile:
       return `Editing ${path ?? 'a file'}…`;
-    case 'recall':
+    case TOOL_NAMES.recall:
       return `Searching the conversation's earlier parts${typeof i.query === 'string' ? ` for ${JSON.stringify(i.query)}` : path ? ` for ${path}` : ''}…`;
-    case 'run_command':
+    case TOOL_NAMES.runCommand:
       return typeof i.command === 'string'
         ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…`
         : 'Running a command…';

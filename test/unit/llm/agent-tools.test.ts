@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { asSchema, generateText, isStepCount, type ToolSet } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { createAgentTools, MAX_RECALL_TOKENS, type AgentFileEvent, type RecallPort, type RecallRequest } from '../../../src/llm/agent-tools';
+import { OWN_TOOL_NAMES } from '../../../src/core/tool-names';
 import { ToolFailure, type LineRange, type ReadResult, type SearchMatch, type TextEdit, type WorkspacePort } from '../../../src/llm/workspace-port';
 
 type Call = { method: string; args: unknown[]; signal: AbortSignal };
@@ -97,6 +98,13 @@ describe('createAgentTools', () => {
   describe('tool set', () => {
     it('offers all five tools when writes are allowed', () => {
       assert.deepEqual(Object.keys(tools).sort(), ['create_file', 'edit_file', 'list_files', 'read_file', 'search_text']);
+    });
+
+    it('names every tool it can offer from the one set of tool names, and nothing else', () => {
+      const recall: RecallPort = { recall: () => ({ text: '', matches: 0 }) } as unknown as RecallPort;
+      const commands = { run: async () => ({ exitCode: 0, output: '' }) } as unknown as Parameters<typeof createAgentTools>[1]['commands'];
+      const all = createAgentTools(port, { readOnly: false, commands, recall });
+      assert.deepEqual(Object.keys(all).sort(), [...OWN_TOOL_NAMES].sort());
     });
 
     it('hides create_file and edit_file in read-only mode', () => {
