@@ -380,7 +380,7 @@ class ScriptedModel implements ScriptedModelServer {
 
     const scripted = step && (step.text !== undefined || step.toolCalls !== undefined);
     const reply = scripted ? step : (entry.summary ? this.summaryScenario : this.scenario)({ request, promptTokens, window });
-    const completion = this.complete(request.model, reply, promptTokens);
+    const completion = this.complete(request.model, reply, promptTokens, maxTokens);
     const breakAfter = step?.breakStreamAfterChunks;
 
     if (request.stream) {
@@ -406,13 +406,15 @@ class ScriptedModel implements ScriptedModelServer {
     answerJson(entry, res, 200, completionObject(completion));
   }
 
-  private complete(model: string, reply: Reply, promptTokens: number): Completion {
+  private complete(model: string, reply: Reply, promptTokens: number, maxTokens = 0): Completion {
     const toolCalls = (reply.toolCalls ?? []).map((call) => ({
       id: `call_scripted_${++this.toolCallIds}`,
       name: call.name,
       arguments: JSON.stringify(call.arguments),
     }));
-    const text = reply.text;
+    // As servers do, a text answer stops at `max_tokens` with finish_reason "length".
+    const cut = maxTokens > 0 && toolCalls.length === 0 && reply.text !== undefined ? this.cutToTokens(reply.text, maxTokens) : undefined;
+    const text = cut ?? reply.text;
     const completionTokens = this.countText(text ?? '') + toolCalls.reduce((sum, call) => sum + this.countText(call.arguments), 0);
     return {
       id: `chatcmpl-scripted-${++this.replies}`,
@@ -420,9 +422,23 @@ class ScriptedModel implements ScriptedModelServer {
       model,
       text,
       toolCalls,
-      finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+      finishReason: cut !== undefined ? 'length' : toolCalls.length > 0 ? 'tool_calls' : 'stop',
       usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
     };
+  }
+
+  /** The longest start of `text` within `maxTokens`; undefined when the whole text fits. */
+  private cutToTokens(text: string, maxTokens: number): string | undefined {
+    if (this.countText(text) <= maxTokens) return undefined;
+    const chars = [...text];
+    let low = 0;
+    let high = chars.length;
+    while (low < high) {
+      const middle = Math.ceil((low + high) / 2);
+      if (this.countText(chars.slice(0, middle).join('')) <= maxTokens) low = middle;
+      else high = middle - 1;
+    }
+    return chars.slice(0, low).join('');
   }
 
   private async control(method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {

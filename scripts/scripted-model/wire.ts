@@ -97,7 +97,7 @@ export interface Completion {
   readonly model: string;
   readonly text: string | undefined;
   readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
-  readonly finishReason: 'stop' | 'tool_calls';
+  readonly finishReason: 'stop' | 'tool_calls' | 'length';
   readonly usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 

@@ -416,6 +416,18 @@ describe('offline scripted model server', () => {
     assert.equal(lastCompletion(server).outcome, 'broken');
   });
 
+  it('stops a text answer at max_tokens with finish_reason "length", as servers do', async () => {
+    const long = Array.from({ length: 200 }, (_, i) => `word${i}`).join(' ');
+    server.script([{ text: long }, { text: long }]);
+    const cut = await generateText({ model: chatModel(server), prompt: 'x', maxRetries: 0, maxOutputTokens: 25 });
+    assert.equal(cut.finishReason, 'length');
+    assert.ok(cut.usage.outputTokens! <= 25, `${cut.usage.outputTokens} tokens`);
+    assert.ok(long.startsWith(cut.text) && cut.text.length < long.length);
+    const whole = await generateText({ model: chatModel(server), prompt: 'x', maxRetries: 0, maxOutputTokens: 4_000 });
+    assert.equal(whole.finishReason, 'stop');
+    assert.equal(whole.text, long);
+  });
+
   it('answers a summary request with its round, original task, mentioned paths, message count and focus', async () => {
     server.script([{ text: 'kept for the agent' }]);
     const task = 'Add a parser in src/parser.ts and document it in README.md';
