@@ -3,7 +3,7 @@ import { assessBudget } from './budget';
 import type { CompactionConfig, TruncationConfig } from './config';
 import { outputReserveFor, type ContextWindow } from './context-window';
 import { redactSecrets } from './redact';
-import { selectForCompaction, type SelectionResult } from './cut-point';
+import { selectForCompaction, type Selection, type SelectionResult } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
 import { renderFileOperations, type FileLedger } from './file-ledger';
 import {
@@ -23,7 +23,7 @@ import type { MessageTokenCounter } from './message-tokens';
 import { planPruning, prunedKey, pruningCandidates, type PruneCandidate, type PruningEntry } from './pruning';
 import type { Clock, Summarizer, SummaryRequest } from './ports';
 import { needleLedgerOf } from './needles';
-import { boundTask, expectationsFor, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason } from './summary-repair';
+import { boundTask, expectationsFor, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason, type BoundedTask } from './summary-repair';
 import { buildMergeRequest, buildSummaryRequest, countRequest, renderedMessageTokens, type DirectiveOptions } from './summary-request';
 
 /**
@@ -236,13 +236,31 @@ function pruningOutcome(
 
 /** The summary tier: summarizes the view of `request.log` as configured. */
 async function summarizeLog(request: CompactionRequest, deps: CompactionDeps, started: number): Promise<CompactionOutcome> {
-  const { config, log } = request;
-  const view = modelView(log);
+  const view = modelView(request.log);
   const tokensBefore = deps.counter.countMessages(view);
   const selected = selectMessages(view, request, deps);
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
-  const selection = selected.selection;
+  const plan = planSummary(view, selected.selection, request, deps);
+  const written = await writeSummary(plan, request, deps);
+  if ('status' in written) return written;
+  return finishCompaction(plan, written, request, deps, { started, tokensBefore });
+}
 
+/** What one summary covers and how it is asked for: the round, its size, the task, the directive. */
+interface SummaryPlan {
+  readonly view: readonly Message[];
+  readonly selection: Selection;
+  readonly round: number;
+  readonly task: BoundedTask | undefined;
+  /** The configuration with the summary's target sized for the window. */
+  readonly config: CompactionConfig;
+  /** The messages to summarize, with their positions (cut short at brief depth). */
+  readonly items: readonly Positioned[];
+  readonly directive: DirectiveOptions;
+}
+
+function planSummary(view: readonly Message[], selection: Selection, request: CompactionRequest, deps: CompactionDeps): SummaryPlan {
+  const { config, log } = request;
   const round = nextRound(log);
   const sized = sizeSummary(config, request.window.limit, deps);
   const task = sized.task(originalTask(log));
@@ -257,80 +275,96 @@ async function summarizeLog(request: CompactionRequest, deps: CompactionDeps, st
     focus: request.focus,
     splitTurn: selection.splitTurn,
   };
+  return { view, selection, round, task, config: summaryConfig, items, directive };
+}
 
-  let summaryText: string;
-  let model = deps.summarizer.name;
+/** A summary's text and who wrote it: the summarizer, or the extractive fallback after its failure. */
+interface WrittenSummary {
+  readonly text: string;
+  readonly model: string;
+  readonly fallback: boolean;
+  readonly failure?: string;
+  readonly calls: number;
+}
+
+/** Asks the summarizer; on its failure, the fallback when the settings allow it, else the outcome to return. */
+async function writeSummary(plan: SummaryPlan, request: CompactionRequest, deps: CompactionDeps): Promise<WrittenSummary | CompactionOutcome> {
+  const { selection } = plan;
   const counted: CallCount = { calls: 0 };
-  let fallback = false;
-  let failure: string | undefined;
   try {
     const produced = await summarize(
-      items,
-      view.length,
+      plan.items,
+      plan.view.length,
       selection.previousSummary,
-      directive,
-      { ...request, config: summaryConfig },
+      plan.directive,
+      { ...request, config: plan.config },
       { ...deps, counted },
     );
-    model = produced.model ?? model;
     const summarized = selection.previousSummary ? [selection.previousSummary, ...selection.toCompact] : selection.toCompact;
-    const unusable = unusableReason(produced.text, expectationsFor(summaryConfig.summary, summarized, deps.counter));
+    const unusable = unusableReason(produced.text, expectationsFor(plan.config.summary, summarized, deps.counter));
     if (unusable) throw new SummarizerFailure(unusable);
-    summaryText = produced.text;
+    return { text: produced.text, model: produced.model ?? deps.summarizer.name, fallback: false, calls: counted.calls };
   } catch (error) {
     if (request.signal?.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled; the conversation is unchanged.' };
-    failure = redactSecrets(deps.redact ? deps.redact(describeFailure(error)) : describeFailure(error));
-    if (config.onSummarizerFailure !== 'fallback') {
+    const failure = redactSecrets(deps.redact ? deps.redact(describeFailure(error)) : describeFailure(error));
+    if (request.config.onSummarizerFailure !== 'fallback') {
       return { status: 'failed', reason: `Compaction failed: ${failure}. The conversation is unchanged.` };
     }
-    fallback = true;
-    model = FALLBACK_MODEL;
-    summaryText = extractiveSummary({
-      round,
+    const text = extractiveSummary({
+      round: plan.round,
       toCompact: selection.toCompact,
       previousSummary: selection.previousSummary,
       failure,
-      budgetTokens: summaryConfig.summary.targetTokens * 2,
-      ...(task ? { skipUserText: originalTask(log) } : {}),
+      budgetTokens: plan.config.summary.targetTokens * 2,
+      ...(plan.task ? { skipUserText: originalTask(request.log) } : {}),
       countText: (value) => deps.counter.countText(value),
     });
+    return { text, model: FALLBACK_MODEL, fallback: true, failure, calls: counted.calls };
   }
+}
 
+/** Repairs the summary, adds the ledgers, and makes the entry, unless it would not shrink the view. */
+function finishCompaction(
+  plan: SummaryPlan,
+  written: WrittenSummary,
+  request: CompactionRequest,
+  deps: CompactionDeps,
+  timing: { readonly started: number; readonly tokensBefore: number },
+): CompactionOutcome {
+  const { log, config } = request;
+  const { selection, round } = plan;
+  const { tokensBefore } = timing;
   // The needle ledger, like the file ledger, is kept by the engine: what the summary dropped is appended.
   const needles = needleLedgerOf(log);
-  const repaired = repairSummary(summaryText, round, task?.text, {
+  const repaired = repairSummary(written.text, round, plan.task?.text, {
     ledger: needles,
     inView: [...selection.pinned, ...selection.kept],
-    summaryTargetTokens: summaryConfig.summary.targetTokens,
+    summaryTargetTokens: plan.config.summary.targetTokens,
     countText: (value) => deps.counter.countText(value),
   });
-  const summary = `${repaired.text}\n\n${renderFileOperations(request.ledger)}`;
-  const entryId = deps.newId();
-  const firstKept = selection.kept[0]?.id ?? null;
   const provisional: CompactionEntry = {
-    id: entryId,
+    id: deps.newId(),
     round,
     reason: request.reason,
-    summary,
-    firstKeptMessageId: firstKept,
+    summary: `${repaired.text}\n\n${renderFileOperations(request.ledger)}`,
+    firstKeptMessageId: selection.kept[0]?.id ?? null,
     compactedMessageIds: selection.toCompact.map((m) => m.id),
     tokensBefore,
     tokensAfter: 0,
     fileOperations: request.ledger,
     needles,
-    model,
+    model: written.model,
     durationMs: 0,
     createdAt: deps.clock.now(),
     summaryRole: config.summary.messageRole,
-    fallback,
+    fallback: written.fallback,
     lowGain: false,
     splitTurn: selection.splitTurn,
-    summarizerCalls: counted.calls,
+    summarizerCalls: written.calls,
     ...(request.focus?.trim() ? { focus: request.focus.trim() } : {}),
-    ...(failure ? { failure } : {}),
+    ...(written.failure ? { failure: written.failure } : {}),
   };
-  const after = modelView([...log, { type: 'compaction', entry: provisional }]);
-  const tokensAfter = deps.counter.countMessages(after);
+  const tokensAfter = deps.counter.countMessages(modelView([...log, { type: 'compaction', entry: provisional }]));
   if (tokensAfter >= tokensBefore) {
     return {
       status: 'noop',
@@ -341,7 +375,7 @@ async function summarizeLog(request: CompactionRequest, deps: CompactionDeps, st
     ...provisional,
     tokensAfter,
     lowGain: lowGain(tokensBefore, tokensAfter, config),
-    durationMs: deps.clock.now() - started,
+    durationMs: deps.clock.now() - timing.started,
   };
   const record: LogRecord = { type: 'compaction', entry };
   return {
