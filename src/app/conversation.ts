@@ -229,7 +229,11 @@ export class Conversation {
     const growth = Math.max(0, budget.compactAt - budget.used);
     const keepRecent =
       config.keepRecent.mode === 'tokens'
-        ? { ...config.keepRecent, tokens: Math.max(0, keepRecentTokens(config.keepRecent, this.deps.model().window.limit) - growth), tokensShare: 1 }
+        ? {
+            ...config.keepRecent,
+            tokens: Math.max(0, keepRecentTokens(config.keepRecent, roomForMessages(this.deps.model()).limit) - growth),
+            tokensShare: 1,
+          }
         : config.keepRecent;
     const promise = this.computeOn(
       [...this.records],

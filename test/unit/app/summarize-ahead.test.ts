@@ -40,7 +40,7 @@ describe('summarizing ahead of need', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function setup(ahead = true, cfg: CompactionConfig = config) {
+  async function setup(ahead = true, cfg: CompactionConfig = config, fixedOverhead = 0) {
     const clock = new FakeClock();
     const state = new Map<string, unknown>();
     const store = new ConversationStore(dir, () => clock.now());
@@ -55,7 +55,7 @@ describe('summarizing ahead of need', () => {
       newId: () => `id${++n}`,
       config: () => cfg,
       // 10,000 tokens: warning from 7,500, compaction from 9,000.
-      model: () => ({ name: 'm', window: { limit: 10_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+      model: () => ({ name: 'm', window: { limit: 10_000, source: 'model' }, counter, fixedOverhead, outputReserve: 0 }),
       summarizer: () => summarizer,
       summarizeAhead: () => ahead,
     });
@@ -105,6 +105,22 @@ describe('summarizing ahead of need', () => {
     const kept = counter.countMessages(conversation.view().filter((m) => !m.summaryOf));
     // 35% of the window is 3,500 tokens; the cut falls between whole messages of about 1,000 tokens.
     assert.ok(kept <= 3_500 + 1_000, `kept ${kept} tokens`);
+  });
+
+  it('keeps a share of the room beside the system prompt and tools, not of the whole window', async () => {
+    const byTokens: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2 };
+    // 4,000 tokens of system prompt and tools: the messages have 6,000, warning from 3,500, compaction from 5,000.
+    const { conversation, summarizer, say, counter } = await setup(true, byTokens, 4_000);
+    for (let i = 0; i < 4; i++) await say(i, 500);
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    summarizer.calls[0]!.release();
+    await say(4, 600);
+    const outcome = await conversation.compact('threshold');
+    assert.equal(outcome.status, 'compacted');
+    const kept = counter.countMessages(conversation.view().filter((m) => !m.summaryOf));
+    // 35% of the 6,000 is 2,100 tokens (of the whole 10,000, 3,500); the cut falls between whole
+    // messages of 500 to 600 tokens, once in the snapshot and once in what came after it.
+    assert.ok(kept <= 2_100 + 700, `kept ${kept} tokens`);
   });
 
   it('joins a summary still being prepared instead of starting another', async () => {
