@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
@@ -120,5 +120,43 @@ describe('layers', () => {
     it('refuses a file outside the layers', () => {
       assert.equal(layerViolations(at('util.ts'), '').length, 1);
     });
+  });
+});
+
+describe('the documented layout', () => {
+  const root = resolve(__dirname, '..', '..');
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const contributing = readFileSync(join(root, 'CONTRIBUTING.md'), 'utf8');
+
+  it('names every layer in the README and in CONTRIBUTING.md', () => {
+    for (const layer of ['src/core/', 'src/llm/', 'src/app/', 'src/vscode/', 'src/extension.ts']) {
+      assert.ok(readme.includes(`| \`${layer}\` |`), `README layout table: ${layer}`);
+      assert.ok(contributing.includes(`| \`${layer}\` |`), `CONTRIBUTING layers table: ${layer}`);
+    }
+  });
+
+  it("lists every engine file in the README's engine table, and no file that is gone", () => {
+    const files = readdirSync(join(SRC, 'core')).filter((name) => name.endsWith('.ts'));
+    const table = readme.slice(readme.indexOf('## The engine'), readme.indexOf('### Defaults'));
+    const listed = [...table.matchAll(/`([a-z-]+\.ts)`/g)].map((m) => m[1]!);
+    assert.deepEqual(
+      files.filter((name) => !listed.includes(name)),
+      [],
+      'in src/core but not in the table',
+    );
+    assert.deepEqual(
+      listed.filter((name) => !files.includes(name)),
+      [],
+      'in the table but not in src/core',
+    );
+  });
+
+  it('points CONTRIBUTING.md only at files that exist', () => {
+    const paths = [...contributing.matchAll(/`((?:src|test|scripts|bench|eval)\/[\w./-]+\.ts)`/g)].map((m) => m[1]!);
+    assert.ok(paths.length >= 10, `${paths.length} paths`);
+    assert.deepEqual(
+      paths.filter((path) => !existsSync(join(root, path))),
+      [],
+    );
   });
 });
