@@ -2,6 +2,7 @@ import { assessBudget, type BudgetAssessment } from '../core/budget';
 import { applyCompaction, computeCompaction, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
+import type { UsageBreakdown } from '../core/budget';
 import type { ContextWindow } from '../core/context-window';
 import {
   lastStep,
@@ -22,7 +23,6 @@ import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/r
 import { calibratedCount, learnedRatio, type ContextCount, type ReportedUsage, type RequestBasis } from '../core/usage-calibration';
 import { ViewTokens } from '../core/view-tokens';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
-import type { UsageBreakdown } from './gauge-text';
 import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
 import { errorText } from '../core/errors';

@@ -1,4 +1,4 @@
-import type { BudgetAssessment, BudgetLevel } from '../core/budget';
+import type { BudgetAssessment, BudgetLevel, UsageBreakdown } from '../core/budget';
 import type { CompactionEntry } from '../core/history';
 import { prunedCounts, type PruningEntry } from '../core/pruning';
 
@@ -7,18 +7,6 @@ import { prunedCounts, type PruningEntry } from '../core/pruning';
  * `$(pulse) 63% · 81k/128k`, an accessibility label, a background by level, and a tooltip that
  * breaks the window down and describes the last compaction.
  */
-
-export interface UsageBreakdown {
-  /** System prompt and tool definitions. */
-  readonly systemAndTools: number;
-  readonly summary: number;
-  readonly messages: number;
-  readonly toolResults: number;
-  /** Room kept for the model's answer (what is sent as its maximum output). */
-  readonly outputReserve: number;
-  /** The whole window and where its size came from; the budget's limit is this less the reserve. */
-  readonly window?: { readonly limit: number; readonly origin: string; readonly assumed: boolean };
-}
 
 export interface GaugeState {
   readonly assessment: BudgetAssessment;

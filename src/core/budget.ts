@@ -99,3 +99,16 @@ function fmt(n: number): string {
 function pct(fraction: number): string {
   return `${Math.round(fraction * 1000) / 10}%`;
 }
+
+/** Where the tokens of a request go, as the gauge's tooltip and `/context` break them down. */
+export interface UsageBreakdown {
+  /** System prompt and tool definitions. */
+  readonly systemAndTools: number;
+  readonly summary: number;
+  readonly messages: number;
+  readonly toolResults: number;
+  /** Room kept for the model's answer (what is sent as its maximum output). */
+  readonly outputReserve: number;
+  /** The whole window and where its size came from; the budget's limit is this less the reserve. */
+  readonly window?: { readonly limit: number; readonly origin: string; readonly assumed: boolean };
+}
