@@ -44,201 +44,226 @@ export interface CommandDeps {
 }
 
 export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
-  const { session } = deps;
   return [
-    vscode.commands.registerCommand('longrun.compact', async (focus?: unknown) => {
-      const conversation = await session.current();
-      if (!conversation || conversation.isEmpty()) {
-        void vscode.window.showInformationMessage('Longrun: there is no conversation to compact yet.');
-        return undefined;
-      }
-      await session.useDefaultModel();
-      await session.prepareSummarizer();
-      const outcome = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: 'Longrun: compacting conversation…', cancellable: true },
-        async (progress, token) => {
-          const controller = new AbortController();
-          token.onCancellationRequested(() => controller.abort());
-          return conversation.compact('manual', {
-            signal: controller.signal,
-            ...(typeof focus === 'string' && focus.trim() ? { focus: focus.trim() } : {}),
-            onProgress: (p) => progress.report({ message: p.calls > 1 ? `${p.phase} (${p.call} of ${p.calls})` : p.phase }),
-          });
-        },
-      );
-      deps.reporter.report(outcome, 'manual');
-      if (outcome.status === 'compacted') {
-        const e = outcome.compaction.entry;
-        const fallback = e?.fallback ? ' (extractive fallback: the summarizer failed)' : '';
-        const actions = e ? ['Open Summary', 'Undo'] : ['Undo'];
-        void vscode.window.showInformationMessage(`${compactionSentence(outcome.compaction)}${fallback}.`, ...actions).then((choice) => {
-          if (choice === 'Open Summary' && e) void vscode.commands.executeCommand('longrun.showSummary', e.id);
-          if (choice === 'Undo') void vscode.commands.executeCommand('longrun.undoCompaction');
-        });
-      } else if (outcome.status === 'failed') {
-        void vscode.window.showErrorMessage(`Longrun: ${outcome.reason}`);
-      } else if (outcome.status === 'noop') {
-        void vscode.window.showInformationMessage(`Longrun: ${outcome.reason}`);
-      }
-      return outcome.status;
-    }),
-
-    vscode.commands.registerCommand('longrun.showSummary', async (entryId?: unknown) => {
-      const conversation = await session.current();
-      // One entry per compaction, its summary as last edited: a button made before an edit shows the edit.
-      const entries = latestSummaries(conversation ? activeEntries(conversation.log()) : []);
-      const entry = (typeof entryId === 'string' && entries.find((e) => compactionIdOf(e) === entryId)) || entries.at(-1);
-      if (!entry) {
-        void vscode.window.showInformationMessage('Longrun: this conversation has not been compacted, so there is no summary yet.');
-        return undefined;
-      }
-      await deps.documents.open(`summary-round-${entry.round}`, summaryReport(entry));
-      return entry.id;
-    }),
-
-    vscode.commands.registerCommand('longrun.undoCompaction', async () => {
-      const conversation = await session.current();
-      if (!conversation) {
-        void vscode.window.showInformationMessage('Longrun: there is no conversation.');
-        return false;
-      }
-      const result = await conversation.undo();
-      if (!result.ok) {
-        void vscode.window.showInformationMessage(`Longrun: ${result.reason}`);
-        return false;
-      }
-      void vscode.window.showInformationMessage(`Longrun: ${undoSentence(result.step)}`);
-      return true;
-    }),
-
-    vscode.commands.registerCommand('longrun.newConversation', async () => {
-      const conversation = await session.startNew();
-      // Each chat continues its own conversation: the new one goes with a new chat.
-      session.continueInNextChat(conversation.id);
-      await vscode.commands.executeCommand('workbench.action.chat.newChat').then(undefined, () => undefined);
-      void vscode.window.showInformationMessage('Longrun: started a new conversation in a new chat. The previous one is kept on disk.');
-      return conversation.id;
-    }),
-
-    vscode.commands.registerCommand('longrun.openConversation', async (id?: unknown) => {
-      const list = await session.conversations();
-      if (list.length === 0) {
-        void vscode.window.showInformationMessage('Longrun: this workspace has no conversations yet. Chat with @longrun to start one.');
-        return undefined;
-      }
-      const now = deps.now();
-      const picked =
-        (typeof id === 'string' && list.find((c) => c.id === id)) ||
-        (
-          await vscode.window.showQuickPick(
-            list.map((c) => ({
-              label: c.title,
-              description: `${ago(now - c.updatedAt)} · ${size(c.bytes)} · ${c.compactions === 1 ? '1 compaction' : `${c.compactions} compactions`}`,
-              conversation: c,
-            })),
-            { title: 'Open which Longrun conversation?', matchOnDescription: true },
-          )
-        )?.conversation;
-      if (!picked) return undefined;
-      const conversation = await session.open(picked.id);
-      if (!conversation) return undefined;
-      // VS Code's chat cannot be pointed at an existing conversation: the next new chat continues it.
-      session.continueInNextChat(picked.id);
-      await vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun ', isPartialQuery: true });
-      void vscode.window.showInformationMessage(`Longrun: "${picked.title}" is open; the next new chat with @longrun continues it.`);
-      return picked.id;
-    }),
-
-    vscode.commands.registerCommand('longrun.exportConversation', async () => {
-      const conversation = await session.current();
-      if (!conversation || conversation.isEmpty()) {
-        void vscode.window.showInformationMessage('Longrun: there is no conversation to export yet.');
-        return undefined;
-      }
-      const title = (await session.conversations()).find((c) => c.id === conversation.id)?.title ?? 'Longrun conversation';
-      const document = await vscode.workspace.openTextDocument({ language: 'markdown', content: conversationMarkdown(conversation.log(), title) });
-      await vscode.window.showTextDocument(document, { preview: false });
-      return document.getText().length;
-    }),
-
-    vscode.commands.registerCommand('longrun.showContextUsage', async () => {
-      const conversation = await session.current();
-      const markdown = conversation ? contextReport(conversation, session.modelName(), deps.now()) : 'Longrun: there is no conversation yet.';
-      await deps.documents.open('context-usage', markdown);
-      return markdown;
-    }),
-
-    vscode.commands.registerCommand('longrun.openChat', async (modelId?: unknown) => {
-      // VS Code builds without Copilot select no model by themselves: open the chat with one of Longrun's.
-      const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
-      if (models.length === 0) {
-        const choice = await vscode.window.showWarningMessage(
-          'Longrun: no models are configured. Add an endpoint in the longrun.endpoints setting.',
-          'Open Settings',
-        );
-        if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
-        return false;
-      }
-      const chosen =
-        (typeof modelId === 'string' && models.find((m) => m.id === modelId)) ||
-        (models.length === 1
-          ? models[0]
-          : (
-              await vscode.window.showQuickPick(
-                models.map((m) => ({ label: m.name, description: m.id, model: m })),
-                { title: 'Chat with which model?' },
-              )
-            )?.model);
-      if (!chosen) return false;
-      await vscode.commands.executeCommand('workbench.action.chat.open', {
-        query: '@longrun ',
-        isPartialQuery: true,
-        modelSelector: { vendor: chosen.vendor, id: chosen.id },
-      });
-      return true;
-    }),
-
-    vscode.commands.registerCommand('longrun.setApiKey', async (endpointName?: unknown, key?: unknown) => {
-      const endpoints = deps.settings().endpoints;
-      if (endpoints.length === 0) {
-        const choice = await vscode.window.showWarningMessage(
-          'Longrun: no endpoints are configured. Add one in the longrun.endpoints setting first.',
-          'Open Settings',
-        );
-        if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
-        return false;
-      }
-      const name =
-        typeof endpointName === 'string'
-          ? endpointName
-          : endpoints.length === 1
-            ? endpoints[0]!.name
-            : (
-                await vscode.window.showQuickPick(
-                  endpoints.map((e) => ({ label: e.name, description: e.baseUrl })),
-                  { title: 'Set the API key of which endpoint?' },
-                )
-              )?.label;
-      if (!name || !endpoints.some((e) => e.name === name)) return false;
-      const value =
-        typeof key === 'string'
-          ? key
-          : await vscode.window.showInputBox({
-              title: `API key for ${name}`,
-              prompt: "Stored in VS Code's secret storage, never in settings. Leave empty to remove it.",
-              password: true,
-              ignoreFocusOut: true,
-            });
-      if (value === undefined) return false;
-      if (value.trim() === '') await deps.keys.delete(name);
-      else await deps.keys.set(name, value.trim());
-      deps.onKeysChanged();
-      void vscode.window.showInformationMessage(
-        value.trim() ? `Longrun: the API key for ${name} is stored.` : `Longrun: the API key for ${name} is removed.`,
-      );
-      return true;
-    }),
+    vscode.commands.registerCommand('longrun.compact', (focus?: unknown) => compactNow(deps, focus)),
+    vscode.commands.registerCommand('longrun.showSummary', (entryId?: unknown) => showSummary(deps, entryId)),
+    vscode.commands.registerCommand('longrun.undoCompaction', () => undoCompaction(deps)),
+    vscode.commands.registerCommand('longrun.newConversation', () => newConversation(deps)),
+    vscode.commands.registerCommand('longrun.openConversation', (id?: unknown) => openConversation(deps, id)),
+    vscode.commands.registerCommand('longrun.exportConversation', () => exportConversation(deps)),
+    vscode.commands.registerCommand('longrun.showContextUsage', () => showContextUsage(deps)),
+    vscode.commands.registerCommand('longrun.openChat', (modelId?: unknown) => openChat(deps, modelId)),
+    vscode.commands.registerCommand('longrun.setApiKey', (endpointName?: unknown, key?: unknown) => setApiKey(deps, endpointName, key)),
   ];
+}
+
+/** Compacts the current conversation now, with an optional focus for the summary. */
+async function compactNow(deps: CommandDeps, focus?: unknown): Promise<unknown> {
+  const { session } = deps;
+  const conversation = await session.current();
+  if (!conversation || conversation.isEmpty()) {
+    void vscode.window.showInformationMessage('Longrun: there is no conversation to compact yet.');
+    return undefined;
+  }
+  await session.useDefaultModel();
+  await session.prepareSummarizer();
+  const outcome = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'Longrun: compacting conversation…', cancellable: true },
+    async (progress, token) => {
+      const controller = new AbortController();
+      token.onCancellationRequested(() => controller.abort());
+      return conversation.compact('manual', {
+        signal: controller.signal,
+        ...(typeof focus === 'string' && focus.trim() ? { focus: focus.trim() } : {}),
+        onProgress: (p) => progress.report({ message: p.calls > 1 ? `${p.phase} (${p.call} of ${p.calls})` : p.phase }),
+      });
+    },
+  );
+  deps.reporter.report(outcome, 'manual');
+  if (outcome.status === 'compacted') {
+    const e = outcome.compaction.entry;
+    const fallback = e?.fallback ? ' (extractive fallback: the summarizer failed)' : '';
+    const actions = e ? ['Open Summary', 'Undo'] : ['Undo'];
+    void vscode.window.showInformationMessage(`${compactionSentence(outcome.compaction)}${fallback}.`, ...actions).then((choice) => {
+      if (choice === 'Open Summary' && e) void vscode.commands.executeCommand('longrun.showSummary', e.id);
+      if (choice === 'Undo') void vscode.commands.executeCommand('longrun.undoCompaction');
+    });
+  } else if (outcome.status === 'failed') {
+    void vscode.window.showErrorMessage(`Longrun: ${outcome.reason}`);
+  } else if (outcome.status === 'noop') {
+    void vscode.window.showInformationMessage(`Longrun: ${outcome.reason}`);
+  }
+  return outcome.status;
+}
+
+/** Opens the summary of a compaction (the latest when none is named). */
+async function showSummary(deps: CommandDeps, entryId?: unknown): Promise<unknown> {
+  const { session } = deps;
+  const conversation = await session.current();
+  // One entry per compaction, its summary as last edited: a button made before an edit shows the edit.
+  const entries = latestSummaries(conversation ? activeEntries(conversation.log()) : []);
+  const entry = (typeof entryId === 'string' && entries.find((e) => compactionIdOf(e) === entryId)) || entries.at(-1);
+  if (!entry) {
+    void vscode.window.showInformationMessage('Longrun: this conversation has not been compacted, so there is no summary yet.');
+    return undefined;
+  }
+  await deps.documents.open(`summary-round-${entry.round}`, summaryReport(entry));
+  return entry.id;
+}
+
+/** Undoes the last compaction or pruning of the current conversation. */
+async function undoCompaction(deps: CommandDeps): Promise<unknown> {
+  const { session } = deps;
+  const conversation = await session.current();
+  if (!conversation) {
+    void vscode.window.showInformationMessage('Longrun: there is no conversation.');
+    return false;
+  }
+  const result = await conversation.undo();
+  if (!result.ok) {
+    void vscode.window.showInformationMessage(`Longrun: ${result.reason}`);
+    return false;
+  }
+  void vscode.window.showInformationMessage(`Longrun: ${undoSentence(result.step)}`);
+  return true;
+}
+
+/** Starts a new conversation in a new chat. */
+async function newConversation(deps: CommandDeps): Promise<unknown> {
+  const { session } = deps;
+  const conversation = await session.startNew();
+  // Each chat continues its own conversation: the new one goes with a new chat.
+  session.continueInNextChat(conversation.id);
+  await vscode.commands.executeCommand('workbench.action.chat.newChat').then(undefined, () => undefined);
+  void vscode.window.showInformationMessage('Longrun: started a new conversation in a new chat. The previous one is kept on disk.');
+  return conversation.id;
+}
+
+/** Opens a stored conversation, picked from the list or named by id. */
+async function openConversation(deps: CommandDeps, id?: unknown): Promise<unknown> {
+  const { session } = deps;
+  const list = await session.conversations();
+  if (list.length === 0) {
+    void vscode.window.showInformationMessage('Longrun: this workspace has no conversations yet. Chat with @longrun to start one.');
+    return undefined;
+  }
+  const now = deps.now();
+  const picked =
+    (typeof id === 'string' && list.find((c) => c.id === id)) ||
+    (
+      await vscode.window.showQuickPick(
+        list.map((c) => ({
+          label: c.title,
+          description: `${ago(now - c.updatedAt)} · ${size(c.bytes)} · ${c.compactions === 1 ? '1 compaction' : `${c.compactions} compactions`}`,
+          conversation: c,
+        })),
+        { title: 'Open which Longrun conversation?', matchOnDescription: true },
+      )
+    )?.conversation;
+  if (!picked) return undefined;
+  const conversation = await session.open(picked.id);
+  if (!conversation) return undefined;
+  // VS Code's chat cannot be pointed at an existing conversation: the next new chat continues it.
+  session.continueInNextChat(picked.id);
+  await vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun ', isPartialQuery: true });
+  void vscode.window.showInformationMessage(`Longrun: "${picked.title}" is open; the next new chat with @longrun continues it.`);
+  return picked.id;
+}
+
+/** Exports the current conversation as Markdown. */
+async function exportConversation(deps: CommandDeps): Promise<unknown> {
+  const { session } = deps;
+  const conversation = await session.current();
+  if (!conversation || conversation.isEmpty()) {
+    void vscode.window.showInformationMessage('Longrun: there is no conversation to export yet.');
+    return undefined;
+  }
+  const title = (await session.conversations()).find((c) => c.id === conversation.id)?.title ?? 'Longrun conversation';
+  const document = await vscode.workspace.openTextDocument({ language: 'markdown', content: conversationMarkdown(conversation.log(), title) });
+  await vscode.window.showTextDocument(document, { preview: false });
+  return document.getText().length;
+}
+
+/** Shows how the context window is used. */
+async function showContextUsage(deps: CommandDeps): Promise<unknown> {
+  const { session } = deps;
+  const conversation = await session.current();
+  const markdown = conversation ? contextReport(conversation, session.modelName(), deps.now()) : 'Longrun: there is no conversation yet.';
+  await deps.documents.open('context-usage', markdown);
+  return markdown;
+}
+
+/** Opens a chat with a Longrun model. */
+async function openChat(deps: CommandDeps, modelId?: unknown): Promise<unknown> {
+  // VS Code builds without Copilot select no model by themselves: open the chat with one of Longrun's.
+  const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
+  if (models.length === 0) {
+    const choice = await vscode.window.showWarningMessage(
+      'Longrun: no models are configured. Add an endpoint in the longrun.endpoints setting.',
+      'Open Settings',
+    );
+    if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
+    return false;
+  }
+  const chosen =
+    (typeof modelId === 'string' && models.find((m) => m.id === modelId)) ||
+    (models.length === 1
+      ? models[0]
+      : (
+          await vscode.window.showQuickPick(
+            models.map((m) => ({ label: m.name, description: m.id, model: m })),
+            { title: 'Chat with which model?' },
+          )
+        )?.model);
+  if (!chosen) return false;
+  await vscode.commands.executeCommand('workbench.action.chat.open', {
+    query: '@longrun ',
+    isPartialQuery: true,
+    modelSelector: { vendor: chosen.vendor, id: chosen.id },
+  });
+  return true;
+}
+
+/** Stores an endpoint's API key in VS Code's secret storage. */
+async function setApiKey(deps: CommandDeps, endpointName?: unknown, key?: unknown): Promise<unknown> {
+  const endpoints = deps.settings().endpoints;
+  if (endpoints.length === 0) {
+    const choice = await vscode.window.showWarningMessage(
+      'Longrun: no endpoints are configured. Add one in the longrun.endpoints setting first.',
+      'Open Settings',
+    );
+    if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'longrun.endpoints');
+    return false;
+  }
+  const name =
+    typeof endpointName === 'string'
+      ? endpointName
+      : endpoints.length === 1
+        ? endpoints[0]!.name
+        : (
+            await vscode.window.showQuickPick(
+              endpoints.map((e) => ({ label: e.name, description: e.baseUrl })),
+              { title: 'Set the API key of which endpoint?' },
+            )
+          )?.label;
+  if (!name || !endpoints.some((e) => e.name === name)) return false;
+  const value =
+    typeof key === 'string'
+      ? key
+      : await vscode.window.showInputBox({
+          title: `API key for ${name}`,
+          prompt: "Stored in VS Code's secret storage, never in settings. Leave empty to remove it.",
+          password: true,
+          ignoreFocusOut: true,
+        });
+  if (value === undefined) return false;
+  if (value.trim() === '') await deps.keys.delete(name);
+  else await deps.keys.set(name, value.trim());
+  deps.onKeysChanged();
+  void vscode.window.showInformationMessage(
+    value.trim() ? `Longrun: the API key for ${name} is stored.` : `Longrun: the API key for ${name} is removed.`,
+  );
+  return true;
 }
 
 function ago(ms: number): string {
