@@ -77,16 +77,6 @@ export function scoreMessages(messages: readonly Message[], config: ImportanceCo
 }
 
 /**
- * Orders scored messages lowest score first, the order in which they are given up to compression.
- * Equal scores keep chronological order (lower index first), so among equally unimportant messages
- * the oldest goes first. Returns a new array; the input is left as it is.
- */
-export function byImportanceAscending(scored: readonly ScoredMessage[]): ScoredMessage[] {
-  // The index tie-break makes the order independent of the input's order and of sort stability.
-  return [...scored].sort((a, b) => a.score - b.score || a.index - b.index);
-}
-
-/**
  * Scores a group of consecutive messages that must be compressed together (a tool call and its
  * results), starting at position `firstIndex` of a conversation of `total` messages. The group is
  * as important as its most important member: a routine call whose result reports a failure must not

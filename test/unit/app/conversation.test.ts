@@ -96,3 +96,99 @@ describe('a compaction on a small window whose tools take much of it', () => {
     assert.ok(withTools <= 1_050 + turn, `kept ${withTools} beside the tools`);
   });
 });
+
+describe('a turn that ends at the critical level', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-conversation-critical-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * A 10,000-token window (warning from 7,500, compaction from 9,000), turns of about 1,200 tokens
+   * and a summarizer the test releases.
+   */
+  async function setup() {
+    const clock = new FakeClock();
+    const state = new Map<string, unknown>();
+    const store = new ConversationStore(dir, () => clock.now());
+    await store.create('c1');
+    const releases: Array<() => void> = [];
+    let ids = 0;
+    const conversation = new Conversation('c1', [], {
+      store,
+      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      clock,
+      newId: () => `e${++ids}`,
+      config: () => ({
+        ...DEFAULT_CONFIG,
+        minMessages: 2,
+        pruning: { ...DEFAULT_CONFIG.pruning, enabled: false },
+        keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+      }),
+      model: () => ({
+        name: 'm',
+        window: { limit: 10_000, source: 'model' },
+        counter: new MessageTokenCounter(charEstimator),
+        fixedOverhead: 0,
+        outputReserve: 0,
+      }),
+      summarizer: () => ({
+        name: 's',
+        summarize: async () => {
+          await new Promise<void>((resolve) => releases.push(resolve));
+          return { text: templateSummary('The turns so far, summarized for the test.') };
+        },
+      }),
+    });
+    const turn = (i: number) =>
+      conversation.append([
+        { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: 'x'.repeat(2_400) }] } },
+        { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [{ type: 'text', text: 'y'.repeat(2_400) }] } },
+      ]);
+    return { conversation, releases, turn };
+  }
+
+  const until = async (what: string, probe: () => boolean): Promise<void> => {
+    for (let i = 0; i < 200 && !probe(); i++) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(probe(), what);
+  };
+
+  it('asks for compaction only once critical, not at the warning level', async () => {
+    const { conversation, turn } = await setup();
+    for (let i = 0; i < 7; i++) await turn(i);
+    assert.equal(conversation.assess().level, 'warning');
+    assert.equal(conversation.assess().shouldCompact, false);
+    await turn(7);
+    assert.equal(conversation.assess().level, 'critical');
+    assert.equal(conversation.assess().shouldCompact, true);
+  });
+
+  it('is compacted in the background while the next turn goes on, keeping that turn after the summary', async () => {
+    const { conversation, releases, turn } = await setup();
+    for (let i = 0; i < 8; i++) await turn(i);
+    assert.equal(conversation.assess().level, 'critical');
+    const background = conversation.compact('threshold');
+    assert.ok(conversation.isCompacting());
+    await until('the summarizer was called', () => releases.length === 1);
+
+    await turn(8);
+    const joined = conversation.compact('threshold');
+    releases[0]!();
+    const outcome = await background;
+
+    assert.equal(outcome.status, 'compacted', 'reason' in outcome ? outcome.reason : '');
+    assert.equal((await joined).joined, true);
+    assert.equal(releases.length, 1, 'a second request while compacting joins the first');
+    assert.equal(conversation.isCompacting(), false);
+    const view = conversation.view();
+    assert.ok(isSummaryMessage(view[0]!), 'the summary comes first');
+    assert.deepEqual(
+      view.slice(1).map((m) => m.id),
+      ['u7', 'a7', 'u8', 'a8'],
+    );
+    assert.equal(conversation.assess().shouldCompact, false);
+  });
+});

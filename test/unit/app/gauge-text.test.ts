@@ -31,6 +31,16 @@ describe('gauge text and levels', () => {
     assert.equal(gaugePresentation(state(130_000)).background, 'error');
   });
 
+  it('warns from the warning level on, saying in the tooltip where compaction starts', () => {
+    const below = gaugePresentation(state(95_999));
+    const warning = gaugePresentation(state(96_000));
+    assert.equal(below.background, 'none');
+    assert.match(below.tooltipMarkdown, /^OK: 95,999 of 128,000 tokens \(75%\); warning at 96,000, compaction at 115,200\.$/m);
+    assert.equal(warning.background, 'warning');
+    assert.match(warning.accessibilityLabel, /, warning$/);
+    assert.match(warning.tooltipMarkdown, /^Warning: 96,000 of 128,000 tokens \(75%\); compaction starts at 115,200 \(90% of the window\)\.$/m);
+  });
+
   it('labels itself for screen readers starting with "Longrun context"', () => {
     const label = gaugePresentation(state(96_000)).accessibilityLabel;
     assert.match(label, /^Longrun context 75% full: 96,000 of 128,000 tokens, warning$/);

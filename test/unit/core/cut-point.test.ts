@@ -91,12 +91,13 @@ describe('cut point: what to compact and what to keep', () => {
     assert.ok(keptTokens < 5_000 + 2 * 1_100, `kept ${keptTokens}`);
   });
 
-  it('keeps the recent part by message count (000: 10, 004: 5)', () => {
+  it('keeps the last five messages when counting by messages, cutting between a tool result and the next call', () => {
     const view = [...turn('t1', 'a', 6), ...turn('t2', 'b', 6), ...turn('t3', 'c', 0)];
     const result = selectForCompaction(view, options({ keepRecent: { ...config().keepRecent, mode: 'messages', messages: 5 } }));
     assert.ok(result.ok);
-    assert.ok(result.selection.kept.length >= 5);
-    assert.equal(result.selection.toCompact.length + result.selection.kept.length, view.length);
+    assert.deepEqual(ids(result.selection.kept), ['t2-a5', 't2-t5', 't2-done', 't3-u', 't3-done']);
+    assert.deepEqual(ids(result.selection.toCompact), ids(view.slice(0, -5)));
+    assert.equal(result.selection.toCompact.at(-1)?.id, 't2-t4');
   });
 
   it('recognises an earlier summary by structure and sets it aside to be chained', () => {

@@ -3,7 +3,6 @@ import fc from 'fast-check';
 import {
   EMPTY_LEDGER,
   isLedgerEmpty,
-  mergeLedgers,
   parseLedger,
   recordFileEvent,
   recordFileEvents,
@@ -259,7 +258,6 @@ describe('file ledger', () => {
       assert.equal(JSON.stringify(one), oneJson);
       assert.equal(one.files['a.ts']?.modified, false);
       assert.equal(two.files['a.ts']?.modified, true);
-      mergeLedgers(one, two);
       assert.equal(JSON.stringify(one), oneJson);
       assert.ok(Object.isFrozen(two) && Object.isFrozen(two.files) && Object.isFrozen(two.files['a.ts']));
     });
@@ -306,108 +304,6 @@ describe('file ledger', () => {
       const readFirst = render(ev('read', 'a.ts'), ev('modified', 'a.ts'), ev('read', 'b.ts'));
       const editFirst = render(ev('read', 'b.ts'), ev('modified', 'a.ts'), ev('read', 'a.ts'));
       assert.equal(readFirst.text, editFirst.text);
-    });
-  });
-
-  describe('mergeLedgers', () => {
-    const round1 = (): FileEvent[] => [
-      ev('read', 'src/a.ts'),
-      ev('modified', 'src/a.ts'),
-      ev('created', 'src/tmp.ts'),
-      ev('deleted', 'src/gone.ts', 'user'),
-      ev('read', 'src/old.ts'),
-      rename('src/x.ts', 'src/y.ts'),
-      ev('read', 'docs/readme.md'),
-    ];
-    const round2 = (): FileEvent[] => [
-      ev('deleted', 'src/tmp.ts'),
-      ev('created', 'src/gone.ts'),
-      rename('src/old.ts', 'src/new.ts'),
-      rename('src/y.ts', 'src/z.ts', 'user'),
-      ev('modified', 'src/a.ts', 'user'),
-      ev('read', 'src/b.ts'),
-    ];
-
-    it('equals one ledger fed all events when merging across rounds', () => {
-      const events1 = round1();
-      const events2 = round2();
-      const merged = mergeLedgers(ledgerOf(...events1), ledgerOf(...events2));
-      const replayed = ledgerOf(...events1, ...events2);
-      assert.deepEqual(merged, replayed);
-      assert.equal(renderFileOperations(merged), renderFileOperations(replayed));
-      assert.deepEqual(merged.files['src/z.ts']?.renamedFrom, ['src/x.ts', 'src/y.ts']);
-      assert.equal(merged.files['src/new.ts']?.read, true);
-      assert.equal(merged.files['src/old.ts'], undefined);
-    });
-
-    it('marks a file deleted in the newer round as deleted, and one created after an older deletion as alive', () => {
-      const older = ledgerOf(ev('modified', 'a.ts'), ev('deleted', 'b.ts'), ev('deleted', 'c.ts'));
-      const newer = ledgerOf(ev('deleted', 'a.ts'), ev('created', 'b.ts'), ev('read', 'c.ts'));
-      const merged = mergeLedgers(older, newer);
-      assert.equal(merged.files['a.ts']?.deleted, true);
-      assert.equal(merged.files['b.ts']?.deleted, false);
-      assert.equal(merged.files['b.ts']?.created, true);
-      assert.equal(merged.files['c.ts']?.deleted, true, 'a later read does not revive a deleted file');
-      assert.deepEqual(section(renderFileOperations(merged), 'modified-files'), ['a.ts (deleted)', 'b.ts (created)', 'c.ts (deleted)']);
-    });
-
-    it('revives a file deleted in the older round that the newer round edits and renames', () => {
-      const olderEvents = [ev('modified', 'a.ts'), ev('deleted', 'a.ts')];
-      for (const newerEvents of [
-        [ev('modified', 'a.ts'), rename('a.ts', 'b.ts')],
-        [rename('a.ts', 'b.ts'), ev('modified', 'b.ts')],
-      ]) {
-        const merged = mergeLedgers(ledgerOf(...olderEvents), ledgerOf(...newerEvents));
-        assert.deepEqual(merged, ledgerOf(...olderEvents, ...newerEvents));
-        assert.deepEqual(section(renderFileOperations(merged), 'modified-files'), ['a.ts → b.ts (renamed, created)']);
-      }
-    });
-
-    it('keeps the later lastAt and both rounds’ actors', () => {
-      const older = ledgerOf({ kind: 'modified', path: 'a.ts', actor: 'user', at: 50 });
-      const newer = ledgerOf({ kind: 'read', path: 'a.ts', actor: 'agent', at: 40 });
-      const record = mergeLedgers(older, newer).files['a.ts'];
-      assert.equal(record?.lastAt, 50);
-      assert.deepEqual(record?.actors, ['agent', 'user']);
-    });
-
-    it('is the identity with an empty ledger on either side', () => {
-      const ledger = ledgerOf(...round1());
-      assert.deepEqual(mergeLedgers(EMPTY_LEDGER, ledger), ledger);
-      assert.deepEqual(mergeLedgers(ledger, EMPTY_LEDGER), ledger);
-    });
-
-    it('equals replaying all events for any split of any sequence without renames', () => {
-      const paths = ['a.ts', 'b.ts', 'src/c.ts'];
-      const event = fc.record({
-        kind: fc.constantFrom<FileOpKind>('read', 'created', 'modified', 'deleted'),
-        path: fc.constantFrom(...paths),
-        actor: fc.constantFrom<Actor>('agent', 'user'),
-        at: fc.integer({ min: 0, max: 1_000 }),
-      });
-      fc.assert(
-        fc.property(fc.array(event, { maxLength: 25 }), fc.nat(), fc.nat(), (events, i, j) => {
-          const [cut1, cut2] = [i % (events.length + 1), j % (events.length + 1)].sort((x, y) => x - y) as [number, number];
-          const r1 = ledgerOf(...events.slice(0, cut1));
-          const r2 = ledgerOf(...events.slice(cut1, cut2));
-          const r3 = ledgerOf(...events.slice(cut2));
-          assert.deepEqual(mergeLedgers(mergeLedgers(r1, r2), r3), ledgerOf(...events));
-        }),
-        { numRuns: 500 },
-      );
-    });
-
-    it('carries older history along renames made in the newer round', () => {
-      const older = ledgerOf(ev('read', 'a.ts'), ev('created', 'b.ts'), ev('read', 'c.ts', 'user'));
-      const newerEvents = [rename('a.ts', 'a2.ts'), rename('b.ts', 'b2.ts'), rename('b2.ts', 'b3.ts'), rename('x.ts', 'c.ts')];
-      const merged = mergeLedgers(older, ledgerOf(...newerEvents));
-      const replayed = recordFileEvents(older, newerEvents);
-      assert.deepEqual(merged, replayed);
-      assert.deepEqual(section(renderFileOperations(merged), 'modified-files'), [
-        'a.ts → a2.ts (renamed)',
-        'b.ts → b3.ts (renamed, created)',
-        'x.ts → c.ts (renamed; agent and user)',
-      ]);
     });
   });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_CONFIG, type ImportanceConfig } from '../../../src/core/config';
-import { byImportanceAscending, scoreGroup, scoreMessage, scoreMessages, selectToKeep, type ScoredMessage } from '../../../src/core/importance';
+import { scoreGroup, scoreMessage, scoreMessages, selectToKeep } from '../../../src/core/importance';
 import { text, type Message, type Part, type Role } from '../../../src/core/messages';
 
 const config: ImportanceConfig = DEFAULT_CONFIG.importance;
@@ -231,39 +231,6 @@ describe('importance', () => {
         assert.equal(s.score, scoreMessage(messages[i]!, i, messages.length, config));
       });
       assert.deepEqual(scoreMessages(messages, config), scored);
-    });
-  });
-
-  describe('byImportanceAscending', () => {
-    const flat = { ...config, recencyWeight: 0 };
-
-    it('puts the lowest score first and keeps chronological order among equal scores', () => {
-      const messages = [say('user', 'a'), say('assistant', 'b'), say('user', 'c'), say('assistant', 'd'), say('system', 's'), say('assistant', 'e')];
-      const sorted = byImportanceAscending(scoreMessages(messages, flat));
-      assert.deepEqual(
-        sorted.map((s) => s.index),
-        [1, 3, 5, 0, 2, 4],
-      );
-    });
-
-    it('breaks ties on index even when the input is not in chronological order', () => {
-      const scored: ScoredMessage[] = [4, 2, 0, 3, 1].map((index) => ({ message: say('user', 'x'), index, score: 1 }));
-      assert.deepEqual(
-        byImportanceAscending(scored).map((s) => s.index),
-        [0, 1, 2, 3, 4],
-      );
-    });
-
-    it('returns a new array and leaves its input as it was', () => {
-      const scored = scoreMessages([say('system', 's'), say('assistant', 'a')], flat);
-      const before = [...scored];
-      const sorted = byImportanceAscending(scored);
-      assert.notEqual(sorted, scored);
-      assert.deepEqual(scored, before);
-      assert.deepEqual(
-        sorted.map((s) => s.index),
-        [1, 0],
-      );
     });
   });
 

@@ -1,11 +1,20 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { generateText, registerTelemetry, type Telemetry } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { charEstimator } from '../../../src/core/tokenizer';
+import { FakeClock, templateSummary } from '../core/fixtures';
 
 type GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 
@@ -126,6 +135,38 @@ function spanNamed(spans: readonly ExportedSpan[], name: string): ExportedSpan {
   return span;
 }
 
+/** A conversation of twelve turns, traced by `telemetry`, whose summarizer always answers. */
+async function compactableConversation(dir: string, telemetry: LongrunTelemetry): Promise<Conversation> {
+  const clock = new FakeClock();
+  const state = new Map<string, unknown>();
+  const store = new ConversationStore(dir, () => clock.now());
+  await store.create('c1');
+  let ids = 0;
+  const conversation = new Conversation('c1', [], {
+    store,
+    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    clock,
+    newId: () => `e${++ids}`,
+    config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
+    model: () => ({
+      name: 'm',
+      window: { limit: 8_000, source: 'model' },
+      counter: new MessageTokenCounter(charEstimator),
+      fixedOverhead: 0,
+      outputReserve: 0,
+    }),
+    summarizer: () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) }),
+    telemetry: () => telemetry,
+  });
+  for (let i = 0; i < 12; i++) {
+    await conversation.append([
+      { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },
+      { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [{ type: 'text', text: `noted ${i}` }] } },
+    ]);
+  }
+  return conversation;
+}
+
 describe('createTelemetry', () => {
   let collector: Awaited<ReturnType<typeof startCollector>>;
   const opened: LongrunTelemetry[] = [];
@@ -144,16 +185,13 @@ describe('createTelemetry', () => {
     await collector.close();
   });
 
-  it('exports a traced model call and a compaction span to /v1/traces as OTLP JSON', async () => {
+  it('exports a traced model call to /v1/traces as OTLP JSON with its metadata and service name', async () => {
     const telemetry = open({ endpoint: collector.base, serviceName: 'longrun-test' });
     await generateText({
       model: new MockLanguageModelV4({ doGenerate: answer('done') }),
       prompt: 'hello',
       telemetry: telemetry.settings('longrun.test', { 'longrun.round': 3 }),
     });
-    await telemetry.span('longrun.compaction', { 'longrun.compaction.reason': 'threshold', 'longrun.compaction.tokens_before': 9000 }, async (span) =>
-      span.setAttributes({ 'longrun.compaction.tokens_after': 1200, 'longrun.compaction.fallback': false }),
-    );
     await telemetry.flush();
 
     assert.ok(collector.requests.length > 0, 'the collector received nothing');
@@ -162,21 +200,41 @@ describe('createTelemetry', () => {
       assert.equal(request.path, '/v1/traces');
       assert.match(String(request.headers['content-type']), /application\/json/);
     }
-    const spans = spansOf(collector.requests);
-    const call = spanNamed(spans, 'invoke_agent longrun.test');
+    const call = spanNamed(spansOf(collector.requests), 'invoke_agent longrun.test');
     assert.equal(call.attributes['gen_ai.agent.name'], 'longrun.test');
     assert.equal(call.attributes['longrun.round'], 3);
     assert.equal(call.resource['service.name'], 'longrun-test');
-    const compaction = spanNamed(spans, 'longrun.compaction');
-    assert.deepEqual(
-      {
-        reason: compaction.attributes['longrun.compaction.reason'],
-        before: compaction.attributes['longrun.compaction.tokens_before'],
-        after: compaction.attributes['longrun.compaction.tokens_after'],
-        fallback: compaction.attributes['longrun.compaction.fallback'],
-      },
-      { reason: 'threshold', before: 9000, after: 1200, fallback: false },
-    );
+  });
+
+  it('exports a conversation’s compaction as a span with its reason, round and tokens before and after', async () => {
+    const telemetry = open({ endpoint: collector.base });
+    const dir = await mkdtemp(join(tmpdir(), 'longrun-telemetry-'));
+    try {
+      const conversation = await compactableConversation(dir, telemetry);
+      const outcome = await conversation.compact('manual');
+      await telemetry.flush();
+
+      assert.equal(outcome.status, 'compacted', 'reason' in outcome ? outcome.reason : '');
+      if (outcome.status !== 'compacted') return;
+      const { tokensBefore, tokensAfter } = outcome.compaction;
+      assert.ok(tokensBefore > tokensAfter && tokensAfter > 0, `${tokensBefore} → ${tokensAfter}`);
+      const span = spanNamed(spansOf(collector.requests), 'longrun.compaction');
+      assert.deepEqual(
+        {
+          reason: span.attributes['longrun.reason'],
+          conversation: span.attributes['longrun.conversation'],
+          status: span.attributes['longrun.status'],
+          before: span.attributes['longrun.tokens_before'],
+          after: span.attributes['longrun.tokens_after'],
+          round: span.attributes['longrun.round'],
+          fallback: span.attributes['longrun.fallback'],
+        },
+        { reason: 'manual', conversation: 'c1', status: 'compacted', before: tokensBefore, after: tokensAfter, round: 1, fallback: false },
+      );
+      assert.equal(span.attributes['longrun.messages_compacted'], outcome.compaction.compactedCount);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('keeps prompts, responses and export headers out of the exported spans', async () => {

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import type { CompactionOutcome } from '../../../src/core/compaction';
+import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { charEstimator } from '../../../src/core/tokenizer';
+import { CompactionReporter } from '../../../src/vscode/compaction-report';
+import { FakeClock, templateSummary } from '../core/fixtures';
+
+type Log = ConstructorParameters<typeof CompactionReporter>[0];
+
+/** The log channel's three levels, as lines prefixed by their level. */
+function recordingLog(): { log: Log; lines: string[] } {
+  const lines: string[] = [];
+  const log = {
+    info: (text: string) => void lines.push(`info: ${text}`),
+    warn: (text: string) => void lines.push(`warn: ${text}`),
+    debug: (text: string) => void lines.push(`debug: ${text}`),
+  };
+  return { log: log as unknown as Log, lines };
+}
+
+describe('the compaction reporter', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-report-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Twelve turns compacted by hand, with a summarizer named "notes-model". */
+  async function compacted(): Promise<CompactionOutcome & { status: 'compacted' }> {
+    const clock = new FakeClock();
+    const state = new Map<string, unknown>();
+    const store = new ConversationStore(dir, () => clock.now());
+    await store.create('c1');
+    let ids = 0;
+    const conversation = new Conversation('c1', [], {
+      store,
+      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      clock,
+      newId: () => `e${++ids}`,
+      config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
+      model: () => ({
+        name: 'm',
+        window: { limit: 8_000, source: 'model' },
+        counter: new MessageTokenCounter(charEstimator),
+        fixedOverhead: 0,
+        outputReserve: 0,
+      }),
+      summarizer: () => ({ name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) }),
+    });
+    for (let i = 0; i < 12; i++) {
+      await conversation.append([
+        { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },
+        { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [{ type: 'text', text: `noted ${i}` }] } },
+      ]);
+    }
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted', 'reason' in outcome ? outcome.reason : '');
+    return outcome as CompactionOutcome & { status: 'compacted' };
+  }
+
+  it('logs a compaction’s round, reason, tokens, messages, duration, summarizer, frequency and repairs, without the summary', async () => {
+    const outcome = await compacted();
+    const { log, lines } = recordingLog();
+    new CompactionReporter(
+      log,
+      () => false,
+      () => 5_000,
+    ).report(outcome, 'manual');
+
+    const e = outcome.compaction.entry!;
+    assert.deepEqual(lines, [
+      `info: Compaction round 1 (manual): ${e.tokensBefore} → ${e.tokensAfter} tokens, ${outcome.compaction.compactedCount} messages compacted in ${e.durationMs} ms, 1 summarizer call(s), summarizer notes-model; 1 compaction(s) in the last hour, 1 this session.`,
+      'info: Summary repaired: heading, original task added.',
+    ]);
+    assert.ok(e.tokensBefore > e.tokensAfter && outcome.compaction.compactedCount > 0);
+  });
+
+  it('counts only the last hour’s compactions as recent, and every one of the session', async () => {
+    const outcome = await compacted();
+    const { log, lines } = recordingLog();
+    let now = 0;
+    const reporter = new CompactionReporter(
+      log,
+      () => false,
+      () => now,
+    );
+    for (const at of [0, 1_800_000, 3_700_000]) {
+      now = at;
+      reporter.report(outcome, 'threshold');
+    }
+    assert.deepEqual(
+      lines.filter((line) => line.startsWith('info: Compaction round')).map((line) => line.slice(line.indexOf('; ') + 2)),
+      [
+        '1 compaction(s) in the last hour, 1 this session.',
+        '2 compaction(s) in the last hour, 2 this session.',
+        '2 compaction(s) in the last hour, 3 this session.',
+      ],
+    );
+  });
+
+  it('writes the summary to the log only when verbose logging is on', async () => {
+    const outcome = await compacted();
+    const quiet = recordingLog();
+    new CompactionReporter(
+      quiet.log,
+      () => false,
+      () => 0,
+    ).report(outcome, 'manual');
+    const verbose = recordingLog();
+    new CompactionReporter(
+      verbose.log,
+      () => true,
+      () => 0,
+    ).report(outcome, 'manual');
+
+    assert.ok(!quiet.lines.join('\n').includes('SUMMARY-TEXT-4d2a'));
+    assert.deepEqual(verbose.lines.slice(0, -1), quiet.lines);
+    assert.match(verbose.lines.at(-1)!, /^debug: Summary of round 1:\n[^]*SUMMARY-TEXT-4d2a/);
+  });
+
+  it('logs a skipped or cancelled compaction as information and a failed one as a warning, with its reason', () => {
+    const { log, lines } = recordingLog();
+    const reporter = new CompactionReporter(
+      log,
+      () => false,
+      () => 0,
+    );
+    reporter.report({ status: 'noop', reason: 'Nothing to compact.' }, 'manual');
+    reporter.report({ status: 'failed', reason: 'The summarizer timed out.' }, 'threshold');
+    reporter.report({ status: 'cancelled', reason: 'Closed.' }, 'overflow');
+    assert.deepEqual(lines, [
+      'info: Compaction (manual) skipped: Nothing to compact.',
+      'warn: Compaction (threshold) failed: The summarizer timed out.',
+      'info: Compaction (overflow) cancelled.',
+    ]);
+  });
+});
