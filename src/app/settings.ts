@@ -92,8 +92,8 @@ interface CompactionSetting {
 const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
   { key: 'compaction.auto', path: ['autoCompact'] },
   { key: 'compaction.thresholdMode', path: ['trigger', 'mode'] },
-  { key: 'compaction.warningThreshold', path: ['trigger', 'warningPercent'] },
-  { key: 'compaction.criticalThreshold', path: ['trigger', 'criticalPercent'] },
+  { key: 'compaction.warningThreshold', path: ['trigger', 'warningThreshold'] },
+  { key: 'compaction.criticalThreshold', path: ['trigger', 'criticalThreshold'] },
   { key: 'compaction.reserveTokens', path: ['trigger', 'reserveTokens'] },
   { key: 'compaction.reserveShare', path: ['trigger', 'reserveShare'] },
   { key: 'compaction.systemReserve', path: ['trigger', 'systemReserve'] },
@@ -407,7 +407,7 @@ function unwrap(schema: z.ZodType): z.ZodType {
   return s;
 }
 
-/** The core names its paths (`trigger.criticalPercent`); the user knows the setting keys. */
+/** The core names its paths (`trigger.criticalThreshold`); the user knows the setting keys. */
 function renameCorePaths(message: string): string {
   let out = message;
   const byLength = [...COMPACTION_SETTINGS].sort((a, b) => b.path.join('.').length - a.path.join('.').length);

@@ -25,7 +25,7 @@ export interface BudgetAssessment {
 export function compactionThreshold(limit: number, trigger: TriggerConfig): number {
   switch (trigger.mode) {
     case 'levels':
-      return Math.floor(limit * trigger.criticalPercent);
+      return Math.floor(limit * trigger.criticalThreshold);
     case 'reserve':
       return limit - Math.min(trigger.reserveTokens, Math.floor(limit * trigger.reserveShare));
     case 'reserved-percent': {
@@ -40,7 +40,7 @@ export function compactionThreshold(limit: number, trigger: TriggerConfig): numb
 function describeRule(trigger: TriggerConfig): string {
   switch (trigger.mode) {
     case 'levels':
-      return `${pct(trigger.criticalPercent)} of the window`;
+      return `${pct(trigger.criticalThreshold)} of the window`;
     case 'reserve':
       return `the window less a ${trigger.reserveTokens.toLocaleString('en-US')}-token reserve (at most ${pct(trigger.reserveShare)})`;
     case 'reserved-percent':
@@ -69,7 +69,7 @@ export function assessBudget(used: number, window: ContextWindow, trigger: Trigg
     };
   }
   const compactAt = Math.min(limit, compactionThreshold(limit, trigger));
-  const warningAt = Math.min(compactAt, Math.floor(limit * trigger.warningPercent));
+  const warningAt = Math.min(compactAt, Math.floor(limit * trigger.warningThreshold));
   const fraction = used / limit;
   const numbers = `${fmt(used)} of ${fmt(limit)} tokens (${pct(fraction)})`;
   let level: BudgetLevel;

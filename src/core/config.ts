@@ -36,8 +36,8 @@ export const triggerSchema = z
      * - `percent` (003): compact above `percent × limit`.
      */
     mode: z.enum(['levels', 'reserve', 'reserved-percent', 'percent']).default('levels'),
-    warningPercent: share.default(0.75),
-    criticalPercent: share.default(0.9),
+    warningThreshold: share.default(0.75),
+    criticalThreshold: share.default(0.9),
     reserveTokens: tokens.default(16_384),
     reserveShare: share.default(0.25),
     systemReserve: tokens.default(2_000),
@@ -174,7 +174,7 @@ export type PruningConfig = CompactionConfig['pruning'];
 export const DEFAULT_CONFIG: CompactionConfig = compactionConfigSchema.parse({});
 
 export interface ConfigProblem {
-  /** Dotted path of the setting, e.g. `trigger.warningPercent`. */
+  /** Dotted path of the setting, e.g. `trigger.warningThreshold`. */
   readonly setting: string;
   readonly value: unknown;
   readonly message: string;
@@ -214,14 +214,14 @@ export function resolveConfig(input: unknown): { config: CompactionConfig; probl
 
 function crossCheck(config: CompactionConfig, problems: ConfigProblem[]): CompactionConfig {
   const t = config.trigger;
-  if (t.warningPercent > t.criticalPercent) {
+  if (t.warningThreshold > t.criticalThreshold) {
     problems.push({
-      setting: 'trigger.warningPercent',
-      value: t.warningPercent,
-      message: `must not be above trigger.criticalPercent (${t.criticalPercent})`,
-      usedInstead: t.criticalPercent,
+      setting: 'trigger.warningThreshold',
+      value: t.warningThreshold,
+      message: `must not be above trigger.criticalThreshold (${t.criticalThreshold})`,
+      usedInstead: t.criticalThreshold,
     });
-    return { ...config, trigger: { ...t, warningPercent: t.criticalPercent } };
+    return { ...config, trigger: { ...t, warningThreshold: t.criticalThreshold } };
   }
   return config;
 }

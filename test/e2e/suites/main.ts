@@ -424,7 +424,7 @@ describe('Longrun in a real VS Code', function () {
       try {
         await config().update('compaction.warningThreshold', 0.001, vscode.ConfigurationTarget.Global);
         await config().update('compaction.criticalThreshold', 0.002, vscode.ConfigurationTarget.Global);
-        await waitFor('the new threshold', () => longrun.settings().compaction.trigger.criticalPercent === 0.002 || undefined);
+        await waitFor('the new threshold', () => longrun.settings().compaction.trigger.criticalThreshold === 0.002 || undefined);
         longrun.gauge.update();
         const gauge = await waitFor('the critical level in the status bar', async () => {
           const g = await gaugeInDom();
@@ -437,7 +437,7 @@ describe('Longrun in a real VS Code', function () {
         await config().update('compaction.warningThreshold', undefined, vscode.ConfigurationTarget.Global);
         await config().update('compaction.auto', undefined, vscode.ConfigurationTarget.Global);
       }
-      await waitFor('the default threshold again', () => longrun.settings().compaction.trigger.criticalPercent === 0.9 || undefined);
+      await waitFor('the default threshold again', () => longrun.settings().compaction.trigger.criticalThreshold === 0.9 || undefined);
     });
 
     it('warns about an invalid threshold and uses the default', async () => {
@@ -448,7 +448,7 @@ describe('Longrun in a real VS Code', function () {
           (await ui<string[]>('notifications')).find((n) => n.includes('longrun.compaction.criticalThreshold')),
         );
         assert.match(notice, /using 0\.9 instead/);
-        assert.equal(longrun.settings().compaction.trigger.criticalPercent, 0.9);
+        assert.equal(longrun.settings().compaction.trigger.criticalThreshold, 0.9);
       } finally {
         await config().update('compaction.criticalThreshold', undefined, vscode.ConfigurationTarget.Global);
       }

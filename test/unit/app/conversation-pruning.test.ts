@@ -146,7 +146,7 @@ describe('pruning in a conversation', () => {
 
   it('summarizes after pruning when pruning is not enough, and undoes both in one step', async () => {
     // Warned at a tenth of the window: even with every superseded read pruned, the view is above that.
-    const low: CompactionConfig = { ...config, trigger: { ...config.trigger, warningPercent: 0.1 } };
+    const low: CompactionConfig = { ...config, trigger: { ...config.trigger, warningThreshold: 0.1 } };
     const { conversation } = await setup(6, 6_800, low);
     const original = conversation.view();
     const outcome = await conversation.compact('threshold');

@@ -61,7 +61,7 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.deepEqual(problems, []);
     const c = settings.compaction;
     assert.equal(c.autoCompact, false);
-    assert.deepEqual([c.trigger.mode, c.trigger.warningPercent, c.trigger.criticalPercent, c.trigger.percent], ['percent', 0.5, 0.95, 0.7]);
+    assert.deepEqual([c.trigger.mode, c.trigger.warningThreshold, c.trigger.criticalThreshold, c.trigger.percent], ['percent', 0.5, 0.95, 0.7]);
     assert.deepEqual([c.keepRecent.mode, c.keepRecent.messages], ['messages', 4]);
     assert.equal(c.summary.preserveFilePaths, false);
     assert.equal(c.summary.preserveCodeBlocks, true);
@@ -173,8 +173,8 @@ describe('settings: longrun.* onto the core configuration', () => {
 
   it('reports a warning level above the critical one and uses the critical level', () => {
     const { settings, problems } = read({ 'longrun.compaction.warningThreshold': 0.95, 'longrun.compaction.criticalThreshold': 0.8 });
-    assert.equal(settings.compaction.trigger.warningPercent, 0.8);
-    assert.equal(settings.compaction.trigger.criticalPercent, 0.8);
+    assert.equal(settings.compaction.trigger.warningThreshold, 0.8);
+    assert.equal(settings.compaction.trigger.criticalThreshold, 0.8);
     assert.equal(problems.length, 1);
     assert.equal(problems[0]!.setting, 'longrun.compaction.warningThreshold');
     assert.equal(problems[0]!.value, 0.95);
@@ -187,7 +187,7 @@ describe('settings: longrun.* onto the core configuration', () => {
 
   it('reports an invalid warning level once even when its default is above the critical level', () => {
     const { settings, problems } = read({ 'longrun.compaction.warningThreshold': 7, 'longrun.compaction.criticalThreshold': 0.5 });
-    assert.equal(settings.compaction.trigger.warningPercent, 0.5);
+    assert.equal(settings.compaction.trigger.warningThreshold, 0.5);
     assert.equal(problems.length, 1);
     assert.deepEqual([problems[0]!.setting, problems[0]!.value, problems[0]!.usedInstead], ['longrun.compaction.warningThreshold', 7, 0.5]);
   });

@@ -4,8 +4,8 @@ import { DEFAULT_CONFIG, resolveConfig } from '../../../src/core/config';
 describe('configuration', () => {
   it('has the documented defaults', () => {
     assert.equal(DEFAULT_CONFIG.trigger.mode, 'levels');
-    assert.equal(DEFAULT_CONFIG.trigger.warningPercent, 0.75);
-    assert.equal(DEFAULT_CONFIG.trigger.criticalPercent, 0.9);
+    assert.equal(DEFAULT_CONFIG.trigger.warningThreshold, 0.75);
+    assert.equal(DEFAULT_CONFIG.trigger.criticalThreshold, 0.9);
     assert.equal(DEFAULT_CONFIG.keepRecent.mode, 'tokens');
     assert.equal(DEFAULT_CONFIG.keepRecent.tokens, 20_000);
     assert.equal(DEFAULT_CONFIG.summary.targetTokens, 800);
@@ -24,23 +24,23 @@ describe('configuration', () => {
 
   it('replaces each invalid value by its default and names it once', () => {
     const { config, problems } = resolveConfig({
-      trigger: { warningPercent: 7, criticalPercent: 0.8 },
+      trigger: { warningThreshold: 7, criticalThreshold: 0.8 },
       summary: { depth: 'epic' },
       minMessages: 'ten',
     });
-    assert.equal(config.trigger.warningPercent, 0.75);
-    assert.equal(config.trigger.criticalPercent, 0.8);
+    assert.equal(config.trigger.warningThreshold, 0.75);
+    assert.equal(config.trigger.criticalThreshold, 0.8);
     assert.equal(config.summary.depth, 'standard');
     assert.equal(config.minMessages, DEFAULT_CONFIG.minMessages);
-    assert.deepEqual(problems.map((p) => p.setting).sort(), ['minMessages', 'summary.depth', 'trigger.warningPercent']);
-    const warning = problems.find((p) => p.setting === 'trigger.warningPercent')!;
+    assert.deepEqual(problems.map((p) => p.setting).sort(), ['minMessages', 'summary.depth', 'trigger.warningThreshold']);
+    const warning = problems.find((p) => p.setting === 'trigger.warningThreshold')!;
     assert.equal(warning.value, 7);
     assert.equal(warning.usedInstead, 0.75);
   });
 
   it('rejects a warning level above the critical one', () => {
-    const { config, problems } = resolveConfig({ trigger: { warningPercent: 0.95, criticalPercent: 0.9 } });
-    assert.equal(config.trigger.warningPercent, 0.9);
+    const { config, problems } = resolveConfig({ trigger: { warningThreshold: 0.95, criticalThreshold: 0.9 } });
+    assert.equal(config.trigger.warningThreshold, 0.9);
     assert.equal(problems.length, 1);
   });
 
