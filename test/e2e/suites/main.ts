@@ -146,11 +146,14 @@ describe('Longrun in a real VS Code', function () {
       assert.match(requestText(next), /Session Summary \(Compaction Round \d+\)/);
       assert.match(requestText(next), /read four more files one by one/, 'the latest request is kept');
       assert.deepEqual(orphanToolResults(next), []);
+      let shown = '';
       await waitFor('the compaction line and the final answer in the chat', async () => {
-        const text = await chatText();
-        return /Compacted \d+ messages: [\d.]+k? → [\d.]+k? tokens \(round \d+\)/.test(text) && text.includes('All four files read')
-          ? text
+        shown = await chatText();
+        return /Compacted \d+ messages: [\d.]+k? → [\d.]+k? tokens \(round \d+\)/.test(shown) && shown.includes('All four files read')
+          ? shown
           : undefined;
+      }).catch((error: unknown) => {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}; the chat ends with: ${shown.slice(-800)}`);
       });
       await ui('screenshot', { name: 'compaction-in-chat', chat: true, docs: true });
     });
