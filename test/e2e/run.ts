@@ -433,6 +433,19 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
           .first();
         try {
           await item.click({ timeout: 10_000 });
+          // In this headless browser the click on the item sometimes does not take: the menu stays
+          // open with the item highlighted and the tool waits. Enter on the hovered item answers then.
+          const menu = page.locator('.monaco-menu').first();
+          if (
+            !(await menu.waitFor({ state: 'hidden', timeout: 3_000 }).then(
+              () => true,
+              () => false,
+            ))
+          ) {
+            await item.hover({ timeout: 5_000 });
+            await page.keyboard.press('Enter');
+            await menu.waitFor({ state: 'hidden', timeout: 5_000 });
+          }
         } catch (error) {
           const items = await page
             .locator('.monaco-menu')
