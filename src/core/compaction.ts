@@ -13,6 +13,7 @@ import {
   modelView,
   nextRound,
   originalTask,
+  summaryMessage,
   type CompactionEntry,
   type CompactionReason,
   type ConversationLog,
@@ -123,7 +124,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
       reason: `Not compacting: the conversation has ${conversational} messages and automatic compaction waits for ${config.minMessages}.`,
     };
   }
-  if (!config.pruning.enabled) return summarizeLog(request, deps, started);
+  if (!config.pruning.enabled) return summarizeLog(request, deps, started, view);
 
   const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log) };
   const selected = selectMessages(view, request, deps);
@@ -132,7 +133,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     largeOutputTokens: config.pruning.largeOutputTokens,
     alreadyPruned: new Set(activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)))),
     countOutput: (message, part) => deps.counter.countToolOutput(message, part),
-    countText: (text) => deps.counter.countRemembered(text),
+    countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
   });
   const target = pruneTargetOf(request);
   const pruned = (taken: readonly PruneCandidate[]) => pruningOutcome(log, taken, request, deps, { tokensBefore, basis });
@@ -143,11 +144,11 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     if (plan.freed >= tokensBefore - target) return pruned(plan.taken);
   }
   const superseded = candidates.filter((c) => c.output.kind !== 'old');
-  if (superseded.length === 0) return summarizeLog(request, deps, started);
+  if (superseded.length === 0) return summarizeLog(request, deps, started, view);
   const first = pruned(superseded);
-  if (first.status !== 'compacted' || !first.compaction.pruning) return summarizeLog(request, deps, started);
+  if (first.status !== 'compacted' || !first.compaction.pruning) return summarizeLog(request, deps, started, view);
   const pruning = first.compaction.pruning;
-  const summarized = await summarizeLog({ ...request, log: [...log, ...first.compaction.records] }, deps, started);
+  const summarized = await summarizeLog({ ...request, log: [...log, ...first.compaction.records] }, deps, started, first.compaction.view);
   // Nothing left worth a summary: the pruning alone is still a compaction.
   if (summarized.status === 'noop') return first;
   if (summarized.status !== 'compacted' || !summarized.compaction.entry) return summarized;
@@ -234,9 +235,13 @@ function pruningOutcome(
   };
 }
 
-/** The summary tier: summarizes the view of `request.log` as configured. */
-async function summarizeLog(request: CompactionRequest, deps: CompactionDeps, started: number): Promise<CompactionOutcome> {
-  const view = modelView(request.log);
+/** The summary tier: summarizes the view of `request.log` (`view`, when already derived) as configured. */
+async function summarizeLog(
+  request: CompactionRequest,
+  deps: CompactionDeps,
+  started: number,
+  view: readonly Message[] = modelView(request.log),
+): Promise<CompactionOutcome> {
   const tokensBefore = deps.counter.countMessages(view);
   const selected = selectMessages(view, request, deps);
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
@@ -364,7 +369,9 @@ function finishCompaction(
     ...(request.focus?.trim() ? { focus: request.focus.trim() } : {}),
     ...(written.failure ? { failure: written.failure } : {}),
   };
-  const tokensAfter = deps.counter.countMessages(modelView([...log, { type: 'compaction', entry: provisional }]));
+  // The view does not depend on the entry's numbers: the one derived here is the final one, but for its summary message.
+  const provisionalView = modelView([...log, { type: 'compaction', entry: provisional }]);
+  const tokensAfter = deps.counter.countMessages(provisionalView);
   if (tokensAfter >= tokensBefore) {
     return {
       status: 'noop',
@@ -384,7 +391,7 @@ function finishCompaction(
       entry,
       records: [record],
       basis: { messageIds: messageIds(log), lastEntryId: currentBasis(log) },
-      view: modelView([...log, record]),
+      view: provisionalView.map((m) => (m.summaryOf === provisional.id ? summaryMessage(entry) : m)),
       repairs: repaired.repairs,
       compactedCount: selection.toCompact.length,
       tokensBefore,

@@ -44,17 +44,76 @@ export interface ScoredMessage {
  * calls, configured keywords, length, a fenced code block, a file path and a stated decision.
  */
 export function scoreMessage(message: Message, index: number, total: number, config: ImportanceConfig): number {
+  // An index at or past the newest position is treated as the newest, so a caller's off-by-one
+  // can never lift a message above the full recency weight.
+  const age = Math.max(0, total - 1 - index);
+  return roleWeight(message.role, config) + config.recencyWeight * config.recencyDecay ** age + contentScore(message, config);
+}
+
+/**
+ * The part of a message's score that depends on its content alone (question, tool calls, keywords,
+ * length, code block, file path, decision). Messages are never changed once written, so it is
+ * remembered per message and configuration: a compaction scores the same thousands of messages a
+ * previous one did, and a conversation's history only grows.
+ */
+function contentScore(message: Message, config: ImportanceConfig): number {
+  const entry = remembered(message, config);
+  return (entry.score ??= computeContentScore(message, config));
+}
+
+/** A content score no lower than {@link contentScore}'s, from cheap checks; remembered like it. */
+function contentBound(message: Message, config: ImportanceConfig): number {
+  const entry = remembered(message, config);
+  return entry.score ?? (entry.bound ??= computeContentBound(message, config));
+}
+
+interface Remembered {
+  readonly key: string;
+  score?: number;
+  bound?: number;
+}
+
+const contentScores = new WeakMap<Message, Remembered>();
+
+function remembered(message: Message, config: ImportanceConfig): Remembered {
+  const key = configKey(config);
+  let entry = contentScores.get(message);
+  if (entry?.key !== key) {
+    entry = { key };
+    contentScores.set(message, entry);
+  }
+  return entry;
+}
+
+const configKeys = new WeakMap<ImportanceConfig, string>();
+
+/** What identifies a configuration's content weights: equal settings read twice give the same key. */
+function configKey(config: ImportanceConfig): string {
+  let key = configKeys.get(config);
+  if (key === undefined) {
+    key = JSON.stringify([
+      config.questionBonus,
+      config.toolCallBonus,
+      config.keywords,
+      config.keywordBonus,
+      config.lengthCap,
+      config.lengthPer100Chars,
+      config.codeBlockBonus,
+      config.filePathBonus,
+      config.decisionBonus,
+    ]);
+    configKeys.set(config, key);
+  }
+  return key;
+}
+
+function computeContentScore(message: Message, config: ImportanceConfig): number {
   const prose = messageText(message);
   const calls = toolCalls(message);
   const resultTexts = toolResults(message).map((r) => plainText(r.output));
   const inputTexts = calls.map((c) => plainText(c.input));
 
-  let score = roleWeight(message.role, config);
-  // An index at or past the newest position is treated as the newest, so a caller's off-by-one
-  // can never lift a message above the full recency weight.
-  const age = Math.max(0, total - 1 - index);
-  score += config.recencyWeight * config.recencyDecay ** age;
-
+  let score = 0;
   if (asksQuestion(message)) score += config.questionBonus;
   if (calls.length > 0) score += config.toolCallBonus;
 
@@ -133,13 +192,19 @@ export function selectToKeep(
  * decision whenever there is prose. Negative bonuses count as 0.
  */
 function scoreBound(message: Message, index: number, total: number, config: ImportanceConfig): number {
+  return (
+    roleWeight(message.role, config) + config.recencyWeight * config.recencyDecay ** Math.max(0, total - 1 - index) + contentBound(message, config)
+  );
+}
+
+function computeContentBound(message: Message, config: ImportanceConfig): number {
   const prose = messageText(message);
   const calls = toolCalls(message);
   const haystack = [prose, ...toolResults(message).map((r) => plainText(r.output))].join('\n');
   const inputs = calls.map((c) => plainText(c.input)).join('\n');
   const lower = haystack.toLowerCase();
   const bonus = (value: number): number => Math.max(0, value);
-  let bound = roleWeight(message.role, config) + config.recencyWeight * config.recencyDecay ** Math.max(0, total - 1 - index);
+  let bound = 0;
   if (prose.includes('?')) bound += bonus(config.questionBonus);
   if (calls.length > 0) bound += config.toolCallBonus;
   let hits = 0;

@@ -97,18 +97,67 @@ export function needleLedgerOf(log: ConversationLog): NeedleLedger {
   const stored = lastEntry(log)?.needles;
   if (stored?.through) {
     const at = messages.findIndex((m) => m.id === stored.through);
-    if (at >= 0) return scanNeedles(stored, messages.slice(at + 1));
+    if (at >= 0) return scanOnce(stored, messages.slice(at + 1));
   }
-  return scanNeedles(EMPTY_NEEDLES, messages);
+  return scanOnce(EMPTY_NEEDLES, messages);
 }
+
+/**
+ * `scanNeedles(from, messages)`, with the scan so far remembered with the last message: a log only
+ * grows at its end, so the next call takes in only what was appended since (compactions prepared
+ * ahead and the one applied read the same long history again and again). The needles are capped
+ * only at the end, so the answer is the same as one scan of everything.
+ */
+function scanOnce(from: NeedleLedger, messages: readonly Message[]): NeedleLedger {
+  const last = messages.at(-1);
+  if (last === undefined) return scanNeedles(from, messages);
+  let scan: Scan | undefined;
+  let start = 0;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const known = scanned.get(messages[i]!);
+    if (known?.from !== from) continue;
+    if (i === messages.length - 1) return known.ledger;
+    scan = copy(known.scan);
+    start = i + 1;
+    break;
+  }
+  const done = take(scan ?? open(from), messages.slice(start));
+  const ledger = finish(done);
+  scanned.set(last, { from, scan: done, ledger });
+  return ledger;
+}
+
+/** For a message: where a scan that started from `from` stood after it. */
+const scanned = new WeakMap<Message, { readonly from: NeedleLedger; readonly scan: Scan; readonly ledger: NeedleLedger }>();
 
 /** Returns a new ledger with `messages` (the ones after `ledger.through`, in order) taken in. */
 export function scanNeedles(ledger: NeedleLedger, messages: readonly Message[]): NeedleLedger {
-  const needles: Needle[] = [...ledger.needles];
-  const openCalls = new Map(Object.entries(ledger.openCalls));
-  let through = ledger.through;
+  return finish(take(open(ledger), messages));
+}
+
+/** A ledger while messages are taken in: needles not capped yet. */
+interface Scan {
+  readonly needles: Needle[];
+  readonly openCalls: Map<string, string>;
+  through: string | null;
+}
+
+function open(ledger: NeedleLedger): Scan {
+  return { needles: [...ledger.needles], openCalls: new Map(Object.entries(ledger.openCalls)), through: ledger.through };
+}
+
+function copy(scan: Scan): Scan {
+  return { needles: [...scan.needles], openCalls: new Map(scan.openCalls), through: scan.through };
+}
+
+function finish(scan: Scan): NeedleLedger {
+  return freeze({ version: 1, through: scan.through, needles: capped(scan.needles), openCalls: Object.fromEntries(scan.openCalls) });
+}
+
+function take(scan: Scan, messages: readonly Message[]): Scan {
+  const { needles, openCalls } = scan;
   for (const message of messages) {
-    through = message.id;
+    scan.through = message.id;
     if (isSummaryMessage(message)) continue;
     switch (message.role) {
       case 'user': {
@@ -133,7 +182,7 @@ export function scanNeedles(ledger: NeedleLedger, messages: readonly Message[]):
         break;
     }
   }
-  return freeze({ version: 1, through, needles: capped(needles), openCalls: Object.fromEntries(openCalls) });
+  return scan;
 }
 
 function freeze(ledger: NeedleLedger): NeedleLedger {

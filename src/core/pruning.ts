@@ -71,7 +71,11 @@ export interface PruningOptions {
   readonly alreadyPruned: ReadonlySet<string>;
   /** The tokens of an output of a message (the tokenizer's count of its text, as the message count takes it). */
   readonly countOutput: (message: Message, part: ToolResultPart) => number;
-  readonly countText: (text: string) => number;
+  /**
+   * The tokens of `stub`, the stub of `part`'s output; `key` names the stub among those the same
+   * output may get (a counter may remember the count by part and key, as `countDerived` does).
+   */
+  readonly countStub: (part: ToolResultPart, key: string, stub: string) => number;
 }
 
 /** A stub is worth its line only when it frees at least this many tokens. */
@@ -108,7 +112,7 @@ export function pruningCandidates(view: readonly Message[], options: PruningOpti
     const tokens = options.countOutput(o.message, o.part);
     if (kind === 'old' && tokens < options.largeOutputTokens) continue;
     const stub = stubText({ toolName: o.part.toolName, toolCallId: o.part.toolCallId, kind, tokens, ...(o.file ? { path: o.file.path } : {}) });
-    const saved = tokens - options.countText(stub);
+    const saved = tokens - options.countStub(o.part, `stub\u0000${kind}\u0000${tokens}`, stub);
     if (saved < MIN_SAVED_TOKENS) continue;
     candidates.push({
       output: { messageId: o.messageId, toolCallId: o.part.toolCallId, toolName: o.part.toolName, kind, stub, tokens },
@@ -245,25 +249,49 @@ function collectOutputs(view: readonly Message[]): Output[] {
     for (const part of message.content) {
       if (part.type === 'tool-call') calls.set(part.toolCallId, part);
       if (part.type !== 'tool-result') continue;
-      const call = calls.get(part.toolCallId);
-      const input = call?.input;
-      const access = FILE_TOOLS[part.toolName];
-      const path = filePathOf(part.toolName, input);
+      const facts = callFacts(part.toolName, calls.get(part.toolCallId));
       outputs.push({
         message,
         messageId: message.id,
         at,
         part,
-        key: callKey(part.toolName, input),
+        key: facts.key,
         // Longrun's tools answer a failure with text starting "Error:" rather than an error result.
         ok: !part.isError && !(typeof part.output === 'string' && part.output.startsWith('Error:')),
         summary: message.summaryOf !== undefined,
-        ...(access && path !== undefined ? { file: { access, path, range: lineRange(input) } } : {}),
+        ...(facts.file ? { file: facts.file } : {}),
       });
     }
   });
   return outputs;
 }
+
+interface CallFacts {
+  readonly toolName: string;
+  readonly key: string;
+  readonly file?: Output['file'];
+}
+
+/**
+ * What pruning compares of a call answered by a `toolName` result: its key and the file it reads or
+ * writes. Remembered per call, since parts are never changed and every compaction looks at them all.
+ */
+function callFacts(toolName: string, call: ToolCallPart | undefined): CallFacts {
+  const known = call && factsOfCalls.get(call);
+  if (known?.toolName === toolName) return known;
+  const input = call?.input;
+  const access = FILE_TOOLS[toolName];
+  const path = filePathOf(toolName, input);
+  const facts: CallFacts = {
+    toolName,
+    key: callKey(toolName, input),
+    ...(access && path !== undefined ? { file: { access, path, range: lineRange(input) } } : {}),
+  };
+  if (call) factsOfCalls.set(call, facts);
+  return facts;
+}
+
+const factsOfCalls = new WeakMap<ToolCallPart, CallFacts>();
 
 function lineRange(input: unknown): LineRange {
   const o = isRecord(input) ? input : {};

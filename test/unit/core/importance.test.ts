@@ -218,6 +218,20 @@ describe('importance', () => {
       const m = say('user', 'Does it work?');
       assert.equal(newest(m, { ...config, questionBonus: 0 }), base('user'));
     });
+
+    it('scores the same message anew when the settings change, and alike when equal settings are read again', () => {
+      const m = say('user', 'The deploy failed again?');
+      const before = newest(m);
+      const noKeywords = { ...config, keywords: [] };
+      assert.equal(newest(m, noKeywords), before - config.keywordBonus * 1, 'the keyword no longer counts');
+      assert.equal(newest(m, { ...config, questionBonus: config.questionBonus + 5 }), before + 5);
+      assert.equal(newest(m, { ...config }), before, 'an equal configuration scores as before');
+      // A message too plain to be kept under one configuration is kept under another.
+      const plain = say('user', 'ok');
+      const measure = (): number => 1;
+      assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, config, measure), []);
+      assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, { ...config, keepThreshold: -100 }, measure), [0]);
+    });
   });
 
   describe('scoreMessages', () => {

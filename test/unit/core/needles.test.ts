@@ -3,6 +3,7 @@ import {
   EMPTY_NEEDLES,
   keepNeedles,
   MAX_NEEDLES_PER_KIND,
+  needleLedgerOf,
   parseNeedleLedger,
   renderBlock,
   scanNeedles,
@@ -12,7 +13,7 @@ import {
 } from '../../../src/core/needles';
 import type { Message } from '../../../src/core/messages';
 import { estimateTokens } from '../../../src/core/tokenizer';
-import { assistant, toolResult, user } from './fixtures';
+import { asLog, assistant, toolResult, user } from './fixtures';
 
 const scan = (messages: readonly Message[]): NeedleLedger => scanNeedles(EMPTY_NEEDLES, messages);
 const texts = (ledger: NeedleLedger, kind: Needle['kind']): string[] => ledger.needles.filter((n) => n.kind === kind).map((n) => n.text);
@@ -209,6 +210,22 @@ describe('needles: a cumulative ledger', () => {
     assert.equal(errors.length, MAX_NEEDLES_PER_KIND);
     assert.ok(!errors.some((n) => n.text === 'Error: failure number 0'), 'the resolved one went first');
     assert.ok(errors.some((n) => n.text === `Error: failure number ${MAX_NEEDLES_PER_KIND + 4}`));
+  });
+
+  it('reads a growing conversation as one scan of everything, also when what it holds is capped', () => {
+    const messages: Message[] = [];
+    for (let i = 0; i < MAX_NEEDLES_PER_KIND + 10; i++) {
+      messages.push(...command(`r${i}`, `make t${i}`, 1, `Error: failure number ${i}`));
+      if (i % 5 === 0) messages.push(user(`u${i}`, `Never touch file${i}.txt.`));
+    }
+    // Errors resolved only now: a ledger capped while they were open dropped the oldest ones,
+    // where one scan of everything drops these resolved ones first.
+    for (let i = 1; i <= 10; i++) messages.push(...command(`fix${i}`, `make t${i}`, 0, 'ok'));
+    for (let end = 1; end <= messages.length; end += 3) {
+      // Asked again after every few appends, as the gauge and prepared summaries do.
+      assert.deepEqual(needleLedgerOf(asLog(messages.slice(0, end))), scan(messages.slice(0, end)), `after ${end} messages`);
+    }
+    assert.deepEqual(needleLedgerOf(asLog(messages)), scan(messages));
   });
 
   it('reads back a stored ledger and refuses a malformed one', () => {

@@ -14,7 +14,7 @@ function options(over: Partial<PruningOptions> = {}): PruningOptions {
     largeOutputTokens: 1_000,
     alreadyPruned: new Set(),
     countOutput: (_message: Message, part: ToolResultPart) => counter.countText(stringifyOutput(part.output)),
-    countText: (text) => counter.countText(text),
+    countStub: (_part, _key, stub) => counter.countText(stub),
     ...over,
   };
 }
