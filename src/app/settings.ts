@@ -78,6 +78,8 @@ export interface SettingProblem {
   readonly message: string;
   /** The value used instead, in the setting's own terms; `undefined` when the value is ignored. */
   readonly usedInstead: unknown;
+  /** Set when the setting was renamed: the new full key, under which `value` is used. */
+  readonly renamedTo?: string;
 }
 
 const PREFIX = 'longrun.';
@@ -99,8 +101,8 @@ const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
   { key: 'compaction.systemReserve', path: ['trigger', 'systemReserve'] },
   { key: 'compaction.outputReserve', path: ['trigger', 'outputReserve'] },
   { key: 'compaction.safetyBuffer', path: ['trigger', 'safetyBuffer'] },
-  { key: 'compaction.thresholdPercent', path: ['trigger', 'thresholdPercent'] },
-  { key: 'compaction.percent', path: ['trigger', 'percent'] },
+  { key: 'compaction.reservedThreshold', path: ['trigger', 'reservedThreshold'] },
+  { key: 'compaction.windowThreshold', path: ['trigger', 'windowThreshold'] },
   { key: 'compaction.keepRecent.mode', path: ['keepRecent', 'mode'] },
   { key: 'compaction.keepRecent.tokens', path: ['keepRecent', 'tokens'] },
   { key: 'compaction.keepRecent.tokensShare', path: ['keepRecent', 'tokensShare'] },
@@ -127,6 +129,15 @@ const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
   { key: 'compaction.pruning.enabled', path: ['pruning', 'enabled'] },
   { key: 'compaction.pruning.largeOutputTokens', path: ['pruning', 'largeOutputTokens'] },
 ];
+
+/**
+ * Settings that were renamed (old key: new key, under `longrun.`). A value the user set under the
+ * old key is still used while the new key has its default, and a notice names the new key.
+ */
+export const RENAMED_SETTINGS: Readonly<Record<string, string>> = {
+  'compaction.thresholdPercent': 'compaction.reservedThreshold',
+  'compaction.percent': 'compaction.windowThreshold',
+};
 
 /** Seconds in settings, milliseconds in the core; validated here so messages speak of seconds. */
 const TIMEOUT_KEY = 'compaction.summarizerTimeoutSeconds';
@@ -276,6 +287,9 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
  * not valid (must be at most 1); using 0.75 instead.`
  */
 export function formatProblem(p: SettingProblem): string {
+  if (p.renamedTo !== undefined) {
+    return `Longrun: "${p.setting}" is now "${p.renamedTo}"; your ${show(p.value)} is used until you rename it in your settings.`;
+  }
   if (p.usedInstead === undefined) {
     return `Longrun: "${p.setting}" contains ${show(p.value)}, which is not valid (${p.message}); it is ignored.`;
   }
@@ -286,7 +300,14 @@ function readCompaction(get: (key: string) => unknown, problems: SettingProblem[
   const input: Record<string, unknown> = {};
   const raw = new Map<string, unknown>();
   for (const s of COMPACTION_SETTINGS) {
-    const value = get(s.key);
+    let value = get(s.key);
+    const formerKey = Object.keys(RENAMED_SETTINGS).find((old) => RENAMED_SETTINGS[old] === s.key);
+    const former = formerKey === undefined ? undefined : get(formerKey);
+    // VS Code gives a registered key its default when the user did not set it; an old key has none.
+    if (formerKey !== undefined && former !== undefined && former !== null && isDefault(value, s.path)) {
+      value = former;
+      problems.push({ setting: PREFIX + formerKey, value: former, message: 'renamed', usedInstead: former, renamedTo: PREFIX + s.key });
+    }
     raw.set(s.key, value);
     if (value !== undefined && value !== null) writePath(input, s.path, value);
   }
@@ -321,6 +342,10 @@ function readCompaction(get: (key: string) => unknown, problems: SettingProblem[
     });
   }
   return resolved.config;
+}
+
+function isDefault(value: unknown, path: readonly string[]): boolean {
+  return value === undefined || value === null || JSON.stringify(value) === JSON.stringify(readPath(DEFAULT_CONFIG, path));
 }
 
 function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSetting[] {

@@ -30,10 +30,10 @@ export function compactionThreshold(limit: number, trigger: TriggerConfig): numb
       return limit - Math.min(trigger.reserveTokens, Math.floor(limit * trigger.reserveShare));
     case 'reserved-percent': {
       const available = limit - trigger.systemReserve - trigger.outputReserve - trigger.safetyBuffer;
-      return Math.max(0, Math.floor(available * trigger.thresholdPercent));
+      return Math.max(0, Math.floor(available * trigger.reservedThreshold));
     }
     case 'percent':
-      return Math.floor(limit * trigger.percent);
+      return Math.floor(limit * trigger.windowThreshold);
   }
 }
 
@@ -44,9 +44,9 @@ function describeRule(trigger: TriggerConfig): string {
     case 'reserve':
       return `the window less a ${trigger.reserveTokens.toLocaleString('en-US')}-token reserve (at most ${pct(trigger.reserveShare)})`;
     case 'reserved-percent':
-      return `${pct(trigger.thresholdPercent)} of the window less system, output and safety reserves`;
+      return `${pct(trigger.reservedThreshold)} of the window less system, output and safety reserves`;
     case 'percent':
-      return `${pct(trigger.percent)} of the window`;
+      return `${pct(trigger.windowThreshold)} of the window`;
   }
 }
 

@@ -32,8 +32,8 @@ export const triggerSchema = z
      * Which seed's threshold decides when to compact:
      * - `levels` (004): warning and critical shares of the window; compact at critical.
      * - `reserve` (001): compact above `limit − reserve`, reserve = min(reserveTokens, reserveShare × limit).
-     * - `reserved-percent` (000): compact above (limit − system − output − safety) × thresholdPercent.
-     * - `percent` (003): compact above `percent × limit`.
+     * - `reserved-percent` (000): compact above (limit − system − output − safety) × reservedThreshold.
+     * - `percent` (003): compact above `windowThreshold × limit`.
      */
     mode: z.enum(['levels', 'reserve', 'reserved-percent', 'percent']).default('levels'),
     warningThreshold: share.default(0.75),
@@ -43,8 +43,8 @@ export const triggerSchema = z
     systemReserve: tokens.default(2_000),
     outputReserve: tokens.default(4_000),
     safetyBuffer: tokens.default(5_000),
-    thresholdPercent: share.default(0.8),
-    percent: share.default(0.8),
+    reservedThreshold: share.default(0.8),
+    windowThreshold: share.default(0.8),
   })
   .prefault({});
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
-import { formatProblem, readSettings, settingDefaults, type SettingProblem } from '../../../src/app/settings';
+import { formatProblem, readSettings, RENAMED_SETTINGS, settingDefaults, type SettingProblem } from '../../../src/app/settings';
 
 /** A getter over `longrun.*` values given by their full keys, as VS Code's configuration does. */
 function getter(values: Record<string, unknown>): (key: string) => unknown {
@@ -35,7 +35,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       'longrun.compaction.thresholdMode': 'percent',
       'longrun.compaction.warningThreshold': 0.5,
       'longrun.compaction.criticalThreshold': 0.95,
-      'longrun.compaction.percent': 0.7,
+      'longrun.compaction.windowThreshold': 0.7,
       'longrun.compaction.keepRecent.mode': 'messages',
       'longrun.compaction.keepRecent.messages': 4,
       'longrun.compaction.summary.preservePaths': false,
@@ -61,7 +61,10 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.deepEqual(problems, []);
     const c = settings.compaction;
     assert.equal(c.autoCompact, false);
-    assert.deepEqual([c.trigger.mode, c.trigger.warningThreshold, c.trigger.criticalThreshold, c.trigger.percent], ['percent', 0.5, 0.95, 0.7]);
+    assert.deepEqual(
+      [c.trigger.mode, c.trigger.warningThreshold, c.trigger.criticalThreshold, c.trigger.windowThreshold],
+      ['percent', 0.5, 0.95, 0.7],
+    );
     assert.deepEqual([c.keepRecent.mode, c.keepRecent.messages], ['messages', 4]);
     assert.equal(c.summary.preserveFilePaths, false);
     assert.equal(c.summary.preserveCodeBlocks, true);
@@ -169,6 +172,28 @@ describe('settings: longrun.* onto the core configuration', () => {
     );
     const [keywords] = read({ 'longrun.compaction.importance.keywords': ['ok', ''] }).problems;
     assert.match(keywords!.message, /^item 2 must not be empty$/);
+  });
+
+  it('uses a value set under the old name of a renamed setting, and says the new name', () => {
+    const defaults = { 'longrun.compaction.windowThreshold': 0.8, 'longrun.compaction.reservedThreshold': 0.8 };
+    const { settings, problems } = read({ ...defaults, 'longrun.compaction.percent': 0.6, 'longrun.compaction.thresholdPercent': 0.7 });
+    assert.equal(settings.compaction.trigger.windowThreshold, 0.6);
+    assert.equal(settings.compaction.trigger.reservedThreshold, 0.7);
+    assert.deepEqual(problems.map(formatProblem), [
+      'Longrun: "longrun.compaction.thresholdPercent" is now "longrun.compaction.reservedThreshold"; your 0.7 is used until you rename it in your settings.',
+      'Longrun: "longrun.compaction.percent" is now "longrun.compaction.windowThreshold"; your 0.6 is used until you rename it in your settings.',
+    ]);
+    // Set under its new name too, the new name wins and the old one is left alone.
+    const both = read({ 'longrun.compaction.windowThreshold': 0.5, 'longrun.compaction.percent': 0.6 });
+    assert.equal(both.settings.compaction.trigger.windowThreshold, 0.5);
+    assert.deepEqual(both.problems, []);
+    // An invalid old value is reported against the new name, as any invalid value is.
+    const invalid = read({ 'longrun.compaction.percent': 3 });
+    assert.equal(invalid.settings.compaction.trigger.windowThreshold, 0.8);
+    assert.ok(
+      invalid.problems.some((p) => p.setting === 'longrun.compaction.windowThreshold' && /at most 1/.test(p.message)),
+      JSON.stringify(invalid.problems),
+    );
   });
 
   it('reports a warning level above the critical one and uses the critical level', () => {
@@ -313,7 +338,10 @@ describe('settings: package.json declares what readSettings reads', () => {
       seen.add(`longrun.${key}`);
       return undefined;
     });
-    assert.deepEqual([...seen].sort(), Object.keys(settingDefaults()).sort());
+    // And the old keys of renamed settings, which are no longer declared.
+    const former = Object.keys(RENAMED_SETTINGS).map((key) => `longrun.${key}`);
+    assert.deepEqual([...seen].sort(), [...Object.keys(settingDefaults()), ...former].sort());
+    for (const key of former) assert.equal(declared[key], undefined, `${key} is no longer declared`);
   });
 
   it('declares every key read, with the same default, and nothing else', () => {

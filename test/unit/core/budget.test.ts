@@ -38,7 +38,7 @@ describe('budget: levels and thresholds', () => {
   });
 
   it('never warns above the compaction point', () => {
-    const a = assessBudget(50_000, window(100_000), { ...trigger, mode: 'percent', percent: 0.6 });
+    const a = assessBudget(50_000, window(100_000), { ...trigger, mode: 'percent', windowThreshold: 0.6 });
     assert.ok(a.warningAt <= a.compactAt);
   });
 
