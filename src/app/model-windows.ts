@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRecord } from '../core/errors';
 import { outputReserveFor, tableLimit } from '../core/context-window';
 import type { DiscoveredWindow } from '../llm/window-discovery';
 
@@ -174,7 +175,7 @@ export class ModelWindows {
 
   private cache(): Record<string, unknown> {
     const value = this.memento.get<unknown>(CACHE_KEY);
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+    return isRecord(value) ? value : {};
   }
 
   private async store(key: string, entry: CachedDiscovery): Promise<void> {

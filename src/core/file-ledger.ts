@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRecord } from './errors';
 
 /**
  * A deterministic record of the file operations in a conversation, carried through compaction so
@@ -349,7 +350,7 @@ const recordSchema = z.object({
 
 const ledgerSchema = z.object({
   version: z.literal(1),
-  files: z.custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value)),
+  files: z.custom<Record<string, unknown>>(isRecord),
 });
 
 /**

@@ -30,14 +30,6 @@ export const DECISION_PHRASES: readonly string[] = [
   'opted for',
 ];
 
-/** A message with its position in the conversation and its score. */
-export interface ScoredMessage {
-  message: Message;
-  /** Position in the conversation the score was computed for (0 = oldest). */
-  index: number;
-  score: number;
-}
-
 /**
  * Scores one message at position `index` of a conversation of `total` messages: the sum of its role
  * weight, a recency term that decays exponentially with age, and bonuses for a question, tool
@@ -127,12 +119,6 @@ function computeContentScore(message: Message, config: ImportanceConfig): number
   if (statesDecision(prose)) score += config.decisionBonus;
 
   return score;
-}
-
-/** Scores every message of a conversation; the result is in the messages' original order. */
-export function scoreMessages(messages: readonly Message[], config: ImportanceConfig): ScoredMessage[] {
-  const total = messages.length;
-  return messages.map((message, index) => ({ message, index, score: scoreMessage(message, index, total, config) }));
 }
 
 /**

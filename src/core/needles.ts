@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRecord } from './errors';
 import { allMessages, isSummaryMessage, lastEntry, type ConversationLog } from './history';
 import { stringifyOutput, type Message, type ToolResultPart } from './messages';
 
@@ -354,10 +355,9 @@ const TARGET_ARGUMENTS = ['command', 'path', 'file', 'filePath', 'url'] as const
 
 /** The tool and what its call acted on. */
 function callKey(toolName: string, input: unknown): string {
-  if (typeof input === 'object' && input !== null) {
-    const fields = input as Record<string, unknown>;
+  if (isRecord(input)) {
     for (const name of TARGET_ARGUMENTS) {
-      const value = fields[name];
+      const value = input[name];
       if (typeof value === 'string' && value.trim()) return `${toolName} ${oneLine(value.trim()).slice(0, 200)}`;
     }
   }

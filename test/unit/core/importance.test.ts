@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_CONFIG, type ImportanceConfig } from '../../../src/core/config';
-import { scoreGroup, scoreMessage, scoreMessages, selectToKeep } from '../../../src/core/importance';
+import { scoreGroup, scoreMessage, selectToKeep } from '../../../src/core/importance';
 import { text, type Message, type Part, type Role } from '../../../src/core/messages';
 
 const config: ImportanceConfig = DEFAULT_CONFIG.importance;
@@ -231,20 +231,6 @@ describe('importance', () => {
       const measure = (): number => 1;
       assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, config, measure), []);
       assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, { ...config, keepThreshold: -100 }, measure), [0]);
-    });
-  });
-
-  describe('scoreMessages', () => {
-    it('scores every message in original order, with its index and the same score as scoreMessage', () => {
-      const messages = [say('system', 'rules'), say('user', 'Is there a bug?'), say('assistant', 'ok')];
-      const scored = scoreMessages(messages, config);
-      assert.equal(scored.length, messages.length);
-      scored.forEach((s, i) => {
-        assert.equal(s.message, messages[i]);
-        assert.equal(s.index, i);
-        assert.equal(s.score, scoreMessage(messages[i]!, i, messages.length, config));
-      });
-      assert.deepEqual(scoreMessages(messages, config), scored);
     });
   });
 
