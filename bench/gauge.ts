@@ -17,7 +17,7 @@ import { MessageTokenCounter } from '../src/core/message-tokens';
 import { stringifyOutput, type Message } from '../src/core/messages';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
-import { countContext, learnedRatio } from '../src/core/usage-calibration';
+import { countContext, effectiveRatio, learnedCalibration, type ReportedUsage } from '../src/core/usage-calibration';
 
 const SYSTEM = [
   "You are Longrun, a coding agent working in the user's VS Code workspace.",
@@ -89,6 +89,14 @@ export interface GaugeBench {
   readonly local_vs_same_tokenizer_per_message: number;
 }
 
+/** The ratio Longrun applies to a view's local count, as the conversation works it out (see `Conversation.ratio`). */
+function ratioFor(usages: readonly ReportedUsage[], view: readonly Message[], counter: MessageTokenCounter, overhead: number): number {
+  const calibration = learnedCalibration(usages, 'bench');
+  if (!calibration) return 1;
+  const framing = view.reduce((sum, m) => sum + counter.framing(m), 0);
+  return effectiveRatio(calibration, counter.countMessages(view) + overhead, framing);
+}
+
 export async function benchGauge(turns = 60): Promise<GaugeBench> {
   const o200k = await loadTokenizer('o200k_base');
   const cl100k = await loadTokenizer('cl100k_base');
@@ -131,8 +139,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
     for (let step = 0; step <= steps; step++) {
       const view = modelView(log);
       const basis = currentBasis(log);
-      const ratio = learnedRatio(usageReports(log), 'bench');
-      const gauge = countContext(view, counter, lastUsage(log), basis, overhead, ratio ?? 1).tokens;
+      const gauge = countContext(view, counter, lastUsage(log), basis, overhead, ratioFor(usageReports(log), view, counter, overhead)).tokens;
       const truth = providerCount(view, cl100k);
       if (lastUsage(log)) {
         const error = (Math.abs(gauge - truth) / truth) * 100;
@@ -141,6 +148,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
       }
       compactedSinceLastRequest = false;
       const local = counter.countMessages(view) + overhead;
+      const localFraming = view.reduce((sum, m) => sum + counter.framing(m), 0);
       localVsSame += (providerCount(view, o200k) - local) / Math.max(1, view.length);
       sameSamples++;
 
@@ -164,7 +172,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
       log.push({ type: 'message', message: answer });
       log.push({
         type: 'usage',
-        usage: { anchorMessageId: answer.id, inputTokens: truth, outputTokens: output, basis, localTokens: local, model: 'bench' },
+        usage: { anchorMessageId: answer.id, inputTokens: truth, outputTokens: output, basis, localTokens: local, localFraming, model: 'bench' },
       });
       if (!final) {
         const result = toolOutput(Math.floor(next() * 3), 10 + Math.floor(next() * 60), n);
@@ -173,13 +181,14 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
           message: { id: id(), role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: 'read_file', output: result }] },
         });
       }
+      const nowView = modelView(log);
       const now = countContext(
-        modelView(log),
+        nowView,
         counter,
         lastUsage(log),
         currentBasis(log),
         overhead,
-        learnedRatio(usageReports(log), 'bench') ?? 1,
+        ratioFor(usageReports(log), nowView, counter, overhead),
       ).tokens;
       if (assessBudget(now, window, DEFAULT_CONFIG.trigger).shouldCompact) {
         const outcome = await computeCompaction(

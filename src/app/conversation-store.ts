@@ -155,6 +155,7 @@ const usageSchema = z
     basis: z.string().nullable().optional(),
     round: z.number().int().min(0).optional(),
     localTokens: count.optional(),
+    localFraming: count.optional(),
     model: z.string().optional(),
     truncated: z.boolean().optional(),
   })

@@ -20,7 +20,15 @@ import type { Message } from '../core/messages';
 import type { Clock, Summarizer } from '../core/ports';
 import type { PruningEntry } from '../core/pruning';
 import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/recall';
-import { calibratedCount, learnedRatio, type ContextCount, type ReportedUsage, type RequestBasis } from '../core/usage-calibration';
+import {
+  calibratedCount,
+  effectiveRatio,
+  learnedCalibration,
+  type Calibration,
+  type ContextCount,
+  type ReportedUsage,
+  type RequestBasis,
+} from '../core/usage-calibration';
 import { ViewTokens } from '../core/view-tokens';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import { withSummary } from './summary-edit';
@@ -109,7 +117,7 @@ export class Conversation {
   private readonly usages: ReportedUsage[] = [];
   private latestUsage: ReportedUsage | undefined;
   private synced: { log: ConversationLog; records: number } | undefined;
-  private ratioMemo: { key: string | undefined; reports: number; ratio: number | undefined } | undefined;
+  private calibrationMemo: { key: string | undefined; reports: number; calibration: Calibration | undefined } | undefined;
 
   constructor(
     readonly id: string,
@@ -275,11 +283,13 @@ export class Conversation {
   /** The basis a request sent now is built on: stamped on the usage it gets back. */
   requestBasis(): RequestBasis & { readonly model?: string } {
     const model = this.deps.model();
-    const localTokens = this.tokensOfView(model.counter).total() + model.fixedOverhead;
+    const tokens = this.tokensOfView(model.counter);
+    const localTokens = tokens.total() + model.fixedOverhead;
     const ratio = this.ratio(model.key);
     return {
       basis: this.basis(),
       localTokens,
+      localFraming: tokens.framing(),
       ...(ratio !== undefined ? { ratio } : {}),
       ...(model.key !== undefined ? { model: model.key } : {}),
     };
@@ -314,7 +324,7 @@ export class Conversation {
       this.synced = { log, records: 0 };
       this.usages.length = 0;
       this.latestUsage = undefined;
-      this.ratioMemo = undefined;
+      this.calibrationMemo = undefined;
     }
     for (let i = this.synced.records; i < log.length; i++) {
       const record = log[i]!;
@@ -355,14 +365,23 @@ export class Conversation {
     return Math.max(0, Math.floor((budget.warningAt - less) / ratio) - model.fixedOverhead - 1);
   }
 
-  /** `learnedRatio` over the usage reports, worked out again only when a report came or the model changed. */
+  /**
+   * The provider's count over the local count for the view as it is now: `learnedCalibration` over the
+   * usage reports (worked out again only when a report came or the model changed), weighed by the
+   * view's share of framing.
+   */
   private ratio(key: string | undefined): number | undefined {
     this.sync();
-    const memo = this.ratioMemo;
-    if (memo && memo.key === key && memo.reports === this.usages.length) return memo.ratio;
-    const ratio = learnedRatio(this.usages, key);
-    this.ratioMemo = { key, reports: this.usages.length, ratio };
-    return ratio;
+    const memo = this.calibrationMemo;
+    let calibration = memo?.calibration;
+    if (!memo || memo.key !== key || memo.reports !== this.usages.length) {
+      calibration = learnedCalibration(this.usages, key);
+      this.calibrationMemo = { key, reports: this.usages.length, calibration };
+    }
+    if (calibration === undefined) return undefined;
+    const model = this.deps.model();
+    const tokens = this.tokensOfView(model.counter);
+    return effectiveRatio(calibration, tokens.total() + model.fixedOverhead, tokens.framing());
   }
 
   /**

@@ -126,8 +126,8 @@ export class MessageTokenCounter {
     return counted;
   }
 
-  /** The fixed costs of a message's framing, which stored counts leave out. */
-  private framing(message: Message): number {
+  /** The fixed costs of a message's framing (part of its count), which stored counts leave out. */
+  framing(message: Message): number {
     const o = this.overheads;
     let total = o.perMessage;
     for (const part of message.content) {

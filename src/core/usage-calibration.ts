@@ -16,6 +16,8 @@ export interface ReportedUsage {
   readonly basis: string | null;
   /** The local count of the request as sent (messages, system prompt, tools), when known. */
   readonly localTokens?: number;
+  /** The part of `localTokens` that is the messages' framing (see `TokenOverheads`), when known. */
+  readonly localFraming?: number;
   /** The model that answered, to learn its tokenizer's ratio to the local count. */
   readonly model?: string;
   /** The server counted far fewer tokens than were sent: it cut the prompt. Never calibrates. */
@@ -28,6 +30,8 @@ export interface RequestBasis {
   readonly basis: string | null;
   /** The local count of the request: messages plus system prompt and tools. */
   readonly localTokens: number;
+  /** The part of `localTokens` that is the messages' framing. */
+  readonly localFraming?: number;
   /** The provider-to-local ratio learned for this model so far, when any. */
   readonly ratio?: number;
 }
@@ -122,6 +126,81 @@ export function learnedRatio(usages: readonly ReportedUsage[], model: string | u
 
 const RATIO_SAMPLES = 5;
 const RATIO_PRIOR_TOKENS = 1_000;
+
+/**
+ * How a provider's count relates to the local one, part by part: `content` scales the text (the
+ * messages' words, the system prompt, the tools), `framing` scales what the local count adds around
+ * each message, call and result. Providers frame messages their own way (OpenAI: 3 tokens a message,
+ * Longrun's count: 4, and more around tool calls), so one ratio learned on a view of 300 short
+ * messages is a few percent off for the view of 30 a compaction leaves.
+ */
+export interface Calibration {
+  readonly content: number;
+  readonly framing: number;
+}
+
+/**
+ * `learnedRatio`, split into content and framing when the reports say enough: a least-squares fit of
+ * the provider's counts over the local content and framing of up to the latest
+ * `CALIBRATION_SAMPLES` reports of the model, held towards the plain ratio by a prior. Prunings and
+ * compactions change the share of framing in a view, which is what tells the two apart. The fit is
+ * taken only when it explains the reports better than the plain ratio does, within bounds; otherwise
+ * both parts are the plain ratio. Undefined when no report says.
+ */
+export function learnedCalibration(usages: readonly ReportedUsage[], model: string | undefined): Calibration | undefined {
+  const plain = learnedRatio(usages, model);
+  if (plain === undefined) return undefined;
+  const same: Calibration = { content: plain, framing: plain };
+  const samples: Array<{ y: number; c: number; f: number }> = [];
+  for (let i = usages.length - 1; i >= 0 && samples.length < CALIBRATION_SAMPLES; i--) {
+    const u = usages[i]!;
+    if (u.truncated || !u.localTokens || u.localTokens <= 0 || u.inputTokens <= 0 || u.localFraming === undefined) continue;
+    if (model !== undefined && u.model !== undefined && u.model !== model) continue;
+    if (u.localFraming > u.localTokens) continue;
+    samples.push({ y: u.inputTokens, c: u.localTokens - u.localFraming, f: u.localFraming });
+  }
+  if (samples.length < MIN_CALIBRATION_SAMPLES) return same;
+  // The prior: a little content and a little framing, each counted at the plain ratio.
+  const fitted = [
+    ...samples,
+    { y: plain * RATIO_PRIOR_TOKENS, c: RATIO_PRIOR_TOKENS, f: 0 },
+    { y: plain * FRAMING_PRIOR_TOKENS, c: 0, f: FRAMING_PRIOR_TOKENS },
+  ];
+  let cc = 0;
+  let cf = 0;
+  let ff = 0;
+  let cy = 0;
+  let fy = 0;
+  for (const p of fitted) {
+    cc += p.c * p.c;
+    cf += p.c * p.f;
+    ff += p.f * p.f;
+    cy += p.c * p.y;
+    fy += p.f * p.y;
+  }
+  const det = cc * ff - cf * cf;
+  if (!(det > 0)) return same;
+  const content = (cy * ff - fy * cf) / det;
+  const framing = (fy * cc - cy * cf) / det;
+  if (!(content >= MIN_RATIO && content <= MAX_RATIO && framing >= 0 && framing <= MAX_FRAMING_RATIO)) return same;
+  const error = (k: Calibration): number => samples.reduce((sum, p) => sum + (p.y - k.content * p.c - k.framing * p.f) ** 2, 0);
+  const split: Calibration = { content, framing };
+  return error(split) < error(same) ? split : same;
+}
+
+/** The ratio of a provider's count to a local count of `tokens` of which `framing` is framing. */
+export function effectiveRatio(calibration: Calibration, tokens: number, framing: number): number {
+  if (tokens <= 0) return calibration.content;
+  const f = Math.min(Math.max(0, framing), tokens);
+  return (calibration.content * (tokens - f) + calibration.framing * f) / tokens;
+}
+
+/** Enough reports to cover a few prunings or compactions, which is what separates framing from content. */
+const CALIBRATION_SAMPLES = 40;
+const MIN_CALIBRATION_SAMPLES = 3;
+const FRAMING_PRIOR_TOKENS = 100;
+/** A provider may frame a message with up to three times Longrun's allowance; more says the fit went wrong. */
+const MAX_FRAMING_RATIO = 3;
 
 /**
  * A server that reports fewer prompt tokens than this share of what was expected cut the prompt.

@@ -30,11 +30,14 @@ export class ViewTokens {
   private generation = -1;
   /** `prefix[i]`: the tokens of the view's first i stable messages. */
   private prefix: number[] = [0];
+  /** The framing part (`MessageTokenCounter.framing`) of the stable messages' count. */
+  private framingSum = 0;
   private sums: Sums = { summary: 0, toolResults: 0, system: 0, messages: 0 };
   /** Where each id first occurs among the stable messages, as `findIndex` would find it. */
   private firstAt = new Map<string, number>();
   private trailing: Message | undefined;
   private trailingTokens = 0;
+  private trailingFraming = 0;
 
   /** @param storedOf the counts stored with a message's record, if any (see `StoredTokens`). */
   constructor(private readonly storedOf: (message: Message) => StoredTokens | undefined = () => undefined) {}
@@ -46,6 +49,7 @@ export class ViewTokens {
       this.counter = counter;
       this.generation = view.generation;
       this.prefix = [0];
+      this.framingSum = 0;
       this.sums = { summary: 0, toolResults: 0, system: 0, messages: 0 };
       this.firstAt = new Map();
     }
@@ -54,11 +58,18 @@ export class ViewTokens {
       const message = stable[i]!;
       const tokens = counter.countMessage(message, this.storedOf(message));
       this.prefix.push(this.prefix[i]! + tokens);
+      this.framingSum += counter.framing(message);
       this.sums[kind(message)] += tokens;
       if (!this.firstAt.has(message.id)) this.firstAt.set(message.id, i);
     }
     this.trailing = view.trailing();
     this.trailingTokens = this.trailing ? counter.countMessage(this.trailing) : 0;
+    this.trailingFraming = this.trailing ? counter.framing(this.trailing) : 0;
+  }
+
+  /** The part of `total()` that is the messages' framing (role markers, call and result wrappers). */
+  framing(): number {
+    return this.framingSum + this.trailingFraming;
   }
 
   /** The local count of the whole view, as `counter.countMessages(view)` gives it. */

@@ -232,6 +232,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       outputTokens,
       basis: sent.basis,
       localTokens: sent.localTokens,
+      ...(sent.localFraming !== undefined ? { localFraming: sent.localFraming } : {}),
       ...(sent.model !== undefined ? { model: sent.model } : {}),
       ...(verdict ? { truncated: true } : {}),
     };

@@ -10,7 +10,7 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
-import { countContext, learnedRatio } from '../../../src/core/usage-calibration';
+import { countContext, effectiveRatio, learnedCalibration } from '../../../src/core/usage-calibration';
 import { Conversation, type ModelContext } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
@@ -160,6 +160,7 @@ class Harness {
               outputTokens: 7,
               basis: op.stale ? 'an entry long gone' : basis.basis,
               localTokens: basis.localTokens,
+              ...(basis.localFraming !== undefined ? { localFraming: basis.localFraming } : {}),
               ...(basis.model ? { model: basis.model } : {}),
             },
           },
@@ -203,11 +204,15 @@ class Harness {
     const fresh = new MessageTokenCounter(model.counter.tokenizer);
     const view = modelView(log);
     assert.deepEqual(c.view(), view, 'the view');
-    const ratio = learnedRatio(usageReports(log), model.key);
+    const localTokens = fresh.countMessages(view) + model.fixedOverhead;
+    const localFraming = view.reduce((total, m) => total + fresh.framing(m), 0);
+    const calibration = learnedCalibration(usageReports(log), model.key);
+    const ratio = calibration && effectiveRatio(calibration, localTokens, localFraming);
     assert.deepEqual(c.count(), countContext(view, fresh, lastUsage(log), currentBasis(log), model.fixedOverhead, ratio ?? 1), 'the count');
     assert.deepEqual(c.requestBasis(), {
       basis: currentBasis(log),
-      localTokens: fresh.countMessages(view) + model.fixedOverhead,
+      localTokens,
+      localFraming,
       ...(ratio !== undefined ? { ratio } : {}),
       model: model.key,
     });

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { MessageTokenCounter, withTokenCounts } from '../../../src/core/message-tokens';
 import { charEstimator, encodingForModel, estimateTokens, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
-import { countContext, detectTruncation, learnedRatio, LEGACY_BASIS } from '../../../src/core/usage-calibration';
+import {
+  countContext,
+  detectTruncation,
+  effectiveRatio,
+  learnedCalibration,
+  learnedRatio,
+  LEGACY_BASIS,
+  type ReportedUsage,
+} from '../../../src/core/usage-calibration';
 import { assistant, toolResult, user } from './fixtures';
 
 describe('token accounting', () => {
@@ -110,6 +118,73 @@ describe('token accounting', () => {
     // Large requests outweigh the prior.
     const big = learnedRatio([{ anchorMessageId: 'a', inputTokens: 120_000, outputTokens: 0, basis: null, localTokens: 100_000 }], undefined)!;
     assert.ok(big > 1.19 && big < 1.2, String(big));
+  });
+
+  it('learns how the provider frames messages apart from its tokenizer, so a compacted view is counted as closely as a long one', () => {
+    // A provider that counts text 2% lower than the local tokenizer and frames each message with half
+    // of what the local count allows for it (OpenAI's 3 a message against Longrun's 4, and less
+    // around calls and results).
+    const provider = (content: number, framing: number) => Math.round(0.98 * content + 0.5 * framing);
+    const reports: ReportedUsage[] = [];
+    let content = 2_000;
+    let framing = 40;
+    for (let i = 0; i < 30; i++) {
+      // A tool loop: each step adds an output of varying size and two messages; every eighth step a pruning shrinks the content.
+      content += 300 + ((i * 37) % 900);
+      framing += 20;
+      if (i % 8 === 7) content = Math.round(content * 0.6);
+      reports.push({
+        anchorMessageId: `a${i}`,
+        inputTokens: provider(content, framing),
+        outputTokens: 5,
+        basis: null,
+        localTokens: content + framing,
+        localFraming: framing,
+        model: 'm',
+      });
+    }
+    const calibration = learnedCalibration(reports, 'm')!;
+    assert.ok(Math.abs(calibration.content - 0.98) < 0.01 && Math.abs(calibration.framing - 0.5) < 0.1, JSON.stringify(calibration));
+    // After a compaction: 30 messages left, mostly text. One ratio learned on the long view is off by
+    // more than 1% here; the calibration is within 1%.
+    const [after, afterFraming] = [11_000, 300];
+    const truth = provider(after, afterFraming);
+    const plain = learnedRatio(reports, 'm')!;
+    const split = effectiveRatio(calibration, after + afterFraming, afterFraming);
+    assert.ok(Math.abs(plain * (after + afterFraming) - truth) / truth > 0.01, `the plain ratio ${plain} is off`);
+    assert.ok(Math.abs(split * (after + afterFraming) - truth) / truth < 0.01, `the calibration is within 1% (${split})`);
+  });
+
+  it('keeps the plain ratio when reports do not tell framing apart: older reports, too few, or a fit out of bounds', () => {
+    const plainOf = (reports: ReportedUsage[]) => learnedRatio(reports, undefined)!;
+    // Older reports, without the framing: both parts are the plain ratio.
+    const old: ReportedUsage[] = [1, 2, 3, 4].map((i) => ({
+      anchorMessageId: `a${i}`,
+      inputTokens: 1_100 * i,
+      outputTokens: 0,
+      basis: null,
+      localTokens: 1_000 * i,
+    }));
+    assert.deepEqual(learnedCalibration(old, undefined), { content: plainOf(old), framing: plainOf(old) });
+    // Two reports are too few to tell the parts apart.
+    const two = old.slice(0, 2).map((r) => ({ ...r, localFraming: 100 }));
+    assert.deepEqual(learnedCalibration(two, undefined), { content: plainOf(two), framing: plainOf(two) });
+    // Reports a negative framing would explain are left to the plain ratio.
+    const odd: ReportedUsage[] = [1, 2, 3, 4]
+      .map((i) => ({
+        anchorMessageId: `a${i}`,
+        inputTokens: 1_000 * i - 400 * i * i,
+        outputTokens: 0,
+        basis: null,
+        localTokens: 1_000 * i + 200 * i * i,
+        localFraming: 200 * i * i,
+      }))
+      .filter((r) => r.inputTokens > 0);
+    const k = learnedCalibration(odd, undefined)!;
+    assert.ok(k.framing >= 0 && k.content >= 0.5, JSON.stringify(k));
+    assert.equal(learnedCalibration([], undefined), undefined);
+    // A view with no framing is counted at the content ratio.
+    assert.equal(effectiveRatio({ content: 0.9, framing: 0.5 }, 1_000, 0), 0.9);
   });
 
   it('tells a prompt the server cut from a tokenizer that counts differently', () => {
