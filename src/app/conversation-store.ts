@@ -1,3 +1,4 @@
+import { lazily } from '../core/lazy';
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
@@ -45,157 +46,183 @@ const PART_END_KIND = 'longrun-part-end';
 // ---------------------------------------------------------------------------------------------
 // Schemas of what is stored: they mirror `LogRecord` and everything it holds.
 
-const textPartSchema = z.object({ type: z.literal('text'), text: z.string() });
-const reasoningPartSchema = z.object({ type: z.literal('reasoning'), text: z.string() });
-const toolCallPartSchema = z.object({
-  type: z.literal('tool-call'),
-  toolCallId: z.string(),
-  toolName: z.string(),
-  input: z.unknown(),
-});
-const toolResultPartSchema = z.object({
-  type: z.literal('tool-result'),
-  toolCallId: z.string(),
-  toolName: z.string(),
-  output: z.unknown(),
-  isError: z.boolean().optional(),
-});
-const filePartSchema = z.object({
-  type: z.literal('file'),
-  mediaType: z.string(),
-  name: z.string().optional(),
-  size: z.number().min(0).optional(),
-});
+const textPartSchema = lazily(() => z.object({ type: z.literal('text'), text: z.string() }));
+const reasoningPartSchema = lazily(() => z.object({ type: z.literal('reasoning'), text: z.string() }));
+const toolCallPartSchema = lazily(() =>
+  z.object({
+    type: z.literal('tool-call'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    input: z.unknown(),
+  }),
+);
+const toolResultPartSchema = lazily(() =>
+  z.object({
+    type: z.literal('tool-result'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    output: z.unknown(),
+    isError: z.boolean().optional(),
+  }),
+);
+const filePartSchema = lazily(() =>
+  z.object({
+    type: z.literal('file'),
+    mediaType: z.string(),
+    name: z.string().optional(),
+    size: z.number().min(0).optional(),
+  }),
+);
 
-const messageSchema = z.object({
-  id: z.string().min(1),
-  role: z.enum(['system', 'user', 'assistant', 'tool']),
-  content: z.array(z.discriminatedUnion('type', [textPartSchema, reasoningPartSchema, toolCallPartSchema, toolResultPartSchema, filePartSchema])),
-  summaryOf: z.string().optional(),
-});
+const messageSchema = lazily(() =>
+  z.object({
+    id: z.string().min(1),
+    role: z.enum(['system', 'user', 'assistant', 'tool']),
+    content: z.array(
+      z.discriminatedUnion('type', [textPartSchema(), reasoningPartSchema(), toolCallPartSchema(), toolResultPartSchema(), filePartSchema()]),
+    ),
+    summaryOf: z.string().optional(),
+  }),
+);
 
 const count = z.number().min(0);
-const reasonSchema = z.enum(['threshold', 'overflow', 'manual']);
+const reasonSchema = lazily(() => z.enum(['threshold', 'overflow', 'manual']));
 
-const ledgerSchema = z.unknown().transform((value, ctx) => {
-  const ledger = parseLedger(value);
-  if (ledger === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'is not a valid file ledger' });
-    return z.NEVER;
-  }
-  return ledger;
-});
+const ledgerSchema = lazily(() =>
+  z.unknown().transform((value, ctx) => {
+    const ledger = parseLedger(value);
+    if (ledger === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'is not a valid file ledger' });
+      return z.NEVER;
+    }
+    return ledger;
+  }),
+);
 
-const needleLedgerSchema = z.unknown().transform((value, ctx) => {
-  const ledger = parseNeedleLedger(value);
-  if (ledger === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'is not a valid needle ledger' });
-    return z.NEVER;
-  }
-  return ledger;
-});
+const needleLedgerSchema = lazily(() =>
+  z.unknown().transform((value, ctx) => {
+    const ledger = parseNeedleLedger(value);
+    if (ledger === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'is not a valid needle ledger' });
+      return z.NEVER;
+    }
+    return ledger;
+  }),
+);
 
-const compactionEntrySchema = z.object({
-  id: z.string().min(1),
-  round: z.number().int().min(1),
-  reason: reasonSchema,
-  summary: z.string(),
-  firstKeptMessageId: z.string().nullable(),
-  compactedMessageIds: z.array(z.string()),
-  tokensBefore: count,
-  tokensAfter: count,
-  fileOperations: ledgerSchema,
-  model: z.string(),
-  durationMs: count,
-  createdAt: z.number(),
-  summaryRole: z.enum(['user', 'assistant']),
-  fallback: z.boolean(),
-  lowGain: z.boolean(),
-  splitTurn: z.boolean(),
-  summarizerCalls: z.number().int().min(0),
-  focus: z.string().optional(),
-  failure: z.string().optional(),
-  // Added with pruning: a Longrun from before it drops the link and reads the summary as before.
-  pruningId: z.string().min(1).optional(),
-  // Added with the needle ledger: an entry from before it has none, and the next compaction scans the whole log.
-  needles: needleLedgerSchema.optional(),
-  // Added with summary editing: a Longrun from before it drops the field and reads the edit as a
-  // compaction of its own, which shows the same view with the edited summary.
-  editOf: z.string().min(1).optional(),
-});
+const compactionEntrySchema = lazily(() =>
+  z.object({
+    id: z.string().min(1),
+    round: z.number().int().min(1),
+    reason: reasonSchema(),
+    summary: z.string(),
+    firstKeptMessageId: z.string().nullable(),
+    compactedMessageIds: z.array(z.string()),
+    tokensBefore: count,
+    tokensAfter: count,
+    fileOperations: ledgerSchema(),
+    model: z.string(),
+    durationMs: count,
+    createdAt: z.number(),
+    summaryRole: z.enum(['user', 'assistant']),
+    fallback: z.boolean(),
+    lowGain: z.boolean(),
+    splitTurn: z.boolean(),
+    summarizerCalls: z.number().int().min(0),
+    focus: z.string().optional(),
+    failure: z.string().optional(),
+    // Added with pruning: a Longrun from before it drops the link and reads the summary as before.
+    pruningId: z.string().min(1).optional(),
+    // Added with the needle ledger: an entry from before it has none, and the next compaction scans the whole log.
+    needles: needleLedgerSchema().optional(),
+    // Added with summary editing: a Longrun from before it drops the field and reads the edit as a
+    // compaction of its own, which shows the same view with the edited summary.
+    editOf: z.string().min(1).optional(),
+  }),
+);
 
 // Added with pruning. A Longrun from before it keeps such a line aside as an unknown kind of record
 // and shows the pruned outputs in full, which is what undoing the pruning would do.
-const pruningEntrySchema = z.object({
-  id: z.string().min(1),
-  reason: reasonSchema,
-  outputs: z
-    .array(
-      z.object({
-        messageId: z.string().min(1),
-        toolCallId: z.string(),
-        toolName: z.string(),
-        kind: z.enum(['duplicate', 'stale', 'old']),
-        stub: z.string(),
-        tokens: count,
-      }),
-    )
-    .min(1),
-  tokensBefore: count,
-  tokensAfter: count,
-  createdAt: z.number(),
-});
+const pruningEntrySchema = lazily(() =>
+  z.object({
+    id: z.string().min(1),
+    reason: reasonSchema(),
+    outputs: z
+      .array(
+        z.object({
+          messageId: z.string().min(1),
+          toolCallId: z.string(),
+          toolName: z.string(),
+          kind: z.enum(['duplicate', 'stale', 'old']),
+          stub: z.string(),
+          tokens: count,
+        }),
+      )
+      .min(1),
+    tokensBefore: count,
+    tokensAfter: count,
+    createdAt: z.number(),
+  }),
+);
 
 // Records written before usage carried its basis have a round number instead: they never calibrate.
-const usageSchema = z
-  .object({
-    anchorMessageId: z.string(),
-    inputTokens: count,
-    outputTokens: count,
-    basis: z.string().nullable().optional(),
-    round: z.number().int().min(0).optional(),
-    localTokens: count.optional(),
-    localFraming: count.optional(),
-    model: z.string().optional(),
-    truncated: z.boolean().optional(),
-  })
-  .transform(({ round: _round, basis, ...rest }) => ({ ...rest, basis: basis === undefined ? LEGACY_BASIS : basis }));
+const usageSchema = lazily(() =>
+  z
+    .object({
+      anchorMessageId: z.string(),
+      inputTokens: count,
+      outputTokens: count,
+      basis: z.string().nullable().optional(),
+      round: z.number().int().min(0).optional(),
+      localTokens: count.optional(),
+      localFraming: count.optional(),
+      model: z.string().optional(),
+      truncated: z.boolean().optional(),
+    })
+    .transform(({ round: _round, basis, ...rest }) => ({ ...rest, basis: basis === undefined ? LEGACY_BASIS : basis })),
+);
 
-const fileEventSchema = z
-  .object({
-    kind: z.enum(['read', 'created', 'modified', 'deleted', 'renamed']),
-    path: z.string().min(1),
-    actor: z.enum(['agent', 'user']),
-    at: z.number(),
-    from: z.string().min(1).optional(),
-  })
-  .refine((event) => event.kind !== 'renamed' || event.from !== undefined, {
-    message: 'a rename must say where the file came from',
-    path: ['from'],
-  });
+const fileEventSchema = lazily(() =>
+  z
+    .object({
+      kind: z.enum(['read', 'created', 'modified', 'deleted', 'renamed']),
+      path: z.string().min(1),
+      actor: z.enum(['agent', 'user']),
+      at: z.number(),
+      from: z.string().min(1).optional(),
+    })
+    .refine((event) => event.kind !== 'renamed' || event.from !== undefined, {
+      message: 'a rename must say where the file came from',
+      path: ['from'],
+    }),
+);
 
 /** Typed as `ZodType<LogRecord>` so the compiler checks that the schema and the type agree. */
-const logRecordSchema: z.ZodType<LogRecord> = z.discriminatedUnion('type', [
-  // Token counts by tokenizer name, added later: a line without them reads as before, and a Longrun
-  // from before them drops them when it reads the line.
-  z.object({ type: z.literal('message'), message: messageSchema, tokens: z.record(z.string(), z.number().int().min(0)).optional() }),
-  z.object({ type: z.literal('compaction'), entry: compactionEntrySchema }),
-  z.object({ type: z.literal('pruning'), entry: pruningEntrySchema }),
-  z.object({ type: z.literal('undo'), entryId: z.string().min(1), at: z.number() }),
-  z.object({ type: z.literal('usage'), usage: usageSchema }),
-  z.object({ type: z.literal('file'), event: fileEventSchema }),
-]);
+const logRecordSchema = lazily((): z.ZodType<LogRecord> =>
+  z.discriminatedUnion('type', [
+    // Token counts by tokenizer name, added later: a line without them reads as before, and a Longrun
+    // from before them drops them when it reads the line.
+    z.object({ type: z.literal('message'), message: messageSchema(), tokens: z.record(z.string(), z.number().int().min(0)).optional() }),
+    z.object({ type: z.literal('compaction'), entry: compactionEntrySchema() }),
+    z.object({ type: z.literal('pruning'), entry: pruningEntrySchema() }),
+    z.object({ type: z.literal('undo'), entryId: z.string().min(1), at: z.number() }),
+    z.object({ type: z.literal('usage'), usage: usageSchema() }),
+    z.object({ type: z.literal('file'), event: fileEventSchema() }),
+  ]),
+);
 
-const headerSchema = z.object({
-  v: z.literal(CONVERSATION_FORMAT_VERSION),
-  kind: z.literal('longrun-conversation'),
-  id: z.string(),
-  createdAt: z.number(),
-  /** Absent in the first part, which is also how conversations from before parts begin. */
-  part: z.number().int().min(2).optional(),
-});
+const headerSchema = lazily(() =>
+  z.object({
+    v: z.literal(CONVERSATION_FORMAT_VERSION),
+    kind: z.literal('longrun-conversation'),
+    id: z.string(),
+    createdAt: z.number(),
+    /** Absent in the first part, which is also how conversations from before parts begin. */
+    part: z.number().int().min(2).optional(),
+  }),
+);
 
-const recordLineSchema = z.object({ v: z.literal(CONVERSATION_FORMAT_VERSION), record: logRecordSchema });
+const recordLineSchema = lazily(() => z.object({ v: z.literal(CONVERSATION_FORMAT_VERSION), record: logRecordSchema() }));
 
 // ---------------------------------------------------------------------------------------------
 
@@ -600,7 +627,7 @@ export class ConversationStore {
       line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record: stored });
     }
     // Check what the reader will see, so a record that could not be read back is never written.
-    const check = recordLineSchema.safeParse(JSON.parse(line));
+    const check = recordLineSchema().safeParse(JSON.parse(line));
     if (!check.success) throw new Error(`Refusing to store an invalid log record: ${describeIssues(check.error)}`);
     return { line, stored };
   }
@@ -771,7 +798,7 @@ interface HeldLock {
   readonly mtimeMs: number;
 }
 
-const lockFileSchema = z.object({ pid: z.number().int(), host: z.string(), since: z.number(), token: z.string() });
+const lockFileSchema = lazily(() => z.object({ pid: z.number().int(), host: z.string(), since: z.number(), token: z.string() }));
 
 /** The file opened for reading; undefined when it does not exist. */
 async function openIfExists(file: string): Promise<fs.FileHandle | undefined> {
@@ -790,7 +817,7 @@ async function readLock(file: string): Promise<HeldLock | undefined> {
     const { mtimeMs } = await handle.stat();
     const buffer = Buffer.alloc(4096);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    const parsed = lockFileSchema.safeParse(safeJson(buffer.toString('utf8', 0, bytesRead)));
+    const parsed = lockFileSchema().safeParse(safeJson(buffer.toString('utf8', 0, bytesRead)));
     return { content: parsed.success ? parsed.data : undefined, mtimeMs };
   } finally {
     await handle.close();
@@ -1103,13 +1130,13 @@ function parseLine(text: string, first: boolean, id: string, part: number): Pars
   if (version !== CONVERSATION_FORMAT_VERSION) return { kind: 'damaged', error: `unknown format version ${JSON.stringify(version) ?? 'undefined'}` };
 
   if (first) {
-    const header = headerSchema.safeParse(value);
+    const header = headerSchema().safeParse(value);
     if (!header.success) return { kind: 'damaged', error: `not a valid conversation header: ${describeIssues(header.error)}` };
     if (header.data.id !== id) return { kind: 'damaged', error: `the header names conversation "${header.data.id}"` };
     if ((header.data.part ?? 1) !== part) return { kind: 'damaged', error: `the header names part ${header.data.part ?? 1}` };
     return { kind: 'header' };
   }
-  const line = recordLineSchema.safeParse(value);
+  const line = recordLineSchema().safeParse(value);
   if (line.success) return { kind: 'record', record: line.data.record };
   const type = isRecord(value.record) ? value.record.type : undefined;
   if (typeof type === 'string' && !RECORD_TYPES.has(type)) {
@@ -1181,31 +1208,37 @@ export interface StoredSummary {
   readonly fallback: boolean;
 }
 
-const conversationInfoSchema = z.object({
-  id: z.string().min(1),
-  title: z.string(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
-});
+const conversationInfoSchema = lazily(() =>
+  z.object({
+    id: z.string().min(1),
+    title: z.string(),
+    createdAt: z.number(),
+    updatedAt: z.number(),
+  }),
+);
 
-const storedSummarySchema = z.object({
-  entryId: z.string().min(1),
-  round: z.number().int().min(1),
-  reason: reasonSchema,
-  summary: z.string(),
-  tokensBefore: count,
-  tokensAfter: count,
-  createdAt: z.number(),
-  fallback: z.boolean(),
-});
+const storedSummarySchema = lazily(() =>
+  z.object({
+    entryId: z.string().min(1),
+    round: z.number().int().min(1),
+    reason: reasonSchema(),
+    summary: z.string(),
+    tokensBefore: count,
+    tokensAfter: count,
+    createdAt: z.number(),
+    fallback: z.boolean(),
+  }),
+);
 
 const INDEX_VERSION = 1;
-const indexSchema = z.object({
-  version: z.literal(INDEX_VERSION),
-  current: z.string().optional(),
-  conversations: z.array(z.unknown()),
-});
-const summariesSchema = z.object({ version: z.literal(INDEX_VERSION), summaries: z.array(z.unknown()) });
+const indexSchema = lazily(() =>
+  z.object({
+    version: z.literal(INDEX_VERSION),
+    current: z.string().optional(),
+    conversations: z.array(z.unknown()),
+  }),
+);
+const summariesSchema = lazily(() => z.object({ version: z.literal(INDEX_VERSION), summaries: z.array(z.unknown()) }));
 
 /** The workspace-state key of the conversation index. */
 export const INDEX_KEY = 'longrun.conversations';
@@ -1223,9 +1256,9 @@ export class ConversationIndex {
   private readonly summaryCache = new Map<string, StoredSummary[]>();
 
   constructor(private readonly state: MementoLike) {
-    const stored = this.readList(INDEX_KEY, indexSchema, 'the list of Longrun conversations');
+    const stored = this.readList(INDEX_KEY, indexSchema(), 'the list of Longrun conversations');
     this.currentId = stored?.current;
-    this.conversations = this.validItems(stored?.conversations ?? [], conversationInfoSchema, 'conversation', (c) => c.id);
+    this.conversations = this.validItems(stored?.conversations ?? [], conversationInfoSchema(), 'conversation', (c) => c.id);
   }
 
   /** The conversation the chat continues, if any. */
@@ -1245,7 +1278,7 @@ export class ConversationIndex {
 
   /** Adds a conversation or replaces the one with the same id. */
   async upsert(info: ConversationInfo): Promise<void> {
-    const item = conversationInfoSchema.parse(info);
+    const item = conversationInfoSchema().parse(info);
     const at = this.conversations.findIndex((c) => c.id === item.id);
     this.conversations = at < 0 ? [...this.conversations, item] : this.conversations.map((c, i) => (i === at ? item : c));
     await this.saveIndex();
@@ -1258,7 +1291,7 @@ export class ConversationIndex {
 
   /** Adds a summary, or replaces the one for the same compaction entry. */
   async addSummary(id: string, summary: StoredSummary): Promise<void> {
-    const item = storedSummarySchema.parse(summary);
+    const item = storedSummarySchema().parse(summary);
     const list = this.loadSummaries(id);
     const at = list.findIndex((s) => s.entryId === item.entryId);
     await this.saveSummaries(id, at < 0 ? [...list, item] : list.map((s, i) => (i === at ? item : s)));
@@ -1279,8 +1312,8 @@ export class ConversationIndex {
   private loadSummaries(id: string): StoredSummary[] {
     let list = this.summaryCache.get(id);
     if (!list) {
-      const stored = this.readList(summariesKey(id), summariesSchema, `the summaries of conversation "${id}"`);
-      list = this.validItems(stored?.summaries ?? [], storedSummarySchema, `summary of conversation "${id}"`, (s) => s.entryId);
+      const stored = this.readList(summariesKey(id), summariesSchema(), `the summaries of conversation "${id}"`);
+      list = this.validItems(stored?.summaries ?? [], storedSummarySchema(), `summary of conversation "${id}"`, (s) => s.entryId);
       this.summaryCache.set(id, list);
     }
     return list;

@@ -1,3 +1,4 @@
+import { lazily } from './lazy';
 import { z } from 'zod';
 import { isRecord } from './errors';
 
@@ -337,21 +338,25 @@ export function isLedgerEmpty(ledger: FileLedger): boolean {
   return Object.keys(ledger.files).length === 0;
 }
 
-const recordSchema = z.object({
-  path: z.string().min(1),
-  read: z.boolean(),
-  created: z.boolean(),
-  modified: z.boolean(),
-  deleted: z.boolean(),
-  renamedFrom: z.array(z.string().min(1)).optional(),
-  actors: z.array(z.enum(['agent', 'user'])).min(1),
-  lastAt: z.number(), // zod 4 rejects NaN and ±Infinity
-});
+const recordSchema = lazily(() =>
+  z.object({
+    path: z.string().min(1),
+    read: z.boolean(),
+    created: z.boolean(),
+    modified: z.boolean(),
+    deleted: z.boolean(),
+    renamedFrom: z.array(z.string().min(1)).optional(),
+    actors: z.array(z.enum(['agent', 'user'])).min(1),
+    lastAt: z.number(), // zod 4 rejects NaN and ±Infinity
+  }),
+);
 
-const ledgerSchema = z.object({
-  version: z.literal(1),
-  files: z.custom<Record<string, unknown>>(isRecord),
-});
+const ledgerSchema = lazily(() =>
+  z.object({
+    version: z.literal(1),
+    files: z.custom<Record<string, unknown>>(isRecord),
+  }),
+);
 
 /**
  * Validates stored data (for example a ledger that went through `JSON.stringify`/`JSON.parse`)
@@ -360,11 +365,11 @@ const ledgerSchema = z.object({
  * `path`. Actors are re-sorted and an empty `renamedFrom` is dropped.
  */
 export function parseLedger(value: unknown): FileLedger | undefined {
-  const top = ledgerSchema.safeParse(value);
+  const top = ledgerSchema().safeParse(value);
   if (!top.success) return undefined;
   const files: Files = new Map();
   for (const [key, raw] of Object.entries(top.data.files)) {
-    const parsed = recordSchema.safeParse(raw);
+    const parsed = recordSchema().safeParse(raw);
     if (!parsed.success || parsed.data.path !== key) return undefined;
     const r = parsed.data;
     files.set(

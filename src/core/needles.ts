@@ -1,3 +1,4 @@
+import { lazily } from './lazy';
 import { z } from 'zod';
 import { isRecord } from './errors';
 import { allMessages, isSummaryMessage, lastEntry, type ConversationLog } from './history';
@@ -540,25 +541,29 @@ function safe(value: string): string {
 
 // --- stored data ------------------------------------------------------------------------------
 
-const needleSchema = z.object({
-  kind: z.enum(['constraint', 'error', 'task']),
-  text: z.string().min(1),
-  messageId: z.string().min(1),
-  tool: z.string().optional(),
-  key: z.string().optional(),
-  resolvedBy: z.string().optional(),
-});
+const needleSchema = lazily(() =>
+  z.object({
+    kind: z.enum(['constraint', 'error', 'task']),
+    text: z.string().min(1),
+    messageId: z.string().min(1),
+    tool: z.string().optional(),
+    key: z.string().optional(),
+    resolvedBy: z.string().optional(),
+  }),
+);
 
-const ledgerSchema = z.object({
-  version: z.literal(1),
-  through: z.string().nullable(),
-  needles: z.array(needleSchema),
-  openCalls: z.record(z.string(), z.string()),
-});
+const ledgerSchema = lazily(() =>
+  z.object({
+    version: z.literal(1),
+    through: z.string().nullable(),
+    needles: z.array(needleSchema()),
+    openCalls: z.record(z.string(), z.string()),
+  }),
+);
 
 /** Validates a stored ledger and returns it frozen; `undefined` when anything is malformed. */
 export function parseNeedleLedger(value: unknown): NeedleLedger | undefined {
-  const parsed = ledgerSchema.safeParse(value);
+  const parsed = ledgerSchema().safeParse(value);
   if (!parsed.success) return undefined;
   const { through, needles, openCalls } = parsed.data;
   return freeze({

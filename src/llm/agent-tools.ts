@@ -1,3 +1,4 @@
+import { lazily } from '../core/lazy';
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
 import { ToolFailure, type CommandPort, type CommandRun, type ReadResult, type SearchMatch, type WorkspacePort } from './workspace-port';
@@ -60,86 +61,102 @@ const MAX_MATCH_CHARS = 300;
 /** Room kept for the truncation note, so a cut result stays within `maxResultChars`. */
 const NOTE_RESERVE = 200;
 
-const pathField = z
-  .string()
-  .describe(
-    'Workspace-relative path with forward slashes, e.g. "src/app.ts". In a multi-root workspace start with the folder name, e.g. "web/src/app.ts".',
-  );
-
-const readFileInput = z.object({
-  path: pathField,
-  startLine: z.number().int().min(1).optional().describe('First line to read, 1-based. Omit to start at line 1.'),
-  endLine: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .describe('Last line to read, 1-based and inclusive. Omit to read to the end (or as far as the size limit allows).'),
-});
-
-const listFilesInput = z.object({
-  glob: z.string().describe('Glob pattern relative to the workspace, e.g. "**/*.ts", "src/**", "**/package.json".'),
-  limit: z.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`Maximum number of paths to return (default ${DEFAULT_LIST_LIMIT}).`),
-});
-
-const searchTextInput = z.object({
-  query: z.string().min(1).describe('Text to search for, or a JavaScript regular expression when isRegex is true.'),
-  glob: z.string().optional().describe('Only search files matching this glob, e.g. "src/**/*.ts". Omit to search all files.'),
-  isRegex: z.boolean().optional().describe('Treat query as a regular expression (default false: plain text).'),
-  caseSensitive: z.boolean().optional().describe('Match case exactly (default false).'),
-  limit: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_SEARCH_LIMIT)
-    .optional()
-    .describe(`Maximum number of matching lines to return (default ${DEFAULT_SEARCH_LIMIT}).`),
-});
-
-const createFileInput = z.object({
-  path: pathField,
-  content: z.string().describe('The complete content of the new file.'),
-});
-
-const editFileInput = z.object({
-  path: pathField,
-  edits: z
-    .array(
-      z.object({
-        oldText: z
-          .string()
-          .min(1)
-          .describe(
-            'Exact text to replace, copied from the file with its whitespace and indentation, without the "12| " line-number prefixes of read_file. It must occur exactly once: include surrounding lines to make it unique.',
-          ),
-        newText: z.string().describe('Text that replaces oldText (empty to delete it).'),
-      }),
-    )
-    .min(1)
-    .describe('Replacements, all located in the current file text and applied together.'),
-});
-
-const recallInput = z.object({
-  query: z
+const pathField = lazily(() =>
+  z
     .string()
-    .optional()
-    .describe('Words the earlier message holds (all of them), e.g. a function name, an error text, or the id a pruned output names.'),
-  path: z.string().optional().describe('A workspace-relative file path: earlier reads and edits of that file, and messages that mention it.'),
-  maxTokens: z
-    .number()
-    .int()
-    .min(100)
-    .max(MAX_RECALL_TOKENS)
-    .optional()
-    .describe('Longest answer in tokens (default 4,000, less in a small context window).'),
-});
+    .describe(
+      'Workspace-relative path with forward slashes, e.g. "src/app.ts". In a multi-root workspace start with the folder name, e.g. "web/src/app.ts".',
+    ),
+);
 
-const runCommandInput = z.object({
-  command: z
-    .string()
-    .min(1)
-    .describe('One shell command line, e.g. "npm test" or "git status --short". Join steps with && rather than writing several lines.'),
-});
+const readFileInput = lazily(() =>
+  z.object({
+    path: pathField(),
+    startLine: z.number().int().min(1).optional().describe('First line to read, 1-based. Omit to start at line 1.'),
+    endLine: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Last line to read, 1-based and inclusive. Omit to read to the end (or as far as the size limit allows).'),
+  }),
+);
+
+const listFilesInput = lazily(() =>
+  z.object({
+    glob: z.string().describe('Glob pattern relative to the workspace, e.g. "**/*.ts", "src/**", "**/package.json".'),
+    limit: z.number().int().min(1).max(MAX_LIST_LIMIT).optional().describe(`Maximum number of paths to return (default ${DEFAULT_LIST_LIMIT}).`),
+  }),
+);
+
+const searchTextInput = lazily(() =>
+  z.object({
+    query: z.string().min(1).describe('Text to search for, or a JavaScript regular expression when isRegex is true.'),
+    glob: z.string().optional().describe('Only search files matching this glob, e.g. "src/**/*.ts". Omit to search all files.'),
+    isRegex: z.boolean().optional().describe('Treat query as a regular expression (default false: plain text).'),
+    caseSensitive: z.boolean().optional().describe('Match case exactly (default false).'),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_SEARCH_LIMIT)
+      .optional()
+      .describe(`Maximum number of matching lines to return (default ${DEFAULT_SEARCH_LIMIT}).`),
+  }),
+);
+
+const createFileInput = lazily(() =>
+  z.object({
+    path: pathField(),
+    content: z.string().describe('The complete content of the new file.'),
+  }),
+);
+
+const editFileInput = lazily(() =>
+  z.object({
+    path: pathField(),
+    edits: z
+      .array(
+        z.object({
+          oldText: z
+            .string()
+            .min(1)
+            .describe(
+              'Exact text to replace, copied from the file with its whitespace and indentation, without the "12| " line-number prefixes of read_file. It must occur exactly once: include surrounding lines to make it unique.',
+            ),
+          newText: z.string().describe('Text that replaces oldText (empty to delete it).'),
+        }),
+      )
+      .min(1)
+      .describe('Replacements, all located in the current file text and applied together.'),
+  }),
+);
+
+const recallInput = lazily(() =>
+  z.object({
+    query: z
+      .string()
+      .optional()
+      .describe('Words the earlier message holds (all of them), e.g. a function name, an error text, or the id a pruned output names.'),
+    path: z.string().optional().describe('A workspace-relative file path: earlier reads and edits of that file, and messages that mention it.'),
+    maxTokens: z
+      .number()
+      .int()
+      .min(100)
+      .max(MAX_RECALL_TOKENS)
+      .optional()
+      .describe('Longest answer in tokens (default 4,000, less in a small context window).'),
+  }),
+);
+
+const runCommandInput = lazily(() =>
+  z.object({
+    command: z
+      .string()
+      .min(1)
+      .describe('One shell command line, e.g. "npm test" or "git status --short". Join steps with && rather than writing several lines.'),
+  }),
+);
 
 /**
  * Builds the tools: `read_file`, `list_files`, `search_text`, and unless `readOnly`, `create_file`
@@ -154,7 +171,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     [TOOL_NAMES.readFile]: tool({
       description:
         'Read a text file from the workspace. Returns a header line (path, line range, total lines) and the lines prefixed with their numbers ("12| code"). Large files are cut; read further with startLine/endLine.',
-      inputSchema: readFileInput,
+      inputSchema: readFileInput(),
       execute: (input, { abortSignal }) =>
         run(async () => {
           if (input.startLine !== undefined && input.endLine !== undefined && input.endLine < input.startLine) {
@@ -169,7 +186,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     [TOOL_NAMES.listFiles]: tool({
       description:
         'List workspace files matching a glob pattern (node_modules and .git are skipped). Returns one workspace-relative path per line, sorted.',
-      inputSchema: listFilesInput,
+      inputSchema: listFilesInput(),
       execute: (input, { abortSignal }) =>
         run(async () => {
           const limit = input.limit ?? DEFAULT_LIST_LIMIT;
@@ -186,7 +203,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     [TOOL_NAMES.searchText]: tool({
       description:
         'Search the text of workspace files for a string or regular expression. Returns one match per line as "path:line: text". Use read_file around a match to see more. A search that takes more than a few seconds is stopped: keep regular expressions simple.',
-      inputSchema: searchTextInput,
+      inputSchema: searchTextInput(),
       execute: (input, { abortSignal }) =>
         run(async () => {
           const limit = input.limit ?? DEFAULT_SEARCH_LIMIT;
@@ -217,7 +234,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     tools[TOOL_NAMES.recall] = tool({
       description:
         'Search the earlier parts of this conversation that were summarized or pruned to save room (stubs say "[Pruned by Longrun: …]"), and get the original messages back: tool outputs, file contents as they were read, earlier answers. Give words, a file path, or both. The answer is cut to a token budget and says what it left out.',
-      inputSchema: recallInput,
+      inputSchema: recallInput(),
       execute: (input) =>
         run(async () => {
           const query = input.query?.trim();
@@ -237,7 +254,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
   tools[TOOL_NAMES.createFile] = tool({
     description:
       'Create a new text file with the given content (parent folders are created). Fails if the file already exists: use edit_file to change existing files. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
-    inputSchema: createFileInput,
+    inputSchema: createFileInput(),
     execute: (input, { abortSignal }) =>
       run(async () => {
         const result = await port.createFile(input.path, input.content, abortSignal ?? neverAborted());
@@ -249,7 +266,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
   tools[TOOL_NAMES.editFile] = tool({
     description:
       'Edit an existing text file by exact text replacement. Each oldText must occur exactly once in the current file; all edits are applied together or not at all, and nothing else in the file changes. Read the file first. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
-    inputSchema: editFileInput,
+    inputSchema: editFileInput(),
     execute: (input, { abortSignal }) =>
       run(async () => {
         const result = await port.editFile(input.path, input.edits, abortSignal ?? neverAborted());
@@ -267,7 +284,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     tools[TOOL_NAMES.runCommand] = tool({
       description:
         "Run one shell command line in the user's VS Code terminal, in the workspace folder, and get its exit code and output (long output keeps its first and last lines). The user approves each command unless it is on their allow list. Use it to build, test, lint or inspect the repository; not for interactive programs (they wait for input until the time limit) or long-running servers. Prefer read_file, list_files and search_text for reading files.",
-      inputSchema: runCommandInput,
+      inputSchema: runCommandInput(),
       execute: (input, { abortSignal }) =>
         run(async () => formatRun(await commands.runCommand(input.command, abortSignal ?? neverAborted()), maxChars)),
     });

@@ -6,6 +6,7 @@
  * Everything here is best effort: a server that is down, slow, answers a web page, an error or JSON
  * of another shape simply has nothing to say, and the caller falls back to its configured window.
  */
+import { lazily } from '../core/lazy';
 import { z } from 'zod';
 
 /** The server software behind an endpoint, as far as its answers tell. */
@@ -73,37 +74,39 @@ export async function discoverContextWindow(options: DiscoveryOptions): Promise<
  * A token count as the servers state it. A field that is missing, null, negative, fractional or not
  * a number is taken as unstated rather than failing the whole entry.
  */
-const TOKENS = z.number().int().positive().optional().catch(undefined);
-const TEXT = z.string().optional().catch(undefined);
+const TOKENS = lazily(() => z.number().int().positive().optional().catch(undefined));
+const TEXT = lazily(() => z.string().optional().catch(undefined));
 
-const MODEL_LIST = z.looseObject({ data: z.array(z.unknown()) });
+const MODEL_LIST = lazily(() => z.looseObject({ data: z.array(z.unknown()) }));
 
-const LISTED_MODEL = z.looseObject({
-  id: z.string(),
-  owned_by: TEXT,
-  /** OpenRouter's (the most any of its providers serves) and many gateways'. */
-  context_length: TOKENS,
-  /** vLLM's: the length the engine was started with (`--max-model-len`), not the trained one. */
-  max_model_len: TOKENS,
-  /** Groq's. */
-  context_window: TOKENS,
-  /** Mistral's and LM Studio's (the model's maximum, not what it is loaded with). */
-  max_context_length: TOKENS,
-  /** LM Studio's, on a loaded model: what the instance was actually loaded with. */
-  loaded_context_length: TOKENS,
-  compatibility_type: TEXT,
-  /** Groq's output cap. */
-  max_completion_tokens: TOKENS,
-  /** OpenRouter's; the default provider requests go to first. */
-  top_provider: z.looseObject({ context_length: TOKENS, max_completion_tokens: TOKENS }).optional().catch(undefined),
-  canonical_slug: TEXT,
-  /**
-   * llama.cpp's: `n_ctx` is the per-slot context it runs with (recent builds); `n_ctx_train`, also
-   * there, is only the trained length and is never read.
-   */
-  meta: z.looseObject({ n_ctx: TOKENS }).optional().catch(undefined),
-});
-type ListedModel = z.infer<typeof LISTED_MODEL>;
+const LISTED_MODEL = lazily(() =>
+  z.looseObject({
+    id: z.string(),
+    owned_by: TEXT(),
+    /** OpenRouter's (the most any of its providers serves) and many gateways'. */
+    context_length: TOKENS(),
+    /** vLLM's: the length the engine was started with (`--max-model-len`), not the trained one. */
+    max_model_len: TOKENS(),
+    /** Groq's. */
+    context_window: TOKENS(),
+    /** Mistral's and LM Studio's (the model's maximum, not what it is loaded with). */
+    max_context_length: TOKENS(),
+    /** LM Studio's, on a loaded model: what the instance was actually loaded with. */
+    loaded_context_length: TOKENS(),
+    compatibility_type: TEXT(),
+    /** Groq's output cap. */
+    max_completion_tokens: TOKENS(),
+    /** OpenRouter's; the default provider requests go to first. */
+    top_provider: z.looseObject({ context_length: TOKENS(), max_completion_tokens: TOKENS() }).optional().catch(undefined),
+    canonical_slug: TEXT(),
+    /**
+     * llama.cpp's: `n_ctx` is the per-slot context it runs with (recent builds); `n_ctx_train`, also
+     * there, is only the trained length and is never read.
+     */
+    meta: z.looseObject({ n_ctx: TOKENS() }).optional().catch(undefined),
+  }),
+);
+type ListedModel = z.infer<ReturnType<typeof LISTED_MODEL>>;
 
 interface ListReading {
   readonly window?: DiscoveredWindow;
@@ -115,11 +118,11 @@ interface ListReading {
 async function readModelList(http: JsonClient, baseUrl: string, modelId: string): Promise<ListReading> {
   const answer = await http.get(`${trimSlash(baseUrl)}/models`);
   if (!('json' in answer)) return { timedOut: answer.failure === 'timeout', kind: kindFromHost(baseUrl) };
-  const list = MODEL_LIST.safeParse(answer.json);
+  const list = MODEL_LIST().safeParse(answer.json);
   if (!list.success) return { timedOut: false, kind: kindFromHost(baseUrl) };
 
   const entries = list.data.data.flatMap((raw) => {
-    const entry = LISTED_MODEL.safeParse(raw);
+    const entry = LISTED_MODEL().safeParse(raw);
     return entry.success ? [entry.data] : [];
   });
   const entry = entries.find((candidate) => candidate.id === modelId);
@@ -231,13 +234,15 @@ async function probeNativeApis(http: JsonClient, root: string, modelId: string):
 
 // LM Studio ------------------------------------------------------------------------------------
 
-const LM_STUDIO_V0_MODEL = z.looseObject({
-  id: z.string(),
-  state: TEXT,
-  max_context_length: TOKENS,
-  /** Not in LM Studio's documentation, but what its servers answer for a loaded model. */
-  loaded_context_length: TOKENS,
-});
+const LM_STUDIO_V0_MODEL = lazily(() =>
+  z.looseObject({
+    id: z.string(),
+    state: TEXT(),
+    max_context_length: TOKENS(),
+    /** Not in LM Studio's documentation, but what its servers answer for a loaded model. */
+    loaded_context_length: TOKENS(),
+  }),
+);
 
 /**
  * LM Studio's REST API v0 (0.3.6 and later; deprecated in 0.4 in favour of v1): `state` is "loaded"
@@ -249,10 +254,10 @@ async function probeLmStudioV0(http: JsonClient, root: string, modelId: string):
   const entry =
     'json' in answer
       ? findEntry(
-          MODEL_LIST,
+          MODEL_LIST(),
           answer.json,
           (list) => list.data,
-          LM_STUDIO_V0_MODEL,
+          LM_STUDIO_V0_MODEL(),
           (m) => m.id === modelId,
         )
       : undefined;
@@ -266,15 +271,17 @@ async function probeLmStudioV0(http: JsonClient, root: string, modelId: string):
   return [];
 }
 
-const LM_STUDIO_V1_LIST = z.looseObject({ models: z.array(z.unknown()) });
-const LM_STUDIO_V1_MODEL = z.looseObject({
-  key: z.string(),
-  max_context_length: TOKENS,
-  loaded_instances: z
-    .array(z.looseObject({ id: TEXT, config: z.looseObject({ context_length: TOKENS }).optional().catch(undefined) }))
-    .optional()
-    .catch(undefined),
-});
+const LM_STUDIO_V1_LIST = lazily(() => z.looseObject({ models: z.array(z.unknown()) }));
+const LM_STUDIO_V1_MODEL = lazily(() =>
+  z.looseObject({
+    key: z.string(),
+    max_context_length: TOKENS(),
+    loaded_instances: z
+      .array(z.looseObject({ id: TEXT(), config: z.looseObject({ context_length: TOKENS() }).optional().catch(undefined) }))
+      .optional()
+      .catch(undefined),
+  }),
+);
 
 /**
  * LM Studio's REST API v1 (0.4 and later): a model's `key`, and each loaded instance's `id` (the
@@ -283,8 +290,9 @@ const LM_STUDIO_V1_MODEL = z.looseObject({
 async function probeLmStudioV1(http: JsonClient, root: string, modelId: string): Promise<Candidate[]> {
   const answer = await http.get(`${root}/api/v1/models`);
   if (!('json' in answer)) return [];
-  const matches = (m: z.infer<typeof LM_STUDIO_V1_MODEL>): boolean => m.key === modelId || (m.loaded_instances ?? []).some((i) => i.id === modelId);
-  const entry = findEntry(LM_STUDIO_V1_LIST, answer.json, (list) => list.models, LM_STUDIO_V1_MODEL, matches);
+  const matches = (m: z.infer<ReturnType<typeof LM_STUDIO_V1_MODEL>>): boolean =>
+    m.key === modelId || (m.loaded_instances ?? []).some((i) => i.id === modelId);
+  const entry = findEntry(LM_STUDIO_V1_LIST(), answer.json, (list) => list.models, LM_STUDIO_V1_MODEL(), matches);
   if (!entry) return [];
   const instances = entry.loaded_instances ?? [];
   const instance = instances.find((i) => i.id === modelId) ?? instances[0];
@@ -302,27 +310,31 @@ function lmStudio(limit: number, origin: string, confidence: Confidence): Candid
 
 // Ollama ---------------------------------------------------------------------------------------
 
-const OLLAMA_PS = z.looseObject({
-  models: z.array(
-    z.looseObject({
-      name: TEXT,
-      model: TEXT,
-      /** Since Ollama 0.9.7: the context the loaded runner was started with. */
-      context_length: TOKENS,
-    }),
-  ),
-});
+const OLLAMA_PS = lazily(() =>
+  z.looseObject({
+    models: z.array(
+      z.looseObject({
+        name: TEXT(),
+        model: TEXT(),
+        /** Since Ollama 0.9.7: the context the loaded runner was started with. */
+        context_length: TOKENS(),
+      }),
+    ),
+  }),
+);
 
-const OLLAMA_SHOW = z.looseObject({
-  /** The Modelfile's PARAMETER lines, one `name value` pair a line, e.g. `num_ctx    8192`. */
-  parameters: TEXT,
-  /** GGUF metadata; `<architecture>.context_length` is the TRAINED length, not what Ollama runs with. */
-  model_info: z.record(z.string(), z.unknown()).optional().catch(undefined),
-  /** Set on cloud models, which Ollama forwards to its cloud service. */
-  remote_model: TEXT,
-});
+const OLLAMA_SHOW = lazily(() =>
+  z.looseObject({
+    /** The Modelfile's PARAMETER lines, one `name value` pair a line, e.g. `num_ctx    8192`. */
+    parameters: TEXT(),
+    /** GGUF metadata; `<architecture>.context_length` is the TRAINED length, not what Ollama runs with. */
+    model_info: z.record(z.string(), z.unknown()).optional().catch(undefined),
+    /** Set on cloud models, which Ollama forwards to its cloud service. */
+    remote_model: TEXT(),
+  }),
+);
 
-const OLLAMA_VERSION = z.looseObject({ version: z.string() });
+const OLLAMA_VERSION = lazily(() => z.looseObject({ version: z.string() }));
 
 /**
  * Ollama, from most to least telling:
@@ -341,9 +353,9 @@ async function probeOllama(http: JsonClient, root: string, modelId: string): Pro
     http.post(`${root}/api/show`, { model: modelId, name: modelId }),
     http.get(`${root}/api/version`),
   ]);
-  const psList = 'json' in ps ? OLLAMA_PS.safeParse(ps.json) : undefined;
-  const shown = 'json' in show ? OLLAMA_SHOW.safeParse(show.json) : undefined;
-  const versionInfo = 'json' in version ? OLLAMA_VERSION.safeParse(version.json) : undefined;
+  const psList = 'json' in ps ? OLLAMA_PS().safeParse(ps.json) : undefined;
+  const shown = 'json' in show ? OLLAMA_SHOW().safeParse(show.json) : undefined;
+  const versionInfo = 'json' in version ? OLLAMA_VERSION().safeParse(version.json) : undefined;
   const candidates: Candidate[] = [];
 
   const wanted = ollamaName(modelId);
@@ -429,10 +441,12 @@ function ollamaName(name: string): string {
 
 // llama.cpp ------------------------------------------------------------------------------------
 
-const LLAMA_CPP_PROPS = z.looseObject({
-  /** `n_ctx` here is per slot: the total `--ctx-size` divided among `--parallel` slots. */
-  default_generation_settings: z.looseObject({ n_ctx: TOKENS }),
-});
+const LLAMA_CPP_PROPS = lazily(() =>
+  z.looseObject({
+    /** `n_ctx` here is per slot: the total `--ctx-size` divided among `--parallel` slots. */
+    default_generation_settings: z.looseObject({ n_ctx: TOKENS() }),
+  }),
+);
 
 /**
  * llama.cpp's server: `GET /props`. In router mode (several models) a bare /props answers a dummy
@@ -442,7 +456,7 @@ const LLAMA_CPP_PROPS = z.looseObject({
 async function probeLlamaCpp(http: JsonClient, root: string, modelId: string): Promise<Candidate[]> {
   const answer = await http.get(`${root}/props?model=${encodeURIComponent(modelId)}&autoload=false`);
   if (!('json' in answer)) return [];
-  const props = LLAMA_CPP_PROPS.safeParse(answer.json);
+  const props = LLAMA_CPP_PROPS().safeParse(answer.json);
   const limit = props.success ? props.data.default_generation_settings.n_ctx : undefined;
   if (limit === undefined) return [];
   return [{ limit, server: 'llamacpp', origin: "llama.cpp's /props (n_ctx)", confidence: Confidence.Loaded }];
