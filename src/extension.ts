@@ -15,7 +15,8 @@ import { LongrunModelProvider, VENDOR } from './vscode/model-provider';
 import { ModelWindows } from './app/model-windows';
 import type { WorkspaceRoot } from './app/path-guard';
 import { Session } from './vscode/session';
-import { formatProblem, readSettings, type LongrunSettings } from './app/settings';
+import type { LongrunSettings } from './app/settings';
+import { lazily } from './core/lazy';
 import { TerminalShell } from './vscode/terminal-tool';
 import { registerToolPicker } from './vscode/tool-picker';
 import { VsCodeWorkspace } from './vscode/workspace-tools';
@@ -43,9 +44,10 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const now = () => systemClock.now();
 
   // Each settings problem is shown once per session, and logged whenever settings are read.
+  // Read on first use: validating them builds the configuration's schemas, which activation need not wait for.
   const reported = new Set<string>();
-  let settings = loadSettings(log, reported);
-  const currentSettings = () => settings;
+  let read: LongrunSettings | undefined;
+  const currentSettings = (): LongrunSettings => (read ??= loadSettings(log, reported));
 
   const keys = new ApiKeys(context.secrets);
   // Windows servers state for their models: cached across sessions, asked again once per session.
@@ -61,11 +63,11 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   // Cleans provider error text of the stored keys; the session holds them once read.
   let redact = (text: string): string => text;
   const provider = new LongrunModelProvider(
-    () => settings.endpoints,
+    () => currentSettings().endpoints,
     keys,
     log,
     windows,
-    () => settings.timeouts,
+    () => currentSettings().timeouts,
     (text) => redact(text),
   );
   context.subscriptions.push(vscode.lm.registerLanguageModelChatProvider(VENDOR, provider));
@@ -74,10 +76,14 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows);
   context.subscriptions.push(session);
   redact = (text) => session.redact(text);
-  void session.refreshSecrets();
-  session.configureTelemetry();
+  // Right after activation, with the first settings read: the stored keys (to keep them out of error
+  // text) and tracing, when the settings ask for it.
+  setImmediate(() => {
+    void session.refreshSecrets();
+    session.configureTelemetry();
+  });
 
-  const reporter = new CompactionReporter(log, () => settings.verboseLogging, now);
+  const reporter = new CompactionReporter(log, () => currentSettings().verboseLogging, now);
   const documents = new ReportDocuments();
   context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, documents));
   // Summaries to preview and edit: what the user saves is what the model gets.
@@ -119,8 +125,8 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   let shown: LongrunParticipant | undefined;
   const workspace = new VsCodeWorkspace({
     roots,
-    autoApprove: () => settings.agent.autoApproveEdits,
-    protectedPaths: () => settings.agent.protectedPaths,
+    autoApprove: () => currentSettings().agent.autoApproveEdits,
+    protectedPaths: () => currentSettings().agent.protectedPaths,
     confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
     onChanged: (change) => shown?.showChange(change, changes),
@@ -129,12 +135,12 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   context.subscriptions.push(shell);
   const commands = new CommandRunner({
     shell,
-    allowedCommands: () => settings.agent.allowedCommands,
-    timeoutSeconds: () => settings.agent.commandTimeoutSeconds,
+    allowedCommands: () => currentSettings().agent.allowedCommands,
+    timeoutSeconds: () => currentSettings().agent.commandTimeoutSeconds,
     confirm: (command, signal) => approvals.askCommand(command, signal),
     // The command itself is conversation content, logged only when verbose logging is on.
     onAllowed: (command, entry) =>
-      log.info(`Ran ${settings.verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
+      log.info(`Ran ${currentSettings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
   });
 
   const participant = new LongrunParticipant({
@@ -192,7 +198,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('longrun')) return;
-      settings = loadSettings(log, reported);
+      read = loadSettings(log, reported);
       session.configureTelemetry();
       // The tools offered are part of what every request carries.
       if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => participant.requestOverheadText());
@@ -205,7 +211,8 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     }),
   );
 
-  void adoptKeyFromEnvironment(keys, log).then(() => {
+  void adoptKeyFromEnvironment(keys, log).then((adopted) => {
+    if (!adopted) return;
     provider.refresh();
     void session.refreshSecrets();
   });
@@ -225,16 +232,25 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
  * `npm start` hands an API key over in the environment; it goes straight into secret storage
  * (never into settings or logs), and is not replaced if one is stored already.
  */
-async function adoptKeyFromEnvironment(keys: ApiKeys, log: vscode.LogOutputChannel): Promise<void> {
+async function adoptKeyFromEnvironment(keys: ApiKeys, log: vscode.LogOutputChannel): Promise<boolean> {
   const key = process.env.LONGRUN_API_KEY;
   const endpoint = process.env.LONGRUN_API_KEY_ENDPOINT;
-  if (!key || !endpoint) return;
-  if (await keys.get(endpoint)) return;
+  if (!key || !endpoint) return false;
+  if (await keys.get(endpoint)) return false;
   await keys.set(endpoint, key);
   log.info(`Stored the API key for ${endpoint} from the environment in secret storage.`);
+  return true;
 }
 
+/**
+ * The settings module, loaded the first time settings are read rather than with the extension: it
+ * and the configuration schemas it builds are the largest part of what loading would otherwise run.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a require the bundler makes lazy, on purpose
+const settingsModule = lazily(() => require('./app/settings') as typeof import('./app/settings'));
+
 function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {
+  const { readSettings, formatProblem } = settingsModule();
   const configuration = vscode.workspace.getConfiguration('longrun');
   const { settings, problems } = readSettings((key) => configuration.get(key));
   for (const problem of problems) {
