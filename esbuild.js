@@ -15,11 +15,14 @@ const VOCABULARIES = ['o200k_base', 'cl100k_base'];
  * The packages that talk to models, in files of their own beside `extension.js`, each required the
  * first time one of its exports is used rather than when the extension activates (compiling and
  * evaluating them was most of what loading the extension cost): `models.js` holds the AI SDK and
- * its OpenAI provider, `tracing.js` OpenTelemetry, loaded only when tracing is turned on.
+ * its OpenAI provider, `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
+ * the first stored conversation or setting read, just after activation), `tracing.js`
+ * OpenTelemetry, loaded only when tracing is turned on. (The AI SDK in `models.js` keeps its own zod.)
  * @type {Readonly<Record<string, readonly string[]>>}
  */
 const LAZY_FILES = {
   'models.js': ['ai', '@ai-sdk/openai', '@ai-sdk/provider'],
+  'schemas.js': ['zod'],
   'tracing.js': [
     '@ai-sdk/otel',
     '@opentelemetry/api',
@@ -121,7 +124,7 @@ const noGateway = {
  * The esbuild options for the extension and its vocabularies, and for each lazy file.
  * Asynchronous because the extension's stand-ins need the model packages' export names.
  * @param {{ production?: boolean, outdir?: string }} [options]
- * @returns {Promise<Record<'extension' | 'models' | 'tracing', import('esbuild').BuildOptions>>}
+ * @returns {Promise<Record<'extension' | 'models' | 'schemas' | 'tracing', import('esbuild').BuildOptions>>}
  */
 async function buildOptions({ production = false, outdir = 'dist' } = {}) {
   /** @type {import('esbuild').BuildOptions} */
@@ -157,6 +160,12 @@ async function buildOptions({ production = false, outdir = 'dist' } = {}) {
       stdin: { contents: lazyEntry('models.js'), resolveDir: __dirname, sourcefile: 'models-entry.js', loader: 'js' },
       outfile: path.join(outdir, 'models.js'),
       plugins: [zodEnglishOnly, noGateway],
+    },
+    schemas: {
+      ...common,
+      stdin: { contents: lazyEntry('schemas.js'), resolveDir: __dirname, sourcefile: 'schemas-entry.js', loader: 'js' },
+      outfile: path.join(outdir, 'schemas.js'),
+      plugins: [zodEnglishOnly],
     },
     tracing: {
       ...common,

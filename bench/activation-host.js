@@ -234,14 +234,14 @@ const context = namespace({
 });
 
 // --- Loading: `vscode` is answered by the stub; the vocabulary files and the model packages' file
-// (models.js) are noted as they are required.
+// (models.js, schemas.js, tracing.js) are noted as they are required.
 
 const vocabularies = { duringActivation: [], afterActivation: [] };
 let activating = true;
 const load = Module._load;
 Module._load = function (request, ...rest) {
   if (request === 'vscode') return vscode;
-  const file = /(o200k_base|cl100k_base|models)\.js$/.exec(request);
+  const file = /(o200k_base|cl100k_base|models|schemas|tracing)\.js$/.exec(request);
   if (file) {
     (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(file[1]);
     // What made activation load it, for whoever has to move that off the activation path.

@@ -123,6 +123,7 @@ export const EXTENSION_FILES = [
   'package.json',
   'dist/extension.js',
   'dist/models.js',
+  'dist/schemas.js',
   'dist/tracing.js',
   'dist/o200k_base.js',
   'dist/cl100k_base.js',

@@ -140,7 +140,9 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     confirm: (command, signal) => approvals.askCommand(command, signal),
     // The command itself is conversation content, logged only when verbose logging is on.
     onAllowed: (command, entry) =>
-      log.info(`Ran ${currentSettings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
+      log.info(
+        `Ran ${currentSettings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`,
+      ),
   });
 
   const participant = new LongrunParticipant({
@@ -219,12 +221,14 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   const openWith = process.env.LONGRUN_OPEN_CHAT_MODEL;
   if (openWith) void vscode.commands.executeCommand('longrun.openChat', openWith);
 
-  // Show the saved conversation in the gauge without delaying activation.
-  void session
-    .current()
-    .then(() => session.useDefaultModel())
-    .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
-    .then(() => gauge.update());
+  // Show the saved conversation in the gauge, right after activation.
+  setImmediate(() => {
+    void session
+      .current()
+      .then(() => session.useDefaultModel())
+      .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
+      .then(() => gauge.update());
+  });
   return { session, gauge, participant, settings: currentSettings, approvals };
 }
 

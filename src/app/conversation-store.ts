@@ -85,7 +85,7 @@ const messageSchema = lazily(() =>
   }),
 );
 
-const count = z.number().min(0);
+const countSchema = lazily(() => z.number().min(0));
 const reasonSchema = lazily(() => z.enum(['threshold', 'overflow', 'manual']));
 
 const ledgerSchema = lazily(() =>
@@ -118,11 +118,11 @@ const compactionEntrySchema = lazily(() =>
     summary: z.string(),
     firstKeptMessageId: z.string().nullable(),
     compactedMessageIds: z.array(z.string()),
-    tokensBefore: count,
-    tokensAfter: count,
+    tokensBefore: countSchema(),
+    tokensAfter: countSchema(),
     fileOperations: ledgerSchema(),
     model: z.string(),
-    durationMs: count,
+    durationMs: countSchema(),
     createdAt: z.number(),
     summaryRole: z.enum(['user', 'assistant']),
     fallback: z.boolean(),
@@ -155,12 +155,12 @@ const pruningEntrySchema = lazily(() =>
           toolName: z.string(),
           kind: z.enum(['duplicate', 'stale', 'old']),
           stub: z.string(),
-          tokens: count,
+          tokens: countSchema(),
         }),
       )
       .min(1),
-    tokensBefore: count,
-    tokensAfter: count,
+    tokensBefore: countSchema(),
+    tokensAfter: countSchema(),
     createdAt: z.number(),
   }),
 );
@@ -170,12 +170,12 @@ const usageSchema = lazily(() =>
   z
     .object({
       anchorMessageId: z.string(),
-      inputTokens: count,
-      outputTokens: count,
+      inputTokens: countSchema(),
+      outputTokens: countSchema(),
       basis: z.string().nullable().optional(),
       round: z.number().int().min(0).optional(),
-      localTokens: count.optional(),
-      localFraming: count.optional(),
+      localTokens: countSchema().optional(),
+      localFraming: countSchema().optional(),
       model: z.string().optional(),
       truncated: z.boolean().optional(),
     })
@@ -1223,8 +1223,8 @@ const storedSummarySchema = lazily(() =>
     round: z.number().int().min(1),
     reason: reasonSchema(),
     summary: z.string(),
-    tokensBefore: count,
-    tokensAfter: count,
+    tokensBefore: countSchema(),
+    tokensAfter: countSchema(),
     createdAt: z.number(),
     fallback: z.boolean(),
   }),
@@ -1251,36 +1251,42 @@ export const summariesKey = (id: string): string => `longrun.summaries.${id}`;
  */
 export class ConversationIndex {
   private readonly reported: string[] = [];
-  private currentId: string | undefined;
-  private conversations: ConversationInfo[];
+  /** The stored list, read and checked on first use (not when the extension starts). */
+  private loaded: { currentId: string | undefined; conversations: ConversationInfo[] } | undefined;
   private readonly summaryCache = new Map<string, StoredSummary[]>();
 
-  constructor(private readonly state: MementoLike) {
+  constructor(private readonly state: MementoLike) {}
+
+  private get index(): { currentId: string | undefined; conversations: ConversationInfo[] } {
+    return (this.loaded ??= this.readIndex());
+  }
+
+  private readIndex(): { currentId: string | undefined; conversations: ConversationInfo[] } {
     const stored = this.readList(INDEX_KEY, indexSchema(), 'the list of Longrun conversations');
-    this.currentId = stored?.current;
-    this.conversations = this.validItems(stored?.conversations ?? [], conversationInfoSchema(), 'conversation', (c) => c.id);
+    const conversations = this.validItems(stored?.conversations ?? [], conversationInfoSchema(), 'conversation', (c) => c.id);
+    return { currentId: stored?.current, conversations };
   }
 
   /** The conversation the chat continues, if any. */
   current(): string | undefined {
-    return this.currentId;
+    return this.index.currentId;
   }
 
   async setCurrent(id: string | undefined): Promise<void> {
-    this.currentId = id;
+    this.index.currentId = id;
     await this.saveIndex();
   }
 
   /** Conversations, most recently updated first. */
   list(): ConversationInfo[] {
-    return [...this.conversations].sort((a, b) => b.updatedAt - a.updatedAt);
+    return [...this.index.conversations].sort((a, b) => b.updatedAt - a.updatedAt);
   }
 
   /** Adds a conversation or replaces the one with the same id. */
   async upsert(info: ConversationInfo): Promise<void> {
     const item = conversationInfoSchema().parse(info);
-    const at = this.conversations.findIndex((c) => c.id === item.id);
-    this.conversations = at < 0 ? [...this.conversations, item] : this.conversations.map((c, i) => (i === at ? item : c));
+    const at = this.index.conversations.findIndex((c) => c.id === item.id);
+    this.index.conversations = at < 0 ? [...this.index.conversations, item] : this.index.conversations.map((c, i) => (i === at ? item : c));
     await this.saveIndex();
   }
 
@@ -1306,6 +1312,7 @@ export class ConversationIndex {
 
   /** What could not be read back from the stored state, one sentence each. */
   problems(): string[] {
+    this.loaded ??= this.readIndex();
     return [...this.reported];
   }
 
@@ -1327,8 +1334,8 @@ export class ConversationIndex {
   private async saveIndex(): Promise<void> {
     await this.state.update(INDEX_KEY, {
       version: INDEX_VERSION,
-      ...(this.currentId !== undefined ? { current: this.currentId } : {}),
-      conversations: this.conversations,
+      ...(this.index.currentId !== undefined ? { current: this.index.currentId } : {}),
+      conversations: this.index.conversations,
     });
   }
 

@@ -1,3 +1,4 @@
+import { lazily } from '../core/lazy';
 import { z } from 'zod';
 import { isRecord } from '../core/errors';
 import { outputReserveFor, tableLimit } from '../core/context-window';
@@ -45,14 +46,16 @@ interface Memento {
   update(key: string, value: unknown): Thenable<void> | Promise<void>;
 }
 
-const cachedSchema = z.object({
-  limit: z.number().int().positive(),
-  origin: z.string(),
-  server: z.string(),
-  maxOutputTokens: z.number().int().positive().optional(),
-  at: z.number(),
-});
-type CachedDiscovery = z.infer<typeof cachedSchema>;
+const cachedSchema = lazily(() =>
+  z.object({
+    limit: z.number().int().positive(),
+    origin: z.string(),
+    server: z.string(),
+    maxOutputTokens: z.number().int().positive().optional(),
+    at: z.number(),
+  }),
+);
+type CachedDiscovery = z.infer<ReturnType<typeof cachedSchema>>;
 
 const CACHE_KEY = 'longrun.discoveredWindows';
 /** Kept this many at most, so the cache cannot grow without bound. */
@@ -89,7 +92,7 @@ export class ModelWindows {
 
   /** What the server said about this model, from this session or an earlier one. */
   discovered(target: DiscoveryTarget): CachedDiscovery | undefined {
-    const parsed = cachedSchema.safeParse(this.cache()[cacheKey(target)]);
+    const parsed = cachedSchema().safeParse(this.cache()[cacheKey(target)]);
     return parsed.success ? parsed.data : undefined;
   }
 
@@ -182,7 +185,7 @@ export class ModelWindows {
     const all = { ...this.cache(), [key]: entry };
     const keys = Object.keys(all);
     if (keys.length > MAX_CACHED) {
-      const at = (k: string): number => cachedSchema.safeParse(all[k]).data?.at ?? 0;
+      const at = (k: string): number => cachedSchema().safeParse(all[k]).data?.at ?? 0;
       keys.sort((a, b) => at(a) - at(b));
       for (const old of keys.slice(0, keys.length - MAX_CACHED)) delete all[old];
     }

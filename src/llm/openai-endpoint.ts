@@ -3,6 +3,7 @@
  * gateways). They are reached through Chat Completions (`POST {baseUrl}/chat/completions`), which
  * every such server speaks; the OpenAI provider's default, the Responses API, is OpenAI's alone.
  */
+import { lazily } from '../core/lazy';
 import { createOpenAI } from '@ai-sdk/openai';
 import { defaultSettingsMiddleware, wrapLanguageModel, type LanguageModel } from 'ai';
 import { z } from 'zod';
@@ -41,7 +42,7 @@ export function createEndpointModel(model: EndpointModel, apiKey: string | undef
   });
 }
 
-const MODEL_LIST = z.object({ data: z.array(z.object({ id: z.string() })) });
+const MODEL_LIST = lazily(() => z.object({ data: z.array(z.object({ id: z.string() })) }));
 
 const ERROR_MARKER = Symbol.for('longrun.endpoint-error');
 
@@ -97,7 +98,7 @@ export async function listEndpointModels(
       cause: error,
     });
   }
-  const parsed = MODEL_LIST.safeParse(json);
+  const parsed = MODEL_LIST().safeParse(json);
   if (!parsed.success) {
     throw new EndpointError(`${url} answered JSON that is not a model list ({ "data": [{ "id": … }] }): ${excerpt(body)}`, response.status, {
       cause: parsed.error,

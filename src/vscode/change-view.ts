@@ -1,3 +1,4 @@
+import { lazily } from '../core/lazy';
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import type { WorkspaceChange } from '../app/workspace-files';
@@ -22,8 +23,8 @@ const MAX_CARRIED_CHARS = 256 * 1024;
 /** Diffs kept in memory, newest last. */
 const MAX_KEPT = 50;
 
-const showChangeArgument = z.object({ id: z.string(), path: z.string(), diff: z.string().optional() });
-type ShowChangeArgument = z.infer<typeof showChangeArgument>;
+const showChangeArgument = lazily(() => z.object({ id: z.string(), path: z.string(), diff: z.string().optional() }));
+type ShowChangeArgument = z.infer<ReturnType<typeof showChangeArgument>>;
 
 export class ChangeDocuments implements vscode.TextDocumentContentProvider {
   private readonly kept = new Map<string, string>();
@@ -44,7 +45,7 @@ export class ChangeDocuments implements vscode.TextDocumentContentProvider {
 
   /** Opens the diff a button carries; false (with a message) when it is no longer kept. */
   async show(argument: unknown): Promise<boolean> {
-    const parsed = showChangeArgument.safeParse(argument).data;
+    const parsed = showChangeArgument().safeParse(argument).data;
     const diff = parsed ? (parsed.diff ?? this.kept.get(parsed.id)) : undefined;
     if (!parsed || diff === undefined) {
       void vscode.window.showInformationMessage(
