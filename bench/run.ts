@@ -122,7 +122,7 @@ async function main(): Promise<void> {
       `first compaction of the conversation ${round(engine.engine_ms_5k_first, 1)} ms, the next ones (median) ${round(engine.engine_ms_5k, 1)} ms; ` +
       `assessment over a view of ${formatNumber(engine.gauge_update_view_tokens)} tokens`,
     `- activation: require ${round(bundle.activation_require_ms, 1)} ms + activate ${round(bundle.activation_activate_ms, 1)} ms (median of ${bundle.activation_runs}); ` +
-      `vocabularies required during activation: ${bundle.vocabularies_during_activation.join(', ') || 'none'}; once a GPT-4o model is in use: ${bundle.vocabularies_after_activation.join(', ') || 'none'}` +
+      `files loaded on first use required during activation: ${bundle.vocabularies_during_activation.join(', ') || 'none'}; right after it, once a GPT-4o model is in use: ${bundle.vocabularies_after_activation.join(', ') || 'none'}` +
       (bundle.check_warnings.length > 0 ? `; warnings logged: ${bundle.check_warnings.join(' / ')}` : ''),
     `- vocabulary files: ${Object.entries(bundle.vocabulary_bytes)
       .map(([name, bytes]) => `${name}.js ${formatNumber(bytes)} bytes`)
