@@ -11,7 +11,21 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'fs';
 import { tmpdir } from 'os';
 import { join } from 'path';
 import * as vscode from 'vscode';
-import { api, chat, entries, gaugeInDom, log, model, newConversation, requestText, ui, waitFor, type RecordedRequest } from './harness';
+import {
+  api,
+  chat,
+  entries,
+  gaugeInDom,
+  lastToolOutput,
+  log,
+  model,
+  newConversation,
+  requestText,
+  startChat,
+  ui,
+  waitFor,
+  type RecordedRequest,
+} from './harness';
 
 const EDITOR_MODEL = { vendor: 'longrun-test', id: 'scripted-editor' };
 const TOOL = 'longrun-test_lookup';
@@ -40,36 +54,6 @@ const editorRequests = async (since: number): Promise<RecordedRequest[]> =>
   (await model.requests()).slice(since).filter((r) => r.model === 'scripted-editor');
 const offeredTools = (request: RecordedRequest): string[] =>
   ((request.body?.tools as Array<{ function: { name: string } }> | undefined) ?? []).map((t) => t.function.name);
-
-/** Sends a request to @longrun with the test extension's model and returns at once; `finished` settles when the participant is done. */
-async function startChat(prompt: string, extra: Record<string, unknown> = {}): Promise<{ finished: Promise<void> }> {
-  const longrun = await api();
-  const before = longrun.participant.turns().completed;
-  await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: EDITOR_MODEL, ...extra });
-  const finished = waitFor(
-    'the participant to finish the request',
-    () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0,
-    180_000,
-  ).then(() => undefined);
-  finished.catch(() => undefined);
-  return { finished };
-}
-
-/** The text of the last result of `toolName` in the conversation, as the model got it. */
-async function lastToolOutput(toolName: string): Promise<string> {
-  for (const record of [...(await log())].reverse()) {
-    if (record.type !== 'message') continue;
-    for (const part of record.message.content) {
-      if (part.type !== 'tool-result' || part.toolName !== toolName) continue;
-      const output = part.output as unknown;
-      if (typeof output === 'string') return output;
-      if (typeof output === 'object' && output !== null && typeof (output as { value?: unknown }).value === 'string')
-        return (output as { value: string }).value;
-      return JSON.stringify(output);
-    }
-  }
-  throw new Error(`no result of ${toolName} in the conversation`);
-}
 
 describe("VS Code's models, tools and attachments", function () {
   this.timeout(600_000);
@@ -158,7 +142,7 @@ describe("VS Code's models, tools and attachments", function () {
       const before = (await model.requests()).length;
       const served = models.requests().length;
       await model.script([{ delayMs: 60_000, text: 'This answer comes too late.' }]);
-      const { finished } = await startChat('take your time with this one');
+      const { finished } = await startChat('take your time with this one', EDITOR_MODEL);
       await waitFor('the model to be asked', async () =>
         (await editorRequests(before)).some((r) => !r.summary && r.outcome === 'pending') ? true : undefined,
       );
@@ -207,7 +191,7 @@ describe("VS Code's models, tools and attachments", function () {
         { toolCalls: [{ name: TOOL, arguments: { query: 'haystack', size: 30_000 } }] },
         { text: 'The lookups are done.' },
       ]);
-      const { finished } = await startChat('look the needle up, then the haystack');
+      const { finished } = await startChat('look the needle up, then the haystack', EDITOR_MODEL);
       const asked = await ui<{ said: string; buttons: string[] }>('chat-confirm', { ...ALLOW_ONCE, containing: 'Look up "needle"' });
       assert.match(asked.said, /Look it up in the test index\?/, `VS Code showed the tool's own confirmation: ${JSON.stringify(asked)}`);
       await waitFor('the first lookup', () => (models.invocations().at(-1)?.query === 'needle' ? true : undefined)).catch(async (error: unknown) => {
@@ -248,7 +232,7 @@ describe("VS Code's models, tools and attachments", function () {
         { toolCalls: [{ name: TOOL, arguments: { query: 'skipped' } }] },
         { text: 'Looked it up.' },
       ]);
-      const { finished } = await startChat('use #lookup for the word hash');
+      const { finished } = await startChat('use #lookup for the word hash', EDITOR_MODEL);
       const [first] = await waitFor('the first model call', async () =>
         (await editorRequests(before)).length > 0 ? editorRequests(before) : undefined,
       );
@@ -283,7 +267,7 @@ describe("VS Code's models, tools and attachments", function () {
 
       const before = (await model.requests()).length;
       await model.script([{ text: 'I have read what you attached.' }]);
-      const { finished } = await startChat('what do these say?', {
+      const { finished } = await startChat('what do these say?', EDITOR_MODEL, {
         attachFiles: [
           vscode.Uri.joinPath(notes, 'attached.md'),
           { uri: vscode.Uri.joinPath(notes, 'range.ts'), range: { startLineNumber: 3, startColumn: 1, endLineNumber: 9, endColumn: 30 } },

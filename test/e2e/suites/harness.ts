@@ -119,6 +119,43 @@ export async function chat(prompt: string, selector = MODEL): Promise<void> {
   );
 }
 
+/**
+ * Sends a request to @longrun with `selector`'s model and returns at once; `finished` settles when
+ * the participant has finished it. `extra` goes to VS Code's chat.open as it is.
+ */
+export async function startChat(
+  prompt: string,
+  selector: { vendor: string; id: string } = MODEL,
+  extra: Record<string, unknown> = {},
+): Promise<{ finished: Promise<void> }> {
+  const longrun = await api();
+  const before = longrun.participant.turns().completed;
+  await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: selector, ...extra });
+  const finished = waitFor(
+    'the participant to finish the request',
+    () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0,
+    180_000,
+  ).then(() => undefined);
+  finished.catch(() => undefined);
+  return { finished };
+}
+
+/** The output of the last call of `toolName` in the conversation, as the model got it. */
+export async function lastToolOutput(toolName: string): Promise<string> {
+  for (const record of [...(await log())].reverse()) {
+    if (record.type !== 'message') continue;
+    for (const part of record.message.content) {
+      if (part.type !== 'tool-result' || part.toolName !== toolName) continue;
+      const output = part.output as unknown;
+      if (typeof output === 'string') return output;
+      if (typeof output === 'object' && output !== null && typeof (output as { value?: unknown }).value === 'string')
+        return (output as { value: string }).value;
+      return JSON.stringify(output);
+    }
+  }
+  throw new Error(`no result of ${toolName} in the conversation`);
+}
+
 export async function log(): Promise<ConversationLog> {
   const conversation = await (await api()).session.current();
   return conversation?.log() ?? [];

@@ -11,41 +11,11 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
 import { join } from 'path';
 import * as vscode from 'vscode';
 import type { PendingApproval } from '../../../src/vscode/edit-approval';
-import { api, log, model, MODEL, newConversation, ui, waitFor } from './harness';
+import { api, lastToolOutput, model, newConversation, startChat, ui, waitFor } from './harness';
 
 const root = (): string => vscode.workspace.workspaceFolders![0]!.uri.fsPath;
 const at = (path: string): string => join(root(), ...path.split('/'));
 const config = () => vscode.workspace.getConfiguration('longrun');
-
-/** Sends a request to @longrun and returns at once; the promise settles when the participant has finished it. */
-async function startChat(prompt: string): Promise<{ finished: Promise<void> }> {
-  const longrun = await api();
-  const before = longrun.participant.turns().completed;
-  await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: MODEL });
-  const finished = waitFor(
-    'the participant to finish the request',
-    () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0,
-    180_000,
-  ).then(() => undefined);
-  finished.catch(() => undefined);
-  return { finished };
-}
-
-/** The output of the last call of `toolName` in the conversation, as the model got it. */
-async function lastToolOutput(toolName: string): Promise<string> {
-  for (const record of [...(await log())].reverse()) {
-    if (record.type !== 'message') continue;
-    for (const part of record.message.content) {
-      if (part.type !== 'tool-result' || part.toolName !== toolName) continue;
-      const output = part.output as unknown;
-      if (typeof output === 'string') return output;
-      if (typeof output === 'object' && output !== null && typeof (output as { value?: unknown }).value === 'string')
-        return (output as { value: string }).value;
-      return JSON.stringify(output);
-    }
-  }
-  throw new Error(`no result of ${toolName} in the conversation`);
-}
 
 function diffTab(proposed: vscode.Uri | undefined): vscode.Tab | undefined {
   return vscode.window.tabGroups.all
