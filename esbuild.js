@@ -1,8 +1,10 @@
-// Bundles the extension into one CommonJS file that VS Code can require, each tokenizer vocabulary
-// into a file of its own beside it (dist/o200k_base.js, dist/cl100k_base.js: together they are most
-// of the size, and a conversation needs one at most, well after activation; src/core/vocabularies.ts
-// requires it on first use), and the packages that call models into dist/models.js and
-// dist/tracing.js, required on first use. The AI SDK is ESM-only; esbuild converts it. `vscode` is provided by the editor.
+// Bundles the extension for VS Code: dist/extension.js, which VS Code loads, holds the entry points
+// registered at activation and nothing else; dist/composition.js, the rest of the extension, is
+// required by them on first use. Each tokenizer vocabulary is a file of its own beside them
+// (dist/o200k_base.js, dist/cl100k_base.js: together they are most of the size, and a conversation
+// needs one at most; src/core/vocabularies.ts requires it on first use), and so are the packages
+// that call models (dist/models.js), validate (dist/schemas.js) and trace (dist/tracing.js), each
+// required on first use. The AI SDK is ESM-only; esbuild converts it. `vscode` is provided by the editor.
 //
 // `node esbuild.js [--production] [--watch]`; benchmarks and tests build elsewhere through `buildAll`.
 const esbuild = require('esbuild');
@@ -12,9 +14,9 @@ const path = require('node:path');
 const VOCABULARIES = ['o200k_base', 'cl100k_base'];
 
 /**
- * The packages that talk to models, in files of their own beside `extension.js`, each required the
- * first time one of its exports is used rather than when the extension activates (compiling and
- * evaluating them was most of what loading the extension cost): `models.js` holds the AI SDK and
+ * The packages that talk to models, in files of their own beside `composition.js`, each required the
+ * first time one of its exports is used rather than when the composition loads (compiling and
+ * evaluating them was most of what loading it cost): `models.js` holds the AI SDK and
  * its OpenAI provider, `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
  * the first stored conversation or setting read, just after activation), `tracing.js`
  * OpenTelemetry, loaded only when tracing is turned on. (The AI SDK in `models.js` keeps its own zod.)
@@ -121,10 +123,10 @@ const noGateway = {
 };
 
 /**
- * The esbuild options for the extension and its vocabularies, and for each lazy file.
- * Asynchronous because the extension's stand-ins need the model packages' export names.
+ * The esbuild options for the entry points, the composition and its vocabularies, and each lazy file.
+ * Asynchronous because the composition's stand-ins need the model packages' export names.
  * @param {{ production?: boolean, outdir?: string }} [options]
- * @returns {Promise<Record<'extension' | 'models' | 'schemas' | 'tracing', import('esbuild').BuildOptions>>}
+ * @returns {Promise<Record<'extension' | 'composition' | 'models' | 'schemas' | 'tracing', import('esbuild').BuildOptions>>}
  */
 async function buildOptions({ production = false, outdir = 'dist' } = {}) {
   /** @type {import('esbuild').BuildOptions} */
@@ -144,10 +146,17 @@ async function buildOptions({ production = false, outdir = 'dist' } = {}) {
     logLevel: 'info',
   };
   return {
+    // What VS Code loads: the entry points, registered at activation, and nothing else.
     extension: {
       ...common,
+      entryPoints: [{ in: path.join(__dirname, 'src', 'extension.ts'), out: 'extension' }],
+      outdir,
+    },
+    // The rest of the extension, loaded by the entry points on first use.
+    composition: {
+      ...common,
       entryPoints: [
-        { in: path.join(__dirname, 'src', 'extension.ts'), out: 'extension' },
+        { in: path.join(__dirname, 'src', 'composition.ts'), out: 'composition' },
         ...VOCABULARIES.map((name) => ({ in: `gpt-tokenizer/encoding/${name}`, out: name })),
       ],
       outdir,

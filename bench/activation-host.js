@@ -1,14 +1,18 @@
 // A stand-in extension host for the activation benchmark (bench/bundle.ts): in a fresh Node
 // process, requires a built extension.js with a stub `vscode` module and calls `activate`, then
-// prints what that took as JSON. Plain JavaScript run by plain Node, so that no TypeScript loader
-// sits between the bundle and `require`.
+// reads the extension's exports, which loads the rest of it (composition.js) as its first use does,
+// and prints what each took as JSON. Plain JavaScript run by plain Node, so that no TypeScript
+// loader sits between the bundle and `require`.
 //
-//   node bench/activation-host.js <bundle folder> [--check]
+//   node bench/activation-host.js <bundle folder> [--check | --check-unused]
 //
-// With --check it also waits for what activation starts in the background: a model is offered (a
-// GPT-4o), so the gauge's tokenizer loads, and the output says which vocabulary files were required
-// during activation (none should be) and after it (only the model's), and what the extension logged
-// as warnings.
+// --check and --check-unused wait for what activation starts in the background instead, and say
+// which of the files loaded on first use (composition.js, the vocabularies, models.js, schemas.js,
+// tracing.js) were required during activation (none should be) and after it, and what the extension
+// logged as warnings. With --check the workspace is one where Longrun has been used (its state holds
+// the list of conversations): the rest of the extension loads right after activation to show the
+// gauge, a model is offered (a GPT-4o), and the gauge's tokenizer loads. With --check-unused it is
+// one where Longrun was never used: nothing is loaded until something calls into the extension.
 'use strict';
 const fs = require('node:fs');
 const Module = require('node:module');
@@ -16,8 +20,9 @@ const os = require('node:os');
 const path = require('node:path');
 
 const [bundleDir, mode] = process.argv.slice(2);
+const checking = mode === '--check' || mode === '--check-unused';
 if (!bundleDir) {
-  console.error('usage: node bench/activation-host.js <bundle folder> [--check]');
+  console.error('usage: node bench/activation-host.js <bundle folder> [--check | --check-unused]');
   process.exit(2);
 }
 const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-activation-'));
@@ -212,6 +217,13 @@ const vscode = namespace({
   chat: namespace({ createChatParticipant: () => namespace({ dispose() {}, onDidReceiveFeedback: event }) }),
 });
 
+/** The workspace's state: with --check, that of a workspace where Longrun was used (no conversation open). */
+function workspaceState() {
+  const state = new Memento();
+  if (mode === '--check') state.values.set('longrun.conversations', { version: 1, conversations: [] });
+  return state;
+}
+
 const extensionRoot = path.dirname(path.resolve(bundleDir));
 const context = namespace({
   subscriptions: [],
@@ -223,7 +235,7 @@ const context = namespace({
     onDidChange: event,
   }),
   globalState: new Memento(),
-  workspaceState: new Memento(),
+  workspaceState: workspaceState(),
   storageUri: Uri.file(path.join(storage, 'workspace')),
   globalStorageUri: Uri.file(path.join(storage, 'global')),
   logUri: Uri.file(path.join(storage, 'log')),
@@ -233,20 +245,19 @@ const context = namespace({
   asAbsolutePath: (relative) => path.join(extensionRoot, relative),
 });
 
-// --- Loading: `vscode` is answered by the stub; the vocabulary files and the model packages' file
-// (models.js, schemas.js, tracing.js) are noted as they are required.
+// --- Loading: `vscode` is answered by the stub; the files loaded on first use (composition.js, the
+// vocabularies, models.js, schemas.js, tracing.js) are noted as they are required.
 
 const vocabularies = { duringActivation: [], afterActivation: [] };
 let activating = true;
 const load = Module._load;
 Module._load = function (request, ...rest) {
   if (request === 'vscode') return vscode;
-  const file = /(o200k_base|cl100k_base|models|schemas|tracing)\.js$/.exec(request);
+  const file = /(composition|o200k_base|cl100k_base|models|schemas|tracing)\.js$/.exec(request);
   if (file) {
     (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(file[1]);
     // What made activation load it, for whoever has to move that off the activation path.
-    if (activating && mode === '--check')
-      console.error(`${file[1]}.js required during activation:${new Error().stack.split('\n').slice(2, 14).join('\n')}`);
+    if (activating && checking) console.error(`${file[1]}.js required during activation:${new Error().stack.split('\n').slice(2, 14).join('\n')}`);
   }
   return load.call(this, request, ...rest);
 };
@@ -258,16 +269,34 @@ async function main() {
   const start = performance.now();
   const extension = require(path.resolve(bundleDir, 'extension.js'));
   const required = performance.now();
-  await extension.activate(context);
+  const exports = await extension.activate(context);
   const activated = performance.now();
   activating = false;
+  let firstUseMs;
   if (mode === '--check') {
-    // The saved conversation, the default model and its tokenizer load in the background.
+    // The rest of the extension, the saved conversation, the default model and its tokenizer load in the background.
     const deadline = Date.now() + 10_000;
-    while (vocabularies.afterActivation.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (!vocabularies.afterActivation.some((f) => f.endsWith('_base')) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     await new Promise((resolve) => setTimeout(resolve, 200));
+  } else if (mode === '--check-unused') {
+    // Nothing should load by itself.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  } else {
+    // The first use: reading the exports loads the rest of the extension.
+    const used = performance.now();
+    if (!exports.session) throw new Error('the extension exports no session');
+    firstUseMs = performance.now() - used;
   }
-  const result = { requireMs: required - start, activateMs: activated - required, totalMs: activated - start, vocabularies, errors, logged };
+  const result = {
+    requireMs: required - start,
+    activateMs: activated - required,
+    totalMs: activated - start,
+    firstUseMs,
+    vocabularies,
+    errors,
+    logged,
+  };
   fs.writeSync(1, JSON.stringify(result));
   fs.rmSync(storage, { recursive: true, force: true });
   process.exit(0);

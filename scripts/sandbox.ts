@@ -122,6 +122,7 @@ export function installUnpacked(extensionsDir: string, sourceDir: string, files:
 export const EXTENSION_FILES = [
   'package.json',
   'dist/extension.js',
+  'dist/composition.js',
   'dist/models.js',
   'dist/schemas.js',
   'dist/tracing.js',

@@ -1,271 +1,93 @@
 import * as vscode from 'vscode';
-import type { FileEvent } from './core/file-ledger';
-import { systemClock } from './core/ports';
-import { ApiKeys } from './vscode/api-keys';
-import { ANSWER_COMMAND, LongrunParticipant, PARTICIPANT_ID } from './vscode/chat-participant';
-import { ChangeDocuments, CHANGE_SCHEME, SHOW_CHANGE_COMMAND } from './vscode/change-view';
-import { CommandRunner } from './app/command-runner';
-import { ANSWER_APPROVAL_COMMAND, Approvals, PROPOSAL_SCHEME } from './vscode/edit-approval';
-import { registerCommands, ReportDocuments, DOC_SCHEME } from './vscode/commands';
-import { CompactionReporter } from './vscode/compaction-report';
-import { EditTracker } from './vscode/edit-tracker';
-import { ContextGauge } from './vscode/gauge';
-import { discoverContextWindow } from './llm/window-discovery';
-import { LongrunModelProvider, VENDOR } from './vscode/model-provider';
-import { ModelWindows } from './app/model-windows';
-import type { WorkspaceRoot } from './app/path-guard';
-import { Session } from './vscode/session';
-import type { LongrunSettings } from './app/settings';
-import { lazily } from './core/lazy';
-import { TerminalShell } from './vscode/terminal-tool';
-import { registerToolPicker } from './vscode/tool-picker';
-import { VsCodeWorkspace } from './vscode/workspace-tools';
-import { registerSummaryDocuments, SummaryDocuments } from './vscode/summary-documents';
+import { INDEX_KEY, PROPOSAL_SCHEME } from './app/contributions';
+import type { Longrun, LongrunApi } from './composition';
+import { EntryPoints } from './vscode/entry-points';
+import { GaugeItem } from './vscode/gauge-item';
+
+export type { LongrunApi } from './composition';
 
 /**
- * The composition root: builds every adapter, hands them to the core and pushes every disposable
- * into the context's subscriptions. Activation does no heavy work: the tokenizer, the saved
- * conversation and the models load when first needed.
+ * The entry point VS Code loads. Activation registers what VS Code can call (src/vscode/entry-points.ts)
+ * and shows the gauge, and loads nothing else: the rest of the extension (src/composition.ts, built
+ * into dist/composition.js) is loaded the first time VS Code calls into it (a chat request, a
+ * command, the model picker asking for Longrun's models, a summary document reopened), or right
+ * after activation where Longrun has been used in this workspace, to show its conversation in the
+ * gauge. A window that never uses Longrun never loads it.
  */
-
-/** What the extension exports: its state, for tests and for other extensions that build on it. */
-export interface LongrunApi {
-  readonly session: Session;
-  readonly gauge: ContextGauge;
-  readonly participant: LongrunParticipant;
-  readonly settings: () => LongrunSettings;
-  /** The agent's questions (writes, commands) waiting for the user. */
-  readonly approvals: Approvals;
-}
-
 export function activate(context: vscode.ExtensionContext): LongrunApi {
   const log = vscode.window.createOutputChannel('Longrun', { log: true });
-  context.subscriptions.push(log);
-  const now = () => systemClock.now();
+  const gaugeItem = new GaugeItem();
+  context.subscriptions.push(log, gaugeItem);
 
-  // Each settings problem is shown once per session, and logged whenever settings are read.
-  // Read on first use: validating them builds the configuration's schemas, which activation need not wait for.
-  const reported = new Set<string>();
-  let read: LongrunSettings | undefined;
-  const currentSettings = (): LongrunSettings => (read ??= loadSettings(log, reported));
-
-  const keys = new ApiKeys(context.secrets);
-  // Windows servers state for their models: cached across sessions, asked again once per session.
-  const windows = new ModelWindows(
-    context.globalState,
-    async (target) => {
-      const apiKey = target.endpoint ? await keys.get(target.endpoint) : undefined;
-      return discoverContextWindow({ baseUrl: target.baseUrl, modelId: target.modelId, ...(apiKey ? { apiKey } : {}) });
-    },
-    now,
-    (message) => log.info(message),
-  );
-  // Cleans provider error text of the stored keys; the session holds them once read.
-  let redact = (text: string): string => text;
-  const provider = new LongrunModelProvider(
-    () => currentSettings().endpoints,
-    keys,
-    log,
-    windows,
-    () => currentSettings().timeouts,
-    (text) => redact(text),
-  );
-  context.subscriptions.push(vscode.lm.registerLanguageModelChatProvider(VENDOR, provider));
-
-  const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
-  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows);
-  context.subscriptions.push(session);
-  redact = (text) => session.redact(text);
-  // Right after activation, with the first settings read: the stored keys (to keep them out of error
-  // text) and tracing, when the settings ask for it.
-  setImmediate(() => {
-    void session.refreshSecrets();
-    session.configureTelemetry();
-  });
-
-  const reporter = new CompactionReporter(log, () => currentSettings().verboseLogging, now);
-  const documents = new ReportDocuments();
-  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(DOC_SCHEME, documents));
-  // Summaries to preview and edit: what the user saves is what the model gets.
-  const summaries = new SummaryDocuments({
-    conversation: (id) => session.find(id),
-    current: () => session.current(),
-    newId: () => session.newId(),
-    counter: () => session.modelContext().counter,
-    now,
-    log,
-  });
-  context.subscriptions.push(...registerSummaryDocuments(summaries));
-
-  const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
-  const recordFile = (event: FileEvent): void => {
-    const conversation = session.currentIfLoaded();
-    if (!conversation || conversation.isEmpty()) return;
-    void conversation.append([{ type: 'file', event }]).catch((error: unknown) => log.warn(`Could not record a file operation: ${String(error)}`));
+  let longrun: Longrun | undefined;
+  let failure: Error | undefined;
+  let loading = false;
+  const load = (): Longrun => {
+    if (longrun) return longrun;
+    if (failure) throw failure;
+    if (loading) throw new Error('Longrun was called into while it was loading.');
+    loading = true;
+    try {
+      // Computed at run time, so that the bundler leaves the file out of this one.
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, on purpose
+      const { compose } = require(`${__dirname}/composition.js`) as typeof import('./composition');
+      const composed = compose(context, { log, gaugeItem });
+      entryPoints.attach(composed.served);
+      longrun = composed;
+      return composed;
+    } catch (error) {
+      failure = new Error(`Longrun could not start: ${error instanceof Error ? error.message : String(error)}`);
+      log.error(failure.message, error);
+      void vscode.window.showErrorMessage(`${failure.message} The "Longrun" output has the details.`);
+      throw failure;
+    } finally {
+      loading = false;
+    }
   };
-  const tracker = new EditTracker(roots, recordFile, now);
-  context.subscriptions.push(tracker);
+  const entryPoints = new EntryPoints(context, () => load().served);
+  context.subscriptions.push(entryPoints);
 
-  const approvals = new Approvals();
-  context.subscriptions.push(approvals, vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, approvals));
-  void approvals.closeLeftovers().catch((error: unknown) => log.warn(`Could not close the diff editors of an earlier window: ${String(error)}`));
-  context.subscriptions.push(
-    vscode.commands.registerCommand(ANSWER_APPROVAL_COMMAND, (id: unknown, allow: unknown) => {
-      // The chat keeps its buttons after the question is answered elsewhere, or the request ended.
-      const answered = approvals.answer(id, allow);
-      if (!answered)
-        void vscode.window.showInformationMessage('Longrun: this question is no longer open; it was answered already, or its request ended.');
-      return answered;
-    }),
-  );
-  const changes = new ChangeDocuments();
-  context.subscriptions.push(vscode.workspace.registerTextDocumentContentProvider(CHANGE_SCHEME, changes));
-  context.subscriptions.push(vscode.commands.registerCommand(SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)));
-
-  let shown: LongrunParticipant | undefined;
-  const workspace = new VsCodeWorkspace({
-    roots,
-    autoApprove: () => currentSettings().agent.autoApproveEdits,
-    protectedPaths: () => currentSettings().agent.protectedPaths,
-    confirm: (request, signal) => approvals.askEdit(request, signal),
-    beforeWrite: (path) => tracker.agentWriting(path),
-    onChanged: (change) => shown?.showChange(change, changes),
-  });
-  const shell = new TerminalShell({ cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri, log });
-  context.subscriptions.push(shell);
-  const commands = new CommandRunner({
-    shell,
-    allowedCommands: () => currentSettings().agent.allowedCommands,
-    timeoutSeconds: () => currentSettings().agent.commandTimeoutSeconds,
-    confirm: (command, signal) => approvals.askCommand(command, signal),
-    // The command itself is conversation content, logged only when verbose logging is on.
-    onAllowed: (command, entry) =>
-      log.info(
-        `Ran ${currentSettings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`,
-      ),
-  });
-
-  const participant = new LongrunParticipant({
-    session,
-    settings: currentSettings,
-    workspace,
-    commands,
-    reporter,
-    log,
-    now,
-    onAgentFile: (kind, path) => recordFile({ kind, path, actor: 'agent', at: now() }),
-    summaries,
-  });
-  shown = participant;
-  approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
-  session.setRequestOverhead(() => participant.requestOverheadText());
-  context.subscriptions.push(
-    vscode.commands.registerCommand(ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)),
-  );
-  context.subscriptions.push(registerToolPicker(currentSettings, () => participant.ownToolNames()));
-  const chat = vscode.chat.createChatParticipant(PARTICIPANT_ID, participant.handler);
-  chat.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');
-  context.subscriptions.push(chat);
-
-  const gauge = new ContextGauge(session, currentSettings, now);
-  context.subscriptions.push(gauge);
-  context.subscriptions.push(session.onDidChange(() => gauge.update()));
-  context.subscriptions.push(windows.onDidChange(() => gauge.update()));
-  // Edits to files the conversation holds change what the model would re-read: refresh the gauge.
-  context.subscriptions.push(vscode.workspace.onDidChangeTextDocument(() => gauge.update()));
-
-  context.subscriptions.push(
-    ...registerCommands({
-      session,
-      settings: currentSettings,
-      keys,
-      documents,
-      reporter,
-      now,
-      onKeysChanged: () => {
-        provider.refresh();
-        session.invalidateModels();
-        void session.refreshSecrets();
-      },
-    }),
-  );
-  context.subscriptions.push(
-    keys.onDidChange(() => {
-      provider.refresh();
-      session.invalidateModels();
-      void session.refreshSecrets();
-    }),
-  );
-
-  context.subscriptions.push(
-    vscode.workspace.onDidChangeConfiguration((e) => {
-      if (!e.affectsConfiguration('longrun')) return;
-      read = loadSettings(log, reported);
-      session.configureTelemetry();
-      // The tools offered are part of what every request carries.
-      if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => participant.requestOverheadText());
-      if (e.affectsConfiguration('longrun.endpoints')) {
-        provider.refresh();
-        session.invalidateModels();
-        void session.refreshSecrets();
+  if (usedInThisWorkspace(context)) {
+    setImmediate(() => {
+      try {
+        load();
+      } catch {
+        // Said in the log and a message by load().
       }
-      gauge.update();
-    }),
-  );
-
-  void adoptKeyFromEnvironment(keys, log).then((adopted) => {
-    if (!adopted) return;
-    provider.refresh();
-    void session.refreshSecrets();
-  });
+    });
+  }
+  // `npm start` opens the chat with a model picked for the user.
   const openWith = process.env.LONGRUN_OPEN_CHAT_MODEL;
   if (openWith) void vscode.commands.executeCommand('longrun.openChat', openWith);
 
-  // Show the saved conversation in the gauge, right after activation.
-  setImmediate(() => {
-    void session
-      .current()
-      .then(() => session.useDefaultModel())
-      .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
-      .then(() => gauge.update());
-  });
-  return { session, gauge, participant, settings: currentSettings, approvals };
+  return {
+    get session() {
+      return load().api.session;
+    },
+    get gauge() {
+      return load().api.gauge;
+    },
+    get participant() {
+      return load().api.participant;
+    },
+    get settings() {
+      return load().api.settings;
+    },
+    get approvals() {
+      return load().api.approvals;
+    },
+  };
 }
 
 /**
- * `npm start` hands an API key over in the environment; it goes straight into secret storage
- * (never into settings or logs), and is not replaced if one is stored already.
+ * Whether this workspace holds a Longrun conversation (its gauge is shown at once), or an editor of
+ * an earlier window's question (closed at once: the question is gone).
  */
-async function adoptKeyFromEnvironment(keys: ApiKeys, log: vscode.LogOutputChannel): Promise<boolean> {
-  const key = process.env.LONGRUN_API_KEY;
-  const endpoint = process.env.LONGRUN_API_KEY_ENDPOINT;
-  if (!key || !endpoint) return false;
-  if (await keys.get(endpoint)) return false;
-  await keys.set(endpoint, key);
-  log.info(`Stored the API key for ${endpoint} from the environment in secret storage.`);
-  return true;
-}
-
-/**
- * The settings module, loaded the first time settings are read rather than with the extension: it
- * and the configuration schemas it builds are the largest part of what loading would otherwise run.
- */
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- a require the bundler makes lazy, on purpose
-const settingsModule = lazily(() => require('./app/settings') as typeof import('./app/settings'));
-
-function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {
-  const { readSettings, formatProblem } = settingsModule();
-  const configuration = vscode.workspace.getConfiguration('longrun');
-  const { settings, problems } = readSettings((key) => configuration.get(key));
-  for (const problem of problems) {
-    const message = formatProblem(problem);
-    log.warn(message);
-    if (!reported.has(message)) {
-      reported.add(message);
-      void vscode.window.showWarningMessage(message);
-    }
-  }
-  return settings;
+function usedInThisWorkspace(context: vscode.ExtensionContext): boolean {
+  if (context.workspaceState.get(INDEX_KEY) !== undefined) return true;
+  return vscode.window.tabGroups.all.some((group) =>
+    group.tabs.some((tab) => tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.scheme === PROPOSAL_SCHEME),
+  );
 }
 
 export function deactivate(): void {

@@ -9,6 +9,7 @@ import { parseNeedleLedger } from '../core/needles';
 import type { CompactionReason, LogRecord } from '../core/history';
 import { LEGACY_BASIS } from '../core/usage-calibration';
 import { errorText, hasMarker, isRecord, mark } from '../core/errors';
+import { INDEX_KEY } from './contributions';
 
 /**
  * Where conversations live between sessions. Deliberately free of `vscode`: the extension passes
@@ -1240,8 +1241,6 @@ const indexSchema = lazily(() =>
 );
 const summariesSchema = lazily(() => z.object({ version: z.literal(INDEX_VERSION), summaries: z.array(z.unknown()) }));
 
-/** The workspace-state key of the conversation index. */
-export const INDEX_KEY = 'longrun.conversations';
 /** The workspace-state key of one conversation's summaries. */
 export const summariesKey = (id: string): string => `longrun.summaries.${id}`;
 

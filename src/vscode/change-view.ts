@@ -2,6 +2,7 @@ import { lazily } from '../core/lazy';
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import type { WorkspaceChange } from '../app/workspace-files';
+import { CHANGE_SCHEME, SHOW_CHANGE_COMMAND } from '../app/contributions';
 
 /**
  * The "Show diff" button under a change the agent made: the whole unified diff of the change as a
@@ -13,10 +14,6 @@ import type { WorkspaceChange } from '../app/workspace-files';
  * chat's buttons with their arguments); a diff too long to store in the chat is kept in memory
  * for this window only.
  */
-
-export const CHANGE_SCHEME = 'longrun-change';
-/** The command of the button. Not in the Command Palette. */
-export const SHOW_CHANGE_COMMAND = 'longrun.showChange';
 
 /** Longest diff carried in the button's arguments (and so stored with the chat). */
 const MAX_CARRIED_CHARS = 256 * 1024;

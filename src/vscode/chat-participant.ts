@@ -13,7 +13,7 @@ import { attachedReferences } from './attachments';
 import { VsCodeEditorTools } from './editor-tools';
 import type { ChangeDocuments } from './change-view';
 import { diffStats, fencedBlock } from '../app/diff-preview';
-import { ANSWER_APPROVAL_COMMAND, type PendingApproval } from './edit-approval';
+import type { PendingApproval } from './edit-approval';
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
 import type { CompactionReporter } from './compaction-report';
@@ -22,18 +22,15 @@ import type { Conversation } from '../app/conversation';
 import { errorMessage } from '../app/error-text';
 import { compactionSentence, contextReport, summaryReport } from '../app/reports';
 import type { VsCodeWorkspace, WorkspaceChange } from './workspace-tools';
-import { EDIT_SUMMARY_COMMAND, type SummaryDocuments } from './summary-documents';
+import type { SummaryDocuments } from './summary-documents';
 import { OWN_TOOL_NAMES, TOOL_NAMES } from '../core/tool-names';
+import { ANSWER_APPROVAL_COMMAND, ANSWER_COMMAND, EDIT_SUMMARY_COMMAND, PARTICIPANT_ID } from '../app/contributions';
 
 /**
  * `@longrun`: the coding agent in VS Code's chat. It streams its work, compacts the conversation
  * when the window fills (shown as progress, then one line with a button to the summary), and
  * answers `/compact`, `/context`, `/summary` and `/new`.
  */
-
-export const PARTICIPANT_ID = 'longrun.agent';
-/** The command the chat's "Compact" / "Not now" buttons run. Not in the Command Palette. */
-export const ANSWER_COMMAND = 'longrun.answerCompaction';
 
 export interface ParticipantDeps {
   readonly session: Session;

@@ -1,16 +1,16 @@
 import * as vscode from 'vscode';
 import { activeEntries } from '../core/history';
 import type { ApiKeys } from './api-keys';
+import type { CommandHandler } from './entry-points';
 import type { CompactionReporter } from './compaction-report';
 import { conversationMarkdown } from '../app/conversation-export';
 import { compactionIdOf, latestSummaries } from '../app/summary-edit';
 import { compactionSentence, contextReport, summaryReport, undoSentence } from '../app/reports';
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
+import { DOC_SCHEME } from '../app/contributions';
 
 /** The Command Palette commands (category "Longrun"). */
-
-export const DOC_SCHEME = 'longrun';
 
 /** Read-only Markdown documents: summaries and the context report. */
 export class ReportDocuments implements vscode.TextDocumentContentProvider {
@@ -43,18 +43,19 @@ export interface CommandDeps {
   readonly onKeysChanged: () => void;
 }
 
-export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
-  return [
-    vscode.commands.registerCommand('longrun.compact', (focus?: unknown) => compactNow(deps, focus)),
-    vscode.commands.registerCommand('longrun.showSummary', (entryId?: unknown) => showSummary(deps, entryId)),
-    vscode.commands.registerCommand('longrun.undoCompaction', () => undoCompaction(deps)),
-    vscode.commands.registerCommand('longrun.newConversation', () => newConversation(deps)),
-    vscode.commands.registerCommand('longrun.openConversation', (id?: unknown) => openConversation(deps, id)),
-    vscode.commands.registerCommand('longrun.exportConversation', () => exportConversation(deps)),
-    vscode.commands.registerCommand('longrun.showContextUsage', () => showContextUsage(deps)),
-    vscode.commands.registerCommand('longrun.openChat', (modelId?: unknown) => openChat(deps, modelId)),
-    vscode.commands.registerCommand('longrun.setApiKey', (endpointName?: unknown, key?: unknown) => setApiKey(deps, endpointName, key)),
-  ];
+/** The Command Palette's commands but those of summary documents and the tool picker, by id. */
+export function paletteCommands(deps: CommandDeps): Map<string, CommandHandler> {
+  return new Map<string, CommandHandler>([
+    ['longrun.compact', (focus?: unknown) => compactNow(deps, focus)],
+    ['longrun.showSummary', (entryId?: unknown) => showSummary(deps, entryId)],
+    ['longrun.undoCompaction', () => undoCompaction(deps)],
+    ['longrun.newConversation', () => newConversation(deps)],
+    ['longrun.openConversation', (id?: unknown) => openConversation(deps, id)],
+    ['longrun.exportConversation', () => exportConversation(deps)],
+    ['longrun.showContextUsage', () => showContextUsage(deps)],
+    ['longrun.openChat', (modelId?: unknown) => openChat(deps, modelId)],
+    ['longrun.setApiKey', (endpointName?: unknown, key?: unknown) => setApiKey(deps, endpointName, key)],
+  ]);
 }
 
 /** Compacts the current conversation now, with an optional focus for the summary. */

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { ApprovalRequest } from '../app/workspace-files';
+import { PROPOSAL_SCHEME } from '../app/contributions';
 
 /**
  * The questions the agent asks before it writes a file or runs a command.
@@ -11,10 +12,6 @@ import type { ApprovalRequest } from '../app/workspace-files';
  * A command is asked for in a modal dialog showing the whole command line: there is nothing
  * else to look at, and a modal cannot be missed.
  */
-
-export const PROPOSAL_SCHEME = 'longrun-proposal';
-/** The command the chat's Apply / Reject buttons run. Not in the Command Palette. */
-export const ANSWER_APPROVAL_COMMAND = 'longrun.answerApproval';
 
 /** A question waiting for the user's answer. */
 export interface PendingApproval {

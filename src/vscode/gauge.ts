@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { GaugeItem } from './gauge-item';
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
 import { gaugePresentation, noConversationPresentation, type GaugePresentation } from '../app/gauge-text';
@@ -7,22 +8,17 @@ import { gaugePresentation, noConversationPresentation, type GaugePresentation }
  * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the
  * warning level it offers, once per conversation, to compact (seed 004 show_warnings).
  */
-export class ContextGauge implements vscode.Disposable {
-  readonly item: vscode.StatusBarItem;
+export class ContextGauge {
   private warned = new Set<string>();
   private presentation: GaugePresentation = noConversationPresentation();
 
+  /** @param item the status-bar item, made (and disposed of) by the extension's entry point */
   constructor(
+    private readonly item: GaugeItem,
     private readonly session: Session,
     private readonly settings: () => LongrunSettings,
     private readonly now: () => number,
-  ) {
-    this.item = vscode.window.createStatusBarItem('longrun.gauge', vscode.StatusBarAlignment.Right, 100);
-    this.item.name = 'Longrun Context';
-    this.item.command = 'longrun.compact';
-    this.render();
-    this.item.show();
-  }
+  ) {}
 
   /** What the gauge shows now (for tests and the "Show Context Usage" command). */
   current(): GaugePresentation {
@@ -49,22 +45,7 @@ export class ContextGauge implements vscode.Disposable {
       if (conversation.isCompacting()) this.presentation = { ...this.presentation, text: '$(sync~spin) compacting…' };
       this.maybeWarn(conversation.id, conversation.assess().level);
     }
-    this.render();
-  }
-
-  private render(): void {
-    const p = this.presentation;
-    this.item.text = p.text;
-    this.item.accessibilityInformation = { label: p.accessibilityLabel, role: 'button' };
-    const tooltip = new vscode.MarkdownString(p.tooltipMarkdown);
-    tooltip.supportThemeIcons = true;
-    this.item.tooltip = tooltip;
-    this.item.backgroundColor =
-      p.background === 'error'
-        ? new vscode.ThemeColor('statusBarItem.errorBackground')
-        : p.background === 'warning'
-          ? new vscode.ThemeColor('statusBarItem.warningBackground')
-          : undefined;
+    this.item.show(this.presentation);
   }
 
   private maybeWarn(conversationId: string, level: string): void {
@@ -73,9 +54,5 @@ export class ContextGauge implements vscode.Disposable {
     void vscode.window.showWarningMessage("Longrun: the conversation fills most of the model's context window.", 'Compact Now').then((choice) => {
       if (choice === 'Compact Now') void vscode.commands.executeCommand('longrun.compact');
     });
-  }
-
-  dispose(): void {
-    this.item.dispose();
   }
 }

@@ -7,14 +7,13 @@ import type { ApiKeys } from './api-keys';
 import type { ModelWindows, WindowInfo } from '../app/model-windows';
 import type { EndpointSetting } from '../app/settings';
 import { errorText } from '../core/errors';
+import { VENDOR } from '../app/contributions';
 
 /**
  * Longrun's own models (vendor `longrun`): every model of every OpenAI-compatible endpoint in
  * `longrun.endpoints`, offered in VS Code's model picker. This is what makes chat work in VS Code
  * builds without Copilot. Requests are served through the AI SDK.
  */
-
-export const VENDOR = 'longrun';
 
 export interface ResolvedEndpointModel {
   readonly endpoint: EndpointSetting;

@@ -12,7 +12,8 @@ import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-br
 import type { ApiKeys } from './api-keys';
 import { Conversation, NEW_TITLE, type ModelContext } from '../app/conversation';
 import { ConversationIndex, ConversationStore } from '../app/conversation-store';
-import { VENDOR, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
+import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
+import { VENDOR } from '../app/contributions';
 import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import type { LongrunSettings } from '../app/settings';
 import { errorText } from '../core/errors';

@@ -3,6 +3,8 @@ import type { CompactionEntry } from '../core/history';
 import type { MessageTokenCounter } from '../core/message-tokens';
 import type { Conversation } from '../app/conversation';
 import { compactionIdOf, editSummary, savedSummary, summaryDocument, summaryOf, type SummaryState } from '../app/summary-edit';
+import { EDIT_SUMMARY_COMMAND, SUMMARY_SCHEME } from '../app/contributions';
+import type { CommandHandler } from './entry-points';
 
 /**
  * Compaction summaries as editable documents, `longrun-summary:/<conversation>/<compaction>.md`,
@@ -15,10 +17,6 @@ import { compactionIdOf, editSummary, savedSummary, summaryDocument, summaryOf, 
  * - the summary in force: saving appends an edit, which Undo takes back first;
  * - any other (compacted again since, undone, a preview not applied): read-only.
  */
-
-export const SUMMARY_SCHEME = 'longrun-summary';
-/** Opens the summary of a compaction for editing; the chat's "Edit summary" button runs it. */
-export const EDIT_SUMMARY_COMMAND = 'longrun.editSummary';
 
 /**
  * The document of compaction `compactionId`'s summary in conversation `conversationId`: its name
@@ -374,13 +372,7 @@ function tabsOf(uri: vscode.Uri): vscode.Tab[] {
     .filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString());
 }
 
-/** Registers the documents' file system and the "Edit summary" command. */
-export function registerSummaryDocuments(documents: SummaryDocuments): vscode.Disposable[] {
-  return [
-    documents,
-    vscode.workspace.registerFileSystemProvider(SUMMARY_SCHEME, documents, { isCaseSensitive: true }),
-    vscode.commands.registerCommand(EDIT_SUMMARY_COMMAND, (conversationId?: unknown, compactionId?: unknown) =>
-      documents.openForEdit(conversationId, compactionId),
-    ),
-  ];
+/** The "Edit summary" command (Edit Compaction Summary, and the chat's "Edit summary" button). */
+export function editSummaryCommand(documents: SummaryDocuments): [string, CommandHandler] {
+  return [EDIT_SUMMARY_COMMAND, (conversationId?: unknown, compactionId?: unknown) => documents.openForEdit(conversationId, compactionId)];
 }

@@ -2,6 +2,8 @@ import * as vscode from 'vscode';
 import { ALL_EDITOR_TOOLS } from '../llm/editor-tools';
 import type { LongrunSettings } from '../app/settings';
 import { listEditorTools } from './editor-tools';
+import { CHOOSE_TOOLS_COMMAND } from '../app/contributions';
+import type { CommandHandler } from './entry-points';
 
 /**
  * "Longrun: Choose Agent Tools…": a quick pick with a checkbox per tool registered in VS Code
@@ -9,8 +11,6 @@ import { listEditorTools } from './editor-tools';
  * `longrun.agent.editorTools` in the user settings (the setting is application-scoped: a
  * workspace cannot give the agent tools).
  */
-
-export const CHOOSE_TOOLS_COMMAND = 'longrun.chooseAgentTools';
 
 interface ToolItem extends vscode.QuickPickItem {
   /** The setting entry the item stands for; absent on separators. */
@@ -21,15 +21,18 @@ interface ToolItem extends vscode.QuickPickItem {
  * @param ownToolNames Longrun's own tool names: a tool of the same name is never offered, so it is
  * not listed either.
  */
-export function registerToolPicker(settings: () => LongrunSettings, ownToolNames: () => ReadonlySet<string>): vscode.Disposable {
-  return vscode.commands.registerCommand(CHOOSE_TOOLS_COMMAND, async (names?: unknown) => {
-    const chosen = isStringList(names) ? names : await pick(settings().agent.editorTools, ownToolNames());
-    if (chosen === undefined) return undefined;
-    await vscode.workspace
-      .getConfiguration('longrun')
-      .update('agent.editorTools', chosen.length > 0 ? chosen : undefined, vscode.ConfigurationTarget.Global);
-    return chosen;
-  });
+export function chooseToolsCommand(settings: () => LongrunSettings, ownToolNames: () => ReadonlySet<string>): [string, CommandHandler] {
+  return [
+    CHOOSE_TOOLS_COMMAND,
+    async (names?: unknown) => {
+      const chosen = isStringList(names) ? names : await pick(settings().agent.editorTools, ownToolNames());
+      if (chosen === undefined) return undefined;
+      await vscode.workspace
+        .getConfiguration('longrun')
+        .update('agent.editorTools', chosen.length > 0 ? chosen : undefined, vscode.ConfigurationTarget.Global);
+      return chosen;
+    },
+  ];
 }
 
 /** The entries the user checked; undefined when they dismissed the picker. */

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import type { Metafile } from 'esbuild';
 import { EXTENSION_FILES } from '../../scripts/sandbox';
+import { COMMANDS, PALETTE_COMMANDS, PARTICIPANT_ID, VENDOR } from '../../src/app/contributions';
 
 const { buildAll, VOCABULARIES, LAZY_FILES } = require('../../esbuild.js') as {
   buildAll: (options: { production: boolean; outdir: string; metafile: true; logLevel: 'warning' }) => Promise<{ metafile: Metafile }>;
@@ -57,6 +58,17 @@ describe('extension manifest', () => {
     });
   });
 
+  it('names the participant, the model vendor and the Command Palette commands as the entry points register them', () => {
+    assert.equal(manifest.contributes.chatParticipants[0].id, PARTICIPANT_ID);
+    assert.equal(manifest.contributes.languageModelChatProviders[0].vendor, VENDOR);
+    assert.deepEqual(
+      manifest.contributes.commands.map((c: { command: string }) => c.command),
+      [...PALETTE_COMMANDS],
+    );
+    for (const command of PALETTE_COMMANDS) assert.ok(COMMANDS.includes(command));
+    assert.equal(new Set(COMMANDS).size, COMMANDS.length, 'each command is registered once');
+  });
+
   it('contributes the longrun model vendor', () => {
     assert.deepEqual(manifest.contributes.languageModelChatProviders, [{ vendor: 'longrun', displayName: 'Longrun' }]);
   });
@@ -69,6 +81,7 @@ describe('extension manifest', () => {
     const ignore = readFileSync(join(__dirname, '..', '..', '.vscodeignore'), 'utf8').split('\n');
     assert.equal(ignore[0], '**');
     assert.ok(ignore.includes('!dist/extension.js'));
+    assert.ok(ignore.includes('!dist/composition.js'));
     for (const name of VOCABULARIES) assert.ok(ignore.includes(`!dist/${name}.js`), `the package carries dist/${name}.js`);
     for (const file of Object.keys(LAZY_FILES)) assert.ok(ignore.includes(`!dist/${file}`), `the package carries dist/${file}`);
     // `npm start` installs the same files unpacked.
@@ -93,14 +106,18 @@ describe('extension manifest', () => {
       return found[1];
     };
 
-    it('leaves the tokenizer and its vocabularies out of extension.js', () => {
-      const inlined = Object.keys(output('extension').inputs).filter((input) => input.includes('node_modules/gpt-tokenizer/'));
-      assert.deepEqual(inlined, []);
+    it('leaves the tokenizer and its vocabularies out of extension.js and composition.js', () => {
+      for (const file of ['extension', 'composition']) {
+        const inlined = Object.keys(output(file).inputs).filter((input) => input.includes('node_modules/gpt-tokenizer/'));
+        assert.deepEqual(inlined, [], file);
+      }
     });
 
-    it('leaves the AI SDK, its OpenAI provider, tracing and zod out of extension.js', () => {
-      const inlined = Object.keys(output('extension').inputs).filter((input) => /node_modules\/(ai|@ai-sdk|@opentelemetry|zod)\//.test(input));
-      assert.deepEqual(inlined, []);
+    it('leaves the AI SDK, its OpenAI provider, tracing and zod out of extension.js and composition.js', () => {
+      for (const file of ['extension', 'composition']) {
+        const inlined = Object.keys(output(file).inputs).filter((input) => /node_modules\/(ai|@ai-sdk|@opentelemetry|zod)\//.test(input));
+        assert.deepEqual(inlined, [], file);
+      }
       assert.ok(Object.keys(output('models').inputs).some((input) => input.includes('node_modules/ai/')));
       assert.ok(Object.keys(output('tracing').inputs).some((input) => input.includes('node_modules/@ai-sdk/otel/')));
       assert.ok(Object.keys(output('schemas').inputs).some((input) => input.includes('node_modules/zod/')));
@@ -120,10 +137,11 @@ describe('extension manifest', () => {
       assert.equal(typeof tracing['@ai-sdk/otel']?.['OpenTelemetry'], 'function');
     });
 
-    it("activates without loading zod, the model packages or a vocabulary, and loads zod and only the model's vocabulary after", () => {
+    /** Activates the built extension in a fresh process with a stub `vscode` (bench/activation-host.js). */
+    const activateIn = (mode: '--check' | '--check-unused') => {
       const env = { ...process.env };
       delete env.NODE_OPTIONS;
-      const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bench', 'activation-host.js'), outdir, '--check'], {
+      const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bench', 'activation-host.js'), outdir, mode], {
         encoding: 'utf8',
         env,
         timeout: 60_000,
@@ -132,8 +150,28 @@ describe('extension manifest', () => {
       const report = JSON.parse(run.stdout) as { vocabularies: { duringActivation: string[]; afterActivation: string[] }; errors: string[] };
       assert.deepEqual(report.errors, []);
       assert.deepEqual(report.vocabularies.duringActivation, [], run.stderr);
-      // zod with the saved conversation's first read, the vocabulary when it is counted.
-      assert.deepEqual(report.vocabularies.afterActivation, ['schemas', 'o200k_base']);
+      return report.vocabularies.afterActivation;
+    };
+
+    it("activates with extension.js alone; where Longrun was used, loads the rest, zod and only the model's vocabulary right after", () => {
+      // The rest of the extension to show the gauge, zod with the conversation list's first read,
+      // the vocabulary when the model's overhead is counted.
+      assert.deepEqual(activateIn('--check'), ['composition', 'schemas', 'o200k_base']);
+    });
+
+    it('loads nothing but extension.js where Longrun was never used, until something calls into it', () => {
+      assert.deepEqual(activateIn('--check-unused'), []);
+    });
+
+    it('builds extension.js from the entry points alone: the composition is a file of its own', () => {
+      const inputs = Object.keys(output('extension').inputs).filter((input) => input.startsWith('src/'));
+      assert.ok(!inputs.includes('src/composition.ts'), 'extension.js does not hold the composition');
+      assert.ok(Object.keys(output('composition').inputs).includes('src/composition.ts'));
+      // Every module extension.js holds, a few constants aside, is one of the entry point's own.
+      const own = ['src/extension.ts', 'src/app/contributions.ts', 'src/vscode/entry-points.ts', 'src/vscode/gauge-item.ts', 'src/app/gauge-text.ts'];
+      const others = inputs.filter((input) => !own.includes(input) && (output('extension').inputs[input]?.bytesInOutput ?? 0) > 300);
+      assert.deepEqual(others, []);
+      assert.ok(output('extension').bytes < 16 * 1024, `extension.js is ${output('extension').bytes} bytes`);
     });
 
     it('builds each vocabulary into a file of its own that counts tokens', () => {

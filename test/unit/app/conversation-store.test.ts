@@ -12,12 +12,12 @@ import {
   ConversationVersionError,
   type ConversationStoreOptions,
   type DamagedLine,
-  INDEX_KEY,
   summariesKey,
   type ConversationInfo,
   type MementoLike,
   type StoredSummary,
 } from '../../../src/app/conversation-store';
+import { INDEX_KEY } from '../../../src/app/contributions';
 
 const NOW = 1_700_000_000_000;
 

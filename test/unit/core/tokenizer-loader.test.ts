@@ -9,7 +9,7 @@ import { createTokenizerLoader, loadTokenizer } from '../../../src/core/tokenize
 import { bundledOrPackage, VocabularyError, vocabularyFiles } from '../../../src/core/vocabularies';
 
 const { buildOptions } = require('../../../esbuild.js') as {
-  buildOptions: (options: { production: boolean; outdir: string }) => Promise<{ extension: BuildOptions }>;
+  buildOptions: (options: { production: boolean; outdir: string }) => Promise<{ composition: BuildOptions }>;
 };
 
 const SAMPLES = [
@@ -30,8 +30,8 @@ describe('tokenizer loader: vocabularies as files of their own', () => {
     this.timeout(60_000);
     dist = await mkdtemp(join(tmpdir(), 'longrun-vocabularies-'));
     empty = await mkdtemp(join(tmpdir(), 'longrun-no-vocabularies-'));
-    const options = (await buildOptions({ production: true, outdir: dist })).extension;
-    const entryPoints = (options.entryPoints as { in: string; out: string }[]).filter((entry) => entry.out !== 'extension');
+    const options = (await buildOptions({ production: true, outdir: dist })).composition;
+    const entryPoints = (options.entryPoints as { in: string; out: string }[]).filter((entry) => entry.out !== 'composition');
     await build({ ...options, entryPoints, logLevel: 'warning' });
   });
   after(async () => {

@@ -1,0 +1,57 @@
+/**
+ * The names VS Code knows Longrun's parts by. The entry point (src/extension.ts) registers each of
+ * them when the extension activates, before the rest of the extension is loaded, so they live here
+ * as plain constants that import nothing.
+ */
+
+/** The chat participant `@longrun`. */
+export const PARTICIPANT_ID = 'longrun.agent';
+
+/** The vendor of Longrun's own models in VS Code's model picker. */
+export const VENDOR = 'longrun';
+
+/** The commands of the Command Palette, as package.json declares them (category "Longrun"). */
+export const PALETTE_COMMANDS = [
+  'longrun.compact',
+  'longrun.showSummary',
+  'longrun.editSummary',
+  'longrun.undoCompaction',
+  'longrun.newConversation',
+  'longrun.openConversation',
+  'longrun.exportConversation',
+  'longrun.showContextUsage',
+  'longrun.setApiKey',
+  'longrun.openChat',
+  'longrun.chooseAgentTools',
+] as const;
+
+/** Opens the summary of a compaction for editing; the chat's "Edit summary" button runs it too. */
+export const EDIT_SUMMARY_COMMAND = 'longrun.editSummary';
+/** "Longrun: Choose Agent Tools…". */
+export const CHOOSE_TOOLS_COMMAND = 'longrun.chooseAgentTools';
+/** The command the chat's "Compact" / "Not now" buttons run. Not in the Command Palette. */
+export const ANSWER_COMMAND = 'longrun.answerCompaction';
+/** The command the chat's Apply / Reject buttons run. Not in the Command Palette. */
+export const ANSWER_APPROVAL_COMMAND = 'longrun.answerApproval';
+/** The command of the chat's "Show diff" button. Not in the Command Palette. */
+export const SHOW_CHANGE_COMMAND = 'longrun.showChange';
+
+/** Every command Longrun registers: the Command Palette's and those behind the chat's buttons. */
+export const COMMANDS: readonly string[] = [...PALETTE_COMMANDS, ANSWER_COMMAND, ANSWER_APPROVAL_COMMAND, SHOW_CHANGE_COMMAND];
+
+/** Read-only Markdown documents: summaries and the context report. */
+export const DOC_SCHEME = 'longrun';
+/** The proposed side of a write's diff editor, while the user is asked. */
+export const PROPOSAL_SCHEME = 'longrun-proposal';
+/** The whole diff of a change the chat shows behind "Show diff". */
+export const CHANGE_SCHEME = 'longrun-change';
+/** The schemes of documents served by a text document content provider. */
+export const CONTENT_SCHEMES = [DOC_SCHEME, PROPOSAL_SCHEME, CHANGE_SCHEME] as const;
+/** Summaries to preview and edit: a file system, so that the editor can save them. */
+export const SUMMARY_SCHEME = 'longrun-summary';
+
+/**
+ * The workspace-state key of the list of conversations. Set once Longrun has been used in a
+ * workspace: the entry point then loads the rest of the extension at once, to show the gauge.
+ */
+export const INDEX_KEY = 'longrun.conversations';

@@ -1,0 +1,284 @@
+import * as vscode from 'vscode';
+import { ANSWER_APPROVAL_COMMAND, ANSWER_COMMAND, CHANGE_SCHEME, DOC_SCHEME, PROPOSAL_SCHEME, SHOW_CHANGE_COMMAND } from './app/contributions';
+import type { FileEvent } from './core/file-ledger';
+import { systemClock } from './core/ports';
+import { ApiKeys } from './vscode/api-keys';
+import { LongrunParticipant } from './vscode/chat-participant';
+import { ChangeDocuments } from './vscode/change-view';
+import { CommandRunner } from './app/command-runner';
+import { Approvals } from './vscode/edit-approval';
+import { paletteCommands, ReportDocuments } from './vscode/commands';
+import { CompactionReporter } from './vscode/compaction-report';
+import { EditTracker } from './vscode/edit-tracker';
+import type { CommandHandler, Served } from './vscode/entry-points';
+import { ContextGauge } from './vscode/gauge';
+import type { GaugeItem } from './vscode/gauge-item';
+import { discoverContextWindow } from './llm/window-discovery';
+import { LongrunModelProvider } from './vscode/model-provider';
+import { ModelWindows } from './app/model-windows';
+import type { WorkspaceRoot } from './app/path-guard';
+import { Session } from './vscode/session';
+import type { LongrunSettings } from './app/settings';
+import { lazily } from './core/lazy';
+import { TerminalShell } from './vscode/terminal-tool';
+import { chooseToolsCommand } from './vscode/tool-picker';
+import { VsCodeWorkspace } from './vscode/workspace-tools';
+import { editSummaryCommand, SummaryDocuments } from './vscode/summary-documents';
+
+/**
+ * The composition root: builds every adapter, hands them to the core, pushes every disposable into
+ * the context's subscriptions, and gives the entry points (src/vscode/entry-points.ts) what serves
+ * them. Loaded after activation, by src/extension.ts, the first time the extension is needed; the
+ * tokenizer, the saved conversation and the models then load when first needed in turn.
+ */
+
+/** What the extension exports: its state, for tests and for other extensions that build on it. */
+export interface LongrunApi {
+  readonly session: Session;
+  readonly gauge: ContextGauge;
+  readonly participant: LongrunParticipant;
+  readonly settings: () => LongrunSettings;
+  /** The agent's questions (writes, commands) waiting for the user. */
+  readonly approvals: Approvals;
+}
+
+/** What the entry point gave the composition: made at activation, before the composition loaded. */
+export interface Activation {
+  readonly log: vscode.LogOutputChannel;
+  /** The gauge's status-bar item. */
+  readonly gaugeItem: GaugeItem;
+}
+
+/** The extension, composed: its exports and what serves its entry points. */
+export interface Longrun {
+  readonly api: LongrunApi;
+  readonly served: Served;
+}
+
+export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Activation): Longrun {
+  const now = () => systemClock.now();
+
+  // Each settings problem is shown once per session, and logged whenever settings are read.
+  // Read on first use: validating them builds the configuration's schemas, which activation need not wait for.
+  const reported = new Set<string>();
+  let read: LongrunSettings | undefined;
+  const currentSettings = (): LongrunSettings => (read ??= loadSettings(log, reported));
+
+  const keys = new ApiKeys(context.secrets);
+  // Windows servers state for their models: cached across sessions, asked again once per session.
+  const windows = new ModelWindows(
+    context.globalState,
+    async (target) => {
+      const apiKey = target.endpoint ? await keys.get(target.endpoint) : undefined;
+      return discoverContextWindow({ baseUrl: target.baseUrl, modelId: target.modelId, ...(apiKey ? { apiKey } : {}) });
+    },
+    now,
+    (message) => log.info(message),
+  );
+  // Cleans provider error text of the stored keys; the session holds them once read.
+  let redact = (text: string): string => text;
+  const provider = new LongrunModelProvider(
+    () => currentSettings().endpoints,
+    keys,
+    log,
+    windows,
+    () => currentSettings().timeouts,
+    (text) => redact(text),
+  );
+
+  const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
+  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows);
+  context.subscriptions.push(session);
+  redact = (text) => session.redact(text);
+
+  const reporter = new CompactionReporter(log, () => currentSettings().verboseLogging, now);
+  const documents = new ReportDocuments();
+  // Summaries to preview and edit: what the user saves is what the model gets.
+  const summaries = new SummaryDocuments({
+    conversation: (id) => session.find(id),
+    current: () => session.current(),
+    newId: () => session.newId(),
+    counter: () => session.modelContext().counter,
+    now,
+    log,
+  });
+  context.subscriptions.push(summaries);
+
+  const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
+  const recordFile = (event: FileEvent): void => {
+    const conversation = session.currentIfLoaded();
+    if (!conversation || conversation.isEmpty()) return;
+    void conversation.append([{ type: 'file', event }]).catch((error: unknown) => log.warn(`Could not record a file operation: ${String(error)}`));
+  };
+  const tracker = new EditTracker(roots, recordFile, now);
+  context.subscriptions.push(tracker);
+
+  const approvals = new Approvals();
+  context.subscriptions.push(approvals);
+  void approvals.closeLeftovers().catch((error: unknown) => log.warn(`Could not close the diff editors of an earlier window: ${String(error)}`));
+  const answerApproval = (id: unknown, allow: unknown): boolean => {
+    // The chat keeps its buttons after the question is answered elsewhere, or the request ended.
+    const answered = approvals.answer(id, allow);
+    if (!answered)
+      void vscode.window.showInformationMessage('Longrun: this question is no longer open; it was answered already, or its request ended.');
+    return answered;
+  };
+  const changes = new ChangeDocuments();
+
+  let shown: LongrunParticipant | undefined;
+  const workspace = new VsCodeWorkspace({
+    roots,
+    autoApprove: () => currentSettings().agent.autoApproveEdits,
+    protectedPaths: () => currentSettings().agent.protectedPaths,
+    confirm: (request, signal) => approvals.askEdit(request, signal),
+    beforeWrite: (path) => tracker.agentWriting(path),
+    onChanged: (change) => shown?.showChange(change, changes),
+  });
+  const shell = new TerminalShell({ cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri, log });
+  context.subscriptions.push(shell);
+  const commands = new CommandRunner({
+    shell,
+    allowedCommands: () => currentSettings().agent.allowedCommands,
+    timeoutSeconds: () => currentSettings().agent.commandTimeoutSeconds,
+    confirm: (command, signal) => approvals.askCommand(command, signal),
+    // The command itself is conversation content, logged only when verbose logging is on.
+    onAllowed: (command, entry) =>
+      log.info(
+        `Ran ${currentSettings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`,
+      ),
+  });
+
+  const participant = new LongrunParticipant({
+    session,
+    settings: currentSettings,
+    workspace,
+    commands,
+    reporter,
+    log,
+    now,
+    onAgentFile: (kind, path) => recordFile({ kind, path, actor: 'agent', at: now() }),
+    summaries,
+  });
+  shown = participant;
+  approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
+  session.setRequestOverhead(() => participant.requestOverheadText());
+
+  const gauge = new ContextGauge(gaugeItem, session, currentSettings, now);
+  context.subscriptions.push(session.onDidChange(() => gauge.update()));
+  context.subscriptions.push(windows.onDidChange(() => gauge.update()));
+  // Edits to files the conversation holds change what the model would re-read: refresh the gauge.
+  context.subscriptions.push(vscode.workspace.onDidChangeTextDocument(() => gauge.update()));
+
+  const handlers = new Map<string, CommandHandler>([
+    ...paletteCommands({
+      session,
+      settings: currentSettings,
+      keys,
+      documents,
+      reporter,
+      now,
+      onKeysChanged: () => {
+        provider.refresh();
+        session.invalidateModels();
+        void session.refreshSecrets();
+      },
+    }),
+    editSummaryCommand(summaries),
+    chooseToolsCommand(currentSettings, () => participant.ownToolNames()),
+    [ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)],
+    [ANSWER_APPROVAL_COMMAND, answerApproval],
+    [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
+  ]);
+  context.subscriptions.push(
+    keys.onDidChange(() => {
+      provider.refresh();
+      session.invalidateModels();
+      void session.refreshSecrets();
+    }),
+  );
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration('longrun')) return;
+      read = loadSettings(log, reported);
+      session.configureTelemetry();
+      // The tools offered are part of what every request carries.
+      if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => participant.requestOverheadText());
+      if (e.affectsConfiguration('longrun.endpoints')) {
+        provider.refresh();
+        session.invalidateModels();
+        void session.refreshSecrets();
+      }
+      gauge.update();
+    }),
+  );
+
+  void adoptKeyFromEnvironment(keys, log).then((adopted) => {
+    if (!adopted) return;
+    provider.refresh();
+    void session.refreshSecrets();
+  });
+
+  // Next, once the call that loaded the composition has been served: with the first settings read,
+  // the stored keys (to keep them out of error text) and tracing, when the settings ask for it; and
+  // the saved conversation, shown in the gauge.
+  setImmediate(() => {
+    void session.refreshSecrets();
+    session.configureTelemetry();
+    void session
+      .current()
+      .then(() => session.useDefaultModel())
+      .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
+      .then(() => gauge.update());
+  });
+  return {
+    api: { session, gauge, participant, settings: currentSettings, approvals },
+    served: {
+      commands: handlers,
+      chat: participant.handler,
+      models: provider,
+      contents: new Map<string, vscode.TextDocumentContentProvider>([
+        [DOC_SCHEME, documents],
+        [PROPOSAL_SCHEME, approvals],
+        [CHANGE_SCHEME, changes],
+      ]),
+      summaries,
+    },
+  };
+}
+
+/**
+ * `npm start` hands an API key over in the environment; it goes straight into secret storage
+ * (never into settings or logs), and is not replaced if one is stored already.
+ */
+async function adoptKeyFromEnvironment(keys: ApiKeys, log: vscode.LogOutputChannel): Promise<boolean> {
+  const key = process.env.LONGRUN_API_KEY;
+  const endpoint = process.env.LONGRUN_API_KEY_ENDPOINT;
+  if (!key || !endpoint) return false;
+  if (await keys.get(endpoint)) return false;
+  await keys.set(endpoint, key);
+  log.info(`Stored the API key for ${endpoint} from the environment in secret storage.`);
+  return true;
+}
+
+/**
+ * The settings module, loaded the first time settings are read rather than with the extension: it
+ * and the configuration schemas it builds are the largest part of what loading would otherwise run.
+ */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a require the bundler makes lazy, on purpose
+const settingsModule = lazily(() => require('./app/settings') as typeof import('./app/settings'));
+
+function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {
+  const { readSettings, formatProblem } = settingsModule();
+  const configuration = vscode.workspace.getConfiguration('longrun');
+  const { settings, problems } = readSettings((key) => configuration.get(key));
+  for (const problem of problems) {
+    const message = formatProblem(problem);
+    log.warn(message);
+    if (!reported.has(message)) {
+      reported.add(message);
+      void vscode.window.showWarningMessage(message);
+    }
+  }
+  return settings;
+}
