@@ -4,7 +4,7 @@
 // and prints what each took as JSON. Plain JavaScript run by plain Node, so that no TypeScript
 // loader sits between the bundle and `require`.
 //
-//   node bench/activation-host.js <bundle folder> [--check | --check-unused]
+//   node bench/activation-host.js <bundle folder> [--check | --check-unused | --check-broken]
 //
 // --check and --check-unused wait for what activation starts in the background instead, and say
 // which of the files loaded on first use (composition.js, the vocabularies, models.js, schemas.js,
@@ -13,6 +13,8 @@
 // the list of conversations): the rest of the extension loads right after activation to show the
 // gauge, a model is offered (a GPT-4o), and the gauge's tokenizer loads. With --check-unused it is
 // one where Longrun was never used: nothing is loaded until something calls into the extension.
+// --check-broken is an installation whose composition.js cannot be loaded: a command is run twice,
+// and the output says what each run threw and which error messages the user was shown.
 'use strict';
 const fs = require('node:fs');
 const Module = require('node:module');
@@ -20,9 +22,9 @@ const os = require('node:os');
 const path = require('node:path');
 
 const [bundleDir, mode] = process.argv.slice(2);
-const checking = mode === '--check' || mode === '--check-unused';
+const checking = mode === '--check' || mode === '--check-unused' || mode === '--check-broken';
 if (!bundleDir) {
-  console.error('usage: node bench/activation-host.js <bundle folder> [--check | --check-unused]');
+  console.error('usage: node bench/activation-host.js <bundle folder> [--check | --check-unused | --check-broken]');
   process.exit(2);
 }
 const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'longrun-activation-'));
@@ -106,6 +108,10 @@ class Memento {
 
 const disposable = () => new Disposable();
 const event = () => disposable();
+
+/** The handlers of the commands the extension registered, and the error messages it showed. */
+const commands = new Map();
+const shownErrors = [];
 
 /**
  * Anything not stubbed explicitly: callable, constructible, every member again such a thing; an
@@ -196,7 +202,10 @@ const vscode = namespace({
     tabGroups: namespace({ all: [], close: async () => true, onDidChangeTabs: event, onDidChangeTabGroups: event }),
     showInformationMessage: async () => undefined,
     showWarningMessage: async () => undefined,
-    showErrorMessage: async () => undefined,
+    showErrorMessage: async (message) => {
+      shownErrors.push(String(message));
+      return undefined;
+    },
   }),
   workspace: namespace({
     workspaceFolders: undefined,
@@ -212,7 +221,13 @@ const vscode = namespace({
     onDidRenameFiles: event,
     onDidGrantWorkspaceTrust: event,
   }),
-  commands: namespace({ registerCommand: disposable, executeCommand: async () => undefined }),
+  commands: namespace({
+    registerCommand: (id, handler) => {
+      commands.set(id, handler);
+      return new Disposable(() => commands.delete(id));
+    },
+    executeCommand: async () => undefined,
+  }),
   lm: namespace({ registerLanguageModelChatProvider: disposable, selectChatModels: async () => [model], onDidChangeChatModels: event }),
   chat: namespace({ createChatParticipant: () => namespace({ dispose() {}, onDidReceiveFeedback: event }) }),
 });
@@ -255,6 +270,7 @@ Module._load = function (request, ...rest) {
   if (request === 'vscode') return vscode;
   const file = /(composition|o200k_base|cl100k_base|models|schemas|tracing)\.js$/.exec(request);
   if (file) {
+    if (file[1] === 'composition' && mode === '--check-broken') throw new Error(`Cannot find module '${request}'`);
     (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(file[1]);
     // What made activation load it, for whoever has to move that off the activation path.
     if (activating && checking) console.error(`${file[1]}.js required during activation:${new Error().stack.split('\n').slice(2, 14).join('\n')}`);
@@ -273,12 +289,22 @@ async function main() {
   const activated = performance.now();
   activating = false;
   let firstUseMs;
+  const commandErrors = [];
   if (mode === '--check') {
     // The rest of the extension, the saved conversation, the default model and its tokenizer load in the background.
     const deadline = Date.now() + 10_000;
     while (!vocabularies.afterActivation.some((f) => f.endsWith('_base')) && Date.now() < deadline)
       await new Promise((resolve) => setTimeout(resolve, 20));
     await new Promise((resolve) => setTimeout(resolve, 200));
+  } else if (mode === '--check-broken') {
+    for (let run = 0; run < 2; run++) {
+      try {
+        await commands.get('longrun.compact')();
+        commandErrors.push('(no error)');
+      } catch (error) {
+        commandErrors.push(error instanceof Error ? error.message : String(error));
+      }
+    }
   } else if (mode === '--check-unused') {
     // Nothing should load by itself.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
@@ -296,6 +322,8 @@ async function main() {
     vocabularies,
     errors,
     logged,
+    commandErrors,
+    shownErrors,
   };
   fs.writeSync(1, JSON.stringify(result));
   fs.rmSync(storage, { recursive: true, force: true });

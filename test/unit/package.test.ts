@@ -138,7 +138,7 @@ describe('extension manifest', () => {
     });
 
     /** Activates the built extension in a fresh process with a stub `vscode` (bench/activation-host.js). */
-    const activateIn = (mode: '--check' | '--check-unused') => {
+    const activateIn = (mode: '--check' | '--check-unused' | '--check-broken') => {
       const env = { ...process.env };
       delete env.NODE_OPTIONS;
       const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bench', 'activation-host.js'), outdir, mode], {
@@ -147,20 +147,34 @@ describe('extension manifest', () => {
         timeout: 60_000,
       });
       assert.equal(run.status, 0, run.stderr);
-      const report = JSON.parse(run.stdout) as { vocabularies: { duringActivation: string[]; afterActivation: string[] }; errors: string[] };
+      const report = JSON.parse(run.stdout) as HostReport;
       assert.deepEqual(report.errors, []);
       assert.deepEqual(report.vocabularies.duringActivation, [], run.stderr);
-      return report.vocabularies.afterActivation;
+      return report;
     };
+    interface HostReport {
+      readonly vocabularies: { duringActivation: string[]; afterActivation: string[] };
+      readonly errors: string[];
+      readonly commandErrors: string[];
+      readonly shownErrors: string[];
+    }
 
     it("activates with extension.js alone; where Longrun was used, loads the rest, zod and only the model's vocabulary right after", () => {
       // The rest of the extension to show the gauge, zod with the conversation list's first read,
       // the vocabulary when the model's overhead is counted.
-      assert.deepEqual(activateIn('--check'), ['composition', 'schemas', 'o200k_base']);
+      assert.deepEqual(activateIn('--check').vocabularies.afterActivation, ['composition', 'schemas', 'o200k_base']);
     });
 
     it('loads nothing but extension.js where Longrun was never used, until something calls into it', () => {
-      assert.deepEqual(activateIn('--check-unused'), []);
+      assert.deepEqual(activateIn('--check-unused').vocabularies.afterActivation, []);
+    });
+
+    it('activates although the rest of the extension cannot load, and says so once, on every call, without a second message', () => {
+      const report = activateIn('--check-broken');
+      assert.equal(report.commandErrors.length, 2);
+      for (const error of report.commandErrors) assert.match(error, /^Longrun could not start: Cannot find module '.*composition\.js'$/);
+      assert.equal(report.shownErrors.length, 1, report.shownErrors.join(' / '));
+      assert.match(report.shownErrors[0]!, /^Longrun could not start: .* The "Longrun" output has the details\.$/);
     });
 
     it('builds extension.js from the entry points alone: the composition is a file of its own', () => {
