@@ -7,6 +7,7 @@ import * as assert from 'assert';
 import { writeFileSync } from 'fs';
 import { join } from 'path';
 import * as vscode from 'vscode';
+import { COMMANDS } from '../../../src/app/contributions';
 import {
   api,
   chat,
@@ -26,17 +27,6 @@ import {
   waitFor,
 } from './harness';
 
-const COMMANDS = [
-  'longrun.compact',
-  'longrun.showSummary',
-  'longrun.undoCompaction',
-  'longrun.newConversation',
-  'longrun.openConversation',
-  'longrun.exportConversation',
-  'longrun.showContextUsage',
-  'longrun.setApiKey',
-  'longrun.openChat',
-];
 const percentOf = (text: string): number => Number(/(\d+)%/.exec(text)?.[1] ?? NaN);
 const workspaceUri = (path: string): vscode.Uri => vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, path);
 const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');
@@ -74,6 +64,13 @@ describe('Longrun in a real VS Code', function () {
       const gauge = await gaugeInDom();
       assert.match(gauge.text, /no conversation/);
       assert.match(gauge.ariaLabel, /^Longrun context/);
+    });
+
+    it("is timed by VS Code itself: loading Longrun's code and calling its activate", async () => {
+      const [longrun, beside] = await vscodeActivationTimings(['longrun.longrun', 'longrun-tests.e2e-models']);
+      // Read by the runner (test/e2e/run.ts) beside "Developer: Show Running Extensions".
+      writeFileSync(join(process.env.LONGRUN_E2E_ROOT!, 'test-results', 'activation-vscode.json'), JSON.stringify({ longrun, beside }));
+      assert.ok(longrun && beside && longrun.requireMs >= 0 && longrun.callActivateMs >= 0, JSON.stringify(longrun));
     });
   });
 
@@ -476,3 +473,49 @@ describe('Longrun in a real VS Code', function () {
     });
   });
 });
+
+/** What VS Code measured of one extension's activation, in ms. */
+interface ActivationTiming {
+  /** "Load Code" of Developer: Startup Performance: from the start of loading to the end of `require`. */
+  readonly loadCodeMs: number;
+  /** "Call Activate": the call of `activate` itself. */
+  readonly callActivateMs: number;
+  /** The `require` of the extension's main file alone, between VS Code's own performance marks around it. */
+  readonly requireMs: number;
+}
+
+/**
+ * VS Code's own timing of an extension's activation. "Developer: Show Running Extensions" shows
+ * Load Code + Call Activate. Load Code starts when the extension host begins loading the extension
+ * and ends when its `require` returns; in between, the host runs whatever the extensions activated
+ * at the same moment queued before it, so that part says as much about them as about this one. The
+ * host marks the `require` alone (code/extHost/willLoadExtensionCode/…, didLoadExtensionCode/…) in
+ * its own performance marks, which an extension in the same host can read.
+ */
+async function vscodeActivationTimings(ids: readonly string[]): Promise<ActivationTiming[]> {
+  // "Developer: Startup Performance" registers the document's provider the first time it is shown.
+  await vscode.commands.executeCommand('perfview.show');
+  const stats = await vscode.workspace.openTextDocument(vscode.Uri.from({ scheme: 'perf', path: 'Startup Performance' }));
+  await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  // | extension | eager | load code | call activate | finish activate | event | by |
+  const rows = stats
+    .getText()
+    .split('\n')
+    .map((line) => line.split('|').map((cell) => cell.trim()));
+  const marks =
+    (globalThis as { MonacoPerformanceMarks?: { getMarks(): { name: string; startTime: number }[] } }).MonacoPerformanceMarks?.getMarks() ?? [];
+  return ids.map((id) => {
+    const row = rows.find((cells) => cells[1] === id);
+    assert.ok(row, `Developer: Startup Performance lists no activation of ${id}:\n${stats.getText().slice(0, 2_000)}`);
+    const mark = (name: string): number => {
+      const found = marks.find((m) => m.name === `code/extHost/${name}/${id}`);
+      assert.ok(found, `the extension host has no performance mark ${name} for ${id}`);
+      return found.startTime;
+    };
+    return {
+      loadCodeMs: Number(row[3]),
+      callActivateMs: Number(row[4]),
+      requireMs: Math.round((mark('didLoadExtensionCode') - mark('willLoadExtensionCode')) * 10) / 10,
+    };
+  });
+}
