@@ -12,7 +12,8 @@
 // logged as warnings. With --check the workspace is one where Longrun has been used (its state holds
 // the list of conversations): the rest of the extension loads right after activation to show the
 // gauge, a model is offered (a GPT-4o), and the gauge's tokenizer loads. With --check-unused it is
-// one where Longrun was never used: nothing is loaded until something calls into the extension.
+// one where Longrun was never used: nothing is loaded until something calls into the extension, and
+// VS Code asking for Longrun's models (no endpoint set) is answered without loading anything.
 // --check-broken is an installation whose composition.js cannot be loaded: a command is run twice,
 // and the output says what each run threw and which error messages the user was shown.
 'use strict';
@@ -109,8 +110,9 @@ class Memento {
 const disposable = () => new Disposable();
 const event = () => disposable();
 
-/** The handlers of the commands the extension registered, and the error messages it showed. */
+/** The handlers of the commands the extension registered, its model provider, and the error messages it showed. */
 const commands = new Map();
+let modelProvider;
 const shownErrors = [];
 
 /**
@@ -228,7 +230,14 @@ const vscode = namespace({
     },
     executeCommand: async () => undefined,
   }),
-  lm: namespace({ registerLanguageModelChatProvider: disposable, selectChatModels: async () => [model], onDidChangeChatModels: event }),
+  lm: namespace({
+    registerLanguageModelChatProvider: (vendor, provider) => {
+      modelProvider = provider;
+      return disposable();
+    },
+    selectChatModels: async () => [model],
+    onDidChangeChatModels: event,
+  }),
   chat: namespace({ createChatParticipant: () => namespace({ dispose() {}, onDidReceiveFeedback: event }) }),
 });
 
@@ -290,6 +299,7 @@ async function main() {
   activating = false;
   let firstUseMs;
   const commandErrors = [];
+  let offeredModels;
   if (mode === '--check') {
     // The rest of the extension, the saved conversation, the default model and its tokenizer load in the background.
     const deadline = Date.now() + 10_000;
@@ -306,8 +316,9 @@ async function main() {
       }
     }
   } else if (mode === '--check-unused') {
-    // Nothing should load by itself.
+    // Nothing should load by itself, nor when VS Code asks for Longrun's models while no endpoint is set.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
+    offeredModels = (await modelProvider.provideLanguageModelChatInformation({ silent: true }, anything())).length;
   } else {
     // The first use: reading the exports loads the rest of the extension.
     const used = performance.now();
@@ -324,6 +335,7 @@ async function main() {
     logged,
     commandErrors,
     shownErrors,
+    offeredModels,
   };
   fs.writeSync(1, JSON.stringify(result));
   fs.rmSync(storage, { recursive: true, force: true });

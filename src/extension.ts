@@ -12,7 +12,8 @@ export type { LongrunApi } from './composition';
  * into dist/composition.js) is loaded the first time VS Code calls into it (a chat request, a
  * command, the model picker asking for Longrun's models, a summary document reopened), or right
  * after activation where Longrun has been used in this workspace, to show its conversation in the
- * gauge. A window that never uses Longrun never loads it.
+ * gauge. A window that never uses Longrun never loads it (VS Code asking for Longrun's models, as
+ * the chat's model picker does, is answered without it while no endpoint is set).
  */
 export function activate(context: vscode.ExtensionContext): LongrunApi {
   const log = vscode.window.createOutputChannel('Longrun', { log: true });

@@ -33,6 +33,7 @@ export class EntryPoints implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   /** Forward the events of what is served, once it is loaded, to the events VS Code listens to. */
   private readonly relays: ((s: Served) => vscode.Disposable | undefined)[] = [];
+  private attached = false;
 
   constructor(context: vscode.ExtensionContext, served: () => Served) {
     for (const id of COMMANDS) {
@@ -51,9 +52,19 @@ export class EntryPoints implements vscode.Disposable {
     participant.iconPath = vscode.Uri.joinPath(context.extensionUri, 'media', 'longrun.png');
     this.disposables.push(participant);
 
+    // Longrun's own models are those of `longrun.endpoints`. VS Code asks for them whenever the chat's
+    // model picker fills, used or not: while no endpoint is set, the answer is none, given here
+    // without loading the rest, which takes over watching the setting once it is loaded.
+    const modelsChanged = this.relay((s) => s.models.onDidChangeLanguageModelChatInformation);
+    this.disposables.push(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (!this.attached && e.affectsConfiguration('longrun.endpoints')) modelsChanged.fire();
+      }),
+    );
     const models: vscode.LanguageModelChatProvider = {
-      onDidChangeLanguageModelChatInformation: this.relay((s) => s.models.onDidChangeLanguageModelChatInformation),
-      provideLanguageModelChatInformation: (options, token) => served().models.provideLanguageModelChatInformation(options, token),
+      onDidChangeLanguageModelChatInformation: modelsChanged.event,
+      provideLanguageModelChatInformation: (options, token) =>
+        this.attached || endpointsSet() ? served().models.provideLanguageModelChatInformation(options, token) : [],
       provideLanguageModelChatResponse: (model, messages, options, progress, token) =>
         served().models.provideLanguageModelChatResponse(model, messages, options, progress, token),
       provideTokenCount: (model, text, token) => served().models.provideTokenCount(model, text, token),
@@ -62,14 +73,14 @@ export class EntryPoints implements vscode.Disposable {
 
     for (const scheme of CONTENT_SCHEMES) {
       const provider: vscode.TextDocumentContentProvider = {
-        onDidChange: this.relay((s) => s.contents.get(scheme)?.onDidChange),
+        onDidChange: this.relay((s) => s.contents.get(scheme)?.onDidChange).event,
         provideTextDocumentContent: (uri, token) => content(served(), scheme).provideTextDocumentContent(uri, token),
       };
       this.disposables.push(vscode.workspace.registerTextDocumentContentProvider(scheme, provider));
     }
 
     const summaries: vscode.FileSystemProvider = {
-      onDidChangeFile: this.relay((s) => s.summaries.onDidChangeFile),
+      onDidChangeFile: this.relay((s) => s.summaries.onDidChangeFile).event,
       watch: (uri, options) => served().summaries.watch(uri, options),
       stat: (uri) => served().summaries.stat(uri),
       readDirectory: (uri) => served().summaries.readDirectory(uri),
@@ -85,17 +96,19 @@ export class EntryPoints implements vscode.Disposable {
   /** Checks what is served and forwards its events; called once, when it is loaded. */
   attach(s: Served): void {
     checkServed(s);
+    this.attached = true;
     for (const forward of this.relays) {
       const subscription = forward(s);
       if (subscription) this.disposables.push(subscription);
     }
   }
 
-  private relay<T>(pick: (s: Served) => vscode.Event<T> | undefined): vscode.Event<T> {
+  /** An event VS Code listens to, fired by the event `pick` chooses once what is served is loaded. */
+  private relay<T>(pick: (s: Served) => vscode.Event<T> | undefined): vscode.EventEmitter<T> {
     const emitter = new vscode.EventEmitter<T>();
     this.disposables.push(emitter);
     this.relays.push((s) => pick(s)?.((value) => emitter.fire(value)));
-    return emitter.event;
+    return emitter;
   }
 
   dispose(): void {
@@ -124,4 +137,13 @@ function checkServed(s: Served): void {
       .filter(Boolean)
       .join('; '),
   );
+}
+
+/**
+ * Whether `longrun.endpoints` holds anything but its default, the empty list. A value that is not a
+ * list counts as set: the rest of the extension reads it, and says what is wrong with it.
+ */
+function endpointsSet(): boolean {
+  const value = vscode.workspace.getConfiguration('longrun').get<unknown>('endpoints');
+  return value !== undefined && !(Array.isArray(value) && value.length === 0);
 }

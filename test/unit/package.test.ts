@@ -157,6 +157,7 @@ describe('extension manifest', () => {
       readonly errors: string[];
       readonly commandErrors: string[];
       readonly shownErrors: string[];
+      readonly offeredModels?: number;
     }
 
     it("activates with extension.js alone; where Longrun was used, loads the rest, zod and only the model's vocabulary right after", () => {
@@ -165,8 +166,10 @@ describe('extension manifest', () => {
       assert.deepEqual(activateIn('--check').vocabularies.afterActivation, ['composition', 'schemas', 'o200k_base']);
     });
 
-    it('loads nothing but extension.js where Longrun was never used, until something calls into it', () => {
-      assert.deepEqual(activateIn('--check-unused').vocabularies.afterActivation, []);
+    it('loads nothing but extension.js where Longrun was never used, although VS Code asks for its models, until something calls into it', () => {
+      const report = activateIn('--check-unused');
+      assert.deepEqual(report.vocabularies.afterActivation, []);
+      assert.equal(report.offeredModels, 0, 'no endpoint is set: no model of its own is offered');
     });
 
     it('activates although the rest of the extension cannot load, and says so once, on every call, without a second message', () => {
