@@ -13,7 +13,8 @@
 // the list of conversations): the rest of the extension loads right after activation to show the
 // gauge, a model is offered (a GPT-4o), and the gauge's tokenizer loads. With --check-unused it is
 // one where Longrun was never used: nothing is loaded until something calls into the extension, and
-// VS Code asking for Longrun's models (no endpoint set) is answered without loading anything.
+// VS Code asking for Longrun's models (no endpoint set) is answered without loading anything; then an
+// endpoint is added to the settings, and VS Code is told to ask again and offered its model.
 // --check-broken is an installation whose composition.js cannot be loaded: a command is run twice,
 // and the output says what each run threw and which error messages the user was shown.
 'use strict';
@@ -113,6 +114,15 @@ const event = () => disposable();
 /** The handlers of the commands the extension registered, its model provider, and the error messages it showed. */
 const commands = new Map();
 let modelProvider;
+
+/** Settings by full key (`longrun.endpoints`), and who listens for their changes. */
+const settings = new Map();
+const configurationListeners = new Set();
+function changeSetting(key, value) {
+  settings.set(key, value);
+  const change = { affectsConfiguration: (section) => key === section || key.startsWith(`${section}.`) };
+  for (const listener of [...configurationListeners]) listener(change);
+}
 const shownErrors = [];
 
 /**
@@ -213,9 +223,20 @@ const vscode = namespace({
     workspaceFolders: undefined,
     textDocuments: [],
     isTrusted: true,
-    getConfiguration: () => ({ get: () => undefined, has: () => false, inspect: () => undefined, update: async () => undefined }),
+    getConfiguration: (section) => {
+      const full = (key) => (section ? `${section}.${key}` : key);
+      return {
+        get: (key, fallback) => (settings.has(full(key)) ? settings.get(full(key)) : fallback),
+        has: (key) => settings.has(full(key)),
+        inspect: () => undefined,
+        update: async (key, value) => changeSetting(full(key), value),
+      };
+    },
     registerTextDocumentContentProvider: disposable,
-    onDidChangeConfiguration: event,
+    onDidChangeConfiguration: (listener) => {
+      configurationListeners.add(listener);
+      return new Disposable(() => configurationListeners.delete(listener));
+    },
     onDidChangeTextDocument: event,
     onDidSaveTextDocument: event,
     onDidCreateFiles: event,
@@ -300,6 +321,9 @@ async function main() {
   let firstUseMs;
   const commandErrors = [];
   let offeredModels;
+  let loadedBeforeEndpoints;
+  let modelsChangedEvents;
+  let modelsAfterEndpoint;
   if (mode === '--check') {
     // The rest of the extension, the saved conversation, the default model and its tokenizer load in the background.
     const deadline = Date.now() + 10_000;
@@ -319,6 +343,14 @@ async function main() {
     // Nothing should load by itself, nor when VS Code asks for Longrun's models while no endpoint is set.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     offeredModels = (await modelProvider.provideLanguageModelChatInformation({ silent: true }, anything())).length;
+    loadedBeforeEndpoints = [...vocabularies.afterActivation];
+    // Then the user adds an endpoint: VS Code is told to ask again, and the answer has its model.
+    let told = 0;
+    modelProvider.onDidChangeLanguageModelChatInformation(() => told++);
+    changeSetting('longrun.endpoints', [{ name: 'Local', baseUrl: 'http://127.0.0.1:9/v1', models: [{ id: 'local-model', contextWindow: 8192 }] }]);
+    modelsChangedEvents = told;
+    const offered = await modelProvider.provideLanguageModelChatInformation({ silent: true }, anything());
+    modelsAfterEndpoint = offered.map((m) => m.id);
   } else {
     // The first use: reading the exports loads the rest of the extension.
     const used = performance.now();
@@ -336,6 +368,9 @@ async function main() {
     commandErrors,
     shownErrors,
     offeredModels,
+    loadedBeforeEndpoints,
+    modelsChangedEvents,
+    modelsAfterEndpoint,
   };
   fs.writeSync(1, JSON.stringify(result));
   fs.rmSync(storage, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import type { EncodingName } from './tokenizer';
 /**
  * Where the tokenizer's vocabularies come from. They are most of Longrun's size (o200k about
  * 2.3 MB, cl100k 1.1 MB), so the bundle does not carry them: esbuild.js builds each into a file of
- * its own beside `extension.js` (`dist/o200k_base.js`, `dist/cl100k_base.js`), required when a
+ * its own beside `composition.js` (`dist/o200k_base.js`, `dist/cl100k_base.js`), required when a
  * conversation first counts tokens, never during activation, and only the one its model uses. Run
  * from source (unit tests, benchmarks), they come from the package.
  */

@@ -158,6 +158,9 @@ describe('extension manifest', () => {
       readonly commandErrors: string[];
       readonly shownErrors: string[];
       readonly offeredModels?: number;
+      readonly loadedBeforeEndpoints?: string[];
+      readonly modelsChangedEvents?: number;
+      readonly modelsAfterEndpoint?: string[];
     }
 
     it("activates with extension.js alone; where Longrun was used, loads the rest, zod and only the model's vocabulary right after", () => {
@@ -168,8 +171,15 @@ describe('extension manifest', () => {
 
     it('loads nothing but extension.js where Longrun was never used, although VS Code asks for its models, until something calls into it', () => {
       const report = activateIn('--check-unused');
-      assert.deepEqual(report.vocabularies.afterActivation, []);
+      assert.deepEqual(report.loadedBeforeEndpoints, []);
       assert.equal(report.offeredModels, 0, 'no endpoint is set: no model of its own is offered');
+    });
+
+    it('offers the model of an endpoint added to the settings of a window that had none, telling VS Code to ask again', () => {
+      const report = activateIn('--check-unused');
+      assert.equal(report.modelsChangedEvents, 1);
+      assert.deepEqual(report.modelsAfterEndpoint, ['Local/local-model']);
+      assert.deepEqual(report.vocabularies.afterActivation.slice(0, 2), ['composition', 'schemas'], 'the rest of the extension loads to answer');
     });
 
     it('activates although the rest of the extension cannot load, and says so once, on every call, without a second message', () => {
