@@ -163,6 +163,14 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
   session.setRequestOverhead(() => participant.requestOverheadText());
 
+  // An endpoint or a stored key changed: the models offered, the session's models and the keys kept
+  // out of error text are taken again.
+  const modelsChanged = (): void => {
+    provider.refresh();
+    session.invalidateModels();
+    void session.refreshSecrets();
+  };
+
   const gauge = new ContextGauge(gaugeItem, session, currentSettings, now);
   context.subscriptions.push(session.onDidChange(() => gauge.update()));
   context.subscriptions.push(windows.onDidChange(() => gauge.update()));
@@ -177,11 +185,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
       documents,
       reporter,
       now,
-      onKeysChanged: () => {
-        provider.refresh();
-        session.invalidateModels();
-        void session.refreshSecrets();
-      },
+      onKeysChanged: modelsChanged,
     }),
     editSummaryCommand(summaries),
     chooseToolsCommand(currentSettings, () => participant.ownToolNames()),
@@ -189,13 +193,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
     [ANSWER_APPROVAL_COMMAND, answerApproval],
     [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
   ]);
-  context.subscriptions.push(
-    keys.onDidChange(() => {
-      provider.refresh();
-      session.invalidateModels();
-      void session.refreshSecrets();
-    }),
-  );
+  context.subscriptions.push(keys.onDidChange(modelsChanged));
 
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -204,11 +202,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
       session.configureTelemetry();
       // The tools offered are part of what every request carries.
       if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => participant.requestOverheadText());
-      if (e.affectsConfiguration('longrun.endpoints')) {
-        provider.refresh();
-        session.invalidateModels();
-        void session.refreshSecrets();
-      }
+      if (e.affectsConfiguration('longrun.endpoints')) modelsChanged();
       gauge.update();
     }),
   );
