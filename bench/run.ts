@@ -126,7 +126,7 @@ async function main(): Promise<void> {
       `extension.js ${formatNumber(bundle.extension_bytes)} bytes, composition.js ${formatNumber(bundle.composition_bytes)} bytes; ` +
       `files loaded on first use required during activation: ${bundle.vocabularies_during_activation.join(', ') || 'none'}; ` +
       `right after it, where Longrun has been used and a GPT-4o model is in use: ${bundle.vocabularies_after_activation.join(', ') || 'none'}; ` +
-      `where it never was: ${bundle.loaded_when_unused.join(', ') || 'none'}` +
+      `where it never was, VS Code having asked for its models: ${bundle.loaded_when_unused.join(', ') || 'none'}` +
       (bundle.check_warnings.length > 0 ? `; warnings logged: ${bundle.check_warnings.join(' / ')}` : ''),
     `- vocabulary files: ${Object.entries(bundle.vocabulary_bytes)
       .map(([name, bytes]) => `${name}.js ${formatNumber(bytes)} bytes`)
