@@ -1,5 +1,15 @@
 import * as vscode from 'vscode';
-import { ANSWER_APPROVAL_COMMAND, ANSWER_COMMAND, CHANGE_SCHEME, DOC_SCHEME, PROPOSAL_SCHEME, SHOW_CHANGE_COMMAND } from './app/contributions';
+import {
+  ANSWER_APPROVAL_COMMAND,
+  ANSWER_COMMAND,
+  CHANGE_SCHEME,
+  DOC_SCHEME,
+  PROPOSAL_SCHEME,
+  REVERT_COMMAND,
+  SHOW_CHANGE_COMMAND,
+} from './app/contributions';
+import { TurnController } from './app/turn-controller';
+import { revertChanges } from './vscode/revert-command';
 import type { FileEvent } from './core/file-ledger';
 import { systemClock } from './core/ports';
 import { ApiKeys } from './vscode/api-keys';
@@ -125,14 +135,14 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   };
   const changes = new ChangeDocuments();
 
-  let shown: LongrunParticipant | undefined;
+  let shown: TurnController | undefined;
   const workspace = new VsCodeWorkspace({
     roots,
     autoApprove: () => currentSettings().agent.autoApproveEdits,
     protectedPaths: () => currentSettings().agent.protectedPaths,
     confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
-    onChanged: (change) => shown?.showChange(change, changes),
+    onChanged: (change) => shown?.showChange(change),
   });
   const shell = new TerminalShell({ cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri, log });
   context.subscriptions.push(shell);
@@ -148,20 +158,25 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
       ),
   });
 
-  const participant = new LongrunParticipant({
-    session,
+  const controller = new TurnController({
+    registry: session.registry,
+    models: session,
+    workspace: {
+      files: workspace,
+      commands,
+      trusted: () => vscode.workspace.isTrusted,
+      roots,
+    },
     settings: currentSettings,
-    workspace,
-    commands,
     reporter,
     log,
     now,
-    onAgentFile: (kind, path) => recordFile({ kind, path, actor: 'agent', at: now() }),
     summaries,
   });
-  shown = participant;
+  shown = controller;
+  const participant = new LongrunParticipant(controller, session, changes, log);
   approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
-  session.setRequestOverhead(() => participant.requestOverheadText());
+  session.setRequestOverhead(() => controller.requestOverheadText());
 
   // An endpoint or a stored key changed: the models offered, the session's models and the keys kept
   // out of error text are taken again.
@@ -188,8 +203,12 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
       onKeysChanged: modelsChanged,
     }),
     editSummaryCommand(summaries),
-    chooseToolsCommand(currentSettings, () => participant.ownToolNames()),
-    [ANSWER_COMMAND, (id: unknown, compact: unknown) => participant.answerCompaction(id, compact)],
+    chooseToolsCommand(currentSettings, () => controller.ownToolNames()),
+    [ANSWER_COMMAND, (id: unknown, compact: unknown) => controller.answerCompaction(id, compact)],
+    [
+      REVERT_COMMAND,
+      (conversationId: unknown, changeIds: unknown) => revertChanges({ session, workspace, changes, log, now }, conversationId, changeIds),
+    ],
     [ANSWER_APPROVAL_COMMAND, answerApproval],
     [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
   ]);
@@ -201,7 +220,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
       read = loadSettings(log, reported);
       session.configureTelemetry();
       // The tools offered are part of what every request carries.
-      if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => participant.requestOverheadText());
+      if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => controller.requestOverheadText());
       if (e.affectsConfiguration('longrun.endpoints')) modelsChanged();
       gauge.update();
     }),

@@ -178,6 +178,33 @@ export async function overwriteConfined(
 }
 
 /**
+ * Deletes an existing regular file, provided it still holds exactly `expected`; `'changed'`
+ * otherwise, and nothing is deleted. The name is removed through a checked handle of its folder.
+ */
+export async function removeConfined(target: ResolvedPath, expected: Uint8Array, signal: AbortSignal): Promise<'removed' | 'changed'> {
+  return abortable(signal, async () => {
+    const opened = await openExisting(target, constants.O_RDONLY, signal);
+    if ('kind' in opened) return 'changed';
+    try {
+      const current = await readAll(opened.handle, expected.length, signal, opened.stats.size);
+      if (!current || !sameBytes(current, expected)) return 'changed';
+    } finally {
+      await opened.handle.close();
+    }
+    signal.throwIfAborted();
+    const { realRoot, real } = await locateReal(target.root, target.absolute, target.relative);
+    const dir = await openDirectory(realRoot, path.dirname(real), target);
+    try {
+      await dir.stillHere();
+      await fs.unlink(dir.child(path.basename(real)));
+      return 'removed';
+    } finally {
+      await dir.close();
+    }
+  });
+}
+
+/**
  * Creates a new regular file with `content`, and the folders leading to it; `'exists'` when
  * something is already there (a symlink put there at the last moment included: the file is created
  * with `O_EXCL`, which never writes through a link).

@@ -36,8 +36,14 @@ export const ANSWER_APPROVAL_COMMAND = 'longrun.answerApproval';
 /** The command of the chat's "Show diff" button. Not in the Command Palette. */
 export const SHOW_CHANGE_COMMAND = 'longrun.showChange';
 
+/**
+ * The command of the chat's "Revert Longrun's changes…" button, offered when the chat was rewound
+ * past turns that changed files. Not in the Command Palette.
+ */
+export const REVERT_COMMAND = 'longrun.revertChanges';
+
 /** Every command Longrun registers: the Command Palette's and those behind the chat's buttons. */
-export const COMMANDS: readonly string[] = [...PALETTE_COMMANDS, ANSWER_COMMAND, ANSWER_APPROVAL_COMMAND, SHOW_CHANGE_COMMAND];
+export const COMMANDS: readonly string[] = [...PALETTE_COMMANDS, ANSWER_COMMAND, ANSWER_APPROVAL_COMMAND, SHOW_CHANGE_COMMAND, REVERT_COMMAND];
 
 /** Read-only Markdown documents: summaries and the context report. */
 export const DOC_SCHEME = 'longrun';

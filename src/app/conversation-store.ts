@@ -203,13 +203,41 @@ const logRecordSchema = lazily((): z.ZodType<LogRecord> =>
   z.discriminatedUnion('type', [
     // Token counts by tokenizer name, added later: a line without them reads as before, and a Longrun
     // from before them drops them when it reads the line.
-    z.object({ type: z.literal('message'), message: messageSchema(), tokens: z.record(z.string(), z.number().int().min(0)).optional() }),
-    z.object({ type: z.literal('compaction'), entry: compactionEntrySchema() }),
-    z.object({ type: z.literal('pruning'), entry: pruningEntrySchema() }),
-    z.object({ type: z.literal('undo'), entryId: z.string().min(1), at: z.number() }),
-    z.object({ type: z.literal('usage'), usage: usageSchema() }),
-    z.object({ type: z.literal('file'), event: fileEventSchema() }),
+    // `turnId` names the turn a record was made on (see src/core/branches.ts); records from before
+    // turns have none and form the trunk every branch starts with.
+    z.object({
+      type: z.literal('message'),
+      message: messageSchema(),
+      tokens: z.record(z.string(), z.number().int().min(0)).optional(),
+      turnId: turnIdSchema(),
+    }),
+    z.object({ type: z.literal('compaction'), entry: compactionEntrySchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('pruning'), entry: pruningEntrySchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('undo'), entryId: z.string().min(1), at: z.number(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('usage'), usage: usageSchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('file'), event: fileEventSchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('change'), change: fileChangeSchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('turn'), turn: turnSchema(), turnId: turnIdSchema() }),
   ]),
+);
+
+const turnIdSchema = lazily(() => z.string().min(1).optional());
+
+const turnSchema = lazily(() =>
+  z.object({ id: z.string().min(1), parent: z.string().min(1).nullable(), at: z.number(), chat: z.string().optional() }),
+);
+
+const fileChangeSchema = lazily(() =>
+  z.object({
+    id: z.string().min(1),
+    path: z.string().min(1),
+    kind: z.enum(['created', 'modified']),
+    beforeHash: z.string(),
+    afterHash: z.string(),
+    at: z.number().int().min(0),
+    removed: z.string(),
+    inserted: z.string(),
+  }),
 );
 
 const headerSchema = lazily(() =>
@@ -359,7 +387,7 @@ const HEADER_ROOM = 1024;
 /** How much of a line too long to read is kept aside. */
 const KEPT_OF_LONG_LINE = 64 * 1024;
 
-const RECORD_TYPES: ReadonlySet<string> = new Set(['message', 'compaction', 'pruning', 'undo', 'usage', 'file']);
+const RECORD_TYPES: ReadonlySet<string> = new Set(['message', 'compaction', 'pruning', 'undo', 'usage', 'file', 'change', 'turn']);
 
 type ParsedLine =
   | { readonly kind: 'blank' }
@@ -1032,6 +1060,10 @@ function contentSlots(record: LogRecord, whole: boolean): Slot[] {
   } else if (record.type === 'compaction') {
     const entry = record.entry as unknown as Record<string, unknown>;
     for (const key of ['summary', 'focus', 'failure']) stringSlot(slots, entry, key);
+  } else if (record.type === 'change') {
+    // A change cut to fit can no longer be reverted; its hashes say so when a revert is asked for.
+    const change = record.change as unknown as Record<string, unknown>;
+    for (const key of ['removed', 'inserted']) stringSlot(slots, change, key);
   }
   return slots;
 }

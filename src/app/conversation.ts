@@ -30,6 +30,7 @@ import {
   type RequestBasis,
 } from '../core/usage-calibration';
 import { ViewTokens } from '../core/view-tokens';
+import { branchLog, onTurn, TurnIndex } from '../core/branches';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
@@ -104,8 +105,38 @@ interface Ahead {
   readonly controller: AbortController;
 }
 
+/**
+ * Every record of a conversation, on every branch, as on disk, and where each turn starts: shared
+ * by the branches of the conversation a window has loaded, so that a new branch is made without
+ * reading the file again.
+ */
+export class ConversationRecords {
+  readonly all: LogRecord[];
+  private readonly index = new TurnIndex();
+
+  constructor(log: readonly LogRecord[]) {
+    this.all = [...log];
+  }
+
+  /** The turns, up to date with the records. */
+  turns(): TurnIndex {
+    return this.index.update(this.all);
+  }
+}
+
+/** Where a conversation object stands in its conversation: the branch it is, and the records it shares. */
+export interface BranchOptions {
+  /** The leaf turn of the branch; null for the trunk; absent: the turn started last. */
+  readonly leaf?: string | null;
+  /** The conversation's records, shared with its other branches; absent: made from the log given. */
+  readonly records?: ConversationRecords;
+}
+
 export class Conversation {
+  /** The records of this branch: the path to `leaf`, the log everything here is derived from. */
   private records: LogRecord[];
+  private readonly shared: ConversationRecords;
+  private leafTurn: string | null;
   private readonly listeners = new Set<Listener>();
   private compacting: Promise<CompactionOutcome> | undefined;
   private ahead: Ahead | undefined;
@@ -123,12 +154,52 @@ export class Conversation {
     readonly id: string,
     log: readonly LogRecord[],
     private readonly deps: ConversationDeps,
+    where: BranchOptions = {},
   ) {
-    this.records = [...log];
+    this.shared = where.records ?? new ConversationRecords(log);
+    const turns = this.shared.turns();
+    const leaf = where.leaf === undefined ? turns.latest() : where.leaf;
+    this.leafTurn = leaf !== null && turns.has(leaf) ? leaf : null;
+    this.records = branchLog(this.shared.all, this.leafTurn, turns);
   }
 
+  /** The records of this branch (the path to its leaf turn), oldest first. */
   log(): ConversationLog {
     return this.records;
+  }
+
+  /** Every record of the conversation, on every branch, in the order they were written. */
+  allRecords(): ConversationLog {
+    return this.shared.all;
+  }
+
+  /** The conversation's records, to make another branch of it that shares them. */
+  sharedRecords(): ConversationRecords {
+    return this.shared;
+  }
+
+  /** The turn at the tip of this branch; null before the first turn (or for a conversation from before turns). */
+  leaf(): string | null {
+    return this.leafTurn;
+  }
+
+  /**
+   * Starts a turn on this branch: a request of the chat continuing the branch's leaf. What is
+   * appended from now on is made on it.
+   */
+  async beginTurn(id: string, chat?: string): Promise<void> {
+    const turn = { id, parent: this.leafTurn, at: this.deps.clock.now(), ...(chat !== undefined ? { chat } : {}) };
+    await this.write([{ type: 'turn', turn }]);
+    this.leafTurn = id;
+  }
+
+  /** Writes records made on this branch's leaf turn, in one write, and takes them into the branch. */
+  private async write(records: readonly LogRecord[]): Promise<LogRecord[]> {
+    const made = records.map((record) => onTurn(record, this.leafTurn));
+    await this.deps.store.appendAll(this.id, made);
+    this.shared.all.push(...made);
+    this.records.push(...made);
+    return made;
   }
 
   /** The model's view of the log, as `modelView(log())` derives it. */
@@ -199,9 +270,7 @@ export class Conversation {
     if (records.length === 0) return;
     const counter = this.deps.model().counter;
     // Counted now rather than by the gauge just after, so that the count is stored with the message.
-    const counted = records.map((record) => withTokenCounts(record, counter));
-    await this.deps.store.appendAll(this.id, counted);
-    this.records.push(...counted);
+    await this.write(records.map((record) => withTokenCounts(record, counter)));
     if (records.some((r) => r.type === 'message')) {
       const info = this.deps.index.list().find((c) => c.id === this.id);
       await this.deps.index.upsert({
@@ -528,8 +597,7 @@ export class Conversation {
       entry = { ...entry, reason, tokensBefore, tokensAfter };
       records.push({ type: 'compaction', entry });
     }
-    await this.deps.store.appendAll(this.id, records);
-    this.records.push(...records);
+    const written = await this.write(records);
     if (entry) {
       await this.deps.index.addSummary(this.id, {
         entryId: entry.id,
@@ -542,7 +610,7 @@ export class Conversation {
         fallback: entry.fallback,
       });
     }
-    const compaction = { ...computed, records, view: check.view, tokensBefore, tokensAfter };
+    const compaction = { ...computed, records: written, view: check.view, tokensBefore, tokensAfter };
     return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
   }
 
@@ -556,8 +624,7 @@ export class Conversation {
     if ('error' in undo) return { ok: false, reason: undo.error };
     // What was being summarized ahead was built on the compaction being undone.
     this.cancelAhead();
-    await this.deps.store.appendAll(this.id, undo.records);
-    this.records.push(...undo.records);
+    await this.write(undo.records);
     if (undo.step.compaction) await this.deps.index.removeSummary(this.id, undo.step.compaction.id);
     this.changed();
     return { ok: true, step: undo.step };

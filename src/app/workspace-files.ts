@@ -1,7 +1,24 @@
 import * as path from 'node:path';
-import { ToolFailure, type LineRange, type ReadResult, type SearchMatch, type TextEdit, type WorkspacePort } from '../llm/workspace-port';
+import {
+  ToolFailure,
+  type LineRange,
+  type ReadResult,
+  type SearchMatch,
+  type TextEdit,
+  type WorkspacePort,
+  type WrittenText,
+} from '../llm/workspace-port';
 import { splitLines } from '../core/lines';
-import { abortable, createConfined, kindOfPath, overwriteConfined, readConfined, readManyConfined, type ConfinedRead } from './confined-files';
+import {
+  abortable,
+  createConfined,
+  kindOfPath,
+  overwriteConfined,
+  readConfined,
+  readManyConfined,
+  removeConfined,
+  type ConfinedRead,
+} from './confined-files';
 import { changeIsOnlyTheReplacements, decideApproval } from './approval-policy';
 import { unifiedDiff } from './diff-preview';
 import { applyReplacements, locateEdits, type Replacement } from './exact-edits';
@@ -152,7 +169,7 @@ export class WorkspaceFiles implements WorkspacePort {
     }
   }
 
-  async createFile(path: string, content: string, signal: AbortSignal): Promise<{ path: string }> {
+  async createFile(path: string, content: string, signal: AbortSignal): Promise<{ path: string; written: WrittenText }> {
     const target = await resolveInWorkspace(this.deps.roots(), path, { mustExist: false });
     const where = await locateReal(target.root, target.absolute, target.relative);
     if (where.exists) throw new ToolFailure(`${target.relative} already exists. Use edit_file to change it.`);
@@ -163,10 +180,14 @@ export class WorkspaceFiles implements WorkspacePort {
       throw new ToolFailure(`${target.relative} was created by someone else while waiting for approval. Read it, then use edit_file.`);
     }
     this.deps.onChanged?.({ kind: 'created', path: target.relative, diff: unifiedDiff('', content, target.relative) });
-    return { path: target.relative };
+    return { path: target.relative, written: { before: '', after: content } };
   }
 
-  async editFile(path: string, edits: readonly TextEdit[], signal: AbortSignal): Promise<{ path: string; replacements: number; unsaved?: boolean }> {
+  async editFile(
+    path: string,
+    edits: readonly TextEdit[],
+    signal: AbortSignal,
+  ): Promise<{ path: string; replacements: number; unsaved?: boolean; written?: WrittenText }> {
     const target = await resolveInWorkspace(this.deps.roots(), path);
     if (edits.length === 0) throw new ToolFailure('No edits were given.');
     const unsaved = this.deps.editor.unsavedText(target.absolute);
@@ -192,7 +213,39 @@ export class WorkspaceFiles implements WorkspacePort {
       throw new ToolFailure(changedMeanwhile);
     }
     this.deps.onChanged?.({ kind: 'modified', path: target.relative, diff: unifiedDiff(before, after, target.relative) });
-    return { path: target.relative, replacements: replacements.length, ...(bytes === undefined ? { unsaved: true } : {}) };
+    // An edit left unsaved in the editor is the editor's to undo; one written to disk can be reverted from its record.
+    return {
+      path: target.relative,
+      replacements: replacements.length,
+      ...(bytes === undefined ? { unsaved: true } : { written: { before, after } }),
+    };
+  }
+
+  /**
+   * A file's text as a revert reads it: the editor's unsaved text when there is some (`unsaved`),
+   * else the file on disk; undefined when the file does not exist. Confined like every read.
+   */
+  async textForRevert(path: string, signal: AbortSignal): Promise<{ text: string; unsaved: boolean } | undefined> {
+    const target = await resolveInWorkspace(this.deps.roots(), path, { mustExist: false });
+    const unsaved = this.deps.editor.unsavedText(target.absolute);
+    if (unsaved !== undefined) return { text: unsaved, unsaved: true };
+    if (!(await locateReal(target.root, target.absolute, target.relative)).exists) return undefined;
+    return { text: decodeForEdit(requireText(await readConfined(target, MAX_READ_BYTES, signal), target.relative), target.relative), unsaved: false };
+  }
+
+  /**
+   * Writes a revert the user asked for (their click is the approval): `text` replaces the file, or
+   * the file is deleted when `text` is undefined, provided the file still holds exactly `expected`;
+   * false when it changed meanwhile, and nothing is written.
+   */
+  async writeRevert(path: string, expected: string, text: string | undefined, signal: AbortSignal): Promise<boolean> {
+    const target = await resolveInWorkspace(this.deps.roots(), path);
+    this.deps.beforeWrite?.(target.relative);
+    const done =
+      text === undefined
+        ? await removeConfined(target, encoder.encode(expected), signal)
+        : await overwriteConfined(target, encoder.encode(expected), encoder.encode(text), signal);
+    return done !== 'changed';
   }
 
   /**

@@ -64,7 +64,36 @@ export interface CompactionEntry {
   readonly editOf?: string;
 }
 
-export type LogRecord =
+/** One request of the chat (or a command that changed the conversation), and the turn it continues. */
+export interface TurnInfo {
+  readonly id: string;
+  /** The turn this one continues; null for the first turn (after the trunk, if there is one). */
+  readonly parent: string | null;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+  /** The chat (VS Code's chat session) the request came from, when known. */
+  readonly chat?: string;
+}
+
+/**
+ * A change the agent wrote to a file, kept so that it can be taken back exactly: the one stretch
+ * where the texts before and after differ (`at`, what was there, what is there now), and a hash of
+ * each whole text, to tell whether the file still holds what the agent wrote.
+ */
+export interface FileChange {
+  readonly id: string;
+  /** Workspace-relative path. */
+  readonly path: string;
+  readonly kind: 'created' | 'modified';
+  readonly beforeHash: string;
+  readonly afterHash: string;
+  /** Where, in both texts, the stretch that differs starts (UTF-16 units). */
+  readonly at: number;
+  readonly removed: string;
+  readonly inserted: string;
+}
+
+export type LogRecord = (
   | {
       readonly type: 'message';
       readonly message: Message;
@@ -79,7 +108,15 @@ export type LogRecord =
   /** Token usage a provider reported, to calibrate the count after a reload. */
   | { readonly type: 'usage'; readonly usage: ReportedUsage }
   /** A file operation, by the agent's tools or the user's editor, for the file ledger. */
-  | { readonly type: 'file'; readonly event: FileEvent };
+  | { readonly type: 'file'; readonly event: FileEvent }
+  /** A change the agent wrote to a file, with what it takes to take it back (see `file-changes.ts`). */
+  | { readonly type: 'change'; readonly change: FileChange }
+  /** The start of a turn: a request of the chat, continuing the turn it names (see `branches.ts`). */
+  | { readonly type: 'turn'; readonly turn: TurnInfo }
+) & {
+  /** The turn the record was made on; absent in the trunk (records from before turns were kept). */
+  readonly turnId?: string;
+};
 
 export type ConversationLog = readonly LogRecord[];
 

@@ -1,7 +1,15 @@
 import { lazily } from '../core/lazy';
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
-import { ToolFailure, type CommandPort, type CommandRun, type ReadResult, type SearchMatch, type WorkspacePort } from './workspace-port';
+import {
+  ToolFailure,
+  type CommandPort,
+  type CommandRun,
+  type ReadResult,
+  type SearchMatch,
+  type WorkspacePort,
+  type WrittenText,
+} from './workspace-port';
 import { formatCapturedOutput } from './command-output';
 import { splitLines } from '../core/lines';
 import { TOOL_NAMES } from '../core/tool-names';
@@ -17,6 +25,8 @@ export interface AgentFileEvent {
   readonly kind: 'read' | 'created' | 'modified';
   /** Workspace-relative path, as the port reported it. */
   readonly path: string;
+  /** For a write to disk: the file's text before and after it. */
+  readonly written?: WrittenText;
 }
 
 export interface AgentToolOptions {
@@ -165,7 +175,8 @@ const runCommandInput = lazily(() =>
  */
 export function createAgentTools(port: WorkspacePort, options: AgentToolOptions): ToolSet {
   const maxChars = options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
-  const emit = (kind: AgentFileEvent['kind'], path: string): void => options.onFileEvent?.({ kind, path });
+  const emit = (kind: AgentFileEvent['kind'], path: string, written?: WrittenText): void =>
+    options.onFileEvent?.({ kind, path, ...(written ? { written } : {}) });
 
   const tools: ToolSet = {
     [TOOL_NAMES.readFile]: tool({
@@ -258,7 +269,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     execute: (input, { abortSignal }) =>
       run(async () => {
         const result = await port.createFile(input.path, input.content, abortSignal ?? neverAborted());
-        emit('created', result.path);
+        emit('created', result.path, result.written);
         return `Created ${result.path} (${plural(countLines(input.content), 'line')}).`;
       }),
   });
@@ -270,7 +281,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     execute: (input, { abortSignal }) =>
       run(async () => {
         const result = await port.editFile(input.path, input.edits, abortSignal ?? neverAborted());
-        emit('modified', result.path);
+        emit('modified', result.path, result.written);
         const applied = `${plural(result.replacements, 'replacement')} applied`;
         if (result.unsaved) {
           return `Edited ${result.path} in the editor: ${applied}. The file has unsaved changes of the user's, so it was not saved; tools that read the disk see the old content until the user saves.`;

@@ -56,7 +56,7 @@ export interface WorkspacePort {
     signal: AbortSignal,
   ): Promise<{ readonly matches: readonly SearchMatch[]; readonly truncated: boolean }>;
   /** Fails when the file exists. Asks the user first unless edits are auto-approved (protected files always). */
-  createFile(path: string, content: string, signal: AbortSignal): Promise<{ readonly path: string }>;
+  createFile(path: string, content: string, signal: AbortSignal): Promise<{ readonly path: string; readonly written?: WrittenText }>;
   /**
    * Applies all edits or none, changing nothing but the replaced text. Asks the user first unless
    * edits are auto-approved; files that can make tools run programs (`.git`, `.vscode`, CI
@@ -67,7 +67,13 @@ export interface WorkspacePort {
     path: string,
     edits: readonly TextEdit[],
     signal: AbortSignal,
-  ): Promise<{ readonly path: string; readonly replacements: number; readonly unsaved?: boolean }>;
+  ): Promise<{ readonly path: string; readonly replacements: number; readonly unsaved?: boolean; readonly written?: WrittenText }>;
+}
+
+/** A file's whole text before and after a write to disk, so that the write can be taken back. */
+export interface WrittenText {
+  readonly before: string;
+  readonly after: string;
 }
 
 /** A shell command that ran, as `run_command` reports it. */

@@ -40,6 +40,16 @@ export class ChangeDocuments implements vscode.TextDocumentContentProvider {
     return { command: SHOW_CHANGE_COMMAND, title, arguments: [argument] };
   }
 
+  /** Opens `diff` (of `path`) as a read-only document. */
+  async open(path: string, diff: string): Promise<void> {
+    const id = `${Date.now().toString(36)}-${++this.count}`;
+    const uri = vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/${path}.diff`, query: id });
+    keepAtMost(this.documents, uri.toString(), diff);
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(document, 'diff');
+    await vscode.window.showTextDocument(document, { preview: true });
+  }
+
   /** Opens the diff a button carries; false (with a message) when it is no longer kept. */
   async show(argument: unknown): Promise<boolean> {
     const parsed = showChangeArgument().safeParse(argument).data;
@@ -50,11 +60,7 @@ export class ChangeDocuments implements vscode.TextDocumentContentProvider {
       );
       return false;
     }
-    const uri = vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/${parsed.path}.diff`, query: parsed.id });
-    keepAtMost(this.documents, uri.toString(), diff);
-    const document = await vscode.workspace.openTextDocument(uri);
-    await vscode.languages.setTextDocumentLanguage(document, 'diff');
-    await vscode.window.showTextDocument(document, { preview: true });
+    await this.open(parsed.path, diff);
     return true;
   }
 }

@@ -10,7 +10,8 @@ import { createEndpointModel } from '../llm/openai-endpoint';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
 import type { ApiKeys } from './api-keys';
-import { Conversation, NEW_TITLE, type ModelContext } from '../app/conversation';
+import type { Conversation, ModelContext } from '../app/conversation';
+import { ConversationRegistry } from '../app/conversation-registry';
 import { ConversationIndex, ConversationStore } from '../app/conversation-store';
 import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
@@ -43,8 +44,6 @@ const LAST_MODEL_KEY = 'longrun.lastModel';
 const MODEL_JUSTIFICATION = 'Longrun runs its coding agent with this model and uses it to summarize the conversation when the context window fills.';
 
 export class Session implements vscode.Disposable {
-  private conversation: Conversation | undefined;
-  private opening: Promise<Conversation | undefined> | undefined;
   private chatModel: ChatModel | undefined;
   private counter = new MessageTokenCounter(charEstimator);
   /**
@@ -59,6 +58,9 @@ export class Session implements vscode.Disposable {
   readonly store: ConversationStore;
   readonly index: ConversationIndex;
 
+  /** The conversations this window has loaded, each on the branches its chats continue. */
+  readonly registry: ConversationRegistry;
+
   constructor(
     storageDir: string,
     private readonly workspaceState: vscode.Memento,
@@ -71,138 +73,64 @@ export class Session implements vscode.Disposable {
   ) {
     this.store = new ConversationStore(storageDir, () => clock.now());
     this.index = new ConversationIndex(workspaceState);
+    this.registry = new ConversationRegistry({
+      store: this.store,
+      index: this.index,
+      clock,
+      newId: () => this.newId(),
+      conversationDeps: () => this.conversationDeps(),
+      warn: (message, show) => {
+        log.warn(message);
+        if (show) void vscode.window.showWarningMessage(`Longrun: ${message}`);
+      },
+      error: (message) => {
+        log.error(message);
+        void vscode.window.showErrorMessage(message);
+      },
+      info: (message) => log.info(message),
+      changed: () => this.changed.fire(),
+    });
   }
 
   newId(): string {
     return `${this.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   }
 
-  /** Conversations loaded in this window, by id: one per chat that used Longrun. */
-  private readonly loaded = new Map<string, { conversation: Conversation; subscription: { dispose(): void } }>();
-  private readonly loading = new Map<string, Promise<Conversation | undefined>>();
-  /** A conversation picked with "Open Conversation…", continued by the next new chat. */
-  private pendingOpen: string | undefined;
-
   /**
    * The conversation of the chat used last (the gauge, /context, Undo and "Compact Conversation"
    * act on it), loaded from disk on first use; undefined when there is none.
    */
   current(): Promise<Conversation | undefined> {
-    if (this.conversation) return Promise.resolve(this.conversation);
-    this.opening ??= this.openCurrent().finally(() => {
-      this.opening = undefined;
-    });
-    return this.opening;
+    return this.registry.current();
   }
 
   currentIfLoaded(): Conversation | undefined {
-    return this.conversation;
+    return this.registry.currentIfLoaded();
   }
 
-  private async openCurrent(): Promise<Conversation | undefined> {
-    for (const problem of this.index.problems()) this.log.warn(problem);
-    const id = this.index.current();
-    return id ? this.open(id) : undefined;
+  /** Makes conversation `id` the current one (see `ConversationRegistry.open`). */
+  open(id: string): Promise<Conversation | undefined> {
+    return this.registry.open(id);
   }
 
-  /**
-   * Makes conversation `id` the current one, loading it from disk when this window has not yet;
-   * undefined when it does not exist or cannot be read (said in the log and a message).
-   */
-  async open(id: string): Promise<Conversation | undefined> {
-    const known = this.loaded.get(id)?.conversation;
-    const conversation = known ?? (await this.load(id));
-    if (!conversation) return undefined;
-    if (this.conversation !== conversation) {
-      this.conversation = conversation;
-      this.changed.fire();
-    }
-    if (this.index.current() !== id) await this.index.setCurrent(id);
-    return conversation;
-  }
-
-  /**
-   * Conversation `id` as this window has it, loaded from disk when need be, without making it the
-   * current one (a summary document of another chat's conversation must not move the gauge).
-   */
-  async find(id: string): Promise<Conversation | undefined> {
-    return this.loaded.get(id)?.conversation ?? this.load(id);
-  }
-
-  private load(id: string): Promise<Conversation | undefined> {
-    let pending = this.loading.get(id);
-    if (!pending) {
-      pending = this.read(id).finally(() => this.loading.delete(id));
-      this.loading.set(id, pending);
-    }
-    return pending;
-  }
-
-  private async read(id: string): Promise<Conversation | undefined> {
-    if (!(await this.store.exists(id))) return undefined;
-    try {
-      const { log, problems } = await this.store.open(id);
-      for (const problem of problems) {
-        this.log.warn(problem);
-        void vscode.window.showWarningMessage(`Longrun: ${problem}`);
-      }
-      // Another request may have loaded it meanwhile: one object per conversation.
-      return this.loaded.get(id)?.conversation ?? this.track(new Conversation(id, log, this.conversationDeps()));
-    } catch (error) {
-      const message = errorText(error);
-      this.log.error(`Could not open conversation ${id}: ${message}`);
-      void vscode.window.showErrorMessage(`Longrun could not open the saved conversation: ${message}`);
-      return undefined;
-    }
-  }
-
-  private track(conversation: Conversation): Conversation {
-    const subscription = conversation.onDidChange(() => {
-      if (conversation === this.conversation) this.changed.fire();
-    });
-    this.loaded.set(conversation.id, { conversation, subscription });
-    return conversation;
+  /** Conversation `id` without making it the current one (see `ConversationRegistry.find`). */
+  find(id: string): Promise<Conversation | undefined> {
+    return this.registry.find(id);
   }
 
   /** Starts a new conversation and makes it the current one; the others stay on disk. */
-  async startNew(): Promise<Conversation> {
-    const id = this.newId();
-    await this.store.create(id);
-    const now = this.clock.now();
-    await this.index.upsert({ id, title: NEW_TITLE, createdAt: now, updatedAt: now });
-    await this.index.setCurrent(id);
-    // A summary being prepared for the conversation left behind may never be needed.
-    this.conversation?.cancelAhead();
-    this.conversation = this.track(new Conversation(id, [], this.conversationDeps()));
-    this.changed.fire();
-    this.log.info(`Started conversation ${id}.`);
-    return this.conversation;
+  startNew(): Promise<Conversation> {
+    return this.registry.startNew();
   }
 
   /** Remembers a conversation picked to be continued by the next new chat. */
   continueInNextChat(id: string): void {
-    this.pendingOpen = id;
-  }
-
-  /** The conversation a new chat continues, if one was picked; asked once. */
-  takePendingOpen(): string | undefined {
-    const id = this.pendingOpen;
-    this.pendingOpen = undefined;
-    return id;
+    this.registry.continueInNextChat(id);
   }
 
   /** This workspace's conversations, newest first, with what a picker shows of them. */
-  async conversations(): Promise<Array<{ id: string; title: string; updatedAt: number; bytes: number; compactions: number }>> {
-    const list = [...this.index.list()].sort((a, b) => b.updatedAt - a.updatedAt);
-    return Promise.all(
-      list.map(async (info) => ({
-        id: info.id,
-        title: info.title,
-        updatedAt: info.updatedAt,
-        bytes: await this.store.size(info.id).catch(() => 0),
-        compactions: this.index.summaries(info.id).length,
-      })),
-    );
+  conversations(): ReturnType<ConversationRegistry['conversations']> {
+    return this.registry.conversations();
   }
 
   private secrets: string[] = [];
@@ -345,6 +273,11 @@ export class Session implements vscode.Disposable {
 
   model(): ChatModel | undefined {
     return this.chatModel;
+  }
+
+  /** Whether the model in use runs on one of Longrun's own endpoints (its usage is the server's own count). */
+  servedByEndpoint(): boolean {
+    return this.chatModel?.kind === 'endpoint';
   }
 
   private modelKey(): string | undefined {
@@ -517,7 +450,7 @@ export class Session implements vscode.Disposable {
 
   dispose(): void {
     void this.tracing.shutdown().catch(() => undefined);
-    for (const { subscription } of this.loaded.values()) subscription.dispose();
+    this.registry.dispose();
     this.changed.dispose();
   }
 }
