@@ -427,6 +427,9 @@ export class ConversationStore {
    * @param now the clock, in milliseconds since the epoch. Locks use the system clock instead, since
    *   they compare times written by other processes.
    */
+  /** The folder of each conversation found in another of this workspace's storage folders. */
+  private readonly homes = new Map<string, string>();
+
   constructor(
     private readonly dir: string,
     private readonly now: () => number,
@@ -442,7 +445,10 @@ export class ConversationStore {
    */
   async open(id: string): Promise<OpenedConversation> {
     checkId(id);
-    return this.enqueue(id, () => this.locked(id, 'read', () => this.read(id)));
+    return this.enqueue(id, async () => {
+      await this.locate(id);
+      return this.locked(id, 'read', () => this.read(id));
+    });
   }
 
   /**
@@ -468,23 +474,25 @@ export class ConversationStore {
     checkId(id);
     const prepared = records.map((record) => this.serialize(record));
     if (prepared.length > 0) {
-      await this.enqueue(id, () =>
-        this.locked(id, 'write', () =>
+      await this.enqueue(id, async () => {
+        await this.locate(id);
+        await this.locked(id, 'write', () =>
           this.writeLines(
             id,
             prepared.map((p) => p.line),
           ),
-        ),
-      );
+        );
+      });
     }
     return prepared.map((p) => p.stored);
   }
 
   /** Creates an empty conversation (just its header); does nothing when it already exists. */
   async create(id: string): Promise<void> {
-    const file = this.partFile(id, 1);
-    return this.enqueue(id, () =>
-      this.locked(id, 'write', async () => {
+    return this.enqueue(id, async () => {
+      await this.locate(id);
+      const file = this.partFile(id, 1);
+      return this.locked(id, 'write', async () => {
         const header = `${this.header(id, 1)}\n`;
         try {
           await fs.writeFile(file, header, { flag: 'wx' });
@@ -492,16 +500,18 @@ export class ConversationStore {
         } catch (error) {
           if (!isCode(error, 'EEXIST')) throw error;
         }
-      }),
-    );
+      });
+    });
   }
 
   async exists(id: string): Promise<boolean> {
+    await this.locate(id);
     return isFile(this.partFile(id, 1));
   }
 
   /** Bytes the conversation takes on disk, all its parts together; 0 when it does not exist. */
   async size(id: string): Promise<number> {
+    await this.locate(id);
     let total = 0;
     for (let part = 1; ; part++) {
       try {
@@ -532,20 +542,39 @@ export class ConversationStore {
 
   /** Where a conversation's skipped lines are kept. */
   damagedFileOf(id: string): string {
-    return path.join(this.folder(), `${checkId(id)}.damaged.jsonl`);
+    return path.join(this.folder(id), `${checkId(id)}.damaged.jsonl`);
   }
 
   /** The file of one part of a conversation: `<id>.jsonl` for the first, `<id>.<n>.jsonl` after. */
   partFile(id: string, part: number): string {
-    return path.join(this.folder(), part === 1 ? `${checkId(id)}.jsonl` : `${checkId(id)}.${part}.jsonl`);
+    return path.join(this.folder(id), part === 1 ? `${checkId(id)}.jsonl` : `${checkId(id)}.${part}.jsonl`);
   }
 
-  private folder(): string {
-    return path.join(this.dir, 'conversations');
+  /** The folder of conversation `id` (see `locate`); this window's own folder without one. */
+  private folder(id?: string): string {
+    return (id !== undefined ? this.homes.get(id) : undefined) ?? path.join(this.dir, 'conversations');
+  }
+
+  /**
+   * Finds the folder conversation `id` lives in. VS Code gives a window's extension host the
+   * workspace's storage folder, or `<folder>-1`, `-2`… up to `-9` while an earlier extension host
+   * still holds it (a window reloaded before the old one has exited, or a second window of the
+   * workspace): a conversation started in one of them is looked for in all of them, so that a reload
+   * never loses it. The per-conversation lock keeps two windows that reach one file apart.
+   */
+  private async locate(id: string): Promise<void> {
+    if (this.homes.has(id)) return;
+    for (const dir of storageSiblings(this.dir)) {
+      const folder = path.join(dir, 'conversations');
+      if (await isFile(path.join(folder, `${checkId(id)}.jsonl`))) {
+        this.homes.set(id, folder);
+        return;
+      }
+    }
   }
 
   private lockFile(id: string): string {
-    return path.join(this.folder(), `${checkId(id)}.lock`);
+    return path.join(this.folder(id), `${checkId(id)}.lock`);
   }
 
   private header(id: string, part: number): string {
@@ -730,7 +759,7 @@ export class ConversationStore {
    * when another window keeps it too long: showing the conversation beats refusing to.
    */
   private async locked<T>(id: string, mode: 'read' | 'write', task: () => Promise<T>): Promise<T> {
-    if (mode === 'write') await fs.mkdir(this.folder(), { recursive: true });
+    if (mode === 'write') await fs.mkdir(this.folder(id), { recursive: true });
     const file = this.lockFile(id);
     let acquiredAt: number | undefined;
     try {
@@ -1191,6 +1220,13 @@ function describeIssues(error: z.ZodError): string {
   if (!first) return 'invalid';
   const where = first.path.length > 0 ? `${first.path.map(String).join('.')}: ` : '';
   return `${where}${first.message}${rest.length > 0 ? ` (and ${rest.length} more)` : ''}`;
+}
+
+/** `dir` first, then the other storage folders VS Code may give the same workspace (`<base>`, `<base>-1` … `<base>-9`). */
+function storageSiblings(dir: string): string[] {
+  const base = dir.replace(/-[1-9]$/, '');
+  const all = [dir, base, ...Array.from({ length: 9 }, (_, i) => `${base}-${i + 1}`)];
+  return [...new Set(all)];
 }
 
 function checkId(id: string): string {
