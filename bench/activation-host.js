@@ -114,6 +114,8 @@ const event = () => disposable();
 /** The handlers of the commands the extension registered, its model provider, and the error messages it showed. */
 const commands = new Map();
 let modelProvider;
+/** How often the extension told VS Code, while activating, to ask for its models. */
+let modelsChangedAtActivation = 0;
 
 /** Settings by full key (`longrun.endpoints`), and who listens for their changes. */
 const settings = new Map();
@@ -254,6 +256,10 @@ const vscode = namespace({
   lm: namespace({
     registerLanguageModelChatProvider: (vendor, provider) => {
       modelProvider = provider;
+      // VS Code listens from the moment a provider is registered.
+      provider.onDidChangeLanguageModelChatInformation(() => {
+        if (activating) modelsChangedAtActivation++;
+      });
       return disposable();
     },
     selectChatModels: async () => [model],
@@ -265,7 +271,10 @@ const vscode = namespace({
 /** The workspace's state: with --check, that of a workspace where Longrun was used (no conversation open). */
 function workspaceState() {
   const state = new Memento();
-  if (mode === '--check') state.values.set('longrun.conversations', { version: 1, conversations: [] });
+  if (mode === '--check') {
+    state.values.set('longrun.conversations', { version: 1, conversations: [] });
+    settings.set('longrun.endpoints', [{ name: 'Local', baseUrl: 'http://127.0.0.1:9/v1', models: [{ id: 'local-model', contextWindow: 8192 }] }]);
+  }
   return state;
 }
 
@@ -371,6 +380,7 @@ async function main() {
     loadedBeforeEndpoints,
     modelsChangedEvents,
     modelsAfterEndpoint,
+    modelsChangedAtActivation,
   };
   fs.writeSync(1, JSON.stringify(result));
   fs.rmSync(storage, { recursive: true, force: true });

@@ -70,6 +70,10 @@ export class EntryPoints implements vscode.Disposable {
       provideTokenCount: (model, text, token) => served().models.provideTokenCount(model, text, token),
     };
     this.disposables.push(vscode.lm.registerLanguageModelChatProvider(VENDOR, models));
+    // VS Code asks a provider for its models only when something needs them (often the first chat
+    // request, which then has no model and fails). Told at once that there are models, it asks now,
+    // and the chat's model picker selects one before the user sends anything.
+    if (endpointsSet()) modelsChanged.fire();
 
     for (const scheme of CONTENT_SCHEMES) {
       const provider: vscode.TextDocumentContentProvider = {

@@ -161,12 +161,18 @@ describe('extension manifest', () => {
       readonly loadedBeforeEndpoints?: string[];
       readonly modelsChangedEvents?: number;
       readonly modelsAfterEndpoint?: string[];
+      readonly modelsChangedAtActivation: number;
     }
 
     it("activates with extension.js alone; where Longrun was used, loads the rest, zod and only the model's vocabulary right after", () => {
       // The rest of the extension to show the gauge, zod with the conversation list's first read,
       // the vocabulary when the model's overhead is counted.
       assert.deepEqual(activateIn('--check').vocabularies.afterActivation, ['composition', 'schemas', 'o200k_base']);
+    });
+
+    it('tells VS Code at activation to ask for its models when an endpoint is set, so that the chat has a model before the first request', () => {
+      assert.equal(activateIn('--check').modelsChangedAtActivation, 1);
+      assert.equal(activateIn('--check-unused').modelsChangedAtActivation, 0, 'no endpoint: nothing to offer, nothing loaded');
     });
 
     it('loads nothing but extension.js where Longrun was never used, although VS Code asks for its models, until something calls into it', () => {
