@@ -45,6 +45,7 @@ export interface Instruction {
 /** Longest text of one instruction, and of all of a request's together. */
 export const MAX_INSTRUCTION_CHARS = 20_000;
 export const MAX_INSTRUCTIONS_CHARS = 40_000;
+const MIN_ROOM = 500;
 
 /**
  * The instructions of a request, each once, read now, in the order VS Code gave them. One that cannot
@@ -69,7 +70,8 @@ export async function resolveInstructions(sources: readonly InstructionSource[])
       continue;
     }
     const room = Math.min(MAX_INSTRUCTION_CHARS, MAX_INSTRUCTIONS_CHARS - total);
-    if (room <= 0) {
+    // A sliver of a file would tell the model less than its name does.
+    if (room < MIN_ROOM) {
       out.push({
         name: source.name,
         text: `(not shown: the instructions before it fill the ${MAX_INSTRUCTIONS_CHARS.toLocaleString('en-US')} characters a request carries)`,

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { textHash } from '../../../src/app/revert-changes';
+import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { fileChange } from '../../../src/core/file-changes';
+import { modelView, type LogRecord } from '../../../src/core/history';
+import { messageText } from '../../../src/core/messages';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { charEstimator } from '../../../src/core/tokenizer';
+import { assistant, FakeClock, user } from '../core/fixtures';
+
+describe('turns and file changes on disk', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-stored-turns-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function conversation(store: ConversationStore, log: LogRecord[], leaf?: string | null): Conversation {
+    const clock = new FakeClock();
+    const state = new Map<string, unknown>();
+    const counter = new MessageTokenCounter(charEstimator);
+    let n = 0;
+    return new Conversation(
+      'c1',
+      log,
+      {
+        store,
+        index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+        clock,
+        newId: () => `e${++n}`,
+        config: () => DEFAULT_CONFIG,
+        model: () => ({ name: 'm', window: { limit: 100_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+        summarizer: () => undefined,
+      },
+      leaf === undefined ? {} : { leaf },
+    );
+  }
+
+  it('reads back every branch after a reload, and opens on the turn started last', async () => {
+    const store = new ConversationStore(dir, () => 1);
+    await store.create('c1');
+    const first = conversation(store, []);
+    await first.beginTurn('t1', 'chat-a');
+    await first.append([{ type: 'message', message: user('u1', 'remember ALPHA-7') }]);
+    await first.append([{ type: 'change', change: fileChange('ch1', 'a.txt', 'modified', 'x', 'y', textHash) }]);
+    const rewound = conversation(store, [...first.allRecords()], null);
+    await rewound.beginTurn('t2', 'chat-a');
+    await rewound.append([
+      { type: 'message', message: user('u2', 'remember BRAVO-9') },
+      { type: 'message', message: assistant('a2', 'noted') },
+    ]);
+
+    const { log } = await new ConversationStore(dir, () => 2).open('c1');
+    assert.deepEqual(log, first.allRecords().concat(rewound.allRecords().slice(first.allRecords().length)));
+    const reopened = conversation(store, log);
+    assert.equal(reopened.leaf(), 't2');
+    assert.deepEqual(modelView(reopened.log()).map(messageText), ['remember BRAVO-9', 'noted']);
+    const other = conversation(store, log, 't1');
+    assert.deepEqual(modelView(other.log()).map(messageText), ['remember ALPHA-7']);
+    assert.ok(log.some((r) => r.type === 'change' && r.turnId === 't1' && r.change.inserted === 'y'));
+  });
+
+  it('reads a conversation from before turns as one branch, and continues it after its records', async () => {
+    const store = new ConversationStore(dir, () => 1);
+    await store.create('c1');
+    await store.appendAll('c1', [
+      { type: 'message', message: user('u1', 'remember OLD-1') },
+      { type: 'message', message: assistant('a1', 'noted OLD-1') },
+    ]);
+    const { log } = await store.open('c1');
+    const old = conversation(store, log);
+    assert.equal(old.leaf(), null);
+    await old.beginTurn('t1');
+    await old.append([{ type: 'message', message: user('u2', 'and now?') }]);
+    const reopened = conversation(store, (await store.open('c1')).log);
+    assert.deepEqual(modelView(reopened.log()).map(messageText), ['remember OLD-1', 'noted OLD-1', 'and now?']);
+  });
+});
