@@ -1,3 +1,4 @@
+import type { SideTurn } from '../core/branches';
 import type { ConversationLog } from '../core/history';
 import { stringifyOutput, type Message } from '../core/messages';
 
@@ -6,10 +7,27 @@ import { stringifyOutput, type Message } from '../core/messages';
  * in the order it was written, the compacted originals included, and each compaction's summary
  * where it applied (undone ones marked so), and where tool outputs were pruned. Code fences grow to hold any backticks in the content.
  */
-export function conversationMarkdown(log: ConversationLog, title: string): string {
+export function conversationMarkdown(log: ConversationLog, title: string, sides: readonly SideTurn[] = []): string {
+  const out: string[] = [`# ${title.replace(/\n/g, ' ')}`, ''];
+  renderRecords(log, out);
+  if (sides.length > 0) {
+    out.push(
+      '# Side branches',
+      '',
+      'Turns the chat no longer holds (rewound, retried, or an edited request), or that another chat forked from this one went on with. They are kept, and were not sent to the model on the branch above.',
+      '',
+    );
+    for (const side of sides) {
+      out.push(`### Side turn ${side.turn.id}${side.turn.parent ? `, continuing turn ${side.turn.parent}` : ', at the start'}`, '');
+      renderRecords(side.records, out);
+    }
+  }
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
+function renderRecords(log: ConversationLog, out: string[]): void {
   const undone = new Set<string>();
   for (const record of log) if (record.type === 'undo') undone.add(record.entryId);
-  const out: string[] = [`# ${title.replace(/\n/g, ' ')}`, ''];
   for (const record of log) {
     switch (record.type) {
       case 'message':
@@ -57,7 +75,6 @@ export function conversationMarkdown(log: ConversationLog, title: string): strin
         break;
     }
   }
-  return `${out.join('\n').trimEnd()}\n`;
 }
 
 function renderMessage(message: Message): string[] {

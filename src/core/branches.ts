@@ -160,3 +160,24 @@ export function leftBehind(turns: TurnIndex, parent: string | null): string[] {
   const from = parent === null ? 0 : path.indexOf(parent) + 1;
   return path.slice(from);
 }
+
+/** A turn that is not on a path, with the records made on it, for the export. */
+export interface SideTurn {
+  readonly turn: TurnInfo;
+  readonly records: readonly LogRecord[];
+}
+
+/**
+ * The turns of `log` that are not on the path to `leaf` (rewound, retried, edited away, or continued
+ * in another chat), in the order they were started, each with the records made on it.
+ */
+export function sideTurns(log: ConversationLog, leaf: string | null, turns: TurnIndex = new TurnIndex()): SideTurn[] {
+  const onThePath = new Set(turns.update(log).path(leaf).turns);
+  const side = new Map<string, { turn: TurnInfo; records: LogRecord[] }>();
+  for (const info of turns.all()) if (!onThePath.has(info.id)) side.set(info.id, { turn: info, records: [] });
+  for (const record of log) {
+    const id = record.type === 'turn' ? undefined : record.turnId;
+    if (id !== undefined) side.get(id)?.records.push(record);
+  }
+  return [...side.values()];
+}

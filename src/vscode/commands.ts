@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { sideTurns } from '../core/branches';
 import { activeEntries } from '../core/history';
 import type { ApiKeys } from './api-keys';
 import type { CommandHandler } from './entry-points';
@@ -180,7 +181,9 @@ async function exportConversation(deps: CommandDeps): Promise<unknown> {
     return undefined;
   }
   const title = (await session.conversations()).find((c) => c.id === conversation.id)?.title ?? 'Longrun conversation';
-  const document = await vscode.workspace.openTextDocument({ language: 'markdown', content: conversationMarkdown(conversation.log(), title) });
+  const sides = sideTurns(conversation.allRecords(), conversation.leaf());
+  const content = conversationMarkdown(conversation.log(), title, sides);
+  const document = await vscode.workspace.openTextDocument({ language: 'markdown', content });
   await vscode.window.showTextDocument(document, { preview: false });
   return document.getText().length;
 }

@@ -14,10 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
+import { FIRST_MESSAGE } from './phrases';
 import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const ALL_PHASES = ['main', 'after-reload', 'api', 'safety', 'editor-models', 'summary-edit', 'memory', 'crash', 'after-crash'] as const;
+const ALL_PHASES = ['main', 'after-reload', 'branches', 'api', 'safety', 'editor-models', 'summary-edit', 'memory', 'crash', 'after-crash'] as const;
 /** `LONGRUN_E2E_PHASES=api` runs a subset (while developing); every phase runs by default. */
 const PHASES = (process.env.LONGRUN_E2E_PHASES?.split(',') ?? [...ALL_PHASES]).filter((p): p is (typeof ALL_PHASES)[number] =>
   (ALL_PHASES as readonly string[]).includes(p),
@@ -112,6 +113,8 @@ async function main(): Promise<number> {
       if (index === 0) await page.goto(codeServer.url);
       else await openAgain(page, codeServer.url);
       await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+      // A user who reloads the window and types at once: the branches phase checks it was answered.
+      if (phase === 'branches') await typeSoonAfterOpening(page);
       const finished = waitForResults(join(e2eDir, `results-${phase}.json`), join(e2eDir, `started-${phase}`), page);
       // The crash phase asks to be killed in the middle of a turn; the next phase runs on a new server.
       const phaseResults = await Promise.race([
@@ -164,6 +167,19 @@ async function main(): Promise<number> {
   }
   say(`e2e: ${passed} passed, ${failed} failed`);
   return failed > 0 || passed === 0 ? 1 : 0;
+}
+
+/** Types a request into the chat 1.5 s after the workbench appeared, as a user who reloads and types at once. */
+async function typeSoonAfterOpening(page: Page): Promise<void> {
+  const shown = Date.now();
+  const input = page.locator('.interactive-input-part .monaco-editor').first();
+  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await page.waitForTimeout(Math.max(0, 1_500 - (Date.now() - shown)));
+  await input.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type(`@longrun ${FIRST_MESSAGE}`);
+  await page.keyboard.press('Enter');
+  writeFileSync(join(RESULTS, 'first-message.txt'), `typed ${Date.now() - shown} ms after the workbench appeared\n`);
 }
 
 /**
@@ -368,7 +384,8 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       return true;
     }
     case 'quick-pick': {
-      // Picks from a quick pick another command opened: types the filter, then takes the first match.
+      // Picks from a quick pick another command opened: types the filter, then takes the first match
+      // (the first that does not contain `not`, when given).
       const items = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
       await page.waitForSelector('.quick-input-widget .quick-input-box input', { timeout: 10_000 });
       await page.keyboard.type(String(body.text));
@@ -379,14 +396,44 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
         .catch(() => undefined);
       await page.waitForTimeout(500);
       const labels = await items.allInnerTexts();
+      const pick = body.not === undefined ? 0 : labels.findIndex((label) => !label.includes(String(body.not)));
       // Nothing to pick: close the picker, so that the caller can open it again.
-      await page.keyboard.press(labels.length > 0 ? 'Enter' : 'Escape');
+      if (labels.length === 0 || pick < 0) await page.keyboard.press('Escape');
+      else if (pick === 0) await page.keyboard.press('Enter');
+      else await items.nth(pick).click({ timeout: 10_000 });
       return labels;
     }
     case 'chat-type': {
       const input = page.locator('.interactive-input-part .monaco-editor').first();
       await input.click();
       await page.keyboard.type(String(body.text));
+      await page.keyboard.press('Enter');
+      return true;
+    }
+    case 'chat-request-action': {
+      // Clicks one of the buttons VS Code shows over a request of the chat (Restore Checkpoint, Fork,
+      // Start Over), by its label, on the request whose text contains `text`.
+      const row = await requestRow(page, String(body.text));
+      const button = row.locator(`a.action-label[aria-label="${String(body.label)}"]`).first();
+      await row.locator('.checkpoint-container, .value').first().hover({ timeout: 10_000 });
+      // The toolbar shows on hover; a row taller than the view may leave it just outside.
+      await button.click({ timeout: 5_000 }).catch(() => button.dispatchEvent('click'));
+      return true;
+    }
+    case 'chat-retry': {
+      // "Retry" on the last answer.
+      await page.locator('.interactive-session .monaco-list-row.response').last().hover({ timeout: 10_000 });
+      await page.locator('.interactive-session a.action-label[aria-label="Retry"]').last().click({ timeout: 10_000 });
+      return true;
+    }
+    case 'chat-edit-request': {
+      // Edits the request whose text contains `text` in place and sends `replacement`: VS Code drops
+      // the request and what came after it.
+      const row = await requestRow(page, String(body.text));
+      await row.locator('.value .chat-markdown-part').first().click({ timeout: 10_000 });
+      await row.locator('.monaco-editor').first().waitFor({ state: 'visible', timeout: 10_000 });
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type(String(body.replacement));
       await page.keyboard.press('Enter');
       return true;
     }
@@ -523,6 +570,22 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
     default:
       throw new Error(`unknown action ${String(body.action)}`);
   }
+}
+
+/**
+ * The row of the chat's request whose text contains `text`, scrolled into view. The chat draws only
+ * the rows in view: it is scrolled up until the row is drawn.
+ */
+async function requestRow(page: Page, text: string): Promise<ReturnType<Page['locator']>> {
+  const row = page.locator('.interactive-session .monaco-list-row.request').filter({ has: page.locator('.value', { hasText: text }) });
+  const list = page.locator('.interactive-session .interactive-list').first();
+  for (let scrolls = 0; scrolls < 30 && (await row.count()) === 0; scrolls++) {
+    await list.hover().catch(() => undefined);
+    await page.mouse.wheel(0, -600);
+    await page.waitForTimeout(150);
+  }
+  await row.first().scrollIntoViewIfNeeded({ timeout: 10_000 });
+  return row.first();
 }
 
 function collectLogs(userDataDir: string): void {

@@ -3,6 +3,7 @@ import type { LogRecord } from '../../../src/core/history';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { conversationMarkdown } from '../../../src/app/conversation-export';
 import { conversationIdOf } from '../../../src/app/chat-history';
+import { branchLog, sideTurns } from '../../../src/core/branches';
 
 const entry = (id: string, round: number, compacted: string[]) => ({
   id,
@@ -73,6 +74,44 @@ describe('exporting a conversation as Markdown', () => {
 
   it('fences output that holds backticks so that it cannot break out', () => {
     assert.match(markdown, /````\nconst fence = "```";\n````/);
+  });
+});
+
+describe('exporting a conversation that branched', () => {
+  const say = (id: string, role: 'user' | 'assistant', text: string, turnId: string): LogRecord => ({
+    type: 'message',
+    message: { id, role, content: [{ type: 'text', text }] },
+    turnId,
+  });
+  const log: LogRecord[] = [
+    { type: 'turn', turn: { id: 't1', parent: null, at: 1 } },
+    say('u1', 'user', 'remember ALPHA-7', 't1'),
+    say('a1', 'assistant', 'noted ALPHA-7', 't1'),
+    { type: 'turn', turn: { id: 't2', parent: 't1', at: 2 } },
+    say('u2', 'user', 'remember BRAVO-9', 't2'),
+    say('a2', 'assistant', 'noted BRAVO-9', 't2'),
+    { type: 'turn', turn: { id: 't3', parent: 't1', at: 3 } },
+    say('u3', 'user', 'remember DELTA-4', 't3'),
+  ];
+
+  it('shows the branch in use in order, then each turn left off it as a side branch', () => {
+    const markdown = conversationMarkdown(branchLog(log, 't3'), 'Branches', sideTurns(log, 't3'));
+    const [main, side] = markdown.split('# Side branches');
+    assert.match(main!, /ALPHA-7[\s\S]*DELTA-4/);
+    assert.doesNotMatch(main!, /BRAVO-9/);
+    assert.match(side!, /Side turn t2, continuing turn t1[\s\S]*remember BRAVO-9[\s\S]*noted BRAVO-9/);
+    assert.doesNotMatch(side!, /ALPHA-7|DELTA-4/);
+  });
+
+  it('has no side branches when the chat never went back', () => {
+    assert.doesNotMatch(
+      conversationMarkdown(
+        branchLog(log, 't2'),
+        'x',
+        sideTurns(log, 't2').filter((s) => s.turn.id !== 't3'),
+      ),
+      /Side branches/,
+    );
   });
 });
 

@@ -1,0 +1,211 @@
+/**
+ * VS Code owns the chat: what its buttons do to a chat (Restore Checkpoint, Fork, Retry, an edited
+ * request, Start Over) decides what the model is sent next, checked on what the loopback scripted
+ * model receives. Also: instruction files go into the system prompt once, and a message typed right
+ * after the window opened is answered (the driver types it 1.5 s after the workbench appears).
+ */
+import * as assert from 'assert';
+import * as vscode from 'vscode';
+import { FIRST_MESSAGE } from '../phrases';
+import { api, chat, model, MODEL, SMALL_MODEL, ui, waitFor, type RecordedRequest } from './harness';
+
+const workspaceUri = (path: string): vscode.Uri => vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, path);
+const exists = async (path: string): Promise<boolean> =>
+  Promise.resolve(vscode.workspace.fs.stat(workspaceUri(path))).then(
+    () => true,
+    () => false,
+  );
+const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');
+
+/** The text of each message of a request, by role. */
+function messages(request: RecordedRequest): Array<{ role: string; text: string }> {
+  return (request.body?.messages ?? []).map((m) => ({
+    role: m.role,
+    text: typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''),
+  }));
+}
+
+const userTexts = (request: RecordedRequest): string[] =>
+  messages(request)
+    .filter((m) => m.role === 'user')
+    .map((m) => m.text);
+
+/** The latest conversation request (not a summary) whose last user message says `marker`. */
+async function requestFor(marker: string): Promise<RecordedRequest> {
+  return waitFor(`a request to the model for "${marker}"`, async () =>
+    (await model.requests()).filter((r) => !r.summary && (userTexts(r).at(-1) ?? '').includes(marker)).at(-1),
+  );
+}
+
+/** Waits until the participant has finished one more request than `before`. */
+async function finished(before: number): Promise<void> {
+  const longrun = await api();
+  await waitFor(
+    'the participant to finish the request',
+    () => longrun.participant.turns().completed > before && longrun.participant.turns().active === 0,
+    120_000,
+  );
+}
+
+async function newChat(): Promise<void> {
+  await vscode.commands.executeCommand('workbench.action.chat.newChat');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+}
+
+describe('Longrun follows what the user does to the chat', function () {
+  this.timeout(600_000);
+  before(async () => {
+    await model.reset();
+  });
+
+  it('answers a message sent 1.5 s after the window appeared', async () => {
+    const request = await waitFor(
+      'the message typed after the reload to reach the model',
+      async () => (await model.requests()).find((r) => !r.summary && userTexts(r).some((t) => t.includes(FIRST_MESSAGE))),
+      90_000,
+    );
+    assert.ok(request);
+    const shown = await waitFor('its answer in the chat', async () => {
+      const text = await chatText();
+      return text.includes('Offline scripted model') ? text : undefined;
+    });
+    assert.doesNotMatch(shown, /Language model unavailable/);
+  });
+
+  it("Restore Checkpoint: the removed turns are not sent again, and Longrun's edit in them is reverted on the click", async () => {
+    const longrun = await api();
+    await newChat();
+    await chat('remember ALPHA-7');
+    await chat('create bravo-notes.txt');
+    await waitFor('the file the agent created', () => exists('bravo-notes.txt'));
+    await chat('remember CHARLIE-3');
+    await ui('chat-request-action', { text: 'create bravo-notes.txt', label: 'Restores workspace and chat to this point' });
+    await chat('what do you remember? DELTA-4');
+    const sent = userTexts(await requestFor('DELTA-4'));
+    assert.deepEqual(sent, ['remember ALPHA-7', 'what do you remember? DELTA-4']);
+    assert.ok(
+      longrun.participant.recentNotices().some((n) => n.includes('bravo-notes.txt')),
+      'the chat says the rewound turns changed a file',
+    );
+    // VS Code's checkpoint restored only its own edits: Longrun's file is still there until the user asks.
+    await vscode.workspace.fs.stat(workspaceUri('bravo-notes.txt'));
+    const answer = await ui<string>('chat-button', { text: "Revert Longrun's changes" });
+    assert.match(answer, /bravo-notes\.txt/);
+    await waitFor('the question before reverting', async () =>
+      (await ui<string[]>('dialog')).join(' ').includes('bravo-notes.txt') ? true : undefined,
+    );
+    await ui('dialog-button', { button: 'Revert' });
+    await waitFor('the created file to be removed', async () => ((await exists('bravo-notes.txt')) ? undefined : true));
+  });
+
+  it('Fork: the fork sends only the turns before the fork point, and both chats then go on apart', async () => {
+    await newChat();
+    await chat('remember FOXTROT-1 forkchat');
+    await chat('remember GOLF-2');
+    await chat('remember HOTEL-3');
+    await ui('chat-request-action', { text: 'remember GOLF-2', label: 'Fork conversation from this point' });
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await chat('fork says INDIA-4');
+    assert.deepEqual(userTexts(await requestFor('INDIA-4')), ['remember FOXTROT-1 forkchat', 'fork says INDIA-4']);
+
+    // Back to the chat it was forked from, through VS Code's list of chats.
+    let offered: string[] = [];
+    for (let attempt = 0; attempt < 8 && !offered.some((label) => !label.includes('Forked')); attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 2_000));
+      void vscode.commands.executeCommand('workbench.action.chat.pickAgentSession');
+      offered = await ui<string[]>('quick-pick', { text: 'forkchat', not: 'Forked' });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const longrun = await api();
+    const before = longrun.participant.turns().completed;
+    await ui('chat-type', { text: '@longrun original says JULIET-5' });
+    await finished(before);
+    // Typed into the chat: the prompt may keep the participant's name when the chat had it already.
+    const original = userTexts(await requestFor('JULIET-5')).map((t) => t.replace(/^@longrun /, ''));
+    assert.deepEqual(original, ['remember FOXTROT-1 forkchat', 'remember GOLF-2', 'remember HOTEL-3', 'original says JULIET-5']);
+  });
+
+  it('Retry: the request is sent once, and the answer VS Code discarded is not sent', async () => {
+    const longrun = await api();
+    await newChat();
+    await chat('remember KILO-1');
+    await chat('remember LIMA-2');
+    const before = longrun.participant.turns().completed;
+    const requestsBefore = (await model.requests()).length;
+    await ui('chat-retry');
+    await finished(before);
+    const retried = (await model.requests()).slice(requestsBefore).filter((r) => !r.summary);
+    assert.equal(retried.length, 1);
+    assert.deepEqual(
+      messages(retried[0]!).map((m) => m.role),
+      ['system', 'user', 'assistant', 'user'],
+      'the first turn, then the retried request alone',
+    );
+    assert.deepEqual(userTexts(retried[0]!), ['remember KILO-1', 'remember LIMA-2']);
+  });
+
+  it('An edited earlier request replaces it, and what came after it is not sent', async () => {
+    const longrun = await api();
+    await newChat();
+    await chat('remember MIKE-1');
+    await chat('remember NOVEMBER-2');
+    await chat('remember OSCAR-3');
+    const before = longrun.participant.turns().completed;
+    await ui('chat-edit-request', { text: 'remember NOVEMBER-2', replacement: '@longrun remember PAPA-9' });
+    await finished(before);
+    assert.deepEqual(userTexts(await requestFor('PAPA-9')), ['remember MIKE-1', 'remember PAPA-9']);
+  });
+
+  it('Start Over starts a new conversation', async () => {
+    const longrun = await api();
+    await newChat();
+    await chat('remember QUEBEC-1');
+    const first = longrun.session.currentIfLoaded()!.id;
+    await ui('chat-request-action', { text: 'remember QUEBEC-1', label: 'Clears the chat and undoes all changes' });
+    await chat('what do you remember? ROMEO-2');
+    assert.deepEqual(userTexts(await requestFor('ROMEO-2')), ['what do you remember? ROMEO-2']);
+    assert.notEqual(longrun.session.currentIfLoaded()!.id, first);
+  });
+
+  it('A rewind past a compaction sends the originals again, not the summary', async () => {
+    await newChat();
+    const filler = 'filler words to make the turn long enough to be worth compacting. '.repeat(30);
+    await chat(`remember SIERRA-1 ${filler}`, SMALL_MODEL);
+    await chat(`remember SIERRA-2 ${filler}`, SMALL_MODEL);
+    await chat(`remember SIERRA-3 ${filler}`, SMALL_MODEL);
+    await chat('/compact', SMALL_MODEL);
+    await chat('remember TANGO-4', SMALL_MODEL);
+    const compacted = messages(await requestFor('TANGO-4'));
+    assert.ok(
+      compacted.some((m) => m.text.includes('compacted into the following summary')),
+      'the request after /compact carries the summary',
+    );
+    // Restore Checkpoint on the /compact request: the chat is back to its three turns.
+    await ui('chat-request-action', { text: '/compact', label: 'Restores workspace and chat to this point' });
+    await chat('remember UNIFORM-5', SMALL_MODEL);
+    const rewound = await requestFor('UNIFORM-5');
+    assert.ok(!messages(rewound).some((m) => m.text.includes('compacted into the following summary')), 'no summary after the rewind');
+    assert.deepEqual(
+      userTexts(rewound).map((t) => t.slice(0, 17)),
+      ['remember SIERRA-1', 'remember SIERRA-2', 'remember SIERRA-3', 'remember UNIFORM-'],
+    );
+  });
+
+  it('puts AGENTS.md into the system prompt once and into no user message, over five turns', async () => {
+    const rules = '# Rules for agents\n\nAlways name the file you change. RULE-MARKER-42\n';
+    await vscode.workspace.fs.writeFile(workspaceUri('AGENTS.md'), Buffer.from(rules));
+    try {
+      await newChat();
+      for (let i = 1; i <= 5; i++) {
+        await chat(`remember VICTOR-${i}`, MODEL);
+        const sent = messages(await requestFor(`VICTOR-${i}`));
+        const system = sent.filter((m) => m.role === 'system');
+        assert.equal(system.length, 1);
+        assert.equal(system[0]!.text.split('RULE-MARKER-42').length - 1, 1, `request ${i}: the rules once in the system prompt`);
+        assert.ok(!sent.some((m) => m.role !== 'system' && m.text.includes('RULE-MARKER-42')), `request ${i}: in no other message`);
+      }
+    } finally {
+      await vscode.workspace.fs.delete(workspaceUri('AGENTS.md'));
+    }
+  });
+});
