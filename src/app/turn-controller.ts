@@ -2,29 +2,30 @@ import type { LanguageModel, ToolSet } from 'ai';
 import type { CompactionOutcome } from '../core/compaction';
 import { INITIAL_GUARD, mayAutoCompact, noteCompaction, type GuardState } from '../core/compaction-guard';
 import { fileChange } from '../core/file-changes';
-import { lastUsage, type CompactionEntry, type CompactionReason, type LogRecord } from '../core/history';
+import { lastUsage, type CompactionReason, type LogRecord } from '../core/history';
 import { text } from '../core/messages';
 import { NOTHING_ARCHIVED } from '../core/recall';
-import { OWN_TOOL_NAMES, TOOL_NAMES } from '../core/tool-names';
-import type { ReportedUsage } from '../core/usage-calibration';
+import { OWN_TOOL_NAMES } from '../core/tool-names';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
 import { createAgentTools, type AgentFileEvent, type RecallPort } from '../llm/agent-tools';
-import { createEditorTools, selectEditorTools, type EditorToolSelection, type EditorToolsPort } from '../llm/editor-tools';
-import type { LongrunTelemetry } from '../llm/telemetry';
-import type { CommandPort, WorkspacePort } from '../llm/workspace-port';
-import { renderAttachments, resolveAttachments, type AttachedReference, type Attachment } from './attachments';
+import { createEditorTools, selectEditorTools, type EditorToolSelection } from '../llm/editor-tools';
+import { renderAttachments, resolveAttachments, type Attachment } from './attachments';
 import { chatPosition, type TurnMetadata } from './chat-history';
-import { ANSWER_COMMAND, EDIT_SUMMARY_COMMAND, PARTICIPANT_ID, REVERT_COMMAND } from './contributions';
+import type { ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
+import { describeToolCall, escapeMarkdown, inlineCode } from './chat-text';
+import { CompactionDialog, showOutcome, type SummaryPreview } from './compaction-dialog';
+import { PARTICIPANT_ID, REVERT_COMMAND } from './contributions';
 import type { Conversation } from './conversation';
 import type { ConversationRegistry } from './conversation-registry';
 import { diffStats, fencedBlock } from './diff-preview';
 import { errorMessage } from './error-text';
-import { resolveInstructions, type Instruction, type InstructionSource } from './instructions';
-import { compactionSentence, contextReport, summaryReport } from './reports';
+import { resolveInstructions, type Instruction } from './instructions';
+import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
 import type { LongrunSettings } from './settings';
 import { systemPrompt } from './system-prompt';
-import type { WorkspaceRoot } from './path-guard';
+
+export type { ChatButton, ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
 
 /**
  * What one chat request does, free of `vscode`: which conversation and which branch of it the
@@ -35,83 +36,6 @@ import type { WorkspaceRoot } from './path-guard';
  * request, history and response stream to it.
  */
 
-/** A button in the chat that runs a command. */
-export interface ChatButton {
-  readonly command: string;
-  readonly title: string;
-  readonly arguments?: readonly unknown[];
-}
-
-/** The chat a turn writes to: VS Code's response stream, or a fake in tests. */
-export interface ChatSurface {
-  markdown(text: string): void;
-  progress(text: string): void;
-  button(button: ChatButton): void;
-  /** A button that opens `diff` (the change of `path`) in an editor. */
-  diffButton(path: string, diff: string, title: string): void;
-}
-
-/** A chat request, read into plain values. */
-export interface TurnRequest {
-  readonly prompt: string;
-  /** The slash command (`compact`, `context`, `summary`, `new`), if any. */
-  readonly command?: string;
-  /** VS Code's history of the chat (`context.history`), read by shape. */
-  readonly history: readonly unknown[];
-  /** The chat the request came from (VS Code's chat session), when known. */
-  readonly chat?: string;
-  /** What the user attached (instruction files aside). */
-  readonly attachments: readonly AttachedReference[];
-  /** The instruction files VS Code attached. */
-  readonly instructions: readonly InstructionSource[];
-  /** Tools the user named with `#`. */
-  readonly toolReferences: readonly string[];
-  /** The editor's tools, run on behalf of this request. */
-  readonly editorTools?: EditorToolsPort;
-}
-
-/** What VS Code is given back: the result's metadata names the conversation and the turn. */
-export interface TurnResult {
-  readonly metadata: TurnMetadata;
-  readonly errorDetails?: { readonly message: string };
-}
-
-/** The model in use and what goes with it: the editor's session implements it. */
-export interface TurnModels {
-  languageModel(): Promise<LanguageModel | undefined>;
-  /** Makes the summarizer match the model and settings now. */
-  prepareSummarizer(): Promise<void>;
-  learnWindow(limit: number, why?: string, lowerBound?: boolean): void;
-  maxOutputTokens(): number | undefined;
-  telemetry(): LongrunTelemetry;
-  truncationAdvice(): string | undefined;
-  observeUsage(usage: ReportedUsage | undefined): void;
-  redact(text: string): string;
-  /** Whether the model runs on one of Longrun's own endpoints (its usage is the server's own count). */
-  servedByEndpoint(): boolean;
-  /** What every request carries besides the messages, for the gauge's count. */
-  setRequestOverhead(text: string): void;
-  modelName(): string | undefined;
-  newId(): string;
-}
-
-/** The workspace as a turn sees it. */
-export interface TurnWorkspace {
-  readonly files: WorkspacePort;
-  /** The terminal of `run_command`; offered only in a trusted workspace. */
-  readonly commands?: CommandPort;
-  trusted(): boolean;
-  roots(): readonly WorkspaceRoot[];
-}
-
-/** Shows a compaction's summary before it is applied, in an editor (see `summary-documents.ts`). */
-export interface SummaryPreviews {
-  preview(conversation: Conversation, entry: CompactionEntry, signal: AbortSignal): Promise<string | undefined>;
-  accept(conversationId: string, entryId: string): Promise<boolean>;
-  discard(conversationId: string, entryId: string): Promise<boolean>;
-  ended(conversationId: string, entryId: string): void;
-}
-
 export interface TurnControllerDeps {
   readonly registry: ConversationRegistry;
   readonly models: TurnModels;
@@ -121,15 +45,6 @@ export interface TurnControllerDeps {
   readonly log: { info(message: string): void; warn(message: string): void; error(message: string): void };
   readonly now: () => number;
   readonly summaries?: SummaryPreviews;
-}
-
-/** An answer to the compaction question. */
-type CompactionAnswer = 'compact' | 'preview' | 'not-now';
-
-/** A compaction's summary shown to the user before it is applied, and what to do once it is over. */
-interface SummaryPreview {
-  readonly review: (entry: CompactionEntry) => Promise<string | undefined>;
-  readonly ended: () => void;
 }
 
 /** Longest diff (in lines without its headers) shown in the chat itself. */
@@ -148,12 +63,18 @@ export class TurnController {
   /** The chat of the request under way, where the agent's edits and questions are shown. */
   private activeChat: ChatSurface | undefined;
   private readonly notices: string[] = [];
-  private readonly questions = new Map<string, (answer: CompactionAnswer) => void>();
-  private questionCount = 0;
   /** The instructions the last request carried: counted in the gauge until the next request. */
   private instructions: readonly Instruction[] = [];
 
-  constructor(private readonly deps: TurnControllerDeps) {}
+  private readonly dialog: CompactionDialog;
+
+  constructor(private readonly deps: TurnControllerDeps) {
+    this.dialog = new CompactionDialog({
+      ...(deps.summaries ? { summaries: deps.summaries } : {}),
+      log: deps.log,
+      fullness: () => deps.registry.currentIfLoaded()?.assess().fraction ?? 0,
+    });
+  }
 
   /** Handles one request; never throws: a failure becomes the result's error, with the turn named. */
   async handle(request: TurnRequest, chat: ChatSurface, signal: AbortSignal): Promise<TurnResult> {
@@ -397,7 +318,7 @@ export class TurnController {
             await models.prepareSummarizer();
           }
           // Only the compaction the question allowed is previewed; an overflow cannot wait for the user.
-          const review = state.preview && reason === 'threshold' ? this.previewIn(conversation, chat, compactSignal) : undefined;
+          const review = state.preview && reason === 'threshold' ? this.dialog.previewIn(conversation, chat, compactSignal) : undefined;
           state.preview = false;
           return this.compactForAgent(conversation, reason, compactSignal, review);
         },
@@ -431,7 +352,7 @@ export class TurnController {
       ...(this.deps.settings().requireConfirmation
         ? {
             confirmCompaction: async (signal: AbortSignal) => {
-              const answer = await this.askToCompact(chat, signal);
+              const answer = await this.dialog.ask(chat, signal);
               state.preview = answer === 'preview';
               return answer !== 'not-now';
             },
@@ -445,7 +366,7 @@ export class TurnController {
     const { models, settings } = this.deps;
     this.guards.set(conversation.id, result.guard);
     models.observeUsage(lastUsage(conversation.log()));
-    this.settleQuestions();
+    this.dialog.settleAll();
     this.compactInBackgroundIfNeeded(conversation);
     const metadata = { ...metadataOf(conversation), compactions: result.compactions };
     if (result.cancelled) return { metadata };
@@ -548,7 +469,7 @@ export class TurnController {
     const chat = this.activeChat;
     if (!chat) return;
     const { added, removed, bodyLines } = diffStats(change.diff);
-    chat.markdown(`\n\n**${escape(change.path)}** ${change.kind} (+${added} −${removed})\n\n`);
+    chat.markdown(`\n\n**${escapeMarkdown(change.path)}** ${change.kind} (+${added} −${removed})\n\n`);
     if (bodyLines <= INLINE_DIFF_LINES) chat.markdown(`${fencedBlock(change.diff, 'diff')}\n`);
     else chat.diffButton(change.path, change.diff, `Show diff (${bodyLines} lines)`);
   }
@@ -610,122 +531,25 @@ export class TurnController {
     }
   }
 
-  /**
-   * The preview of the summary of the compaction about to be applied ("Preview"): it opens in an
-   * editor, and the chat says how to apply it (save it, or "Apply summary") or leave it (close it
-   * unsaved, or "Discard"). Undefined without summary documents.
-   */
-  private previewIn(conversation: Conversation, chat: ChatSurface, signal: AbortSignal): SummaryPreview | undefined {
-    const summaries = this.deps.summaries;
-    if (!summaries) return undefined;
-    let shown: string | undefined;
-    return {
-      review: async (entry) => {
-        shown = entry.id;
-        const id = `p${++this.questionCount}`;
-        chat.markdown(
-          '\n\nThe summary is open in an editor. Edit it and save it to compact with your text, or close it without saving to leave the conversation as it is.\n\n',
-        );
-        chat.button({ command: ANSWER_COMMAND, title: 'Apply summary', arguments: [id, true] });
-        chat.button({ command: ANSWER_COMMAND, title: 'Discard', arguments: [id, false] });
-        chat.progress('Waiting for you to save or close the summary…');
-        this.questions.set(id, (answer) => {
-          this.questions.delete(id);
-          void (answer === 'not-now' ? summaries.discard(conversation.id, entry.id) : summaries.accept(conversation.id, entry.id));
-        });
-        try {
-          const summary = await summaries.preview(conversation, entry, signal);
-          if (summary === undefined && !signal.aborted) chat.markdown('\n\n> The summary was not applied: the conversation is as it was.\n\n');
-          return summary;
-        } finally {
-          this.questions.delete(id);
-        }
-      },
-      ended: () => {
-        if (shown !== undefined) summaries.ended(conversation.id, shown);
-      },
-    };
-  }
-
-  /**
-   * Asks in the chat, with buttons, whether to compact now, or to see the summary first ("Preview",
-   * with summary documents). The turn waits for the answer; Stop, or the end of the request, counts
-   * as "Not now".
-   */
-  private askToCompact(chat: ChatSurface, signal: AbortSignal): Promise<CompactionAnswer> {
-    const id = `q${++this.questionCount}`;
-    const percent = Math.round((this.deps.registry.currentIfLoaded()?.assess().fraction ?? 0) * 100);
-    const previewed = this.deps.summaries !== undefined;
-    chat.markdown(
-      `\n\n**The context window is ${percent ? `${percent}% ` : ''}full.** Compact the conversation now?${previewed ? ' "Preview" shows the summary, to edit, before it is applied.' : ''} "Not now" holds for the rest of this request.\n\n`,
-    );
-    chat.button({ command: ANSWER_COMMAND, title: 'Compact', arguments: [id, true] });
-    if (previewed) chat.button({ command: ANSWER_COMMAND, title: 'Preview', arguments: [id, 'preview'] });
-    chat.button({ command: ANSWER_COMMAND, title: 'Not now', arguments: [id, false] });
-    chat.progress('Waiting for your answer…');
-    return new Promise<CompactionAnswer>((resolve) => {
-      const settle = (answer: CompactionAnswer): void => {
-        this.questions.delete(id);
-        signal.removeEventListener('abort', onAbort);
-        this.deps.log.info(`Compaction question ${id}: ${answer}.`);
-        resolve(answer);
-      };
-      const onAbort = (): void => settle('not-now');
-      if (signal.aborted) return settle('not-now');
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.questions.set(id, settle);
-    });
-  }
-
-  /**
-   * The answer to a question asked in the chat (the buttons run `longrun.answerCompaction`): true
-   * for "Compact" (or "Apply summary"), `'preview'` for "Preview", anything else for "Not now".
-   */
+  /** The answer to a question the chat asked (see `CompactionDialog.answer`). */
   answerCompaction(id: unknown, compact: unknown): boolean {
-    const settle = typeof id === 'string' ? this.questions.get(id) : undefined;
-    if (!settle) return false;
-    settle(compact === true ? 'compact' : compact === 'preview' ? 'preview' : 'not-now');
-    return true;
-  }
-
-  /** Questions of a request that ended count as "Not now". */
-  private settleQuestions(): void {
-    for (const settle of [...this.questions.values()]) settle('not-now');
+    return this.dialog.answer(id, compact);
   }
 
   /** Questions waiting for an answer (for tests). */
   pendingQuestions(): string[] {
-    return [...this.questions.keys()];
+    return this.dialog.pending();
   }
 
   private reportOutcome(
     outcome: CompactionOutcome & { joined?: boolean },
     reason: CompactionReason,
     chat: ChatSurface,
-    conversationId?: string,
+    conversationId: string,
   ): void {
     // A compaction joined while it ran elsewhere was logged where it started.
     if (!outcome.joined) this.deps.reporter.report(outcome, reason);
-    switch (outcome.status) {
-      case 'compacted': {
-        const e = outcome.compaction.entry;
-        const fallback = e?.fallback ? ` — the summarizer failed (${e.failure ?? 'unknown error'}), so an extractive summary was used` : '';
-        const low = outcome.compaction.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
-        chat.markdown(`\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`);
-        if (e) chat.button({ command: 'longrun.showSummary', title: 'Open summary', arguments: [e.id] });
-        if (e && conversationId !== undefined && this.deps.summaries)
-          chat.button({ command: EDIT_SUMMARY_COMMAND, title: 'Edit summary', arguments: [conversationId, e.id] });
-        break;
-      }
-      case 'noop':
-        if (reason === 'manual') chat.markdown(outcome.reason);
-        break;
-      case 'failed':
-        chat.markdown(`\n\n> ${outcome.reason}\n\n`);
-        break;
-      case 'cancelled':
-        break;
-    }
+    showOutcome(outcome, reason, chat, conversationId, this.deps.summaries !== undefined);
   }
 }
 
@@ -750,41 +574,3 @@ function userTurn(prompt: string, attachments: readonly Attachment[], id: string
 
 /** What `recall` answers in a request made outside any conversation (the count of the tools' definitions). */
 const NO_ARCHIVE: RecallPort = { recall: () => NOTHING_ARCHIVED };
-
-function describeToolCall(toolName: string, input: unknown): string {
-  const i = (input ?? {}) as Record<string, unknown>;
-  const path = typeof i.path === 'string' ? i.path : undefined;
-  switch (toolName) {
-    case TOOL_NAMES.readFile:
-      return `Reading ${path ?? 'a file'}…`;
-    case TOOL_NAMES.listFiles:
-      return `Listing ${typeof i.glob === 'string' ? i.glob : 'files'}…`;
-    case TOOL_NAMES.searchText:
-      return `Searching for ${typeof i.query === 'string' ? JSON.stringify(i.query) : 'text'}…`;
-    case TOOL_NAMES.createFile:
-      return `Creating ${path ?? 'a file'}…`;
-    case TOOL_NAMES.editFile:
-      return `Editing ${path ?? 'a file'}…`;
-    case TOOL_NAMES.recall:
-      return `Searching the conversation's earlier parts${typeof i.query === 'string' ? ` for ${JSON.stringify(i.query)}` : path ? ` for ${path}` : ''}…`;
-    case TOOL_NAMES.runCommand:
-      return typeof i.command === 'string'
-        ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…`
-        : 'Running a command…';
-    default:
-      return `Running ${toolName}…`;
-  }
-}
-
-/** `text` as inline code, on one line, whatever backticks it holds. */
-export function inlineCode(value: string): string {
-  const line = value.replace(/\s+/g, ' ');
-  let longest = 0;
-  for (const run of line.match(/`+/g) ?? []) longest = Math.max(longest, run.length);
-  const fence = '`'.repeat(longest + 1);
-  return fence.length > 1 ? `${fence} ${line} ${fence}` : `\`${line}\``;
-}
-
-function escape(value: string): string {
-  return value.replace(/[\\`*_[\]]/g, '\\$&');
-}

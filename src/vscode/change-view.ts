@@ -40,14 +40,23 @@ export class ChangeDocuments implements vscode.TextDocumentContentProvider {
     return { command: SHOW_CHANGE_COMMAND, title, arguments: [argument] };
   }
 
-  /** Opens `diff` (of `path`) as a read-only document. */
-  async open(path: string, diff: string): Promise<void> {
+  /** Opens `diff` (of `path`) as a read-only document; resolves with its URI. */
+  async open(path: string, diff: string): Promise<vscode.Uri> {
     const id = `${Date.now().toString(36)}-${++this.count}`;
     const uri = vscode.Uri.from({ scheme: CHANGE_SCHEME, path: `/${path}.diff`, query: id });
     keepAtMost(this.documents, uri.toString(), diff);
     const document = await vscode.workspace.openTextDocument(uri);
     await vscode.languages.setTextDocumentLanguage(document, 'diff');
     await vscode.window.showTextDocument(document, { preview: true });
+    return uri;
+  }
+
+  /** Closes the editors showing `uri`. */
+  async close(uri: vscode.Uri): Promise<void> {
+    const tabs = vscode.window.tabGroups.all.flatMap((group) =>
+      group.tabs.filter((tab) => tab.input instanceof vscode.TabInputText && tab.input.uri.toString() === uri.toString()),
+    );
+    if (tabs.length > 0) await vscode.window.tabGroups.close(tabs);
   }
 
   /** Opens the diff a button carries; false (with a message) when it is no longer kept. */

@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
-import type { AttachedReference } from '../app/attachments';
 import { isInstructionReference, type InstructionSource } from '../app/instructions';
-import type { TurnController, ChatSurface, TurnRequest } from '../app/turn-controller';
+import { escapeMarkdown } from '../app/chat-text';
+import type { ChatSurface, TurnRequest } from '../app/chat-surface';
+import type { TurnController } from '../app/turn-controller';
 import type { TurnMetadata } from '../app/chat-history';
 import { ANSWER_APPROVAL_COMMAND } from '../app/contributions';
 import { attachedReferences } from './attachments';
@@ -47,7 +48,7 @@ export class LongrunParticipant {
   showApprovalRequest(approval: PendingApproval): void {
     const chat = this.controller.activeSurface();
     if (!chat) return;
-    chat.markdown(`\n\n${escape(approval.question)} The change is open in the diff editor.\n\n`);
+    chat.markdown(`\n\n${escapeMarkdown(approval.question)} The change is open in the diff editor.\n\n`);
     chat.button({ command: ANSWER_APPROVAL_COMMAND, title: 'Apply', arguments: [approval.id, true] });
     chat.button({ command: ANSWER_APPROVAL_COMMAND, title: 'Reject', arguments: [approval.id, false] });
     chat.progress(`Waiting for your approval of ${approval.subject}…`);
@@ -84,7 +85,7 @@ function turnRequest(request: vscode.ChatRequest, context: vscode.ChatContext): 
     ...(request.command !== undefined ? { command: request.command } : {}),
     history: context.history,
     ...(chat !== undefined ? { chat } : {}),
-    attachments: attached.length > 0 ? attachedReferences(attached) : ([] as AttachedReference[]),
+    attachments: attachedReferences(attached),
     instructions: instructions.map(instructionSource),
     toolReferences: request.toolReferences.map((t) => t.name),
     editorTools: new VsCodeEditorTools(request.toolInvocationToken),
@@ -135,8 +136,4 @@ function surfaceOf(stream: vscode.ChatResponseStream, changes: ChangeDocuments):
     button: (button) => stream.button({ command: button.command, title: button.title, arguments: [...(button.arguments ?? [])] }),
     diffButton: (path, diff, title) => stream.button(changes.button({ kind: 'modified', path, diff }, title)),
   };
-}
-
-function escape(value: string): string {
-  return value.replace(/[\\`*_[\]]/g, '\\$&');
 }

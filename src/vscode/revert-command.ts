@@ -36,7 +36,7 @@ export async function revertChanges(deps: RevertCommandDeps, conversationId: unk
     return report;
   }
   const diff = revertable.map((p) => (p.kind === 'revert' ? p.diff : '')).join('\n');
-  await deps.changes.open('Revert of Longrun’s changes', diff);
+  const shown = await deps.changes.open('Revert of Longrun’s changes', diff);
   const skipped = plans.filter((p) => p.kind === 'skip').map((p) => (p.kind === 'skip' ? `${p.path}: ${p.why}` : ''));
   const files = revertable.map((p) => p.path).join(', ');
   const answer = await vscode.window.showWarningMessage(
@@ -47,6 +47,8 @@ export async function revertChanges(deps: RevertCommandDeps, conversationId: unk
     },
     'Revert',
   );
+  // Left open, the diff would be attached to the next request as the active editor.
+  await deps.changes.close(shown).catch(() => undefined);
   if (answer !== 'Revert') return undefined;
   const report = await applyRevert(plans, deps.workspace, signal);
   await record(deps, report);
