@@ -5,14 +5,16 @@ export interface SystemPromptInput {
   readonly trusted: boolean;
   /** The names of the workspace folders. */
   readonly folders: readonly string[];
-  /** Whether part of the conversation is summarized or pruned (the model is then pointed at `recall`). */
-  readonly archived: boolean;
   /** The user's instruction files, as VS Code attached them to the request. */
   readonly instructions?: readonly Instruction[];
 }
 
-/** The agent's system prompt. */
-export function systemPrompt({ trusted, folders, archived, instructions = [] }: SystemPromptInput): string {
+/**
+ * The agent's system prompt. It says nothing that changes during a conversation (only the workspace,
+ * its trust and the instruction files decide it), so that every request begins with the same bytes
+ * and a provider's prompt cache keeps serving them: the `recall` tool is described from the start.
+ */
+export function systemPrompt({ trusted, folders, instructions = [] }: SystemPromptInput): string {
   const lines = [
     "You are Longrun, a coding agent working in the user's VS Code workspace.",
     `Workspace folders: ${folders.length ? folders.join(', ') : '(none open)'}. Paths are relative to the workspace${folders.length > 1 ? ', starting with the folder name' : ''}.`,
@@ -20,12 +22,7 @@ export function systemPrompt({ trusted, folders, archived, instructions = [] }: 
     trusted
       ? 'Change files with create_file and edit_file; each edit replaces an exact, unique piece of text. Keep changes minimal and explain them briefly. Run builds, tests and other shell commands with run_command (one line each; the user approves them).'
       : 'The workspace is not trusted, so you can only read: do not try to change files or run commands; describe the changes instead.',
-    'Earlier parts of a long conversation may be replaced by a summary; trust it, and re-read files when you need their exact content.',
-    ...(archived
-      ? [
-          'Parts of this conversation were summarized or pruned (a pruned tool output reads "[Pruned by Longrun: …]"). The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.',
-        ]
-      : []),
+    'Earlier parts of a long conversation may be replaced by a summary, and old tool outputs by a one-line stub that reads "[Pruned by Longrun: …]"; trust the summary, and re-read files when you need their exact content. The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.',
     'Answer in Markdown, concisely.',
   ];
   const section = instructionsSection(instructions);

@@ -227,12 +227,12 @@ export class TurnController {
           })
         : { offered: [], skipped: [] };
     const tools = { ...own, ...(port ? createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) : {}) };
-    return { system: this.systemPromptNow(conversation?.hasArchive() ?? false), tools, editorTools };
+    return { system: this.systemPromptNow(), tools, editorTools };
   }
 
-  private systemPromptNow(archived: boolean): string {
+  private systemPromptNow(): string {
     const { workspace } = this.deps;
-    return systemPrompt({ trusted: workspace.trusted(), folders: workspace.roots().map((r) => r.name), archived, instructions: this.instructions });
+    return systemPrompt({ trusted: workspace.trusted(), folders: workspace.roots().map((r) => r.name), instructions: this.instructions });
   }
 
   /** The names of Longrun's own tools, all of them whatever the workspace's trust. */
@@ -302,7 +302,6 @@ export class TurnController {
     return runAgentTurn({
       model,
       system,
-      systemNow: () => this.systemPromptNow(conversation.hasArchive()),
       tools,
       maxSteps: settings().agent.maxSteps,
       signal,

@@ -51,9 +51,9 @@ describe('instruction files VS Code attaches', () => {
   });
 
   it('puts them at the end of the system prompt, named by their file', () => {
-    const prompt = systemPrompt({ trusted: true, folders: ['ws'], archived: false, instructions: [{ name: 'AGENTS.md', text: 'Use tabs.' }] });
+    const prompt = systemPrompt({ trusted: true, folders: ['ws'], instructions: [{ name: 'AGENTS.md', text: 'Use tabs.' }] });
     assert.match(prompt, /<instructions source="AGENTS\.md">\nUse tabs\.\n<\/instructions>$/);
-    assert.doesNotMatch(systemPrompt({ trusted: true, folders: ['ws'], archived: false }), /<instructions/);
+    assert.doesNotMatch(systemPrompt({ trusted: true, folders: ['ws'] }), /<instructions/);
   });
 });
 

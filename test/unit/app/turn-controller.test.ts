@@ -107,6 +107,37 @@ describe('a chat turn follows what the user did to the chat', () => {
     assert.deepEqual(f.userTexts(), ['remember OLD-1', 'what do you remember?']);
   });
 
+  it('sends every request as the one before it plus its new tail, in a tool loop and from turn to turn', async () => {
+    for (const name of ['a.ts', 'b.ts', 'c.ts']) await writeFile(join(f.workspace, name), `export const ${name[0]} = 1;\n`.repeat(40));
+    const chat = f.newChat();
+    await chat.send('remember ALPHA-7');
+    await chat.send('read a.ts b.ts c.ts');
+    await chat.send('read c.ts a.ts');
+    await chat.send('remember BRAVO-9');
+    const calls = f.model.doStreamCalls;
+    assert.ok(calls.length >= 9, `${calls.length} requests`);
+    for (let i = 1; i < calls.length; i++) {
+      const [before, after] = [calls[i - 1]!, calls[i]!];
+      assert.deepEqual(after.tools, before.tools, `request ${i}: the same tools`);
+      assert.deepEqual(after.prompt.slice(0, before.prompt.length), before.prompt, `request ${i} begins with request ${i - 1}`);
+    }
+  });
+
+  it('keeps the system prompt as it was once part of the conversation is compacted', async () => {
+    const small = await turnFixture({ window: 4_000 });
+    try {
+      const chat = small.newChat();
+      for (let i = 1; i <= 4; i++) await chat.send(`remember N-${i} ${'x'.repeat(1_200)}`);
+      const system = small.model.doStreamCalls.at(-1)!.prompt[0];
+      await chat.send('', 'compact');
+      await chat.send('remember AFTER');
+      assert.match(small.sent(), /SUMMARY of/);
+      assert.deepEqual(small.model.doStreamCalls.at(-1)!.prompt[0], system);
+    } finally {
+      await small.close();
+    }
+  });
+
   it('puts instruction files into the system prompt once, in their current text, and in no user message', async () => {
     let text = 'Always answer in French.';
     f.instructions = [{ kind: 'file', key: 'file:///ws/AGENTS.md', name: 'AGENTS.md', read: async () => text }];

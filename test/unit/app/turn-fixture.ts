@@ -47,7 +47,8 @@ export function messageTexts(message: Prompt[number]): string {
 
 /**
  * The model: answers "noted <words>" to "remember <words>"; to "create <path> with <text>" it calls
- * `create_file` and then answers "created"; to "edit <path>: <old> -> <new>" it calls `edit_file`.
+ * `create_file` and then answers "done"; to "edit <path>: <old> -> <new>" it calls `edit_file`; to
+ * "read <path> <path> …" it reads each in turn, then answers.
  */
 export function scriptedModel(): MockLanguageModelV4 {
   return new MockLanguageModelV4({
@@ -58,9 +59,15 @@ export function scriptedModel(): MockLanguageModelV4 {
       const read = Math.ceil(prompt.reduce((n, m) => n + messageTexts(m).length + 16, 0) / 4);
       const usage = (output: number) => usageOf(read, output);
       const parts: StreamPart[] = [{ type: 'stream-start', warnings: [] }];
+      const reads = /read ((?:\S+ ?)+)$/.exec(messageTexts(prompt.findLast((m) => m.role === 'user') ?? last))?.[1]?.split(' ') ?? [];
+      const done = prompt.slice(prompt.findLastIndex((m) => m.role === 'user') + 1).filter((m) => m.role === 'tool').length;
       const create = last.role === 'user' ? /create (\S+) with (.+)/.exec(said) : null;
       const edit = last.role === 'user' ? /edit (\S+): (.+) -> (.+)/.exec(said) : null;
-      if (create) {
+      if (reads[done] !== undefined) {
+        const input = JSON.stringify({ path: reads[done] });
+        parts.push({ type: 'tool-call', toolCallId: `r${prompt.length}`, toolName: 'read_file', input });
+        parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
+      } else if (create) {
         parts.push({
           type: 'tool-call',
           toolCallId: `c${prompt.length}`,
