@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { INDEX_KEY, PROPOSAL_SCHEME } from './app/contributions';
+import { COMMAND, INDEX_KEY, PROPOSAL_SCHEME } from './app/contributions';
 import type { Longrun, LongrunApi } from './composition';
 import { EntryPoints } from './vscode/entry-points';
 import { GaugeItem } from './vscode/gauge-item';
@@ -59,7 +59,7 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
   }
   // `npm start` opens the chat with a model picked for the user.
   const openWith = process.env.LONGRUN_OPEN_CHAT_MODEL;
-  if (openWith) void vscode.commands.executeCommand('longrun.openChat', openWith);
+  if (openWith) void vscode.commands.executeCommand(COMMAND.openChat, openWith);
 
   return {
     get session() {

@@ -1,7 +1,7 @@
 import type { CompactionOutcome } from '../core/compaction';
 import type { CompactionEntry, CompactionReason } from '../core/history';
 import type { ChatSurface, SummaryPreviews } from './chat-surface';
-import { ANSWER_COMMAND, EDIT_SUMMARY_COMMAND } from './contributions';
+import { ANSWER_COMMAND, COMMAND, EDIT_SUMMARY_COMMAND } from './contributions';
 import type { Conversation } from './conversation';
 import { compactionSentence } from './reports';
 
@@ -141,7 +141,7 @@ export function showOutcome(
       const fallback = e?.fallback ? ` — the summarizer failed (${e.failure ?? 'unknown error'}), so an extractive summary was used` : '';
       const low = outcome.compaction.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
       chat.markdown(`\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`);
-      if (e) chat.button({ command: 'longrun.showSummary', title: 'Open summary', arguments: [e.id] });
+      if (e) chat.button({ command: COMMAND.showSummary, title: 'Open summary', arguments: [e.id] });
       if (e && editable) chat.button({ command: EDIT_SUMMARY_COMMAND, title: 'Edit summary', arguments: [conversationId, e.id] });
       break;
     }

@@ -10,25 +10,40 @@ export const PARTICIPANT_ID = 'longrun.agent';
 /** The vendor of Longrun's own models in VS Code's model picker. */
 export const VENDOR = 'longrun';
 
-/** The commands of the Command Palette, as package.json declares them (category "Longrun"). */
+/** The commands of the Command Palette, by name, as package.json declares them (category "Longrun"). */
+export const COMMAND = {
+  compact: 'longrun.compact',
+  showSummary: 'longrun.showSummary',
+  editSummary: 'longrun.editSummary',
+  undoCompaction: 'longrun.undoCompaction',
+  newConversation: 'longrun.newConversation',
+  openConversation: 'longrun.openConversation',
+  exportConversation: 'longrun.exportConversation',
+  showContextUsage: 'longrun.showContextUsage',
+  setApiKey: 'longrun.setApiKey',
+  openChat: 'longrun.openChat',
+  chooseAgentTools: 'longrun.chooseAgentTools',
+} as const;
+
+/** The commands of the Command Palette, in the order package.json declares them. */
 export const PALETTE_COMMANDS = [
-  'longrun.compact',
-  'longrun.showSummary',
-  'longrun.editSummary',
-  'longrun.undoCompaction',
-  'longrun.newConversation',
-  'longrun.openConversation',
-  'longrun.exportConversation',
-  'longrun.showContextUsage',
-  'longrun.setApiKey',
-  'longrun.openChat',
-  'longrun.chooseAgentTools',
+  COMMAND.compact,
+  COMMAND.showSummary,
+  COMMAND.editSummary,
+  COMMAND.undoCompaction,
+  COMMAND.newConversation,
+  COMMAND.openConversation,
+  COMMAND.exportConversation,
+  COMMAND.showContextUsage,
+  COMMAND.setApiKey,
+  COMMAND.openChat,
+  COMMAND.chooseAgentTools,
 ] as const;
 
 /** Opens the summary of a compaction for editing; the chat's "Edit summary" button runs it too. */
-export const EDIT_SUMMARY_COMMAND = 'longrun.editSummary';
+export const EDIT_SUMMARY_COMMAND = COMMAND.editSummary;
 /** "Longrun: Choose Agent Tools…". */
-export const CHOOSE_TOOLS_COMMAND = 'longrun.chooseAgentTools';
+export const CHOOSE_TOOLS_COMMAND = COMMAND.chooseAgentTools;
 /** The command the chat's "Compact" / "Not now" buttons run. Not in the Command Palette. */
 export const ANSWER_COMMAND = 'longrun.answerCompaction';
 /** The command the chat's Apply / Reject buttons run. Not in the Command Palette. */

@@ -9,7 +9,7 @@ import { compactionIdOf, latestSummaries } from '../app/summary-edit';
 import { compactionSentence, contextReport, summaryReport, undoSentence } from '../app/reports';
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
-import { DOC_SCHEME } from '../app/contributions';
+import { COMMAND, DOC_SCHEME } from '../app/contributions';
 
 /** The Command Palette commands (category "Longrun"). */
 
@@ -47,15 +47,15 @@ export interface CommandDeps {
 /** The Command Palette's commands but those of summary documents and the tool picker, by id. */
 export function paletteCommands(deps: CommandDeps): Map<string, CommandHandler> {
   return new Map<string, CommandHandler>([
-    ['longrun.compact', (focus?: unknown) => compactNow(deps, focus)],
-    ['longrun.showSummary', (entryId?: unknown) => showSummary(deps, entryId)],
-    ['longrun.undoCompaction', () => undoCompaction(deps)],
-    ['longrun.newConversation', () => newConversation(deps)],
-    ['longrun.openConversation', (id?: unknown) => openConversation(deps, id)],
-    ['longrun.exportConversation', () => exportConversation(deps)],
-    ['longrun.showContextUsage', () => showContextUsage(deps)],
-    ['longrun.openChat', (modelId?: unknown) => openChat(deps, modelId)],
-    ['longrun.setApiKey', (endpointName?: unknown, key?: unknown) => setApiKey(deps, endpointName, key)],
+    [COMMAND.compact, (focus?: unknown) => compactNow(deps, focus)],
+    [COMMAND.showSummary, (entryId?: unknown) => showSummary(deps, entryId)],
+    [COMMAND.undoCompaction, () => undoCompaction(deps)],
+    [COMMAND.newConversation, () => newConversation(deps)],
+    [COMMAND.openConversation, (id?: unknown) => openConversation(deps, id)],
+    [COMMAND.exportConversation, () => exportConversation(deps)],
+    [COMMAND.showContextUsage, () => showContextUsage(deps)],
+    [COMMAND.openChat, (modelId?: unknown) => openChat(deps, modelId)],
+    [COMMAND.setApiKey, (endpointName?: unknown, key?: unknown) => setApiKey(deps, endpointName, key)],
   ]);
 }
 
@@ -87,8 +87,8 @@ async function compactNow(deps: CommandDeps, focus?: unknown): Promise<unknown> 
     const fallback = e?.fallback ? ' (extractive fallback: the summarizer failed)' : '';
     const actions = e ? ['Open Summary', 'Undo'] : ['Undo'];
     void vscode.window.showInformationMessage(`${compactionSentence(outcome.compaction)}${fallback}.`, ...actions).then((choice) => {
-      if (choice === 'Open Summary' && e) void vscode.commands.executeCommand('longrun.showSummary', e.id);
-      if (choice === 'Undo') void vscode.commands.executeCommand('longrun.undoCompaction');
+      if (choice === 'Open Summary' && e) void vscode.commands.executeCommand(COMMAND.showSummary, e.id);
+      if (choice === 'Undo') void vscode.commands.executeCommand(COMMAND.undoCompaction);
     });
   } else if (outcome.status === 'failed') {
     void vscode.window.showErrorMessage(`Longrun: ${outcome.reason}`);

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { COMMAND } from '../app/contributions';
 import { noConversationPresentation, type GaugePresentation } from '../app/gauge-text';
 
 /**
@@ -11,7 +12,7 @@ export class GaugeItem implements vscode.Disposable {
 
   constructor() {
     this.item.name = 'Longrun Context';
-    this.item.command = 'longrun.compact';
+    this.item.command = COMMAND.compact;
     this.show(noConversationPresentation());
     this.item.show();
   }

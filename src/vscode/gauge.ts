@@ -1,3 +1,4 @@
+import { COMMAND } from '../app/contributions';
 import * as vscode from 'vscode';
 import type { GaugeItem } from './gauge-item';
 import type { Session } from './session';
@@ -52,7 +53,7 @@ export class ContextGauge {
     if (level !== 'warning' || !this.settings().showWarnings || this.warned.has(conversationId)) return;
     this.warned.add(conversationId);
     void vscode.window.showWarningMessage("Longrun: the conversation fills most of the model's context window.", 'Compact Now').then((choice) => {
-      if (choice === 'Compact Now') void vscode.commands.executeCommand('longrun.compact');
+      if (choice === 'Compact Now') void vscode.commands.executeCommand(COMMAND.compact);
     });
   }
 }

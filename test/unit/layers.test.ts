@@ -123,6 +123,21 @@ describe('layers', () => {
   });
 });
 
+describe('the names VS Code knows Longrun by', () => {
+  it('writes command ids only in src/app/contributions.ts: everything else names them from there', () => {
+    const ids = [...readFileSync(join(SRC, 'app', 'contributions.ts'), 'utf8').matchAll(/'(longrun\.[A-Za-z]+)'/g)]
+      .map((m) => m[1]!)
+      .filter((id) => /^longrun\.[a-z][A-Za-z]+$/.test(id) && id !== 'longrun.agent' && id !== 'longrun.conversations');
+    assert.ok(ids.length >= 14, `${ids.length} command ids`);
+    const literal = new RegExp(`['"](${ids.map((id) => id.replace('.', '\\.')).join('|')})['"]`);
+    const offenders = sourceFiles(SRC)
+      .filter((file) => !file.endsWith(join('app', 'contributions.ts')))
+      .filter((file) => literal.test(readFileSync(file, 'utf8')))
+      .map((file) => relative(SRC, file));
+    assert.deepEqual(offenders, []);
+  });
+});
+
 describe('the documented layout', () => {
   const root = resolve(__dirname, '..', '..');
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
