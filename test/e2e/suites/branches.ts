@@ -199,6 +199,28 @@ describe('Longrun follows what the user does to the chat', function () {
     );
   });
 
+  it('sends each request as the one before it plus its tail, except right after a compaction', async () => {
+    await newChat();
+    const first = (await model.requests()).length;
+    await chat('please read src/big-1.ts');
+    await chat('remember WHISKEY-1');
+    await chat('please read src/big-2.ts');
+    await chat('/compact');
+    await chat('remember XRAY-2');
+    await chat('please read src/big-3.ts');
+    const sent = (await model.requests()).slice(first).filter((r) => !r.summary);
+    assert.ok(sent.length >= 8, `${sent.length} requests`);
+    let breaks = 0;
+    for (let i = 1; i < sent.length; i++) {
+      const [before, after] = [sent[i - 1]!.body!, sent[i]!.body!];
+      assert.deepEqual(after.tools, before.tools, `request ${i}: the same tools`);
+      const prefix = JSON.stringify(before.messages);
+      const starts = JSON.stringify(after.messages?.slice(0, before.messages?.length ?? 0)) === prefix;
+      if (!starts) breaks++;
+    }
+    assert.equal(breaks, 1, 'one break: the request after /compact');
+  });
+
   it('puts AGENTS.md into the system prompt once and into no user message, over five turns', async () => {
     const rules = '# Rules for agents\n\nAlways name the file you change. RULE-MARKER-42\n';
     await vscode.workspace.fs.writeFile(workspaceUri('AGENTS.md'), Buffer.from(rules));
