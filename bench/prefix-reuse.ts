@@ -19,8 +19,9 @@ import { TurnController, type ChatSurface, type TurnModels } from '../src/app/tu
 import { WorkspaceFiles } from '../src/app/workspace-files';
 import { DEFAULT_CONFIG } from '../src/core/config';
 import { MessageTokenCounter } from '../src/core/message-tokens';
-import { systemClock, type Summarizer, type SummaryRequest } from '../src/core/ports';
+import { systemClock, type Summarizer } from '../src/core/ports';
 import type { TextTokenizer } from '../src/core/tokenizer';
+import { createAiSummarizer, type AgentPrefix } from '../src/llm/ai-summarizer';
 import { NO_TELEMETRY } from '../src/llm/telemetry';
 import { SUMMARY, turns, type SessionShape, type TurnScript } from './sessions';
 
@@ -100,16 +101,22 @@ async function workspaceFor(workspace: string, turnCount: number): Promise<TurnS
   return script;
 }
 
-export async function benchPrefixReuse(tokenizer: TextTokenizer, turnCount = 200): Promise<PrefixReuse> {
+/**
+ * How summaries are asked for: as a continuation of the conversation (the agent's own model, the
+ * default) or as a separate structured request (a summarizer model of its own).
+ */
+export type SummaryMode = 'continuation' | 'structured';
+
+export async function benchPrefixReuse(tokenizer: TextTokenizer, mode: SummaryMode, turnCount = 200): Promise<PrefixReuse> {
   const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-prefix-'));
   try {
-    return await play(dir, tokenizer, turnCount);
+    return await play(dir, tokenizer, mode, turnCount);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function play(dir: string, tokenizer: TextTokenizer, turnCount: number): Promise<PrefixReuse> {
+async function play(dir: string, tokenizer: TextTokenizer, mode: SummaryMode, turnCount: number): Promise<PrefixReuse> {
   const workspace = join(dir, 'ws');
   const script = await workspaceFor(workspace, turnCount);
   const counts = new RenderedCounts(tokenizer);
@@ -127,18 +134,34 @@ async function play(dir: string, tokenizer: TextTokenizer, turnCount: number): P
       return { stream: convertArrayToReadableStream(reply(call.prompt, script, counts.total(request)) as never[]) };
     },
   });
-  const summarizer: Summarizer = {
-    name: 'bench',
-    summarize: async (request: SummaryRequest) => {
-      const sent = [JSON.stringify([]), ...[{ role: 'system', content: request.system }, ...request.messages].map((m) => JSON.stringify(m))];
-      const total = counts.total(sent);
-      summary.calls++;
-      summary.tokens += total;
-      summary.uncached += total - reuse(counts, requests.at(-1) ?? [], sent).shared;
-      return { text: SUMMARY };
-    },
+  // The summaries' requests, as the provider reads them, compared with the agent's request before each.
+  const noteSummary = (sent: string[]): void => {
+    const total = counts.total(sent);
+    summary.calls++;
+    summary.tokens += total;
+    summary.uncached += total - reuse(counts, requests.at(-1) ?? [], sent).shared;
   };
-  const built = controllerFor(dir, workspace, tokenizer, model, summarizer);
+  let prefix: AgentPrefix | undefined;
+  const summaryModel = new MockLanguageModelV4({
+    doGenerate: async (call) => {
+      noteSummary(rendered(call));
+      return {
+        content: [{ type: 'text', text: SUMMARY }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage: {
+          inputTokens: { total: 0, noCache: 0, cacheRead: undefined, cacheWrite: undefined },
+          outputTokens: { total: 0, text: 0, reasoning: undefined },
+        },
+        warnings: [],
+      } as never;
+    },
+  });
+  const summarizer: Summarizer = createAiSummarizer({
+    model: summaryModel,
+    name: 'bench',
+    ...(mode === 'continuation' ? { continueFrom: () => prefix } : {}),
+  });
+  const built = controllerFor(dir, workspace, tokenizer, model, summarizer, (p) => void (prefix = p));
   registry = built.registry;
   const surface: ChatSurface = { markdown: () => undefined, progress: () => undefined, button: () => undefined, diffButton: () => undefined };
   const history: unknown[] = [];
@@ -206,7 +229,14 @@ function reply(prompt: Call['prompt'], script: readonly TurnScript[], read: numb
 }
 
 /** A turn controller as the extension builds it, over a store in `dir` and the workspace folder. */
-function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer, model: MockLanguageModelV4, summarizer: Summarizer) {
+function controllerFor(
+  dir: string,
+  workspace: string,
+  tokenizer: TextTokenizer,
+  model: MockLanguageModelV4,
+  summarizer: Summarizer,
+  setAgentPrefix: (prefix: AgentPrefix) => void,
+) {
   const clock = systemClock;
   const store = new ConversationStore(join(dir, 'storage'), () => clock.now());
   const state = new Map<string, unknown>();
@@ -252,6 +282,7 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
     redact: (text) => text,
     servedByEndpoint: () => false,
     setRequestOverhead: (text) => void (overhead = text),
+    setAgentPrefix,
     modelName: () => 'bench',
     newId,
   };

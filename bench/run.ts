@@ -99,7 +99,8 @@ async function main(): Promise<void> {
   const engine = await step('engine on a million tokens', () => benchEngine(tokenizer));
   const long = await step('long conversations', () => benchLongConversations(tokenizer));
   const store = await step('conversation store', () => benchStore());
-  const prefix = await step('prefix reuse', () => benchPrefixReuse(tokenizer));
+  const prefix = await step('prefix reuse', () => benchPrefixReuse(tokenizer, 'continuation'));
+  const structured = await step('prefix reuse, summaries by a model of their own', () => benchPrefixReuse(tokenizer, 'structured'));
   // A compaction changes the view, so it breaks the cache once; nothing else may.
   TARGETS.cache_breaks_per_100_requests = {
     ...TARGETS.cache_breaks_per_100_requests,
@@ -158,7 +159,9 @@ async function main(): Promise<void> {
     `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
       `append with the gauge ${round(long.append_gauge_ms_1k, 2)} ms (1,000) vs ${round(long.append_gauge_ms_50k, 2)} ms (50,000 messages, ${long.compactions_50k} compactions)`,
     `- prefix reuse: ${prefix.requests} requests in ${prefix.turns} turns, ${prefix.breaks} cache breaks, ${prefix.breaks_at_compactions} of them where a compaction or pruning applied (${prefix.compactions} in the log); ` +
-      `summarizer: ${prefix.summarizer_calls} calls, ${round(prefix.summarizer_uncached_input_ratio, 3)} of their input not a prefix of the agent's previous request`,
+      `summarizer_uncached_input_ratio (share of a summary request's input that is not a prefix of the agent's request before it): ` +
+      `${round(prefix.summarizer_uncached_input_ratio, 3)} as a continuation of the conversation (${prefix.summarizer_calls} calls, the default with the agent's own model), ` +
+      `${round(structured.summarizer_uncached_input_ratio, 3)} as a request of its own (${structured.summarizer_calls} calls, with a summarizer model of its own; prefix reuse then ${round(structured.prefix_reuse_share, 3)})`,
     '',
     'Conversation store (bench/store.ts):',
     '',

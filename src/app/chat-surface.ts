@@ -1,4 +1,5 @@
 import type { LanguageModel } from 'ai';
+import type { AgentPrefix } from '../llm/ai-summarizer';
 import type { CompactionEntry } from '../core/history';
 import type { ReportedUsage } from '../core/usage-calibration';
 import type { EditorToolsPort } from '../llm/editor-tools';
@@ -72,6 +73,8 @@ export interface TurnModels {
   servedByEndpoint(): boolean;
   /** What every request carries besides the messages, for the gauge's count. */
   setRequestOverhead(text: string): void;
+  /** What the agent's requests begin with (system prompt and tools), for a summary request that continues them. */
+  setAgentPrefix(prefix: AgentPrefix): void;
   modelName(): string | undefined;
   newId(): string;
 }

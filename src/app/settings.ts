@@ -48,6 +48,11 @@ export interface LongrunSettings {
   readonly showWarnings: boolean;
   /** A model reference `vendor/id` for summaries; absent means the conversation's model. */
   readonly summarizerModel?: string;
+  /**
+   * When the conversation's own model writes the summaries: send the summary request as a
+   * continuation of the conversation, which a provider's prompt cache still holds.
+   */
+  readonly summaryContinuesConversation: boolean;
   /** A context window forced by the user; absent means what the model reports. */
   readonly contextWindow?: number;
   readonly endpoints: readonly EndpointSetting[];
@@ -165,6 +170,7 @@ const OTHER_SETTINGS = {
       .refine((s) => s.trim() === '' || MODEL_REFERENCE.test(s.trim()), 'must be empty or a model reference "vendor/id", e.g. "copilot/gpt-4o-mini"'),
     default: '',
   },
+  'compaction.summary.continueConversation': { schema: z.boolean(), default: true },
   contextWindow: { schema: z.number().int().min(0), default: 0 },
   'agent.autoApproveEdits': { schema: z.boolean(), default: false },
   'agent.maxSteps': { schema: z.number().int().min(1).max(200), default: 25 },
@@ -240,6 +246,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
   const requireConfirmation = other('compaction.requireConfirmation');
   const showWarnings = other('compaction.showWarnings');
   const summarizerModel = other('compaction.model').trim();
+  const summaryContinuesConversation = other('compaction.summary.continueConversation');
   const contextWindow = other('contextWindow');
   const autoApproveEdits = other('agent.autoApproveEdits');
   const maxSteps = other('agent.maxSteps');
@@ -271,6 +278,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
       requireConfirmation,
       showWarnings,
       ...(summarizerModel !== '' ? { summarizerModel } : {}),
+      summaryContinuesConversation,
       ...(contextWindow > 0 ? { contextWindow } : {}),
       endpoints,
       agent: { autoApproveEdits, maxSteps, protectedPaths, allowedCommands, commandTimeoutSeconds, editorTools },

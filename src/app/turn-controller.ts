@@ -276,6 +276,7 @@ export class TurnController {
     where.metadata = metadataOf(conversation);
     const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
     models.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
+    models.setAgentPrefix({ system, tools });
     this.reportSkippedTools(editorTools, request, chat);
     await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now()));
     this.activeChat = chat;

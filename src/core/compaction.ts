@@ -25,7 +25,14 @@ import { planPruning, prunedKey, pruningCandidates, type PruneCandidate, type Pr
 import type { Clock, Summarizer, SummaryRequest } from './ports';
 import { needleLedgerOf } from './needles';
 import { boundTask, expectationsFor, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason, type BoundedTask } from './summary-repair';
-import { buildMergeRequest, buildSummaryRequest, countRequest, renderedMessageTokens, type DirectiveOptions } from './summary-request';
+import {
+  buildDirective,
+  buildMergeRequest,
+  buildSummaryRequest,
+  countRequest,
+  renderedMessageTokens,
+  type DirectiveOptions,
+} from './summary-request';
 
 /**
  * One compaction, computed from a snapshot of the log and applied separately: applying checks that
@@ -124,7 +131,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
       reason: `Not compacting: the conversation has ${conversational} messages and automatic compaction waits for ${config.minMessages}.`,
     };
   }
-  if (!config.pruning.enabled) return summarizeLog(request, deps, started, view);
+  if (!config.pruning.enabled) return summarizeLog(request, deps, started, view, view);
 
   const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log) };
   const selected = selectMessages(view, request, deps);
@@ -144,11 +151,11 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     if (plan.freed >= tokensBefore - target) return pruned(plan.taken);
   }
   const superseded = candidates.filter((c) => c.output.kind !== 'old');
-  if (superseded.length === 0) return summarizeLog(request, deps, started, view);
+  if (superseded.length === 0) return summarizeLog(request, deps, started, view, view);
   const first = pruned(superseded);
-  if (first.status !== 'compacted' || !first.compaction.pruning) return summarizeLog(request, deps, started, view);
+  if (first.status !== 'compacted' || !first.compaction.pruning) return summarizeLog(request, deps, started, view, view);
   const pruning = first.compaction.pruning;
-  const summarized = await summarizeLog({ ...request, log: [...log, ...first.compaction.records] }, deps, started, first.compaction.view);
+  const summarized = await summarizeLog({ ...request, log: [...log, ...first.compaction.records] }, deps, started, first.compaction.view, view);
   // Nothing left worth a summary: the pruning alone is still a compaction.
   if (summarized.status === 'noop') return first;
   if (summarized.status !== 'compacted' || !summarized.compaction.entry) return summarized;
@@ -235,17 +242,22 @@ function pruningOutcome(
   };
 }
 
-/** The summary tier: summarizes the view of `request.log` (`view`, when already derived) as configured. */
+/**
+ * The summary tier: summarizes the view of `request.log` (`view`, when already derived) as
+ * configured. `sent` is the view as the agent last sent it (before a pruning made in the same
+ * compaction), which a request continuing the conversation repeats.
+ */
 async function summarizeLog(
   request: CompactionRequest,
   deps: CompactionDeps,
   started: number,
   view: readonly Message[] = modelView(request.log),
+  sent: readonly Message[] = view,
 ): Promise<CompactionOutcome> {
   const tokensBefore = deps.counter.countMessages(view);
   const selected = selectMessages(view, request, deps);
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
-  const plan = planSummary(view, selected.selection, request, deps);
+  const plan = { ...planSummary(view, selected.selection, request, deps), sent };
   const written = await writeSummary(plan, request, deps);
   if ('status' in written) return written;
   return finishCompaction(plan, written, request, deps, { started, tokensBefore });
@@ -262,6 +274,8 @@ interface SummaryPlan {
   /** The messages to summarize, with their positions (cut short at brief depth). */
   readonly items: readonly Positioned[];
   readonly directive: DirectiveOptions;
+  /** The view as the agent last sent it (see `summarizeLog`). */
+  readonly sent?: readonly Message[];
 }
 
 function planSummary(view: readonly Message[], selection: Selection, request: CompactionRequest, deps: CompactionDeps): SummaryPlan {
@@ -304,6 +318,7 @@ async function writeSummary(plan: SummaryPlan, request: CompactionRequest, deps:
       plan.directive,
       { ...request, config: plan.config },
       { ...deps, counted },
+      continuationOf(plan),
     );
     const summarized = selection.previousSummary ? [selection.previousSummary, ...selection.toCompact] : selection.toCompact;
     const unusable = unusableReason(produced.text, expectationsFor(plan.config.summary, summarized, deps.counter));
@@ -483,6 +498,20 @@ interface CallCount {
 type CountingDeps = CompactionDeps & { readonly counted: CallCount };
 
 /** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
+/**
+ * The messages a summary request continuing the conversation repeats: the view as sent, from its
+ * start through the last message this summary replaces; undefined when there is nothing to continue.
+ */
+function continuationOf(plan: SummaryPlan): readonly Message[] | undefined {
+  if (!plan.sent) return undefined;
+  const replaced = new Set(plan.selection.toCompact.map((m) => m.id));
+  let last = -1;
+  plan.sent.forEach((message, index) => {
+    if (replaced.has(message.id)) last = index;
+  });
+  return last >= 0 ? plan.sent.slice(0, last + 1) : undefined;
+}
+
 async function summarize(
   items: readonly Positioned[],
   total: number,
@@ -490,6 +519,7 @@ async function summarize(
   directive: DirectiveOptions,
   request: CompactionRequest,
   deps: CountingDeps,
+  continuation?: readonly Message[],
 ): Promise<Produced> {
   const { config } = request;
   // Rendered messages are counted once each, however often they are checked and packed.
@@ -507,7 +537,14 @@ async function summarize(
   });
   if (window <= 0 || countTokens(single) <= window) {
     request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
-    const response = await callSummarizer(single, request, deps);
+    // A summarizer that is the agent's own model is sent the conversation it has cached instead,
+    // when that fits its window with room for the summary (not after an overflow: it did not fit).
+    const continueWith = deps.summarizer.continues && continuation && request.reason !== 'overflow' ? continuation : undefined;
+    const directiveText = continueWith ? buildDirective(directive) : '';
+    const fits = (messages: readonly Message[]): boolean =>
+      window <= 0 || deps.counter.countMessages(messages) + deps.counter.countText(directiveText) + single.maxOutputTokens <= window;
+    const continued = continueWith && fits(continueWith) ? { ...single, continuation: { messages: continueWith, directive: directiveText } } : single;
+    const response = await callSummarizer(continued, request, deps);
     return { text: response.text, model: response.model };
   }
 

@@ -1,3 +1,5 @@
+import type { Message } from './messages';
+
 /**
  * The engine's ports: how it reaches a model, the clock and fresh ids. The extension supplies
  * real implementations (the AI SDK summarizer lives in `src/llm`); tests supply fakes.
@@ -17,6 +19,14 @@ export interface SummaryRequest {
   readonly temperature: number;
   /** A whole summary, one batch of a split request, or the merge of batch summaries. */
   readonly purpose: 'summary' | 'batch' | 'merge';
+  /**
+   * The same request as a continuation of the conversation, for a summarizer that `continues` it:
+   * the conversation's messages as the agent last sent them, from the start through the last one
+   * summarized, then `directive` as a user message. Sent after the agent's own system prompt and
+   * tools, it begins with what the agent's last request began with, which a provider's prompt cache
+   * still holds. Only on a whole summary that fits one request.
+   */
+  readonly continuation?: { readonly messages: readonly Message[]; readonly directive: string };
 }
 
 export interface SummaryResponse {
@@ -32,6 +42,8 @@ export interface Summarizer {
   readonly name: string;
   /** Tokens one request may hold (input and output); 0 or absent means unknown. */
   readonly contextWindow?: number;
+  /** Whether it can send a request as a continuation of the conversation (see `SummaryRequest.continuation`). */
+  readonly continues?: boolean;
   summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse>;
 }
 

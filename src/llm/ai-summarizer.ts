@@ -1,5 +1,12 @@
-import { generateText, type LanguageModel, type TelemetryOptions } from 'ai';
+import { generateText, type LanguageModel, type ModelMessage, type TelemetryOptions, type ToolSet } from 'ai';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../core/ports';
+import { toModelMessages } from './model-messages';
+
+/** What every request of the agent begins with: its system prompt and its tools. */
+export interface AgentPrefix {
+  readonly system: string;
+  readonly tools: ToolSet;
+}
 
 export interface AiSummarizerOptions {
   /** The model that writes summaries. */
@@ -10,6 +17,12 @@ export interface AiSummarizerOptions {
   readonly contextWindow?: number;
   /** The AI SDK's telemetry settings, passed on to every call. */
   readonly telemetry?: TelemetryOptions;
+  /**
+   * When the summarizer is the agent's own model: what the agent's requests begin with, as the last
+   * one was sent. A summary request then continues the conversation (see `SummaryRequest.continuation`)
+   * so that the provider serves the conversation from its prompt cache. Undefined before the first request.
+   */
+  readonly continueFrom?: () => AgentPrefix | undefined;
 }
 
 /**
@@ -17,18 +30,20 @@ export interface AiSummarizerOptions {
  * the engine has its own fallback when a summary fails, so long retry chains only delay it.
  */
 export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
-  const { model, name, contextWindow, telemetry } = options;
+  const { model, name, contextWindow, telemetry, continueFrom } = options;
   return {
     name,
     ...(contextWindow !== undefined ? { contextWindow } : {}),
+    ...(continueFrom ? { continues: true } : {}),
     async summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse> {
+      const prefix = request.continuation ? continueFrom?.() : undefined;
+      const sent = prefix && request.continuation ? continuing(prefix, request.continuation) : structured(request);
       const result = await generateText({
         model,
-        instructions: request.system,
+        ...sent,
         // Earlier summaries arrive as system-role messages in the middle of the request; the
         // AI SDK refuses those unless told they are intended.
         allowSystemInMessages: true,
-        messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
         maxOutputTokens: request.maxOutputTokens,
         temperature: request.temperature,
         maxRetries: 1,
@@ -43,5 +58,30 @@ export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
         ...(inputTokens !== undefined && outputTokens !== undefined ? { usage: { inputTokens, outputTokens } } : {}),
       };
     },
+  };
+}
+
+/** The structured request: the summarizer's own system prompt and the conversation rendered as text. */
+function structured(request: SummaryRequest): { instructions: string; messages: ModelMessage[] } {
+  return { instructions: request.system, messages: request.messages.map((message) => ({ role: message.role, content: message.content })) };
+}
+
+/**
+ * The request as a continuation of the conversation: the agent's system prompt and tools, its
+ * messages as it sent them, then the directive. The tools are offered as the agent offers them, so
+ * that the request begins with the same bytes, but without what runs them and with tool use off:
+ * a call the model makes anyway is never executed.
+ */
+function continuing(
+  prefix: AgentPrefix,
+  continuation: NonNullable<SummaryRequest['continuation']>,
+): { instructions: string; messages: ModelMessage[]; tools: ToolSet; toolChoice: 'none' } {
+  const tools: ToolSet = {};
+  for (const [name, tool] of Object.entries(prefix.tools)) tools[name] = { ...tool, execute: undefined } as ToolSet[string];
+  return {
+    instructions: prefix.system,
+    messages: [...toModelMessages(continuation.messages), { role: 'user', content: continuation.directive }],
+    tools,
+    toolChoice: 'none',
   };
 }

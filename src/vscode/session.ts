@@ -5,7 +5,7 @@ import { MessageTokenCounter } from '../core/message-tokens';
 import { redactSecrets } from '../core/redact';
 import type { Clock, Summarizer } from '../core/ports';
 import { charEstimator, encodingForModel, loadTokenizer } from '../core/tokenizer';
-import { createAiSummarizer } from '../llm/ai-summarizer';
+import { createAiSummarizer, type AgentPrefix } from '../llm/ai-summarizer';
 import { createEndpointModel } from '../llm/openai-endpoint';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
@@ -430,7 +430,9 @@ export class Session implements vscode.Disposable {
       chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
     const learned = this.windows.learnedWindow(modelKey)?.limit;
     const window = learned !== undefined && (declared <= 0 || learned < declared) ? learned : declared;
-    const key = `${modelKey}@${window}`;
+    // The conversation's own model is sent the summary request as a continuation of what it has cached.
+    const continues = this.settings().summaryContinuesConversation && modelKey === this.modelKey();
+    const key = `${modelKey}@${window}${continues ? '+continues' : ''}`;
     if (this.summarizerModel?.key === key) return;
     this.summarizerModel = {
       key,
@@ -439,8 +441,17 @@ export class Session implements vscode.Disposable {
         name: modelKey,
         telemetry: this.tracing.settings('longrun.summarizer'),
         ...(window > 0 ? { contextWindow: window } : {}),
+        ...(continues ? { continueFrom: () => this.agentPrefix } : {}),
       }),
     };
+  }
+
+  /** What the agent's last request began with: its system prompt and tools (see `createAiSummarizer`). */
+  private agentPrefix: AgentPrefix | undefined;
+
+  /** Records what the agent's requests begin with, for a summary request that continues them. */
+  setAgentPrefix(prefix: AgentPrefix): void {
+    this.agentPrefix = prefix;
   }
 
   /** Forgets prepared models, e.g. after an API key or the endpoints changed. */

@@ -21,6 +21,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       compaction: DEFAULT_CONFIG,
       requireConfirmation: false,
       showWarnings: true,
+      summaryContinuesConversation: true,
       endpoints: [],
       agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [], allowedCommands: [], commandTimeoutSeconds: 120, editorTools: [] },
       telemetry: { enabled: false },

@@ -186,6 +186,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     redact: (text) => text,
     servedByEndpoint: () => false,
     setRequestOverhead: () => undefined,
+    setAgentPrefix: () => undefined,
     modelName: () => 'mock',
     newId,
   };

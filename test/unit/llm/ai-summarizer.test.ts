@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { APICallError } from 'ai';
+import { APICallError, tool } from 'ai';
+import { z } from 'zod';
 import { MockLanguageModelV4 } from 'ai/test';
 import type { SummaryRequest } from '../../../src/core/ports';
 import { createAiSummarizer } from '../../../src/llm/ai-summarizer';
@@ -138,5 +139,68 @@ describe('createAiSummarizer', () => {
     });
     await assert.rejects(createAiSummarizer({ model, name: 'n' }).summarize(request), /overloaded/);
     assert.equal(calls, 2);
+  });
+});
+
+describe('a summary request that continues the conversation', () => {
+  const agentTools = {
+    read_file: tool({
+      description: 'Read a file.',
+      inputSchema: z.object({ path: z.string() }),
+      execute: async ({ path }): Promise<string> => {
+        throw new Error(`a tool must never run from a summary request (${path})`);
+      },
+    }),
+  };
+  const view = [
+    { id: 'u1', role: 'user' as const, content: [{ type: 'text' as const, text: 'Fix the parser' }] },
+    {
+      id: 'a1',
+      role: 'assistant' as const,
+      content: [{ type: 'tool-call' as const, toolCallId: 'c1', toolName: 'read_file', input: { path: 'src/parser.ts' } }],
+    },
+    {
+      id: 't1',
+      role: 'tool' as const,
+      content: [{ type: 'tool-result' as const, toolCallId: 'c1', toolName: 'read_file', output: 'export function parse() {}' }],
+    },
+  ];
+  const continued: SummaryRequest = { ...request, continuation: { messages: view, directive: 'Summarize the conversation above.' } };
+
+  it("is sent after the agent's system prompt and tools, with its messages as the agent sent them, tool use off", async () => {
+    const model = new MockLanguageModelV4({ doGenerate: answer('## Session Summary') });
+    const summarizer = createAiSummarizer({ model, name: 'n', continueFrom: () => ({ system: 'You are the agent.', tools: agentTools }) });
+    assert.equal(summarizer.continues, true);
+    await summarizer.summarize(continued);
+    const call = model.doGenerateCalls[0]!;
+    assert.deepEqual(
+      call.prompt.map((m) => m.role),
+      ['system', 'user', 'assistant', 'tool', 'user'],
+    );
+    assert.equal(call.prompt[0]!.content, 'You are the agent.');
+    assert.match(JSON.stringify(call.prompt.at(-1)), /Summarize the conversation above/);
+    assert.deepEqual(
+      (call.tools ?? []).map((t) => t.name),
+      ['read_file'],
+    );
+    assert.deepEqual(call.toolChoice, { type: 'none' });
+  });
+
+  it('runs no tool the model calls anyway: the request fails instead, and the engine falls back', async () => {
+    const model = new MockLanguageModelV4({
+      doGenerate: answer('', {
+        content: [{ type: 'tool-call', toolCallId: 'x', toolName: 'read_file', input: JSON.stringify({ path: 'a' }) }],
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      }),
+    });
+    const summarizer = createAiSummarizer({ model, name: 'n', continueFrom: () => ({ system: 's', tools: agentTools }) });
+    await assert.rejects(summarizer.summarize(continued), /tool choice was none/);
+  });
+
+  it('falls back to the structured request before the agent has sent anything, or without a continuation', async () => {
+    const model = new MockLanguageModelV4({ doGenerate: answer('s') });
+    await createAiSummarizer({ model, name: 'n', continueFrom: () => undefined }).summarize(continued);
+    await createAiSummarizer({ model, name: 'n', continueFrom: () => ({ system: 's', tools: agentTools }) }).summarize(request);
+    for (const call of model.doGenerateCalls) assert.equal(call.prompt[0]!.content, 'You write handover summaries.');
   });
 });
