@@ -1,5 +1,5 @@
 import { assessBudget, type BudgetAssessment } from '../core/budget';
-import { applyCompaction, computeCompaction, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
+import { applyCompaction, compactionTarget, computeCompaction, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
@@ -422,7 +422,7 @@ export class Conversation {
 
   /**
    * The local count of the view (messages only) that compaction aims under: what the gauge will show
-   * as just below the warning level once the view changed (the count is then local, scaled by the
+   * as just below the compaction target once the view changed (the count is then local, scaled by the
    * learned ratio, with the system prompt and tools). `less` lowers it (calibrated tokens), for a
    * compaction prepared ahead of the growth still to come. Undefined when the window is unknown.
    */
@@ -431,7 +431,8 @@ export class Conversation {
     if (budget.limit <= 0 || budget.warningAt <= 0) return undefined;
     const model = this.deps.model();
     const ratio = this.ratio(model.key) ?? 1;
-    return Math.max(0, Math.floor((budget.warningAt - less) / ratio) - model.fixedOverhead - 1);
+    const target = compactionTarget(budget.limit, budget.warningAt, this.deps.config());
+    return Math.max(0, Math.floor((target - less) / ratio) - model.fixedOverhead - 1);
   }
 
   /**

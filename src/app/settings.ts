@@ -125,6 +125,7 @@ const COMPACTION_SETTINGS: readonly CompactionSetting[] = [
   { key: 'compaction.summary.factsSections', path: ['summary', 'factsSections'] },
   // Every importance weight is a setting of the same name, so a new weight in the core shows up here.
   ...Object.keys(DEFAULT_CONFIG.importance).map((field) => ({ key: `compaction.importance.${field}`, path: ['importance', field] })),
+  { key: 'compaction.targetThreshold', path: ['targetThreshold'] },
   { key: 'compaction.minGainShare', path: ['minGainShare'] },
   { key: 'compaction.onSummarizerFailure', path: ['onSummarizerFailure'] },
   { key: 'compaction.overflowRetries', path: ['overflowRetriesPerTurn'] },

@@ -193,11 +193,16 @@ function selectMessages(view: readonly Message[], request: CompactionRequest, de
   return selected;
 }
 
-/** The count to get under: the request's, else the warning level of the window; undefined when unknown. */
+/** The count to get under: the request's, else the compaction target of the window; undefined when unknown. */
 function pruneTargetOf(request: CompactionRequest): number | undefined {
   if (request.pruneTarget !== undefined) return request.pruneTarget;
   if (request.window.limit <= 0) return undefined;
-  return assessBudget(0, request.window, request.config.trigger).warningAt;
+  return compactionTarget(request.window.limit, assessBudget(0, request.window, request.config.trigger).warningAt, request.config);
+}
+
+/** Where an automatic compaction brings the view: the target share of the window, never above the warning level. */
+export function compactionTarget(limit: number, warningAt: number, config: Pick<CompactionConfig, 'targetThreshold'>): number {
+  return Math.min(warningAt, Math.floor(limit * config.targetThreshold));
 }
 
 function lowGain(before: number, after: number, config: CompactionConfig): boolean {

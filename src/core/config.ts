@@ -152,6 +152,12 @@ export const compactionConfigSchema = z
     truncation: truncationSchema,
     pruning: pruningSchema,
     importance: importanceSchema,
+    /**
+     * The share of the window an automatic compaction brings the view down to (below the warning
+     * level): pruning alone is enough only when it gets there. Each compaction makes the provider
+     * read the whole prompt again, its prompt cache no longer matching, so each buys room for many turns.
+     */
+    targetThreshold: share.default(0.5),
     /** A compaction that frees less than this share of the view is reported as low-gain (anti-loop). */
     minGainShare: share.default(0.1),
     /** Compactions retried on a context-overflow error, per turn (001: once). */
