@@ -6,6 +6,8 @@
 // that call models (dist/models.js), validate (dist/schemas.js) and trace (dist/tracing.js), each
 // required on first use. The AI SDK is ESM-only; esbuild converts it. `vscode` is provided by the editor.
 //
+// The compaction worker is dist/compaction-worker.js, started by the composition on the first compaction.
+//
 // `node esbuild.js [--production] [--watch]`; benchmarks and tests build elsewhere through `buildAll`.
 const esbuild = require('esbuild');
 const path = require('node:path');
@@ -126,7 +128,7 @@ const noGateway = {
  * The esbuild options for the entry points, the composition and its vocabularies, and each lazy file.
  * Asynchronous because the composition's stand-ins need the model packages' export names.
  * @param {{ production?: boolean, outdir?: string }} [options]
- * @returns {Promise<Record<'extension' | 'composition' | 'models' | 'schemas' | 'tracing', import('esbuild').BuildOptions>>}
+ * @returns {Promise<Record<'extension' | 'composition' | 'worker' | 'models' | 'schemas' | 'tracing', import('esbuild').BuildOptions>>}
  */
 async function buildOptions({ production = false, outdir = 'dist' } = {}) {
   /** @type {import('esbuild').BuildOptions} */
@@ -163,6 +165,15 @@ async function buildOptions({ production = false, outdir = 'dist' } = {}) {
       // Tells src/core/vocabularies.ts to require the vocabulary files instead of importing the package.
       define: { LONGRUN_VOCABULARY_FILES: 'true' },
       plugins: [zodEnglishOnly, await lazyPackages(Object.keys(LAZY_FILES))],
+    },
+    // The compaction worker (src/app/remote-compaction.ts): the engine, in a thread of its own. It
+    // requires the vocabulary files beside it, as the composition does, and has its own zod.
+    worker: {
+      ...common,
+      entryPoints: [{ in: path.join(__dirname, 'src', 'app', 'compaction-worker.ts'), out: 'compaction-worker' }],
+      outdir,
+      define: { LONGRUN_VOCABULARY_FILES: 'true' },
+      plugins: [zodEnglishOnly],
     },
     models: {
       ...common,

@@ -126,6 +126,7 @@ export const EXTENSION_FILES = [
   'dist/models.js',
   'dist/schemas.js',
   'dist/tracing.js',
+  'dist/compaction-worker.js',
   'dist/o200k_base.js',
   'dist/cl100k_base.js',
   'media',

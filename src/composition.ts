@@ -1,4 +1,7 @@
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import * as vscode from 'vscode';
+import { WorkerCompactionEngine } from './app/remote-compaction';
 import {
   ANSWER_APPROVAL_COMMAND,
   ANSWER_COMMAND,
@@ -97,7 +100,17 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   );
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
-  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows);
+  // Compactions are computed in a worker thread, started on the first one; on this thread if it cannot run.
+  const engine = new WorkerCompactionEngine(
+    () => {
+      const worker = new Worker(join(__dirname, 'compaction-worker.js'));
+      worker.unref();
+      return worker;
+    },
+    (message) => log.warn(message),
+  );
+  context.subscriptions.push({ dispose: () => engine.dispose() });
+  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows, engine);
   context.subscriptions.push(session);
   redact = (text) => session.redact(text);
 

@@ -1,13 +1,13 @@
 import { assessBudget, type BudgetAssessment } from '../core/budget';
-import { applyCompaction, compactionTarget, computeCompaction, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
+import { applicable, compactionTarget, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
 import type { ContextWindow } from '../core/context-window';
 import {
   lastStep,
-  ledgerOf,
   LiveModelView,
+  summaryMessage,
   undoLastStep,
   type CompactionEntry,
   type CompactionReason,
@@ -30,6 +30,7 @@ import {
   type RequestBasis,
 } from '../core/usage-calibration';
 import { ViewTokens } from '../core/view-tokens';
+import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
 import { branchLog, onTurn, TurnIndex } from '../core/branches';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import { withSummary } from './summary-edit';
@@ -75,6 +76,8 @@ export interface ConversationDeps {
    * the swap at the compaction point costs no wait. Off when absent.
    */
   readonly summarizeAhead?: () => boolean;
+  /** Where compactions are computed: in a worker, or on this thread when absent. */
+  readonly engine?: CompactionEngine;
 }
 
 export interface CompactOptions {
@@ -535,7 +538,11 @@ export class Conversation {
     const summary = await options.review(entry);
     if (summary === undefined)
       return { status: 'cancelled', reason: 'The summary was closed without saving, so the conversation was not compacted.' };
-    return { status: 'compacted', compaction: withSummary(outcome.compaction, summary) };
+    const edited = withSummary(outcome.compaction, summary);
+    // The summary saved is the one counted after the compaction.
+    const counter = this.deps.model().counter;
+    const delta = edited.entry ? counter.countMessage(summaryMessage(edited.entry)) - counter.countMessage(summaryMessage(entry)) : 0;
+    return { status: 'compacted', compaction: { ...edited, tokensAfter: edited.tokensAfter + delta } };
   }
 
   private computeOn(
@@ -548,26 +555,28 @@ export class Conversation {
     const summarizer = this.deps.summarizer();
     if (!summarizer) return Promise.resolve({ status: 'failed', reason: 'No model is available to write the summary.' });
     const model = this.deps.model();
-    return computeCompaction(
-      {
-        log: snapshot,
+    return (this.deps.engine ?? IN_THREAD_ENGINE).compute({
+      conversationId: this.id,
+      all: this.shared.all,
+      leaf: this.leafTurn,
+      snapshot,
+      request: {
         reason,
         config,
         window: roomForMessages(model),
-        ledger: ledgerOf(snapshot),
         ...(pruneTarget !== undefined ? { pruneTarget } : {}),
         ...(options.focus ? { focus: options.focus } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       },
-      {
+      deps: {
         counter: model.counter,
         summarizer,
         clock: this.deps.clock,
         newId: this.deps.newId,
         ...(this.deps.redact ? { redact: this.deps.redact } : {}),
       },
-    );
+    });
   }
 
   /**
@@ -580,11 +589,12 @@ export class Conversation {
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
     const computed = outcome.compaction;
-    const check = applyCompaction(this.records, computed);
-    if (!check.ok) return undefined;
+    if (!applicable(this.records, computed).ok) return undefined;
     const counter = this.deps.model().counter;
-    const tokensBefore = counter.countMessages(this.view());
-    const tokensAfter = counter.countMessages(check.view);
+    // Counted with the counts stored with the records: after a reload nothing is tokenized again here.
+    const tokensBefore = this.tokensOfView(counter).total();
+    // What came after the snapshot is kept after the summary: the compaction frees what it freed then.
+    const tokensAfter = tokensBefore - (computed.tokensBefore - computed.tokensAfter);
     const records: LogRecord[] = [];
     let pruning = computed.pruning;
     if (pruning) {
@@ -611,7 +621,7 @@ export class Conversation {
         fallback: entry.fallback,
       });
     }
-    const compaction = { ...computed, records: written, view: check.view, tokensBefore, tokensAfter };
+    const compaction = { ...computed, records: written, view: this.view(), tokensBefore, tokensAfter };
     return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
   }
 

@@ -455,6 +455,20 @@ export type ApplyResult =
  * stay in the view as recent messages.
  */
 export function applyCompaction(current: ConversationLog, computed: ComputedCompaction): ApplyResult {
+  const check = applicable(current, computed);
+  if (!check.ok) return check;
+  const log = [...current, ...computed.records];
+  return { ok: true, log, view: modelView(log) };
+}
+
+/**
+ * Whether a compaction computed from a snapshot still applies to the log as it is now: the snapshot's
+ * messages are a prefix of the log's, and no compaction, pruning or undo came between.
+ */
+export function applicable(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+): { readonly ok: true } | { readonly ok: false; readonly reason: string } {
   const ids = messageIds(current);
   const basis = computed.basis;
   if (ids.length < basis.messageIds.length || basis.messageIds.some((id, i) => ids[i] !== id)) {
@@ -463,8 +477,7 @@ export function applyCompaction(current: ConversationLog, computed: ComputedComp
   if (currentBasis(current) !== basis.lastEntryId) {
     return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
   }
-  const log = [...current, ...computed.records];
-  return { ok: true, log, view: modelView(log) };
+  return { ok: true };
 }
 
 /** Computes and applies in one step, for when nothing else can write meanwhile. */

@@ -12,6 +12,7 @@ import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-br
 import type { ApiKeys } from './api-keys';
 import type { Conversation, ModelContext } from '../app/conversation';
 import { ConversationRegistry } from '../app/conversation-registry';
+import type { CompactionEngine } from '../app/compaction-engine';
 import { ConversationIndex, ConversationStore } from '../app/conversation-store';
 import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
@@ -70,6 +71,7 @@ export class Session implements vscode.Disposable {
     private readonly clock: Clock,
     private readonly log: vscode.LogOutputChannel,
     private readonly windows: ModelWindows,
+    private readonly engine?: CompactionEngine,
   ) {
     this.store = new ConversationStore(storageDir, () => clock.now());
     this.index = new ConversationIndex(workspaceState);
@@ -158,6 +160,7 @@ export class Session implements vscode.Disposable {
       model: () => this.modelContext(),
       summarizer: () => this.summarizer(),
       telemetry: () => this.tracing,
+      ...(this.engine ? { engine: this.engine } : {}),
     };
   }
 

@@ -1,4 +1,10 @@
 import assert from 'node:assert/strict';
+import { Worker } from 'node:worker_threads';
+import { WorkerCompactionEngine } from '../../src/app/remote-compaction';
+import { DEFAULT_CONFIG } from '../../src/core/config';
+import { MessageTokenCounter } from '../../src/core/message-tokens';
+import { systemClock } from '../../src/core/ports';
+import { loadTokenizer } from '../../src/core/tokenizer';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -205,6 +211,49 @@ describe('extension manifest', () => {
       const others = inputs.filter((input) => !own.includes(input) && (output('extension').inputs[input]?.bytesInOutput ?? 0) > 300);
       assert.deepEqual(others, []);
       assert.ok(output('extension').bytes < 16 * 1024, `extension.js is ${output('extension').bytes} bytes`);
+    });
+
+    it('builds the compaction worker into a file of its own that compacts with a vocabulary file beside it', async function () {
+      this.timeout(60_000);
+      assert.ok(
+        !Object.keys(output('compaction-worker').inputs).some((input) => input.includes('gpt-tokenizer/esm/bpeRanks/')),
+        'no vocabulary inlined',
+      );
+      const engine = new WorkerCompactionEngine(() => {
+        const worker = new Worker(join(outdir, 'compaction-worker.js'), { execArgv: [] });
+        return worker;
+      });
+      try {
+        const log = Array.from({ length: 12 }, (_, i) => ({
+          type: 'message' as const,
+          message: {
+            id: `m${i}`,
+            role: (i % 2 ? 'assistant' : 'user') as 'user' | 'assistant',
+            content: [{ type: 'text' as const, text: `turn ${i} ${'words '.repeat(200)}` }],
+          },
+        }));
+        const counter = new MessageTokenCounter(await loadTokenizer('o200k_base'));
+        const outcome = await engine.compute({
+          conversationId: 'c1',
+          all: log,
+          leaf: null,
+          snapshot: log,
+          request: {
+            reason: 'manual',
+            config: { ...DEFAULT_CONFIG, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 } },
+            window: { limit: 100_000, source: 'model' },
+          },
+          deps: {
+            counter,
+            summarizer: { name: 's', summarize: async () => ({ text: `## Session Summary\n### Completed Work\n${'done. '.repeat(80)}` }) },
+            clock: systemClock,
+            newId: () => 'e1',
+          },
+        });
+        assert.equal(outcome.status, 'compacted', JSON.stringify(outcome));
+      } finally {
+        engine.dispose();
+      }
     });
 
     it('builds each vocabulary into a file of its own that counts tokens', () => {

@@ -1,0 +1,135 @@
+/**
+ * How long the extension host's thread is held up by the first compaction after a reload: a
+ * conversation of 5,000 messages (about a million tokens, their counts stored with the records as
+ * Longrun writes them) is opened afresh, with nothing counted or computed yet in this process, and
+ * compacted through the compaction worker, then on the host's own thread for comparison. A ticker
+ * on the host's thread measures the longest stretch it could not run, from the compaction's start
+ * until the result is applied.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { build, type BuildOptions } from 'esbuild';
+import { IN_THREAD_ENGINE, type CompactionEngine } from '../src/app/compaction-engine';
+import { Conversation } from '../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../src/app/conversation-store';
+import { WorkerCompactionEngine } from '../src/app/remote-compaction';
+import { DEFAULT_CONFIG } from '../src/core/config';
+import type { LogRecord } from '../src/core/history';
+import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
+import { systemClock, type Summarizer } from '../src/core/ports';
+import type { TextTokenizer } from '../src/core/tokenizer';
+import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
+
+const MILLION_WINDOW = 1_047_576;
+
+export interface EngineHostBench {
+  /** The longest the host's thread was held up by a cold compaction computed in the worker (ms). */
+  readonly engine_host_ms_cold: number;
+  /** The same compaction computed on the host's thread (ms). */
+  readonly engine_host_ms_cold_in_thread: number;
+  /** All the host's time that compaction took, in stretches over 1 ms (ms). */
+  readonly engine_host_busy_ms_cold: number;
+  readonly messages: number;
+}
+
+/** The records of a 5,000-message conversation, each message with its count stored, as on disk. */
+async function storedLog(tokenizer: TextTokenizer): Promise<LogRecord[]> {
+  const counter = new MessageTokenCounter(tokenizer);
+  return sessionLog(5_000, 5, SMALL_MESSAGES).map((record) => withTokenCounts(record, counter));
+}
+
+/** Runs `work` while a ticker on this thread notes the gaps it could not run in. */
+async function gapsDuring(work: () => Promise<unknown>): Promise<{ longest: number; busy: number }> {
+  let last = performance.now();
+  let longest = 0;
+  let busy = 0;
+  let running = true;
+  const tick = (): void => {
+    const now = performance.now();
+    const gap = now - last;
+    last = now;
+    longest = Math.max(longest, gap);
+    if (gap > 1) busy += gap;
+    if (running) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    await work();
+  } finally {
+    running = false;
+  }
+  tick();
+  return { longest, busy };
+}
+
+async function coldCompaction(
+  dir: string,
+  log: readonly LogRecord[],
+  tokenizer: TextTokenizer,
+  engine: CompactionEngine,
+): Promise<{ longest: number; busy: number }> {
+  const store = new ConversationStore(dir, () => Date.now());
+  await store.create('bench');
+  const state = new Map<string, unknown>();
+  // A counter that has counted nothing yet: a window just reloaded.
+  const counter = new MessageTokenCounter(tokenizer);
+  let ids = 0;
+  const summarizer: Summarizer = { name: 'bench', summarize: async () => ({ text: SUMMARY }) };
+  const conversation = new Conversation('bench', log, {
+    store,
+    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    clock: systemClock,
+    newId: () => `bench-${++ids}`,
+    config: () => DEFAULT_CONFIG,
+    model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+    summarizer: () => summarizer,
+    engine,
+  });
+  // What the gauge does when the conversation opens: its count, from the stored counts.
+  conversation.assess();
+  const measured = await gapsDuring(async () => {
+    const outcome = await conversation.compact('manual');
+    if (outcome.status !== 'compacted') throw new Error(`the cold compaction did not run: ${outcome.status}`);
+  });
+  return measured;
+}
+
+/** The compaction worker as the extension ships it (`dist/compaction-worker.js`), built into `dir` with its vocabulary inside. */
+async function buildWorker(dir: string): Promise<string> {
+  const { buildOptions } = require('../esbuild.js') as {
+    buildOptions: (options: { production: boolean; outdir: string }) => Promise<Record<string, BuildOptions>>;
+  };
+  const { worker } = await buildOptions({ production: true, outdir: dir });
+  // The vocabulary is bundled in rather than required from a file beside it: the same code, one file.
+  await build({ ...worker, define: {}, logLevel: 'warning' });
+  return join(dir, 'compaction-worker.js');
+}
+
+export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineHostBench> {
+  const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-host-'));
+  const log = await storedLog(tokenizer);
+  const workerFile = await buildWorker(dir);
+  let failed: string | undefined;
+  const worker = new WorkerCompactionEngine(
+    () => new Worker(workerFile),
+    (message) => void (failed = message),
+  );
+  try {
+    // The worker's own start (loading the engine and the vocabulary) is not the host's time: warm it up.
+    await coldCompaction(join(dir, 'warm'), log.slice(0, 40), tokenizer, worker);
+    const remote = await coldCompaction(join(dir, 'remote'), log, tokenizer, worker);
+    if (failed) throw new Error(failed);
+    const local = await coldCompaction(join(dir, 'local'), log, tokenizer, IN_THREAD_ENGINE);
+    return {
+      engine_host_ms_cold: remote.longest,
+      engine_host_ms_cold_in_thread: local.longest,
+      engine_host_busy_ms_cold: remote.busy,
+      messages: log.filter((r) => r.type === 'message').length,
+    };
+  } finally {
+    worker.dispose();
+    await rm(dir, { recursive: true, force: true });
+  }
+}

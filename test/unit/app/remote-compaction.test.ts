@@ -1,0 +1,212 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import { IN_THREAD_ENGINE, type CompactionEngine } from '../../../src/app/compaction-engine';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/remote-compaction';
+import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { charEstimator } from '../../../src/core/tokenizer';
+import type { Summarizer } from '../../../src/core/ports';
+
+/** A worker made of a message channel: the worker's side runs on this thread, over the same protocol. */
+function channelWorker(): WorkerLike & { posted: unknown[]; close(): void } {
+  const { port1, port2 } = new MessageChannel();
+  serveCompactions(port2);
+  const posted: unknown[] = [];
+  return {
+    posted,
+    postMessage: (message) => {
+      posted.push(message);
+      port1.postMessage(message);
+    },
+    on: (event: string, listener: (message: unknown) => void) => (event === 'message' ? port1.on('message', listener) : undefined),
+    close: () => {
+      port1.close();
+      port2.close();
+    },
+  };
+}
+
+describe('compactions computed in a worker', () => {
+  let dir: string;
+  const closers: Array<() => void> = [];
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-remote-'));
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0)) close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const settings = config((c) => ({
+    ...c,
+    keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 },
+    minMessages: 4,
+    pruning: { ...c.pruning, enabled: false },
+  }));
+
+  async function conversationWith(engine: CompactionEngine, summarizer: Summarizer, name = 'c1'): Promise<Conversation> {
+    const clock = new FakeClock();
+    const state = new Map<string, unknown>();
+    const store = new ConversationStore(join(dir, name), () => clock.now());
+    await store.create(name);
+    const counter = new MessageTokenCounter(charEstimator);
+    let ids = 0;
+    const conversation = new Conversation(name, [], {
+      store,
+      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      clock,
+      newId: () => `e${++ids}`,
+      config: () => settings,
+      model: () => ({ name: 'm', window: { limit: 100_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+      summarizer: () => summarizer,
+      engine,
+      redact: (text) => text.replaceAll('sk-secret', '[key]'),
+    });
+    await conversation.beginTurn('t1');
+    for (const [i, request] of ['Build a flashcard app', 'Add SM-2 scheduling', 'Now add tests', 'And the docs'].entries()) {
+      await conversation.append(turn(`m${i}`, request, 2, 'x'.repeat(1_500)).map((message) => ({ type: 'message' as const, message })));
+    }
+    return conversation;
+  }
+
+  const summarizer: Summarizer = { name: 'fake', summarize: async (r) => ({ text: templateSummary(`SUMMARY of ${r.messages.length} messages.`) }) };
+
+  it('gives the compaction the host would have computed, applied to the same view', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const remote = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'remote');
+    const local = await conversationWith(IN_THREAD_ENGINE, summarizer, 'local');
+    const [a, b] = [await remote.compact('manual'), await local.compact('manual')];
+    assert.equal(a.status, 'compacted');
+    assert.equal(b.status, 'compacted');
+    if (a.status !== 'compacted' || b.status !== 'compacted') return;
+    assert.deepEqual(a.compaction.entry?.compactedMessageIds, b.compaction.entry?.compactedMessageIds);
+    assert.equal(a.compaction.entry?.summary, b.compaction.entry?.summary);
+    assert.deepEqual(
+      remote.view().map((m) => m.id),
+      local.view().map((m) => m.id),
+    );
+    assert.ok(
+      worker.posted.some((m) => (m as { kind: string }).kind === 'compute'),
+      'computed in the worker',
+    );
+  });
+
+  it('sends each record once, and only what was added since for the next compaction', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer);
+    await conversation.compact('manual');
+    const sentFirst = syncedRecords(worker.posted);
+    assert.equal(sentFirst, conversation.allRecords().length - 1, 'everything but the compaction just applied');
+    await conversation.append(turn('late', 'One more thing', 2, 'y'.repeat(1_500)).map((message) => ({ type: 'message' as const, message })));
+    const before = conversation.allRecords().length;
+    await conversation.compact('manual');
+    assert.equal(syncedRecords(worker.posted), before, 'each record sent once');
+  });
+
+  it("carries the summarizer's failure back without the key it echoed, and falls back as on the host", async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const failing: Summarizer = {
+      name: 'fake',
+      summarize: async () => {
+        throw new Error('401 invalid key sk-secret');
+      },
+    };
+    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), failing);
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(outcome.compaction.entry?.fallback, true);
+    assert.match(outcome.compaction.entry?.failure ?? '', /401 invalid key \[key\]/);
+  });
+
+  it('stops when the compaction is cancelled while the summarizer works', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const controller = new AbortController();
+    const slow: Summarizer = {
+      name: 'fake',
+      summarize: (_request, signal) =>
+        new Promise((_, reject) => {
+          signal?.addEventListener('abort', () => reject(new Error('aborted')));
+          controller.abort();
+        }),
+    };
+    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), slow);
+    const outcome = await conversation.compact('manual', { signal: controller.signal });
+    assert.equal(outcome.status, 'cancelled');
+    assert.equal(conversation.lastCompaction(), undefined);
+  });
+
+  it('computes on this thread when the worker cannot start, or dies in the middle of a compaction', async () => {
+    const logged: string[] = [];
+    const unstartable = await conversationWith(
+      new WorkerCompactionEngine(
+        () => {
+          throw new Error('no worker here');
+        },
+        (message) => void logged.push(message),
+      ),
+      summarizer,
+      'unstartable',
+    );
+    assert.equal((await unstartable.compact('manual')).status, 'compacted');
+    assert.match(logged[0] ?? '', /could not start: no worker here/);
+
+    let exit: (code: unknown) => void = () => undefined;
+    const dying: WorkerLike = {
+      postMessage: (message) => {
+        // The worker dies as soon as it is asked to compute.
+        if ((message as { kind: string }).kind === 'compute') setImmediate(() => exit(1));
+      },
+      on: (event: string, listener: (reason: unknown) => void) => {
+        if (event === 'exit') exit = listener;
+      },
+    };
+    const conversation = await conversationWith(
+      new WorkerCompactionEngine(
+        () => dying,
+        (m) => void logged.push(m),
+      ),
+      summarizer,
+      'dying',
+    );
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    assert.match(logged.at(-1) ?? '', /exited \(1\)/);
+  });
+
+  it('runs in a real worker thread', async function () {
+    this.timeout(60_000);
+    let worker: Worker | undefined;
+    const engine = new WorkerCompactionEngine(() => {
+      worker = new Worker(join(__dirname, '..', '..', '..', 'src', 'app', 'compaction-worker.ts'));
+      return worker;
+    });
+    try {
+      const conversation = await conversationWith(engine, summarizer);
+      const outcome = await conversation.compact('manual');
+      assert.equal(outcome.status, 'compacted');
+      assert.ok(worker, 'a worker was started');
+      assert.match(JSON.stringify(conversation.view()[0] ?? {}), /SUMMARY of/);
+    } finally {
+      engine.dispose();
+    }
+  });
+});
+
+function syncedRecords(posted: readonly unknown[]): number {
+  let count = 0;
+  for (const message of posted) {
+    const m = message as { kind: string; records?: unknown[] };
+    if (m.kind === 'sync') count += m.records?.length ?? 0;
+  }
+  return count;
+}
