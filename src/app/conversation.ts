@@ -485,6 +485,7 @@ export class Conversation {
         config,
         window: roomForMessages(model),
         ledger: ledgerOf(snapshot),
+        overWindow: this.assess().level === 'over',
         ...(pruneTarget !== undefined ? { pruneTarget } : {}),
         ...(options.focus ? { focus: options.focus } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
