@@ -1,5 +1,6 @@
 import { assessBudget, type BudgetAssessment } from '../core/budget';
-import { applyCompaction, computeCompaction, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
+import { applyWithCurrentLedgers } from '../core/apply-ledgers';
+import { computeCompaction, lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
@@ -434,7 +435,8 @@ export class Conversation {
     // ahead is made again now, when it costs no more and sees what came since.
     if (ahead && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
       const ready = await ahead.promise;
-      if (ready.status === 'compacted' && ready.compaction.entry) {
+      // Prepared on an older snapshot, it may cover too little of the log as it grew: made again then.
+      if (ready.status === 'compacted' && ready.compaction.entry && !this.freesTooLittle(ready.compaction)) {
         const reviewed = await this.reviewed(ready, options);
         if (reviewed.status !== 'compacted') return reviewed;
         const applied = await this.applyComputed(reviewed, reason);
@@ -456,6 +458,12 @@ export class Conversation {
         reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.',
       }
     );
+  }
+
+  /** Whether `computed`, applied to the log as it is now, would free less than the configured share of the view. */
+  private freesTooLittle(computed: ComputedCompaction): boolean {
+    const counter = this.deps.model().counter;
+    return lowGainAt(this.records, computed, counter.countMessages(this.view()), counter, this.deps.config());
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -510,10 +518,10 @@ export class Conversation {
     outcome: CompactionOutcome & { status: 'compacted' },
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
-    const computed = outcome.compaction;
-    const check = applyCompaction(this.records, computed);
-    if (!check.ok) return undefined;
     const counter = this.deps.model().counter;
+    const check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
+    if (!check.ok) return undefined;
+    const computed = check.compaction;
     const tokensBefore = counter.countMessages(this.view());
     const tokensAfter = counter.countMessages(check.view);
     const records: LogRecord[] = [];

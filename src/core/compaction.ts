@@ -24,7 +24,15 @@ import type { MessageTokenCounter } from './message-tokens';
 import { planPruning, prunedKey, pruningCandidates, truncationCandidates, type PruneCandidate, type PruningEntry } from './pruning';
 import type { Clock, Summarizer, SummaryRequest } from './ports';
 import { needleLedgerOf } from './needles';
-import { boundTask, expectationsFor, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason, type BoundedTask } from './summary-repair';
+import {
+  boundTask,
+  expectationsFor,
+  NEEDLE_BUDGET_SHARE,
+  ORIGINAL_TASK_MAX_TOKENS,
+  repairSummary,
+  unusableReason,
+  type BoundedTask,
+} from './summary-repair';
 import { buildMergeRequest, buildSummaryRequest, countRequest, renderedMessageTokens, type DirectiveOptions } from './summary-request';
 
 /**
@@ -105,6 +113,8 @@ export interface ComputedCompaction {
   readonly tokensAfter: number;
   /** True when the whole compaction freed less than the configured minimum share. */
   readonly lowGain: boolean;
+  /** Most tokens the summary's block of kept needles may take, when it is made again at apply time. */
+  readonly needleBudgetTokens?: number;
 }
 
 export type CompactionOutcome =
@@ -434,6 +444,7 @@ function finishCompaction(
       tokensBefore,
       tokensAfter,
       lowGain: entry.lowGain,
+      needleBudgetTokens: Math.floor(plan.config.summary.targetTokens * NEEDLE_BUDGET_SHARE),
     },
   };
 }
@@ -482,6 +493,22 @@ export function applyCompaction(current: ConversationLog, computed: ComputedComp
   }
   const log = [...current, ...computed.records];
   return { ok: true, log, view: modelView(log) };
+}
+
+/**
+ * Whether `computed`, applied to `current` as it is now (`tokensBefore` being the local count of its
+ * view), would free less than the configured share: a summary prepared on an older snapshot may cover
+ * too little of a log that grew meanwhile. False when it cannot be applied at all.
+ */
+export function lowGainAt(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+  tokensBefore: number,
+  counter: MessageTokenCounter,
+  config: CompactionConfig,
+): boolean {
+  const applied = applyCompaction(current, computed);
+  return applied.ok && lowGain(tokensBefore, counter.countMessages(applied.view), config);
 }
 
 /** Computes and applies in one step, for when nothing else can write meanwhile. */
