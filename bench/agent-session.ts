@@ -261,7 +261,8 @@ function compactAfterTurn(
   guard: GuardState,
   done: (outcome: Awaited<ReturnType<Conversation['compact']>>) => void,
 ): void {
-  if (conversation.isCompacting() || !conversation.assess().shouldCompact || !mayAutoCompact(guard).allowed) return;
+  const budget = conversation.assess();
+  if (conversation.isCompacting() || !budget.shouldCompact || !mayAutoCompact(guard, budget).allowed) return;
   void conversation.compact('threshold', { signal: new AbortController().signal }).then(done);
 }
 

@@ -154,7 +154,8 @@ const pruningEntrySchema = lazily(() =>
           messageId: z.string().min(1),
           toolCallId: z.string(),
           toolName: z.string(),
-          kind: z.enum(['duplicate', 'stale', 'old']),
+          // 'truncated' came later: a Longrun from before it keeps such a line aside and shows the outputs whole.
+          kind: z.enum(['duplicate', 'stale', 'old', 'truncated']),
           stub: z.string(),
           tokens: countSchema(),
         }),

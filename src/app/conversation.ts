@@ -1,5 +1,6 @@
 import { assessBudget, type BudgetAssessment } from '../core/budget';
-import { applicable, compactionTarget, type CompactionOutcome, type CompactionProgress } from '../core/compaction';
+import { applyWithCurrentLedgers } from '../core/apply-ledgers';
+import { compactionTarget, lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
@@ -434,7 +435,8 @@ export class Conversation {
     if (budget.limit <= 0 || budget.warningAt <= 0) return undefined;
     const model = this.deps.model();
     const ratio = this.ratio(model.key) ?? 1;
-    const target = compactionTarget(budget.limit, budget.warningAt, this.deps.config());
+    // Over the window, the aim is to fit again with as much of the turn under way kept as can be.
+    const target = budget.level === 'over' ? budget.warningAt : compactionTarget(budget.limit, budget.warningAt, this.deps.config());
     return Math.max(0, Math.floor((target - less) / ratio) - model.fixedOverhead - 1);
   }
 
@@ -507,7 +509,8 @@ export class Conversation {
     // ahead is made again now, when it costs no more and sees what came since.
     if (ahead && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
       const ready = await ahead.promise;
-      if (ready.status === 'compacted' && ready.compaction.entry) {
+      // Prepared on an older snapshot, it may cover too little of the log as it grew: made again then.
+      if (ready.status === 'compacted' && ready.compaction.entry && !this.freesTooLittle(ready.compaction)) {
         const reviewed = await this.reviewed(ready, options);
         if (reviewed.status !== 'compacted') return reviewed;
         const applied = await this.applyComputed(reviewed, reason);
@@ -529,6 +532,20 @@ export class Conversation {
         reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.',
       }
     );
+  }
+
+  /** The local count of `messages`, with the counts stored with their records (nothing counted twice). */
+  private countStored(messages: readonly Message[]): number {
+    const counter = this.deps.model().counter;
+    let total = 0;
+    for (const message of messages) total += counter.countMessage(message, this.storedTokens.get(message));
+    return total;
+  }
+
+  /** Whether `computed`, applied to the log as it is now, would free less than the configured share of the view. */
+  private freesTooLittle(computed: ComputedCompaction): boolean {
+    const counter = this.deps.model().counter;
+    return lowGainAt(this.records, computed, this.tokensOfView(counter).total(), (view) => this.countStored(view), this.deps.config());
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -564,6 +581,7 @@ export class Conversation {
         reason,
         config,
         window: roomForMessages(model),
+        overWindow: this.assess().level === 'over',
         ...(pruneTarget !== undefined ? { pruneTarget } : {}),
         ...(options.focus ? { focus: options.focus } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
@@ -588,13 +606,13 @@ export class Conversation {
     outcome: CompactionOutcome & { status: 'compacted' },
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
-    const computed = outcome.compaction;
-    if (!applicable(this.records, computed).ok) return undefined;
     const counter = this.deps.model().counter;
+    const check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
+    if (!check.ok) return undefined;
+    const computed = check.compaction;
     // Counted with the counts stored with the records: after a reload nothing is tokenized again here.
     const tokensBefore = this.tokensOfView(counter).total();
-    // What came after the snapshot is kept after the summary: the compaction frees what it freed then.
-    const tokensAfter = tokensBefore - (computed.tokensBefore - computed.tokensAfter);
+    const tokensAfter = this.countStored(check.view);
     const records: LogRecord[] = [];
     let pruning = computed.pruning;
     if (pruning) {

@@ -139,17 +139,24 @@ function tooltip(state: GaugeState): string {
   return lines.join('\n');
 }
 
-/** What a pruning did: "Pruned 5 superseded and 2 old large tool outputs (−12,400 tokens)". */
+/**
+ * What a pruning did: "Pruned 5 superseded and 2 old large tool outputs (−12,400 tokens)", with ", cut 3
+ * large ones to fit the window" when outputs were cut to their head and tail.
+ */
 export function pruningPhrase(pruning: PruningEntry): string {
-  const { superseded, old } = prunedCounts(pruning.outputs);
+  const { superseded, old, truncated } = prunedCounts(pruning.outputs);
   const outputs = (n: number) => `tool output${n === 1 ? '' : 's'}`;
-  const what =
+  const pruned =
     superseded > 0 && old > 0
       ? `${superseded} superseded and ${old} old large ${outputs(old)}`
       : superseded > 0
         ? `${superseded} superseded ${outputs(superseded)}`
-        : `${old} old large ${outputs(old)}`;
-  return `Pruned ${what} (−${(pruning.tokensBefore - pruning.tokensAfter).toLocaleString('en-US')} tokens)`;
+        : old > 0
+          ? `${old} old large ${outputs(old)}`
+          : '';
+  const cut = truncated > 0 ? `cut ${truncated} large ${outputs(truncated)} to fit the window` : '';
+  const what = pruned && cut ? `Pruned ${pruned}, ${cut}` : pruned ? `Pruned ${pruned}` : `${cut.charAt(0).toUpperCase()}${cut.slice(1)}`;
+  return `${what} (−${(pruning.tokensBefore - pruning.tokensAfter).toLocaleString('en-US')} tokens)`;
 }
 
 function lowerFirst(text: string): string {

@@ -1,6 +1,7 @@
 import type { ComputedCompaction } from '../core/compaction';
 import { renderFileOperations, type FileLedger } from '../core/file-ledger';
-import { activeEntries, lastEntry, type CompactionEntry, type ConversationLog } from '../core/history';
+import { activeEntries, lastEntry, ledgerOf, type CompactionEntry, type ConversationLog } from '../core/history';
+import { needleLedgerOf } from '../core/needles';
 import type { MessageTokenCounter } from '../core/message-tokens';
 import { stripFileOperations } from '../core/summary-repair';
 import type { Conversation } from './conversation';
@@ -164,10 +165,13 @@ export async function editSummary(conversation: Conversation, compactionId: stri
   if (conversation.isCompacting()) return { ok: false, reason: 'A compaction is running; save again once it has finished.' };
   const current = summaryOf(conversation.log(), compactionId);
   if (!current?.inForce) return { ok: false, reason: STALE };
-  const saved = savedSummary(documentText, current.entry.fileOperations);
+  // The file lists and the needle ledger are those of the log as it is when the edit is saved.
+  const log = conversation.log();
+  const fileOperations = ledgerOf(log);
+  const saved = savedSummary(documentText, fileOperations);
   if ('error' in saved) return { ok: false, reason: saved.error };
   if (saved.summary === current.entry.summary) return { ok: true };
-  const entry = editEntry(current.entry, saved.summary, deps);
+  const entry = { ...editEntry(current.entry, saved.summary, deps), fileOperations, needles: needleLedgerOf(log) };
   // A summary prepared ahead was written from the summary being replaced: the next one must start from the edit.
   conversation.cancelAhead();
   await conversation.append([{ type: 'compaction', entry }]);

@@ -507,9 +507,10 @@ export class TurnController {
    * applied to whatever has been appended since).
    */
   private compactInBackgroundIfNeeded(conversation: Conversation): void {
-    if (conversation.isCompacting() || !conversation.assess().shouldCompact) return;
+    const budget = conversation.assess();
+    if (conversation.isCompacting() || !budget.shouldCompact) return;
     // With confirmation on, the next turn asks in the chat; nothing compacts behind the user's back.
-    if (this.deps.settings().requireConfirmation || !mayAutoCompact(this.guardOf(conversation)).allowed) return;
+    if (this.deps.settings().requireConfirmation || !mayAutoCompact(this.guardOf(conversation), budget).allowed) return;
     void this.compactForAgent(conversation, 'threshold', new AbortController().signal).then((outcome) => {
       this.deps.reporter.report(outcome, 'threshold');
       if (outcome.status === 'compacted') this.guards.set(conversation.id, noteCompaction(this.guardOf(conversation), outcome.compaction.lowGain));

@@ -1,7 +1,11 @@
+import type { BudgetLevel } from './budget';
+
 /**
  * Anti-loop rules (000 edge cases, and the peers' users' complaints): a compaction that frees less
  * than the configured share is reported and automatic compaction is not tried again on the next
- * turn; a context-overflow error is answered by at most the configured number of compactions per turn.
+ * turn, unless the next request would not fit the window at all (waiting would only earn an
+ * overflow error); a context-overflow error is answered by at most the configured number of
+ * compactions per turn.
  */
 
 export interface GuardState {
@@ -20,8 +24,12 @@ export function beginTurn(state: GuardState): GuardState {
   return { ...state, turn: state.turn + 1, overflowRetries: 0 };
 }
 
-/** Whether automatic (threshold) compaction may run now. */
-export function mayAutoCompact(state: GuardState): Verdict {
+/**
+ * Whether automatic (threshold) compaction may run now, the view being at `budget`'s level. Over the
+ * window it always may: the next request would be refused, so there is no loop to break.
+ */
+export function mayAutoCompact(state: GuardState, budget: { readonly level: BudgetLevel }): Verdict {
+  if (budget.level === 'over') return { allowed: true };
   if (state.lowGainTurn !== undefined && state.turn - state.lowGainTurn <= 1) {
     return {
       allowed: false,

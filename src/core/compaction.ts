@@ -21,10 +21,18 @@ import {
 } from './history';
 import type { Message } from './messages';
 import type { MessageTokenCounter } from './message-tokens';
-import { planPruning, prunedKey, pruningCandidates, type PruneCandidate, type PruningEntry } from './pruning';
+import { planPruning, prunedKey, pruningCandidates, truncationCandidates, type PruneCandidate, type PruningEntry } from './pruning';
 import type { Clock, Summarizer, SummaryRequest } from './ports';
 import { needleLedgerOf } from './needles';
-import { boundTask, expectationsFor, ORIGINAL_TASK_MAX_TOKENS, repairSummary, unusableReason, type BoundedTask } from './summary-repair';
+import {
+  boundTask,
+  expectationsFor,
+  NEEDLE_BUDGET_SHARE,
+  ORIGINAL_TASK_MAX_TOKENS,
+  repairSummary,
+  unusableReason,
+  type BoundedTask,
+} from './summary-repair';
 import {
   buildDirective,
   buildMergeRequest,
@@ -42,9 +50,11 @@ import {
  *
  * Compaction has two tiers. Pruning (`pruning.ts`) first replaces superseded and old large tool
  * outputs with stubs, which costs no model call; when that brings the view under its target, an
- * automatic compaction ends there. Otherwise (and always when the user asks for a compaction) the
- * summarizer runs on the view with the superseded outputs pruned; old large ones are left for it to
- * read, since it is about to replace them anyway.
+ * automatic compaction ends there. A view over the window then also has its largest tool outputs cut
+ * to their head and tail, whatever its message count. Otherwise (and always when the user asks for a
+ * compaction) the summarizer runs on the view with the superseded outputs pruned (and, over the
+ * window, with everything the first tier took); old large ones are otherwise left for it to read,
+ * since it is about to replace them anyway.
  */
 
 export interface CompactionDeps {
@@ -82,6 +92,12 @@ export interface CompactionRequest {
    * whose pruning gets there needs no summary. Absent: the warning level of `window`.
    */
   readonly pruneTarget?: number;
+  /**
+   * The next request would not fit the window (the caller's calibrated count says so; absent, the local
+   * count of the view over `window` does). The minimum message count then does not hold, and when
+   * pruning is not enough the largest tool outputs are cut to their head and tail before a summary.
+   */
+  readonly overWindow?: boolean;
 }
 
 export interface ComputedCompaction {
@@ -104,6 +120,8 @@ export interface ComputedCompaction {
   readonly tokensAfter: number;
   /** True when the whole compaction freed less than the configured minimum share. */
   readonly lowGain: boolean;
+  /** Most tokens the summary's block of kept needles may take, when it is made again at apply time. */
+  readonly needleBudgetTokens?: number;
 }
 
 export type CompactionOutcome =
@@ -124,38 +142,56 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
 
   const view = modelView(log);
   const tokensBefore = deps.counter.countMessages(view);
+  const over = isOverWindow(request, tokensBefore);
   const conversational = view.filter((m) => m.role !== 'system' && !isSummaryMessage(m)).length;
-  if (request.reason === 'threshold' && conversational < config.minMessages) {
+  if (request.reason === 'threshold' && !over && conversational < config.minMessages) {
     return {
       status: 'noop',
       reason: `Not compacting: the conversation has ${conversational} messages and automatic compaction waits for ${config.minMessages}.`,
     };
   }
-  if (!config.pruning.enabled) return summarizeLog(request, deps, started, view, view);
+  if (!config.pruning.enabled) return summarizeLog({ ...request, overWindow: over }, deps, started, view, view);
 
   const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log) };
-  const selected = selectMessages(view, request, deps);
+  const alreadyPruned = activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)));
+  // Old outputs are those outside the recent part as configured: a view over the window does not make
+  // the latest turn's outputs old (they are cut evenly instead, below).
+  const selected = selectMessages(view, request, deps, request.reason !== 'threshold');
   const candidates = pruningCandidates(view, {
     oldMessageIds: new Set(selected.ok ? selected.selection.toCompact.map((m) => m.id) : []),
     largeOutputTokens: config.pruning.largeOutputTokens,
-    alreadyPruned: new Set(activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)))),
+    alreadyPruned: new Set(alreadyPruned),
     countOutput: (message, part) => deps.counter.countToolOutput(message, part),
     countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
   });
-  const target = pruneTargetOf(request);
+  const target = pruneTargetOf({ ...request, overWindow: over });
   const pruned = (taken: readonly PruneCandidate[]) => pruningOutcome(log, taken, request, deps, { tokensBefore, basis });
 
   // The user asked for a summary; an automatic compaction stops at the cheap tier when it is enough.
+  let firstTier = candidates.filter((c) => c.output.kind !== 'old');
   if (request.reason !== 'manual' && target !== undefined && tokensBefore > target) {
-    const plan = planPruning(candidates, tokensBefore - target);
-    if (plan.freed >= tokensBefore - target) return pruned(plan.taken);
+    const excess = tokensBefore - target;
+    const plan = planPruning(candidates, excess);
+    if (plan.freed >= excess) return pruned(plan.taken);
+    if (over) {
+      // Over the window, a summary is not waited for while outputs can be cut: the largest, evenly.
+      const taken = new Set(plan.taken.map((c) => prunedKey(c.output.messageId, c.output.toolCallId)));
+      const cut = truncationCandidates(view, {
+        excess: excess - plan.freed,
+        exclude: new Set([...alreadyPruned, ...taken]),
+        countOutput: (message, part) => deps.counter.countToolOutput(message, part),
+        countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
+      });
+      firstTier = [...plan.taken, ...cut];
+      if (plan.freed + cut.reduce((sum, c) => sum + c.saved, 0) >= excess) return pruned(firstTier);
+    }
   }
-  const superseded = candidates.filter((c) => c.output.kind !== 'old');
-  if (superseded.length === 0) return summarizeLog(request, deps, started, view, view);
-  const first = pruned(superseded);
-  if (first.status !== 'compacted' || !first.compaction.pruning) return summarizeLog(request, deps, started, view, view);
+  const summarizing: CompactionRequest = { ...request, overWindow: over };
+  if (firstTier.length === 0) return summarizeLog(summarizing, deps, started, view, view);
+  const first = pruned(firstTier);
+  if (first.status !== 'compacted' || !first.compaction.pruning) return summarizeLog(summarizing, deps, started, view, view);
   const pruning = first.compaction.pruning;
-  const summarized = await summarizeLog({ ...request, log: [...log, ...first.compaction.records] }, deps, started, first.compaction.view, view);
+  const summarized = await summarizeLog({ ...summarizing, log: [...log, ...first.compaction.records] }, deps, started, first.compaction.view, view);
   // Nothing left worth a summary: the pruning alone is still a compaction.
   if (summarized.status === 'noop') return first;
   if (summarized.status !== 'compacted' || !summarized.compaction.entry) return summarized;
@@ -172,8 +208,11 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   };
 }
 
-/** The messages a summary would replace and those it would keep, as configured. */
-function selectMessages(view: readonly Message[], request: CompactionRequest, deps: CompactionDeps): SelectionResult {
+/**
+ * The messages a summary would replace and those it would keep, as configured. When `harder`, and the
+ * configured recent part is all there is, only the latest request and what follows it are kept.
+ */
+function selectMessages(view: readonly Message[], request: CompactionRequest, deps: CompactionDeps, harder: boolean): SelectionResult {
   const { config } = request;
   const limit = request.window.limit;
   const selectionOptions = {
@@ -184,9 +223,9 @@ function selectMessages(view: readonly Message[], request: CompactionRequest, de
     maxKeptTokens: limit > 0 ? Math.floor(limit * MAX_KEPT_SHARE) : Number.POSITIVE_INFINITY,
   };
   const selected = selectForCompaction(view, selectionOptions);
-  if (!selected.ok && request.reason !== 'threshold') {
-    // Asked for by the user, or forced by an overflow: when the configured recent part is all
-    // there is, keep only the latest request and its answer.
+  if (!selected.ok && harder) {
+    // Asked for by the user, or forced by an overflow or a view over the window: when the configured
+    // recent part is all there is, keep only the latest request and its answer.
     const harder = selectForCompaction(view, { ...selectionOptions, keepRecent: { ...config.keepRecent, mode: 'messages', messages: 0 } });
     if (harder.ok) return harder;
   }
@@ -197,7 +236,9 @@ function selectMessages(view: readonly Message[], request: CompactionRequest, de
 function pruneTargetOf(request: CompactionRequest): number | undefined {
   if (request.pruneTarget !== undefined) return request.pruneTarget;
   if (request.window.limit <= 0) return undefined;
-  return compactionTarget(request.window.limit, assessBudget(0, request.window, request.config.trigger).warningAt, request.config);
+  const warningAt = assessBudget(0, request.window, request.config.trigger).warningAt;
+  // Over the window, the aim is to fit again with as much of the turn under way kept as can be.
+  return request.overWindow ? warningAt : compactionTarget(request.window.limit, warningAt, request.config);
 }
 
 /** Where an automatic compaction brings the view: the target share of the window, never above the warning level. */
@@ -205,7 +246,15 @@ export function compactionTarget(limit: number, warningAt: number, config: Pick<
   return Math.min(warningAt, Math.floor(limit * config.targetThreshold));
 }
 
-function lowGain(before: number, after: number, config: CompactionConfig): boolean {
+/** Whether the view of `tokensBefore` (local count) does not fit: as the caller says, else by the local count. */
+function isOverWindow(request: CompactionRequest, tokensBefore: number): boolean {
+  if (request.reason === 'overflow') return true;
+  if (request.overWindow !== undefined) return request.overWindow;
+  return request.window.limit > 0 && tokensBefore > request.window.limit;
+}
+
+/** Whether a compaction from `before` to `after` tokens frees less than the configured share of the view. */
+export function lowGain(before: number, after: number, config: CompactionConfig): boolean {
   return (before > 0 ? (before - after) / before : 0) < config.minGainShare;
 }
 
@@ -260,7 +309,7 @@ async function summarizeLog(
   sent: readonly Message[] = view,
 ): Promise<CompactionOutcome> {
   const tokensBefore = deps.counter.countMessages(view);
-  const selected = selectMessages(view, request, deps);
+  const selected = selectMessages(view, request, deps, request.reason !== 'threshold' || request.overWindow === true);
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
   const plan = { ...planSummary(view, selected.selection, request, deps), sent };
   const written = await writeSummary(plan, request, deps);
@@ -417,6 +466,7 @@ function finishCompaction(
       tokensBefore,
       tokensAfter,
       lowGain: entry.lowGain,
+      needleBudgetTokens: Math.floor(plan.config.summary.targetTokens * NEEDLE_BUDGET_SHARE),
     },
   };
 }
@@ -478,6 +528,22 @@ export function applicable(
     return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
   }
   return { ok: true };
+}
+
+/**
+ * Whether `computed`, applied to `current` as it is now (`tokensBefore` being the local count of its
+ * view), would free less than the configured share: a summary prepared on an older snapshot may cover
+ * too little of a log that grew meanwhile. False when it cannot be applied at all.
+ */
+export function lowGainAt(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+  tokensBefore: number,
+  countView: (view: readonly Message[]) => number,
+  config: CompactionConfig,
+): boolean {
+  const applied = applyCompaction(current, computed);
+  return applied.ok && lowGain(tokensBefore, countView(applied.view), config);
 }
 
 /** Computes and applies in one step, for when nothing else can write meanwhile. */

@@ -4,8 +4,12 @@ import type { Message } from './messages';
 
 /**
  * Which messages to summarize and which to keep verbatim. The cut never separates a tool call
- * from its results, nor the latest user message from what answers it; system messages stay;
- * an earlier summary is set aside to be chained into the new one (000 "Chained Summary Handling").
+ * from its results; system messages stay; an earlier summary is set aside to be chained into the
+ * new one (000 "Chained Summary Handling"). The latest user message is always kept verbatim. Kept
+ * by tokens, the recent part is the latest tokens wherever turns begin: when they all lie inside
+ * the latest turn, the cut falls between its steps and its user message stays in the kept part.
+ * Kept by messages or by halves, the cut never passes the latest user message unless that turn
+ * alone is larger than the kept part may be.
  */
 
 export interface Selection {
@@ -68,13 +72,17 @@ export function selectForCompaction(view: readonly Message[], options: Selection
       break;
     }
   }
+  // Counted in tokens, the recent part may lie wholly inside the latest turn (a long tool loop): the
+  // turn is then split like one too large to keep, or its early steps would stay "recent" for ever.
+  const recentInsideTurn = options.keepRecent.mode === 'tokens' && latestUser >= 0 && target > latestUser + 1;
   const keptTokens = cut > 0 ? (suffix[cut] ?? 0) : (suffix[0] ?? 0);
-  if (cut > 0 && keptTokens <= options.maxKeptTokens) {
+  if (cut > 0 && keptTokens <= options.maxKeptTokens && !recentInsideTurn) {
     return { ok: true, selection: { pinned, previousSummary, toCompact: body.slice(0, cut), kept: body.slice(cut), splitTurn: false } };
   }
 
-  // The latest turn is larger than the kept part may be: keep its user message, summarize its early part.
-  if (latestUser >= 0 && (suffix[latestUser] ?? 0) > options.maxKeptTokens) {
+  // The latest turn is larger than the kept part may be, or than the recent part: keep its user
+  // message, summarize its early part.
+  if (latestUser >= 0 && ((suffix[latestUser] ?? 0) > options.maxKeptTokens || recentInsideTurn)) {
     const userMessage = body[latestUser]!;
     const userTokens = options.countMessage(userMessage);
     let splitCut = -1;

@@ -11,7 +11,9 @@ import { TOOL_NAMES } from './tool-names';
  * 1. duplicates: an output superseded by a later successful call with the same tool and arguments
  *    (a listing or a search run again), or a read of a file read again later over the same lines;
  * 2. stale reads: a read of a file that was created or edited after it;
- * 3. old large outputs: outputs of at least `largeOutputTokens` in the part a summary would replace.
+ * 3. old large outputs: outputs of at least `largeOutputTokens` in the part a summary would replace;
+ * 4. only when the view does not fit the window: the largest outputs anywhere, cut to their first and
+ *    last lines (`truncationCandidates`), so that the next request fits without waiting for a summary.
  *
  * The originals stay in the log: a pruning is a record the model's view applies, like a compaction
  * entry, and is undone the same way. Tools are told apart by name and arguments only, so any tool
@@ -19,7 +21,7 @@ import { TOOL_NAMES } from './tool-names';
  */
 
 /** Why an output was pruned, in the order the kinds are taken. */
-export type PruneKind = 'duplicate' | 'stale' | 'old';
+export type PruneKind = 'duplicate' | 'stale' | 'old' | 'truncated';
 
 /** One tool output replaced by a stub. */
 export interface PrunedOutput {
@@ -81,7 +83,7 @@ export interface PruningOptions {
 /** A stub is worth its line only when it frees at least this many tokens. */
 const MIN_SAVED_TOKENS = 32;
 
-const KIND_ORDER: Readonly<Record<PruneKind, number>> = { duplicate: 0, stale: 1, old: 2 };
+const KIND_ORDER: Readonly<Record<PruneKind, number>> = { duplicate: 0, stale: 1, old: 2, truncated: 3 };
 
 /** The key of an already pruned output in `PruningOptions.alreadyPruned`. */
 export function prunedKey(messageId: string, toolCallId: string): string {
@@ -138,11 +140,120 @@ export function planPruning(candidates: readonly PruneCandidate[], excess: numbe
   return { taken, freed };
 }
 
-/** How many of the outputs of a pruning are superseded (duplicates and stale reads) and how many old. */
-export function prunedCounts(outputs: readonly PrunedOutput[]): { readonly superseded: number; readonly old: number } {
+/**
+ * How many of the outputs of a pruning are superseded (duplicates and stale reads), how many old, and
+ * how many cut to their head and tail to fit the window.
+ */
+export function prunedCounts(outputs: readonly PrunedOutput[]): { readonly superseded: number; readonly old: number; readonly truncated: number } {
   let old = 0;
-  for (const o of outputs) if (o.kind === 'old') old++;
-  return { superseded: outputs.length - old, old };
+  let truncated = 0;
+  for (const o of outputs) {
+    if (o.kind === 'old') old++;
+    else if (o.kind === 'truncated') truncated++;
+  }
+  return { superseded: outputs.length - old - truncated, old, truncated };
+}
+
+export interface TruncationOptions {
+  /** Tokens to free. */
+  readonly excess: number;
+  /** Outputs not to cut, as `prunedKey` gives them: those already pruned, or about to be. */
+  readonly exclude: ReadonlySet<string>;
+  readonly countOutput: (message: Message, part: ToolResultPart) => number;
+  readonly countStub: (part: ToolResultPart, key: string, stub: string) => number;
+}
+
+/** A cut output keeps at least this many tokens of its head and tail. */
+export const MIN_TRUNCATED_TOKENS = 400;
+/** About a line of code: what a cut at a line end may keep beyond the size asked. */
+const LINE_SLACK_TOKENS = 8;
+/** Of what a cut output keeps, this share is its head; the rest its tail (a log's end says how it ended). */
+const HEAD_SHARE = 0.7;
+
+/**
+ * The largest tool outputs of `view`, cut to their first and last lines so that together they free
+ * `options.excess` tokens: every output larger than one common size is cut down to it, that size being
+ * the largest that frees enough (never under `MIN_TRUNCATED_TOKENS`); so no output is cut harder than
+ * another. The stub keeps the head and the tail and says, between them, how much was cut and how to
+ * get it back. All of them, at that floor, when that is still not enough.
+ */
+export function truncationCandidates(view: readonly Message[], options: TruncationOptions): PruneCandidate[] {
+  const sized: Array<{ o: Output; tokens: number }> = [];
+  for (const o of collectOutputs(view)) {
+    if (o.summary || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (stringifyOutput(o.part.output).length < MIN_TRUNCATED_TOKENS * 2) continue;
+    const tokens = options.countOutput(o.message, o.part);
+    if (tokens > MIN_TRUNCATED_TOKENS + MIN_SAVED_TOKENS) sized.push({ o, tokens });
+  }
+  if (sized.length === 0 || options.excess <= 0) return [];
+  const freedAt = (cap: number): number => sized.reduce((sum, s) => sum + Math.max(0, s.tokens - cap), 0);
+  let cap = MIN_TRUNCATED_TOKENS;
+  if (freedAt(cap) > options.excess) {
+    // The largest size that still frees enough: a binary search over whole tokens.
+    let low = MIN_TRUNCATED_TOKENS;
+    let high = Math.max(...sized.map((s) => s.tokens));
+    while (high - low > 1) {
+      const middle = Math.floor((low + high) / 2);
+      if (freedAt(middle) >= options.excess) low = middle;
+      else high = middle;
+    }
+    cap = low;
+  }
+  // The note between head and tail, and cuts made at line ends, cost a little: the size is lowered by
+  // what the stubs fell short, a few times at most.
+  let candidates = stubsAt(sized, cap, options);
+  for (let pass = 0; pass < 5 && cap > MIN_TRUNCATED_TOKENS; pass++) {
+    const short = options.excess - candidates.reduce((sum, c) => sum + c.saved, 0);
+    if (short <= 0) break;
+    const cutCount = Math.max(1, sized.filter((s) => s.tokens > cap).length);
+    // A line more than the shortfall each, since cuts fall at line ends.
+    cap = Math.max(MIN_TRUNCATED_TOKENS, cap - Math.ceil(short / cutCount) - LINE_SLACK_TOKENS);
+    candidates = stubsAt(sized, cap, options);
+  }
+  return candidates.sort((a, b) => b.output.tokens - a.output.tokens || a.position - b.position);
+}
+
+function stubsAt(sized: ReadonlyArray<{ o: Output; tokens: number }>, cap: number, options: TruncationOptions): PruneCandidate[] {
+  const candidates: PruneCandidate[] = [];
+  for (const { o, tokens } of sized) {
+    if (tokens - cap < MIN_SAVED_TOKENS) continue;
+    const stub = truncatedText(o, tokens, cap);
+    const saved = tokens - options.countStub(o.part, `stub\u0000truncated\u0000${tokens}\u0000${cap}`, stub);
+    if (saved < MIN_SAVED_TOKENS) continue;
+    candidates.push({
+      output: { messageId: o.messageId, toolCallId: o.part.toolCallId, toolName: o.part.toolName, kind: 'truncated', stub, tokens },
+      position: o.at,
+      saved,
+    });
+  }
+  return candidates;
+}
+
+/** The output's first and last lines within about `keep` tokens, and between them what was cut and how to get it back. */
+function truncatedText(o: Output, tokens: number, keep: number): string {
+  const text = stringifyOutput(o.part.output);
+  const charsPerToken = text.length / Math.max(1, tokens);
+  const headChars = Math.floor(keep * HEAD_SHARE * charsPerToken);
+  const tailChars = Math.floor(keep * (1 - HEAD_SHARE) * charsPerToken);
+  // Cut at line ends, unless a line is longer than what is kept of it.
+  const headEnd = lineEndBefore(text, headChars);
+  const tailStart = lineStartAfter(text, text.length - tailChars);
+  const head = text.slice(0, headEnd);
+  const tail = text.slice(Math.max(headEnd, tailStart));
+  const cutTokens = Math.max(0, tokens - keep);
+  const where = o.file ? ` Re-read ${JSON.stringify(o.file.path)} for the lines in between, or` : ' To see all of it,';
+  const note = `[Pruned by Longrun: about ${thousands(cutTokens)} of this ${o.part.toolName} output's ${thousands(tokens)} tokens were cut here to fit the context window.${where} call recall with query "${o.part.toolCallId}".]`;
+  return `${head}\n${note}\n${tail}`;
+}
+
+function lineEndBefore(text: string, at: number): number {
+  const end = text.lastIndexOf('\n', at);
+  return end > at / 2 ? end : at;
+}
+
+function lineStartAfter(text: string, at: number): number {
+  const start = text.indexOf('\n', at);
+  return start >= 0 && start - at < (text.length - at) / 2 ? start + 1 : at;
 }
 
 /**
@@ -311,6 +422,7 @@ function stubText(o: { toolName: string; toolCallId: string; kind: PruneKind; to
       case 'stale':
         return `[Pruned by Longrun: ${what} was out of date, the file was changed after this read. Re-read ${path} for its current content; recall with path ${path} gives this old version.]`;
       case 'old':
+      case 'truncated':
         return `[Pruned by Longrun: ${what} was old and large. Re-read ${path} if you need it, or call recall with path ${path}.]`;
     }
   }
@@ -319,6 +431,7 @@ function stubText(o: { toolName: string; toolCallId: string; kind: PruneKind; to
       return `[Pruned by Longrun: ${what} was superseded, the same call was made again later. To see this one again, ${recallCall}.]`;
     case 'stale':
     case 'old':
+    case 'truncated':
       return `[Pruned by Longrun: ${what} was old and large. To see it again, ${recallCall}.]`;
   }
 }

@@ -122,7 +122,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   const beforeStep = async (): Promise<void> => {
     const budget = conversation.assess();
     if (!budget.shouldCompact || declined) return;
-    const verdict = mayAutoCompact(guard);
+    const verdict = mayAutoCompact(guard, budget);
     if (!verdict.allowed) {
       ui.notice(`Not compacting automatically: ${verdict.reason}.`);
       return;

@@ -86,7 +86,10 @@ function sampleLog(): LogRecord[] {
       entry: {
         id: 'p1',
         reason: 'threshold',
-        outputs: [{ messageId: 't1', toolCallId: 'c1', toolName: 'read_file', kind: 'stale', stub: '[Pruned by Longrun: …]', tokens: 3 }],
+        outputs: [
+          { messageId: 't1', toolCallId: 'c1', toolName: 'read_file', kind: 'stale', stub: '[Pruned by Longrun: …]', tokens: 3 },
+          { messageId: 't2', toolCallId: 'c2', toolName: 'read_file', kind: 'truncated', stub: 'head\n[Pruned by Longrun: …]\ntail', tokens: 9 },
+        ],
         tokensBefore: 150,
         tokensAfter: 140,
         createdAt: NOW,

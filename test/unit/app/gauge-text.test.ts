@@ -125,6 +125,12 @@ describe('gauge text and levels', () => {
       pruningPhrase({ ...pruning, outputs: [...outputs, { ...outputs[0]!, kind: 'old' }] }),
       'Pruned 7 superseded and 1 old large tool output (−12,400 tokens)',
     );
+    const cut = { ...outputs[0]!, kind: 'truncated' as const };
+    assert.equal(
+      pruningPhrase({ ...pruning, outputs: [...outputs, cut, cut] }),
+      'Pruned 7 superseded tool outputs, cut 2 large tool outputs to fit the window (−12,400 tokens)',
+    );
+    assert.equal(pruningPhrase({ ...pruning, outputs: [cut] }), 'Cut 1 large tool output to fit the window (−12,400 tokens)');
     const alone = gaugePresentation(state(104_600, 128_000, { lastPruning: pruning })).tooltipMarkdown;
     assert.match(
       alone,

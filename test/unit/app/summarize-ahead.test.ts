@@ -3,7 +3,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
+import { renderFileOperations } from '../../../src/core/file-ledger';
+import { ledgerOf, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { needleLedgerOf } from '../../../src/core/needles';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
@@ -165,6 +168,68 @@ describe('summarizing ahead of need', () => {
     await until('prepared again after the undo', () => summarizer.calls.length === 3);
     conversation.cancelAhead();
     assert.equal(summarizer.calls[2]!.signal?.aborted, true, 'leaving the conversation cancelled it');
+  });
+
+  it('does not apply a prepared summary that frees too little of the log as it grew: it is made again on the current log', async () => {
+    const keepSix: CompactionConfig = {
+      ...DEFAULT_CONFIG,
+      minMessages: 2,
+      keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 6 },
+    };
+    const { conversation, summarizer, say } = await setup(true, keepSix);
+    await say(0, 300);
+    for (let i = 1; i < 4; i++) await say(i, 1_250);
+    // Prepared on eight messages, keeping six: it summarizes only the first 600 tokens.
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    summarizer.calls[0]!.release();
+    await say(4, 600);
+    const compaction = conversation.compact('threshold');
+    await until('the summary is made again', () => summarizer.calls.length === 2);
+    summarizer.calls[1]!.release();
+    const outcome = await compaction;
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(outcome.compaction.lowGain, false);
+    assert.ok(outcome.compaction.entry!.compactedMessageIds.includes('a1'), 'the cut went deeper, on the log as it is');
+    assert.deepEqual(
+      conversation
+        .view()
+        .filter((m) => !m.summaryOf)
+        .map((m) => m.id),
+      ['u2', 'a2', 'u3', 'a3', 'u4', 'a4'],
+    );
+  });
+
+  it('gives the applied summary the file lists and needles of the log it is applied to, not those of its snapshot', async () => {
+    const { conversation, summarizer, say } = await setup();
+    const file = (kind: 'read' | 'created' | 'modified', path: string): LogRecord => ({ type: 'file', event: { kind, path, actor: 'agent', at: 1 } });
+    await conversation.append([
+      { type: 'message', message: { id: 'rule', role: 'user', content: [{ type: 'text', text: 'Never edit config.json.' }] } },
+      file('read', 'src/a.ts'),
+      file('read', 'src/b.ts'),
+    ]);
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    // While it is written: b.ts is edited, c.ts created then edited, d.ts read.
+    await conversation.append([file('modified', 'src/b.ts'), file('created', 'src/c.ts'), file('modified', 'src/c.ts'), file('read', 'src/d.ts')]);
+    summarizer.calls[0]!.release();
+    await say(4, 600);
+    const outcome = await conversation.compact('threshold');
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(summarizer.calls.length, 1, 'the prepared summary was applied');
+    const entry = outcome.compaction.entry!;
+    const log = conversation.log();
+    const before = log.slice(
+      0,
+      log.findIndex((r) => r.type === 'compaction' && r.entry.id === entry.id),
+    );
+    assert.deepEqual(entry.fileOperations, ledgerOf(before));
+    assert.ok(entry.summary.endsWith(renderFileOperations(ledgerOf(before))), entry.summary.slice(-300));
+    assert.match(entry.summary, /<read-files>\nsrc\/a\.ts\nsrc\/d\.ts\n<\/read-files>/);
+    assert.match(entry.summary, /src\/b\.ts \(modified\)\nsrc\/c\.ts \(created\)/);
+    assert.deepEqual(entry.needles, needleLedgerOf(before));
+    assert.equal(entry.needles?.through, 'a4');
   });
 
   it('does nothing ahead when turned off', async () => {

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER, recordFileEvents, renderFileOperations } from '../../../src/core/file-ledger';
-import { activeEntries, modelView, undoLastStep, type CompactionEntry, type LogRecord } from '../../../src/core/history';
+import { activeEntries, ledgerOf, modelView, undoLastStep, type CompactionEntry, type LogRecord } from '../../../src/core/history';
+import { needleLedgerOf } from '../../../src/core/needles';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
@@ -295,6 +296,29 @@ describe('previewing and editing summaries', () => {
       const request = JSON.stringify(summarizer.requests.at(-1)!.messages);
       assert.match(request, /Keep the marmalade constraint/);
       assert.equal(conversation.lastCompaction()!.round, 2);
+    });
+
+    it('ends with the file lists of the log as it is when saved, and carries its needle ledger', async () => {
+      const { conversation, newId, counter } = await setup();
+      const entry = await compacted(conversation);
+      await conversation.append([
+        { type: 'file', event: { kind: 'read', path: 'src/later.ts', actor: 'agent', at: 2 } },
+        { type: 'file', event: { kind: 'created', path: 'src/new.ts', actor: 'agent', at: 3 } },
+      ]);
+      const saved = await editSummary(
+        conversation,
+        entry.id,
+        summaryDocument(entry, 'in-force').replace('### Current State', '### Current State\n- Edited.'),
+        {
+          newId,
+          counter,
+        },
+      );
+      assert.ok(saved.ok && saved.entry);
+      const log = conversation.log().slice(0, -1);
+      assert.deepEqual(saved.entry.fileOperations, ledgerOf(log));
+      assert.match(saved.entry.summary, /<read-files>[\s\S]*src\/later\.ts[\s\S]*<modified-files>[\s\S]*src\/new\.ts \(created\)/);
+      assert.deepEqual(saved.entry.needles, needleLedgerOf(log));
     });
 
     it('changes nothing when the text was saved unchanged', async () => {

@@ -142,6 +142,41 @@ describe('cut point: what to compact and what to keep', () => {
   });
 });
 
+describe('cut point: the recent part counted in tokens inside a long turn', () => {
+  const tokens = (n: number) => ({ ...config().keepRecent, mode: 'tokens' as const, tokens: n });
+  const previous: Message = {
+    id: 'summary:e1',
+    role: 'user',
+    content: [{ type: 'text', text: `${SUMMARY_PREFIX}\n\nearlier work` }],
+    summaryOf: 'e1',
+  };
+
+  it('cuts between the steps of the latest turn when the recent tokens all lie inside it, keeping its request verbatim', () => {
+    const big = 'z'.repeat(4_000); // about 1,000 tokens per result
+    // The latest turn (about 12,000 tokens) fits the kept part's bound, but the recent part is 4,000.
+    const view = [previous, ...turn('t1', 'earlier', 1), ...turn('t2', 'long task', 12, big)];
+    const result = selectForCompaction(view, options({ keepRecent: tokens(4_000), maxKeptTokens: 20_000 }));
+    assert.ok(result.ok);
+    const s = result.selection;
+    assert.ok(s.splitTurn);
+    assert.equal(s.kept[0]!.id, 't2-u', 'the request stays verbatim');
+    assert.ok(ids(s.toCompact).includes('t2-a0') && ids(s.toCompact).includes('t2-t5'), 'the early steps are summarized');
+    const keptSteps = counter.countMessages(s.kept.slice(1));
+    assert.ok(keptSteps >= 4_000 && keptSteps < 4_000 + 2_200, `kept ${keptSteps} tokens of steps`);
+    assert.notEqual(s.kept[1]?.role, 'tool', 'no result without its call');
+  });
+
+  it('cuts at the latest request when the recent tokens reach back before it', () => {
+    const big = 'z'.repeat(4_000);
+    const view = [...turn('t1', 'earlier', 8, big), ...turn('t2', 'short task', 2, big)];
+    const result = selectForCompaction(view, options({ keepRecent: tokens(4_000), maxKeptTokens: 20_000 }));
+    assert.ok(result.ok);
+    assert.equal(result.selection.splitTurn, false);
+    assert.ok(counter.countMessages(result.selection.kept) >= 4_000);
+    assert.ok(ids(result.selection.kept).includes('t2-u'));
+  });
+});
+
 describe('cut point: the oldest half (003)', () => {
   it('summarizes the oldest half of the messages and keeps the newer half', () => {
     const view = [sys('s', 'be careful'), ...turn('t1', 'first', 2), ...turn('t2', 'second', 2), ...turn('t3', 'third', 1)];

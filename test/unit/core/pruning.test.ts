@@ -3,7 +3,14 @@ import { applyCompaction, computeCompaction, type CompactionDeps, type Compactio
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { activePrunings, currentBasis, modelView, undoLastStep, type LogRecord } from '../../../src/core/history';
 import { stringifyOutput, type Message, type ToolResultPart } from '../../../src/core/messages';
-import { normalizePath, prunedKey, pruningCandidates, type PruningOptions } from '../../../src/core/pruning';
+import {
+  MIN_TRUNCATED_TOKENS,
+  normalizePath,
+  prunedKey,
+  pruningCandidates,
+  truncationCandidates,
+  type PruningOptions,
+} from '../../../src/core/pruning';
 import { asLog, assistant, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, sys, toolResult, user } from './fixtures';
 
 const counter = estimatingCounter();
@@ -329,6 +336,127 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
 function brief(log: readonly LogRecord[]): string[] {
   return modelView(log).map((m) => `${m.id} ${m.content.map((p) => (p.type === 'tool-result' ? String(p.output).slice(0, 24) : '')).join('')}`);
 }
+
+/** Numbered lines, as read_file answers, of about `tokens` tokens in all. */
+function numbered(tokens: number, tag: string): string {
+  const lines: string[] = [];
+  for (let i = 1; lines.join('\n').length < tokens * 4; i++) lines.push(`${i}| export const ${tag}${i} = compute('${tag}', ${i});`);
+  return lines.join('\n');
+}
+
+describe('cutting the largest tool outputs to fit the window', () => {
+  const truncation = (excess: number, exclude = new Set<string>()) => ({
+    excess,
+    exclude,
+    countOutput: (_message: Message, part: ToolResultPart) => counter.countText(stringifyOutput(part.output)),
+    countStub: (_part: ToolResultPart, _key: string, stub: string) => counter.countText(stub),
+  });
+
+  it('cuts the largest outputs down to one common size that frees what is asked, keeping their first and last lines', () => {
+    const view = [
+      user('u', 'read them'),
+      ...call('r1', 'read_file', { path: 'src/a.ts' }, numbered(6_000, 'a')),
+      ...call('r2', 'read_file', { path: 'src/b.ts' }, numbered(3_000, 'b')),
+      ...call('r3', 'search_text', { query: 'x' }, numbered(800, 'c')),
+    ];
+    const cut = truncationCandidates(view, truncation(5_000));
+    assert.deepEqual(
+      cut.map((c) => `${c.output.messageId}:${c.output.kind}`),
+      ['r1:truncated', 'r2:truncated'],
+      'the largest first; the small one is left whole',
+    );
+    const freed = cut.reduce((sum, c) => sum + c.saved, 0);
+    assert.ok(freed >= 5_000 && freed < 5_600, `freed ${freed}`);
+    const kept = cut.map((c) => c.output.tokens - c.saved);
+    assert.ok(Math.abs(kept[0]! - kept[1]!) < 150, `both kept about the same: ${kept.join(', ')}`);
+    const stub = cut[0]!.output.stub;
+    assert.ok(stub.startsWith('1| export const a1 '), 'the head stays');
+    assert.ok(stub.endsWith(numbered(6_000, 'a').split('\n').at(-1)!), 'the tail stays');
+    assert.match(
+      stub,
+      /\[Pruned by Longrun: about [\d,]+ of this read_file output's [\d,]+ tokens were cut here to fit the context window\. Re-read "src\/a\.ts" for the lines in between, or call recall with query "r1-c"\.\]/,
+    );
+  });
+
+  it('cuts everything large to the floor when even that is not enough, and leaves alone what is excluded', () => {
+    const view = [
+      user('u', 'read them'),
+      ...call('r1', 'read_file', { path: 'src/a.ts' }, numbered(3_000, 'a')),
+      ...call('r2', 'read_file', { path: 'src/b.ts' }, numbered(3_000, 'b')),
+    ];
+    const cut = truncationCandidates(view, truncation(50_000, new Set([prunedKey('r2', 'r2-c')])));
+    assert.deepEqual(
+      cut.map((c) => c.output.messageId),
+      ['r1'],
+    );
+    assert.ok(cut[0]!.output.tokens - cut[0]!.saved <= MIN_TRUNCATED_TOKENS + 100);
+  });
+});
+
+describe('a view over the window', () => {
+  /** A first request of two reads, too large for the window: fewer messages than automatic compaction waits for. */
+  const twoReads = asLog([
+    sys('s', 'You are a coding agent.'),
+    user('u', 'compare a.ts and b.ts'),
+    ...call('r1', 'read_file', { path: 'src/a.ts' }, numbered(9_000, 'a')),
+    ...call('r2', 'read_file', { path: 'src/b.ts' }, numbered(9_000, 'b')),
+  ]);
+  /** A first request of ten reads of 900 tokens, each too small to be pruned as large. */
+  const tenReads = asLog([
+    sys('s', 'You are a coding agent.'),
+    user('u', 'read the ten modules'),
+    ...Array.from({ length: 10 }, (_, i) => call(`r${i}`, 'read_file', { path: `src/m${i}.ts` }, numbered(900, `m${i}_`))).flat(),
+  ]);
+  const window = { limit: 16_000, source: 'model' as const };
+  const defaults = config();
+
+  it('prunes its outputs outside the recent part first, whatever its message count, without a summary', async () => {
+    const { summarizer, deps, run } = tiers(twoReads, { window, config: defaults });
+    assert.ok(deps.counter.countMessages(modelView(twoReads)) > window.limit, 'the view is over the window');
+    const outcome = await run();
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(summarizer.requests.length, 0);
+    assert.deepEqual(
+      outcome.compaction.pruning?.outputs.map((o) => `${o.messageId}:${o.kind}`),
+      ['r1:old'],
+    );
+    assert.ok(outcome.compaction.tokensAfter <= window.limit * 0.75, `${outcome.compaction.tokensAfter} tokens after`);
+  });
+
+  it('then cuts its largest tool outputs evenly until it fits, without a summary', async () => {
+    const small = { limit: 8_000, source: 'model' as const };
+    const { summarizer, deps, run } = tiers(tenReads, { window: small, config: defaults });
+    assert.ok(deps.counter.countMessages(modelView(tenReads)) > small.limit, 'the view is over the window');
+    const outcome = await run();
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(summarizer.requests.length, 0);
+    const outputs = outcome.compaction.pruning?.outputs ?? [];
+    assert.equal(outputs.length, 10);
+    assert.ok(outputs.every((o) => o.kind === 'truncated'));
+    assert.ok(outcome.compaction.tokensAfter <= small.limit * 0.75, `${outcome.compaction.tokensAfter} tokens after`);
+    assert.ok(outcome.compaction.tokensAfter > small.limit * 0.6, `cut no more than needed: ${outcome.compaction.tokensAfter} tokens after`);
+  });
+
+  it('is not cut when it fits: automatic compaction still waits for its messages', async () => {
+    const { run } = tiers(tenReads, { window: { limit: 40_000, source: 'model' }, config: defaults, pruneTarget: 5_000 });
+    const outcome = await run();
+    assert.equal(outcome.status, 'noop');
+  });
+
+  it('summarizes after cutting when cutting cannot get it under the target', async () => {
+    const { summarizer, run } = tiers(tenReads, { window: { limit: 8_000, source: 'model' }, config: defaults, pruneTarget: 600 });
+    const outcome = await run();
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(summarizer.requests.length, 1);
+    const { entry, pruning } = outcome.compaction;
+    assert.ok(entry && pruning && pruning.outputs.every((o) => o.kind === 'truncated'));
+    assert.equal(entry.pruningId, pruning.id);
+    assert.equal(outcome.compaction.view.find((m) => m.role === 'user' && !m.summaryOf)?.id, 'u', 'the request stays verbatim');
+  });
+});
 
 describe('undoing a pruning', () => {
   const log = asLog(rereading(3));

@@ -1,0 +1,69 @@
+import { applyCompaction, type ApplyResult, type ComputedCompaction } from './compaction';
+import { renderFileOperations } from './file-ledger';
+import { ledgerOf, summaryMessage, type CompactionEntry, type ConversationLog, type LogRecord } from './history';
+import { keepNeedles, needleLedgerOf, stripKeptNeedles } from './needles';
+import { NEEDLE_BUDGET_SHARE, stripFileOperations } from './summary-repair';
+
+/**
+ * A summary's ledgers are those of the log it is applied to, never those of the snapshot it was
+ * computed from: a summary prepared in the background is applied after more files were read, edited
+ * or created, and more errors hit or resolved. At apply time the file lists are made again from every
+ * file operation the log holds, the needle ledger from every message, and the block of needles the
+ * summary lacks is checked again against what then stays in the view. The summary's own text is kept.
+ */
+
+/** The needle budget of a summary of the default 800-token target, for a compaction that does not say its own. */
+const DEFAULT_NEEDLE_BUDGET = Math.floor(800 * NEEDLE_BUDGET_SHARE);
+
+export type AppliedWithLedgers =
+  (ApplyResult & { readonly ok: false }) | (ApplyResult & { readonly ok: true; readonly compaction: ComputedCompaction });
+
+/**
+ * `applyCompaction`, with the summary's file lists, needle ledger and kept needles made from `current`
+ * as it is; the compaction returned is the one applied (its entry, records and view).
+ */
+export function applyWithCurrentLedgers(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+  countText: (value: string) => number,
+): AppliedWithLedgers {
+  const applied = applyCompaction(current, computed);
+  const entry = computed.entry;
+  if (!applied.ok) return applied;
+  if (!entry) return { ...applied, compaction: computed };
+  const inView = applied.view.filter((m) => m.summaryOf !== entry.id);
+  const refreshed = withLedgersOf(current, entry, {
+    inView,
+    countText,
+    needleBudgetTokens: computed.needleBudgetTokens ?? DEFAULT_NEEDLE_BUDGET,
+  });
+  const records: LogRecord[] = computed.records.map((r) =>
+    r.type === 'compaction' && r.entry.id === entry.id ? { type: 'compaction', entry: refreshed } : r,
+  );
+  const view = applied.view.map((m) => (m.summaryOf === entry.id ? summaryMessage(refreshed) : m));
+  return { ok: true, log: [...current, ...records], view, compaction: { ...computed, entry: refreshed, records, view } };
+}
+
+/** What making an entry's ledgers again needs besides the log. */
+export interface LedgerRefresh {
+  /** The messages that stay in the model's view beside the summary. */
+  readonly inView: Parameters<typeof keepNeedles>[0]['inView'];
+  readonly countText: (value: string) => number;
+  readonly needleBudgetTokens: number;
+}
+
+/** `entry` with the file ledger and the needle ledger of `log`, and its summary's lists and kept needles made from them. */
+export function withLedgersOf(log: ConversationLog, entry: CompactionEntry, refresh: LedgerRefresh): CompactionEntry {
+  const fileOperations = ledgerOf(log);
+  const needles = needleLedgerOf(log);
+  const body = stripKeptNeedles(stripFileOperations(entry.summary)).trimEnd();
+  const kept = keepNeedles({
+    ledger: needles,
+    summary: body,
+    inView: refresh.inView,
+    budgetTokens: refresh.needleBudgetTokens,
+    countText: refresh.countText,
+  });
+  const summary = [body, kept.block, renderFileOperations(fileOperations)].filter(Boolean).join('\n\n');
+  return { ...entry, summary, fileOperations, needles };
+}

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { APICallError, tool, type ToolSet } from 'ai';
+import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
+import { z } from 'zod';
+import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { INITIAL_GUARD, type GuardState } from '../../../src/core/compaction-guard';
+import { summaryMessage, type CompactionEntry } from '../../../src/core/history';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import { text, type Message } from '../../../src/core/messages';
+import type { Summarizer } from '../../../src/core/ports';
+import { charEstimator } from '../../../src/core/tokenizer';
+import { runAgentTurn, type AgentUi } from '../../../src/llm/agent';
+import { Conversation } from '../../../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { FakeClock, templateSummary } from '../core/fixtures';
+
+/**
+ * Long agentic turns on small windows, through the agent loop and a conversation: one request of
+ * dozens of tool calls, against a model that refuses any request over its window as a provider does.
+ */
+
+const usage = (input: number, output: number) => ({
+  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: output, text: output, reasoning: undefined },
+});
+
+/** A file as read_file shows it: numbered lines, about `tokens` tokens. */
+function fileText(path: string, tokens: number): string {
+  const lines: string[] = [];
+  for (let i = 1; lines.join('\n').length < tokens * 4; i++)
+    lines.push(`${i}| export function ${path.replace(/\W/g, '_')}_${i}(input: string): number { return input.length * ${i}; }`);
+  return lines.join('\n');
+}
+
+interface Run {
+  readonly overflows: number;
+  readonly entries: CompactionEntry[];
+  /** Every compaction: the view's count before and after, and what its summary (if any) replaced. */
+  readonly compactions: Array<{ before: number; after: number; summarized?: number; lowGain: boolean }>;
+  readonly error: unknown;
+  readonly steps: number;
+}
+
+const summarizer: Summarizer = {
+  name: 'fake',
+  summarize: async (request) => ({ text: templateSummary(`Read ${request.messages.length} messages' worth of files; the work goes on.`) }),
+};
+
+describe('long agentic turns on small windows', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-long-turn-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Plays one request of `reads` file reads (sizes from `sizeOf`) in a window of `limit` input tokens of
+   * which `overhead` are the system prompt and tools, after `earlier` messages of earlier turns.
+   */
+  async function play(options: {
+    limit: number;
+    overhead: number;
+    reads: number;
+    sizeOf: (i: number) => number;
+    ahead?: boolean;
+    earlier?: readonly Message[];
+    guard?: GuardState;
+    pruning?: boolean;
+  }): Promise<Run> {
+    const config = { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: options.pruning ?? true } };
+    const clock = new FakeClock();
+    const state = new Map<string, unknown>();
+    let n = 0;
+    const counter = new MessageTokenCounter(charEstimator);
+    const conversation = new Conversation('c1', [], {
+      store: new ConversationStore(dir, () => clock.now()),
+      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      clock,
+      newId: () => `id${++n}`,
+      config: () => config,
+      model: () => ({ name: 'mock', window: { limit: options.limit, source: 'model' }, counter, fixedOverhead: options.overhead, outputReserve: 0 }),
+      summarizer: () => summarizer,
+      summarizeAhead: () => options.ahead ?? false,
+    });
+    if (options.earlier) await conversation.append(options.earlier.map((message) => ({ type: 'message', message })));
+    await conversation.append([
+      { type: 'message', message: { id: 'request', role: 'user', content: [text(`Read the ${options.reads} modules one by one.`)] } },
+    ]);
+    const tools: ToolSet = {
+      read_file: tool({
+        description: 'read',
+        inputSchema: z.object({ path: z.string() }),
+        execute: async ({ path }) => fileText(path, options.sizeOf(Number(/\d+/.exec(path)?.[0] ?? 0))),
+      }),
+    };
+    let overflows = 0;
+    let call = 0;
+    const model = new MockLanguageModelV4({
+      doStream: async () => {
+        // What the provider reads is the request as sent; past its window it refuses it.
+        const sent = conversation.count().localTokens;
+        if (sent > options.limit) {
+          overflows++;
+          throw new APICallError({
+            message: `This model's maximum context length is ${options.limit} tokens. However, your messages resulted in ${sent} tokens.`,
+            url: 'http://127.0.0.1/v1/chat/completions',
+            requestBodyValues: {},
+            statusCode: 400,
+            responseBody: JSON.stringify({ error: { code: 'context_length_exceeded', message: 'too long' } }),
+            isRetryable: false,
+          });
+        }
+        const i = call++;
+        const parts =
+          i < options.reads
+            ? [
+                { type: 'stream-start', warnings: [] },
+                { type: 'tool-call', toolCallId: `call${i}`, toolName: 'read_file', input: JSON.stringify({ path: `src/m${i}.ts` }) },
+                { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(sent, 20) },
+              ]
+            : [
+                { type: 'stream-start', warnings: [] },
+                { type: 'text-start', id: 'a' },
+                { type: 'text-delta', id: 'a', delta: 'All modules read.' },
+                { type: 'text-end', id: 'a' },
+                { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(sent, 5) },
+              ];
+        return { stream: convertArrayToReadableStream(parts as never[]) };
+      },
+    });
+    const compactions: Run['compactions'] = [];
+    const ui: AgentUi = {
+      text: () => undefined,
+      toolCall: () => undefined,
+      toolResult: () => undefined,
+      compacting: () => undefined,
+      compacted: (outcome) => {
+        if (outcome.status !== 'compacted') return;
+        const c = outcome.compaction;
+        compactions.push({
+          before: c.tokensBefore,
+          after: c.tokensAfter,
+          lowGain: c.lowGain,
+          // What left the view for the summary: what was freed, plus what the summary itself takes.
+          ...(c.entry ? { summarized: c.tokensBefore - c.tokensAfter + counter.countMessage(summaryMessage(c.entry)) } : {}),
+        });
+      },
+      notice: () => undefined,
+    };
+    const result = await runAgentTurn({
+      model,
+      system: 'You are a test agent.',
+      tools,
+      maxSteps: options.reads + 5,
+      signal: new AbortController().signal,
+      conversation: {
+        log: () => conversation.log(),
+        view: () => conversation.view(),
+        append: (r) => conversation.append(r),
+        assess: () => conversation.assess(),
+        compact: (reason, signal) => conversation.compact(reason, { signal }),
+        requestBasis: () => conversation.requestBasis(),
+        newId: () => `m${++n}`,
+      },
+      ui,
+      guard: options.guard ?? INITIAL_GUARD,
+      overflowRetriesPerTurn: 1,
+    });
+    const entries = conversation.log().flatMap((r) => (r.type === 'compaction' ? [r.entry] : []));
+    return { overflows, entries, compactions, error: result.error, steps: result.steps };
+  }
+
+  const earlierTurn = (tokens: number): Message[] => [
+    { id: 'e-u', role: 'user', content: [text(`Look at the layout first. ${'context '.repeat(tokens / 4)}`)] },
+    { id: 'e-a', role: 'assistant', content: [text(`The layout is clear. ${'note '.repeat(tokens / 4)}`)] },
+  ];
+
+  for (const ahead of [false, true]) {
+    for (const pruning of [false, true]) {
+      const how = `summaries ${ahead ? '' : 'not '}prepared ahead, pruning ${pruning ? 'on' : 'off'}`;
+      it(`compacts a turn of 40 tool calls inside itself: nothing sent over the window, no compaction frees little (${how})`, async () => {
+        // A 32k window less the answer's room; reads of 2,000 to 5,000 tokens, as a coding agent makes them.
+        const run = await play({
+          limit: 28_672,
+          overhead: 6_000,
+          reads: 40,
+          sizeOf: (i) => 2_000 + ((i * 1_237) % 3_000),
+          ahead,
+          pruning,
+          earlier: earlierTurn(1_600),
+        });
+        assert.equal(run.error, undefined, String(run.error));
+        assert.equal(run.overflows, 0, 'no request was refused');
+        assert.ok(run.compactions.length >= 2, `${run.compactions.length} compactions`);
+        for (const c of run.compactions) assert.equal(c.lowGain, false, `${c.before} → ${c.after}`);
+        for (const c of run.compactions) {
+          if (c.summarized !== undefined)
+            assert.ok(c.before - c.after >= c.summarized / 2, `freed ${c.before - c.after} of ${c.summarized} summarized`);
+        }
+        if (!pruning) assert.ok(run.entries.length >= 2 && run.entries.every((e) => e.splitTurn), 'summaries inside the turn');
+      });
+    }
+  }
+
+  for (const pruning of [false, true]) {
+    it(`keeps a loop of 40 reads in one request within a 6,000-token window (pruning ${pruning ? 'on' : 'off'})`, async () => {
+      // 1,500 tokens for the answer, 1,500 for the system prompt and tools; reads of about 600 tokens.
+      const run = await play({ limit: 4_500, overhead: 1_500, reads: 40, sizeOf: () => 600, pruning });
+      assert.equal(run.error, undefined, String(run.error));
+      assert.equal(run.overflows, 0, 'no request was refused');
+      assert.equal(run.steps, 41);
+      for (const c of run.compactions) assert.equal(c.lowGain, false, `${c.before} → ${c.after}`);
+    });
+  }
+
+  it('fits a first request whose two reads overflow the window by cutting them, though it has fewer messages than compaction waits for', async () => {
+    const run = await play({ limit: 28_672, overhead: 6_000, reads: 2, sizeOf: () => 12_000 });
+    assert.equal(run.error, undefined, String(run.error));
+    assert.equal(run.overflows, 0, 'no request was refused');
+  });
+
+  it('compacts over the window although the last compaction freed little', async () => {
+    const lowGain: GuardState = { turn: 1, overflowRetries: 0, lowGainTurn: 1 };
+    const run = await play({ limit: 28_672, overhead: 6_000, reads: 12, sizeOf: () => 4_000, guard: lowGain });
+    assert.equal(run.error, undefined, String(run.error));
+    assert.equal(run.overflows, 0, 'no request was refused');
+  });
+});
