@@ -130,6 +130,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
     roots,
     autoApprove: () => currentSettings().agent.autoApproveEdits,
     protectedPaths: () => currentSettings().agent.protectedPaths,
+    commandsRunUnasked: () => currentSettings().agent.allowedCommands.length > 0,
     confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
     onChanged: (change) => shown?.showChange(change, changes),
