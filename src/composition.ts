@@ -6,6 +6,7 @@ import { ApiKeys } from './vscode/api-keys';
 import { LongrunParticipant } from './vscode/chat-participant';
 import { ChangeDocuments } from './vscode/change-view';
 import { CommandRunner } from './app/command-runner';
+import { lockedPackages } from './app/locked-packages';
 import { Approvals } from './vscode/edit-approval';
 import { paletteCommands, ReportDocuments } from './vscode/commands';
 import { CompactionReporter } from './vscode/compaction-report';
@@ -140,6 +141,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   const commands = new CommandRunner({
     shell,
     allowedCommands: () => currentSettings().agent.allowedCommands,
+    lockedPackages: () => lockedPackages(vscode.workspace.workspaceFolders?.[0]?.uri.fsPath),
     timeoutSeconds: () => currentSettings().agent.commandTimeoutSeconds,
     confirm: (command, signal) => approvals.askCommand(command, signal),
     // The command itself is conversation content, logged only when verbose logging is on.
