@@ -7,6 +7,7 @@ import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
 import { fromResponseMessages, toModelMessages } from './model-messages';
+import { withFirstTokenDeadline } from './first-token-deadline';
 
 /**
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
@@ -242,7 +243,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   const maxOutputTokens = options.maxOutputTokens?.();
   try {
     const result = streamText({
-      model: options.model,
+      model: withFirstTokenDeadline(options.model, options.timeouts?.firstChunkMs),
       ...(maxOutputTokens ? { maxOutputTokens } : {}),
       instructions: options.systemNow?.() ?? options.system,
       messages: toModelMessages(viewOf(conversation)),
@@ -251,7 +252,8 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       stopWhen: stepCountIs(Math.max(1, maxSteps)),
       abortSignal: options.signal,
       maxRetries: 1,
-      ...(options.timeouts ? { timeout: { firstChunkMs: options.timeouts.firstChunkMs, chunkMs: options.timeouts.idleMs } } : {}),
+      // The first chunk's deadline runs from the request (withFirstTokenDeadline), headers included.
+      ...(options.timeouts ? { timeout: { chunkMs: options.timeouts.idleMs } } : {}),
       // Errors are handled below (overflow recovery, error details); keep the original error.
       onError: ({ error }) => {
         streamError ??= error;

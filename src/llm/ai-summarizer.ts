@@ -1,5 +1,6 @@
 import { generateText, type LanguageModel, type TelemetryOptions } from 'ai';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../core/ports';
+import { withFirstTokenDeadline } from './first-token-deadline';
 
 export interface AiSummarizerOptions {
   /** The model that writes summaries. */
@@ -10,6 +11,8 @@ export interface AiSummarizerOptions {
   readonly contextWindow?: number;
   /** The AI SDK's telemetry settings, passed on to every call. */
   readonly telemetry?: TelemetryOptions;
+  /** Longest wait from sending a request to its answer (`longrun.timeouts.firstChunkSeconds`); absent: none. */
+  readonly firstTokenMs?: number;
 }
 
 /**
@@ -17,7 +20,8 @@ export interface AiSummarizerOptions {
  * the engine has its own fallback when a summary fails, so long retry chains only delay it.
  */
 export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
-  const { model, name, contextWindow, telemetry } = options;
+  const { name, contextWindow, telemetry } = options;
+  const model = withFirstTokenDeadline(options.model, options.firstTokenMs);
   return {
     name,
     ...(contextWindow !== undefined ? { contextWindow } : {}),

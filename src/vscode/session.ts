@@ -497,7 +497,8 @@ export class Session implements vscode.Disposable {
       chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
     const learned = this.windows.learnedWindow(modelKey)?.limit;
     const window = learned !== undefined && (declared <= 0 || learned < declared) ? learned : declared;
-    const key = `${modelKey}@${window}`;
+    const firstTokenMs = this.settings().timeouts.firstChunkMs;
+    const key = `${modelKey}@${window}@${firstTokenMs}`;
     if (this.summarizerModel?.key === key) return;
     this.summarizerModel = {
       key,
@@ -505,6 +506,7 @@ export class Session implements vscode.Disposable {
         model: await this.toLanguageModel(chosen),
         name: modelKey,
         telemetry: this.tracing.settings('longrun.summarizer'),
+        firstTokenMs,
         ...(window > 0 ? { contextWindow: window } : {}),
       }),
     };

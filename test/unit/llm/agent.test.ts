@@ -16,6 +16,8 @@ import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/age
 import { Conversation } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { createEndpointModel } from '../../../src/llm/openai-endpoint';
+import { HangingServer, within } from './hanging-server';
 
 type StreamPart = Record<string, unknown>;
 const streamOf = (parts: StreamPart[]) => convertArrayToReadableStream(parts as never[]);
@@ -405,6 +407,26 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     assert.equal(result.error, undefined);
     assert.equal(asked, 1);
     assert.ok(s.ui.compactions.includes('threshold:compacted'));
+  });
+
+  it('stops a request whose server accepts the connection and never sends headers, within firstChunkMs', async () => {
+    const server = new HangingServer();
+    const baseUrl = await server.start();
+    try {
+      const s = setup(1_000_000);
+      await ask(s, 'hello');
+      const stuck = createEndpointModel({ endpoint: 'stuck', baseUrl, id: 'm' }, undefined) as MockLanguageModelV4;
+      const started = Date.now();
+      const result = await within(5_000, run(s, stuck, 10, undefined, { timeouts: { firstChunkMs: 300, idleMs: 60_000 } }));
+      assert.ok(isModelTimeout(result.error), String(result.error));
+      assert.ok(Date.now() - started < 3_000, `stopped after ${Date.now() - started} ms`);
+      assert.deepEqual(
+        modelView(s.conversation.log()).map((m) => m.role),
+        ['user'],
+      );
+    } finally {
+      await server.close();
+    }
   });
 
   it('stops a model that sends nothing, or goes silent mid-answer, and leaves a consistent log', async () => {
