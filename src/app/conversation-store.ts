@@ -380,6 +380,23 @@ interface Skipped {
 interface Tail {
   readonly part: number;
   readonly size: number;
+  /**
+   * After a failed write whose end could not be read back: how many of this store's own bytes may
+   * have landed after `size`. The part may then end anywhere from `size` to `size + unknownBytes`.
+   */
+  readonly unknownBytes?: number;
+}
+
+/**
+ * The tail after a write of `attempted` bytes at `size` failed: the part's size as it is now, or,
+ * when even that cannot be read, the range the failed write may have left it in.
+ */
+async function tailAfterFailure(handle: fs.FileHandle, part: number, size: number, attempted: number): Promise<Tail> {
+  try {
+    return { part, size: (await handle.stat()).size };
+  } catch {
+    return { part, size, unknownBytes: attempted };
+  }
 }
 
 /** The per-workspace conversation files. One instance per storage folder (per window). */
@@ -643,7 +660,7 @@ export class ConversationStore {
       try {
         const { size } = await handle.stat();
         const known = this.tails.get(id);
-        if (known !== undefined && known.part === part && known.size !== size) {
+        if (known !== undefined && known.part === part && !(size >= known.size && size <= known.size + (known.unknownBytes ?? 0))) {
           throw new ConversationConflictError(id, 'changed');
         }
         let lead = '';
@@ -660,9 +677,14 @@ export class ConversationStore {
           end++;
         }
         if (end === next) {
-          const close = JSON.stringify({ v: PART_END_VERSION, kind: PART_END_KIND, next: part + 1 });
-          await writeAll(handle, Buffer.from(`${lead}${close}\n`, 'utf8'));
-          await handle.datasync();
+          const close = Buffer.from(`${lead}${JSON.stringify({ v: PART_END_VERSION, kind: PART_END_KIND, next: part + 1 })}\n`, 'utf8');
+          try {
+            await writeAll(handle, close);
+            await handle.datasync();
+          } catch (error) {
+            this.tails.set(id, await tailAfterFailure(handle, part, size, close.length));
+            throw error;
+          }
           part += 1;
           continue;
         }
@@ -671,8 +693,9 @@ export class ConversationStore {
           await writeAll(handle, data);
           await handle.datasync();
         } catch (error) {
-          // How much landed is unknown: the next append takes the file as it finds it.
-          this.tails.delete(id);
+          // Part of the data may have landed. Still holding the lock, read where the file ends now, so
+          // the next append keeps checking that no other window continued the conversation.
+          this.tails.set(id, await tailAfterFailure(handle, part, size, data.length));
           throw error;
         }
         this.tails.set(id, { part, size: size + data.length });
