@@ -1,63 +1,173 @@
-import type { ConversationLog } from '../core/history';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import type { ConversationLog, LogRecord } from '../core/history';
 import { stringifyOutput, type Message } from '../core/messages';
 
 /**
  * A whole conversation as Markdown, for "Longrun: Export Conversation as Markdown": every message
  * in the order it was written, the compacted originals included, and each compaction's summary
- * where it applied (undone ones marked so), and where tool outputs were pruned. Code fences grow to hold any backticks in the content.
+ * where it applied (undone ones marked so), and where tool outputs were pruned. Code fences grow to
+ * hold any backticks in the content.
+ *
+ * Written record by record to the file, never gathered into one string: a conversation of any size
+ * exports in the memory one record takes.
  */
+
+/** Calls `onRecord` for each record in order, waiting for each call; called twice by an export. */
+export type RecordSource = (onRecord: (record: LogRecord) => Promise<void> | void) => Promise<void>;
+
+/** Takes the Markdown piece by piece. */
+export type MarkdownSink = (text: string) => Promise<void> | void;
+
+/** Writes the Markdown of the records `source` gives to `sink`. */
+export async function writeConversationMarkdown(source: RecordSource, title: string, sink: MarkdownSink): Promise<void> {
+  // Undo marks come after what they undo: a first pass finds them (ids only).
+  const undone = new Set<string>();
+  await source((record) => {
+    if (record.type === 'undo') undone.add(record.entryId);
+  });
+  const out = new TrimmedEnd();
+  await sink(out.lines(titleLines(title)));
+  await source((record) => {
+    const text = out.lines(renderRecord(record, undone));
+    return text === '' ? undefined : sink(text);
+  });
+  await sink(out.end());
+}
+
+/** A conversation held in memory as Markdown; for small logs (tests, previews). */
 export function conversationMarkdown(log: ConversationLog, title: string): string {
   const undone = new Set<string>();
   for (const record of log) if (record.type === 'undo') undone.add(record.entryId);
-  const out: string[] = [`# ${title.replace(/\n/g, ' ')}`, ''];
-  for (const record of log) {
-    switch (record.type) {
-      case 'message':
-        out.push(...renderMessage(record.message), '');
-        break;
-      case 'compaction': {
-        const e = record.entry;
-        const state = undone.has(e.id) ? ', later undone' : '';
-        if (e.editOf) {
-          out.push(
-            '---',
-            '',
-            `> **Summary of compaction round ${e.round} edited by the user**${state ? ` (${state.slice(2)})` : ''}: from here on the model got this text instead.`,
-            '',
-            ...quote(e.summary),
-            '',
-            '---',
-            '',
-          );
-          break;
-        }
-        out.push(
-          `---`,
+  const out = new TrimmedEnd();
+  const pieces = [out.lines(titleLines(title))];
+  for (const record of log) pieces.push(out.lines(renderRecord(record, undone)));
+  pieces.push(out.end());
+  return pieces.join('');
+}
+
+function titleLines(title: string): string[] {
+  return [`# ${title.replace(/\n/g, ' ')}`, ''];
+}
+
+/** Bytes gathered before a write to the file. */
+const WRITE_BYTES = 1024 * 1024;
+
+/**
+ * Exports to `file`: written to a temporary file beside it, renamed over it when complete, so a
+ * failed export never leaves half a file under the chosen name. Returns the bytes written.
+ */
+export async function exportConversationToFile(source: RecordSource, title: string, file: string): Promise<number> {
+  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(4).toString('hex')}.partial`);
+  const handle = await fs.open(temporary, 'wx');
+  let written = 0;
+  let pending: string[] = [];
+  let pendingBytes = 0;
+  const flush = async (): Promise<void> => {
+    const data = Buffer.from(pending.join(''), 'utf8');
+    pending = [];
+    pendingBytes = 0;
+    await handle.write(data, 0, data.length);
+    written += data.length;
+  };
+  try {
+    await writeConversationMarkdown(source, title, async (text) => {
+      pending.push(text);
+      pendingBytes += text.length;
+      if (pendingBytes >= WRITE_BYTES) await flush();
+    });
+    await flush();
+    await handle.close();
+    await fs.rename(temporary, file);
+    return written;
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await fs.rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+/**
+ * Joins lines with newlines as they come, and ends the text with exactly one newline after its last
+ * non-blank character: whitespace is held back until more text follows it.
+ */
+class TrimmedEnd {
+  private first = true;
+  private heldBack = '';
+
+  /** The text to write now for `lines`. */
+  lines(lines: readonly string[]): string {
+    const ready: string[] = [];
+    for (const line of lines) {
+      const piece = this.first ? line : `\n${line}`;
+      this.first = false;
+      const body = piece.length - trailingWhitespace(piece);
+      if (body === 0) {
+        this.heldBack += piece;
+        continue;
+      }
+      ready.push(this.heldBack, piece.slice(0, body));
+      this.heldBack = piece.slice(body);
+    }
+    return ready.join('');
+  }
+
+  /** The text that ends the document. */
+  end(): string {
+    return '\n';
+  }
+}
+
+/** How many whitespace characters `text` ends with. */
+function trailingWhitespace(text: string): number {
+  let i = text.length;
+  while (i > 0 && /\s/.test(text.charAt(i - 1))) i--;
+  return text.length - i;
+}
+
+function renderRecord(record: LogRecord, undone: ReadonlySet<string>): string[] {
+  switch (record.type) {
+    case 'message':
+      return [...renderMessage(record.message), ''];
+    case 'compaction': {
+      const e = record.entry;
+      const state = undone.has(e.id) ? ', later undone' : '';
+      if (e.editOf) {
+        return [
+          '---',
           '',
-          `> **Compaction round ${e.round}** (${e.reason}${e.fallback ? ', extractive fallback' : ''}${state}): ${e.compactedMessageIds.length} messages above were replaced by this summary, ${e.tokensBefore.toLocaleString('en-US')} → ${e.tokensAfter.toLocaleString('en-US')} tokens.`,
+          `> **Summary of compaction round ${e.round} edited by the user**${state ? ` (${state.slice(2)})` : ''}: from here on the model got this text instead.`,
           '',
           ...quote(e.summary),
           '',
-          `---`,
+          '---',
           '',
-        );
-        break;
+        ];
       }
-      case 'pruning': {
-        const e = record.entry;
-        const state = undone.has(e.id) ? ', later undone' : '';
-        const n = e.outputs.length;
-        out.push(
-          `> **Pruning** (${e.reason}${state}): ${n} tool output${n === 1 ? '' : 's'} above ${n === 1 ? 'was' : 'were'} replaced by a stub in the model's view (kept here in full), ${e.tokensBefore.toLocaleString('en-US')} → ${e.tokensAfter.toLocaleString('en-US')} tokens.`,
-          '',
-        );
-        break;
-      }
-      default:
-        break;
+      return [
+        `---`,
+        '',
+        `> **Compaction round ${e.round}** (${e.reason}${e.fallback ? ', extractive fallback' : ''}${state}): ${e.compactedMessageIds.length} messages above were replaced by this summary, ${e.tokensBefore.toLocaleString('en-US')} → ${e.tokensAfter.toLocaleString('en-US')} tokens.`,
+        '',
+        ...quote(e.summary),
+        '',
+        `---`,
+        '',
+      ];
     }
+    case 'pruning': {
+      const e = record.entry;
+      const state = undone.has(e.id) ? ', later undone' : '';
+      const n = e.outputs.length;
+      return [
+        `> **Pruning** (${e.reason}${state}): ${n} tool output${n === 1 ? '' : 's'} above ${n === 1 ? 'was' : 'were'} replaced by a stub in the model's view (kept here in full), ${e.tokensBefore.toLocaleString('en-US')} → ${e.tokensAfter.toLocaleString('en-US')} tokens.`,
+        '',
+      ];
+    }
+    default:
+      return [];
   }
-  return `${out.join('\n').trimEnd()}\n`;
 }
 
 function renderMessage(message: Message): string[] {
@@ -88,10 +198,21 @@ function heading(role: Message['role']): string {
   return role === 'user' ? 'User' : role === 'assistant' ? 'Assistant' : role === 'tool' ? 'Tool' : 'System';
 }
 
+/** A code fence one backtick longer than any run of backticks in `text` (at least three). */
 function fenced(text: string, language: string): string[] {
-  const longest = Math.max(2, ...(text.match(/`+/g) ?? []).map((run) => run.length));
-  const fence = '`'.repeat(longest + 1);
+  const fence = '`'.repeat(Math.max(2, longestBacktickRun(text)) + 1);
   return [`${fence}${language}`, text, fence];
+}
+
+/** Counted in one pass: a text may hold millions of runs, too many to spread into `Math.max`. */
+function longestBacktickRun(text: string): number {
+  let longest = 0;
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    run = text.charCodeAt(i) === 96 ? run + 1 : 0;
+    if (run > longest) longest = run;
+  }
+  return longest;
 }
 
 function quote(text: string): string[] {

@@ -469,6 +469,24 @@ export class ConversationStore {
     return prepared.map((p) => p.stored);
   }
 
+  /**
+   * Calls `onRecord` for each record of a conversation as stored, straight from its files, one at a
+   * time and waiting for each call: memory stays bounded whatever the conversation's size (for an
+   * export). Lines that cannot be read are passed over (`open` reports them), and so is a last line a
+   * write is still adding. Takes no lock, so a long read never keeps a window from saving.
+   */
+  async readRecords(id: string, onRecord: (record: LogRecord) => Promise<void> | void): Promise<void> {
+    checkId(id);
+    for (const part of await this.parts(id)) {
+      await forEachLine(this.partFile(id, part), this.options.readChunkBytes, this.options.maxLineBytes, (raw) => {
+        if (raw.tooLong !== undefined || !raw.complete) return;
+        const parsed = parseLine(raw.text, raw.number === 1, id, part);
+        if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, this.partFile(id, part));
+        return parsed.kind === 'record' ? onRecord(parsed.record) : undefined;
+      });
+    }
+  }
+
   /** Creates an empty conversation (just its header); does nothing when it already exists. */
   async create(id: string): Promise<void> {
     const file = this.partFile(id, 1);
@@ -896,7 +914,12 @@ interface RawLine {
  * readline gathers a line of any length into one string, and a line too long for a string must be
  * skipped, not crash the reader. Returns the bytes read, or undefined for a missing file.
  */
-async function forEachLine(file: string, chunkBytes: number, maxLineBytes: number, onLine: (line: RawLine) => void): Promise<number | undefined> {
+async function forEachLine(
+  file: string,
+  chunkBytes: number,
+  maxLineBytes: number,
+  onLine: (line: RawLine) => Promise<void> | void,
+): Promise<number | undefined> {
   const handle = await openIfExists(file);
   if (!handle) return undefined;
   try {
@@ -912,12 +935,13 @@ async function forEachLine(file: string, chunkBytes: number, maxLineBytes: numbe
         pieces = [Buffer.from(Buffer.concat([...pieces, piece]).subarray(0, Math.min(KEPT_OF_LONG_LINE, maxLineBytes)))];
       pending += piece.length;
     };
-    const finish = (complete: boolean): void => {
+    const finish = async (complete: boolean): Promise<void> => {
       const text = Buffer.concat(pieces).toString('utf8');
-      onLine(pending > maxLineBytes ? { number, text, complete, tooLong: pending } : { number, text, complete });
+      const line = pending > maxLineBytes ? { number, text, complete, tooLong: pending } : { number, text, complete };
       pieces = [];
       pending = 0;
       number++;
+      await onLine(line);
     };
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
@@ -928,18 +952,20 @@ async function forEachLine(file: string, chunkBytes: number, maxLineBytes: numbe
         let end = chunk.indexOf(0x0a, start);
         if (end >= bytesRead) end = -1;
         if (end >= 0 && pending === 0 && end - start <= maxLineBytes) {
-          // The usual case, a whole line inside one chunk: decoded in place.
-          onLine({ number: number++, text: chunk.toString('utf8', start, end), complete: true });
+          // The usual case, a whole line inside one chunk: decoded in place. A caller that returns a
+          // promise (an export writing as it reads) is waited for, so reading keeps its pace.
+          const waiting = onLine({ number: number++, text: chunk.toString('utf8', start, end), complete: true });
+          if (waiting) await waiting;
           start = end + 1;
           continue;
         }
         keep(chunk.subarray(start, end >= 0 ? end : bytesRead));
         if (end < 0) break;
-        finish(true);
+        await finish(true);
         start = end + 1;
       }
     }
-    if (pending > 0) finish(false);
+    if (pending > 0) await finish(false);
     return total;
   } finally {
     await handle.close();
