@@ -268,7 +268,14 @@ const settingsModule = lazily(() => require('./app/settings') as typeof import('
 function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {
   const { readSettings, formatProblem } = settingsModule();
   const configuration = vscode.workspace.getConfiguration('longrun');
-  const { settings, problems } = readSettings((key) => configuration.get(key));
+  const { settings, problems } = readSettings(
+    (key) => configuration.get(key),
+    (key) => {
+      const where = configuration.inspect(key);
+      const fromWorkspace = where?.workspaceFolderValue !== undefined || where?.workspaceValue !== undefined;
+      return { fromWorkspace, userValue: where?.globalValue };
+    },
+  );
   for (const problem of problems) {
     const message = formatProblem(problem);
     log.warn(message);
