@@ -171,7 +171,8 @@ function renderRecord(record: LogRecord, undone: ReadonlySet<string>): string[] 
 }
 
 function renderMessage(message: Message): string[] {
-  const lines: string[] = [`## ${heading(message.role)}`, ''];
+  const cut = message.incomplete ? ' (incomplete: the stream ended without a finish reason)' : '';
+  const lines: string[] = [`## ${heading(message.role)}${cut}`, ''];
   for (const part of message.content) {
     switch (part.type) {
       case 'text':

@@ -83,6 +83,7 @@ const messageSchema = lazily(() =>
       z.discriminatedUnion('type', [textPartSchema(), reasoningPartSchema(), toolCallPartSchema(), toolResultPartSchema(), filePartSchema()]),
     ),
     summaryOf: z.string().optional(),
+    incomplete: z.literal(true).optional(),
   }),
 );
 

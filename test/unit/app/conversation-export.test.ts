@@ -76,6 +76,14 @@ describe('exporting a conversation as Markdown', () => {
     assert.ok(markdown.indexOf('Compaction round 1') > markdown.indexOf('**Tool result**'));
   });
 
+  it('marks an answer that was cut', () => {
+    const cut = conversationMarkdown(
+      [{ type: 'message', message: { id: 'a', role: 'assistant', content: [{ type: 'text', text: 'Half an' }], incomplete: true } }],
+      't',
+    );
+    assert.match(cut, /^## Assistant \(incomplete: the stream ended without a finish reason\)\n\nHalf an\n$/m);
+  });
+
   it('fences output that holds backticks so that it cannot break out', () => {
     assert.match(markdown, /````\nconst fence = "```";\n````/);
   });
