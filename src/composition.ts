@@ -19,6 +19,7 @@ import { ApiKeys } from './vscode/api-keys';
 import { LongrunParticipant } from './vscode/chat-participant';
 import { ChangeDocuments } from './vscode/change-view';
 import { CommandRunner } from './app/command-runner';
+import { lockedPackages } from './app/locked-packages';
 import { Approvals } from './vscode/edit-approval';
 import { paletteCommands, ReportDocuments } from './vscode/commands';
 import { CompactionReporter } from './vscode/compaction-report';
@@ -153,6 +154,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
     roots,
     autoApprove: () => currentSettings().agent.autoApproveEdits,
     protectedPaths: () => currentSettings().agent.protectedPaths,
+    commandsRunUnasked: () => currentSettings().agent.allowedCommands.length > 0,
     confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
     onChanged: (change) => shown?.showChange(change),
@@ -162,6 +164,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   const commands = new CommandRunner({
     shell,
     allowedCommands: () => currentSettings().agent.allowedCommands,
+    lockedPackages: () => lockedPackages(vscode.workspace.workspaceFolders?.[0]?.uri.fsPath),
     timeoutSeconds: () => currentSettings().agent.commandTimeoutSeconds,
     confirm: (command, signal) => approvals.askCommand(command, signal),
     // The command itself is conversation content, logged only when verbose logging is on.
@@ -297,7 +300,14 @@ const settingsModule = lazily(() => require('./app/settings') as typeof import('
 function loadSettings(log: vscode.LogOutputChannel, reported: Set<string>): LongrunSettings {
   const { readSettings, formatProblem } = settingsModule();
   const configuration = vscode.workspace.getConfiguration('longrun');
-  const { settings, problems } = readSettings((key) => configuration.get(key));
+  const { settings, problems } = readSettings(
+    (key) => configuration.get(key),
+    (key) => {
+      const where = configuration.inspect(key);
+      const fromWorkspace = where?.workspaceFolderValue !== undefined || where?.workspaceValue !== undefined;
+      return { fromWorkspace, userValue: where?.globalValue };
+    },
+  );
   for (const problem of problems) {
     const message = formatProblem(problem);
     log.warn(message);

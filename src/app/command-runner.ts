@@ -26,6 +26,11 @@ export interface CommandRunnerDeps {
   readonly shell: Shell;
   /** `longrun.agent.allowedCommands`: what runs without asking (see `command-allowlist.ts`). */
   readonly allowedCommands: () => readonly string[];
+  /**
+   * The packages the lock files of the folder commands run in pin (`locked-packages.ts`): `npx` of
+   * one of them may match a prefix rule. Without it, `npx` and the like always ask.
+   */
+  readonly lockedPackages?: () => Promise<ReadonlySet<string>>;
   /** `longrun.agent.commandTimeoutSeconds`. */
   readonly timeoutSeconds: () => number;
   /** Asks the user to run `command`, shown in full; true to run it. */
@@ -89,7 +94,9 @@ export class CommandRunner implements CommandPort {
 
   /** Returns when the command may run: allowed by the setting, or approved by the user. */
   private async consent(line: string, signal: AbortSignal): Promise<void> {
-    const rule = findAllowRule(line, allowRules(this.deps.allowedCommands()));
+    const rules = allowRules(this.deps.allowedCommands());
+    const lockedPackages = rules.some((r) => r.kind === 'prefix') ? await this.lockedPackages(signal) : new Set<string>();
+    const rule = findAllowRule(line, rules, { lockedPackages });
     if (rule) {
       this.deps.onAllowed?.(line, rule.entry);
       return;
@@ -98,5 +105,10 @@ export class CommandRunner implements CommandPort {
     const approved = await abortable(signal, () => this.deps.confirm(line, signal));
     signal.throwIfAborted();
     if (!approved) throw new ToolFailure('The user declined to run this command. Ask them how to proceed instead of retrying.');
+  }
+
+  private async lockedPackages(signal: AbortSignal): Promise<ReadonlySet<string>> {
+    const read = this.deps.lockedPackages;
+    return read ? await abortable(signal, () => read()) : new Set<string>();
   }
 }

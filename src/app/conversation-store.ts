@@ -83,6 +83,7 @@ const messageSchema = lazily(() =>
       z.discriminatedUnion('type', [textPartSchema(), reasoningPartSchema(), toolCallPartSchema(), toolResultPartSchema(), filePartSchema()]),
     ),
     summaryOf: z.string().optional(),
+    incomplete: z.literal(true).optional(),
   }),
 );
 
@@ -409,6 +410,23 @@ interface Skipped {
 interface Tail {
   readonly part: number;
   readonly size: number;
+  /**
+   * After a failed write whose end could not be read back: how many of this store's own bytes may
+   * have landed after `size`. The part may then end anywhere from `size` to `size + unknownBytes`.
+   */
+  readonly unknownBytes?: number;
+}
+
+/**
+ * The tail after a write of `attempted` bytes at `size` failed: the part's size as it is now, or,
+ * when even that cannot be read, the range the failed write may have left it in.
+ */
+async function tailAfterFailure(handle: fs.FileHandle, part: number, size: number, attempted: number): Promise<Tail> {
+  try {
+    return { part, size: (await handle.stat()).size };
+  } catch {
+    return { part, size, unknownBytes: attempted };
+  }
 }
 
 /** The per-workspace conversation files. One instance per storage folder (per window). */
@@ -486,6 +504,24 @@ export class ConversationStore {
       });
     }
     return prepared.map((p) => p.stored);
+  }
+
+  /**
+   * Calls `onRecord` for each record of a conversation as stored, straight from its files, one at a
+   * time and waiting for each call: memory stays bounded whatever the conversation's size (for an
+   * export). Lines that cannot be read are passed over (`open` reports them), and so is a last line a
+   * write is still adding. Takes no lock, so a long read never keeps a window from saving.
+   */
+  async readRecords(id: string, onRecord: (record: LogRecord) => Promise<void> | void): Promise<void> {
+    checkId(id);
+    for (const part of await this.parts(id)) {
+      await forEachLine(this.partFile(id, part), this.options.readChunkBytes, this.options.maxLineBytes, (raw) => {
+        if (raw.tooLong !== undefined || !raw.complete) return;
+        const parsed = parseLine(raw.text, raw.number === 1, id, part);
+        if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, this.partFile(id, part));
+        return parsed.kind === 'record' ? onRecord(parsed.record) : undefined;
+      });
+    }
   }
 
   /** Creates an empty conversation (just its header); does nothing when it already exists. */
@@ -701,7 +737,7 @@ export class ConversationStore {
       try {
         const { size } = await handle.stat();
         const known = this.tails.get(id);
-        if (known !== undefined && known.part === part && known.size !== size) {
+        if (known !== undefined && known.part === part && !(size >= known.size && size <= known.size + (known.unknownBytes ?? 0))) {
           throw new ConversationConflictError(id, 'changed');
         }
         let lead = '';
@@ -718,9 +754,14 @@ export class ConversationStore {
           end++;
         }
         if (end === next) {
-          const close = JSON.stringify({ v: PART_END_VERSION, kind: PART_END_KIND, next: part + 1 });
-          await writeAll(handle, Buffer.from(`${lead}${close}\n`, 'utf8'));
-          await handle.datasync();
+          const close = Buffer.from(`${lead}${JSON.stringify({ v: PART_END_VERSION, kind: PART_END_KIND, next: part + 1 })}\n`, 'utf8');
+          try {
+            await writeAll(handle, close);
+            await handle.datasync();
+          } catch (error) {
+            this.tails.set(id, await tailAfterFailure(handle, part, size, close.length));
+            throw error;
+          }
           part += 1;
           continue;
         }
@@ -729,8 +770,9 @@ export class ConversationStore {
           await writeAll(handle, data);
           await handle.datasync();
         } catch (error) {
-          // How much landed is unknown: the next append takes the file as it finds it.
-          this.tails.delete(id);
+          // Part of the data may have landed. Still holding the lock, read where the file ends now, so
+          // the next append keeps checking that no other window continued the conversation.
+          this.tails.set(id, await tailAfterFailure(handle, part, size, data.length));
           throw error;
         }
         this.tails.set(id, { part, size: size + data.length });
@@ -931,7 +973,12 @@ interface RawLine {
  * readline gathers a line of any length into one string, and a line too long for a string must be
  * skipped, not crash the reader. Returns the bytes read, or undefined for a missing file.
  */
-async function forEachLine(file: string, chunkBytes: number, maxLineBytes: number, onLine: (line: RawLine) => void): Promise<number | undefined> {
+async function forEachLine(
+  file: string,
+  chunkBytes: number,
+  maxLineBytes: number,
+  onLine: (line: RawLine) => Promise<void> | void,
+): Promise<number | undefined> {
   const handle = await openIfExists(file);
   if (!handle) return undefined;
   try {
@@ -947,12 +994,13 @@ async function forEachLine(file: string, chunkBytes: number, maxLineBytes: numbe
         pieces = [Buffer.from(Buffer.concat([...pieces, piece]).subarray(0, Math.min(KEPT_OF_LONG_LINE, maxLineBytes)))];
       pending += piece.length;
     };
-    const finish = (complete: boolean): void => {
+    const finish = async (complete: boolean): Promise<void> => {
       const text = Buffer.concat(pieces).toString('utf8');
-      onLine(pending > maxLineBytes ? { number, text, complete, tooLong: pending } : { number, text, complete });
+      const line = pending > maxLineBytes ? { number, text, complete, tooLong: pending } : { number, text, complete };
       pieces = [];
       pending = 0;
       number++;
+      await onLine(line);
     };
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
@@ -963,18 +1011,20 @@ async function forEachLine(file: string, chunkBytes: number, maxLineBytes: numbe
         let end = chunk.indexOf(0x0a, start);
         if (end >= bytesRead) end = -1;
         if (end >= 0 && pending === 0 && end - start <= maxLineBytes) {
-          // The usual case, a whole line inside one chunk: decoded in place.
-          onLine({ number: number++, text: chunk.toString('utf8', start, end), complete: true });
+          // The usual case, a whole line inside one chunk: decoded in place. A caller that returns a
+          // promise (an export writing as it reads) is waited for, so reading keeps its pace.
+          const waiting = onLine({ number: number++, text: chunk.toString('utf8', start, end), complete: true });
+          if (waiting) await waiting;
           start = end + 1;
           continue;
         }
         keep(chunk.subarray(start, end >= 0 ? end : bytesRead));
         if (end < 0) break;
-        finish(true);
+        await finish(true);
         start = end + 1;
       }
     }
-    if (pending > 0) finish(false);
+    if (pending > 0) await finish(false);
     return total;
   } finally {
     await handle.close();

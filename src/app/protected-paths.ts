@@ -1,3 +1,4 @@
+import { COMMAND_FILE_RULES } from './command-files';
 import { globToRegExp } from './glob-match';
 
 /**
@@ -47,6 +48,8 @@ const BUILT_IN_RULES: readonly Rule[] = [
 
 const COMPILED_BUILT_INS = BUILT_IN_RULES.map((rule) => ({ ...rule, pattern: globToRegExp(rule.glob, { caseInsensitive: true }) }));
 
+const COMPILED_COMMAND_FILES = COMMAND_FILE_RULES.map((rule) => ({ ...rule, pattern: globToRegExp(rule.glob, { caseInsensitive: true }) }));
+
 /** The globs protected whatever the settings say, for documentation and tests. */
 export const BUILT_IN_PROTECTED_GLOBS: readonly string[] = BUILT_IN_RULES.map((r) => r.glob);
 
@@ -59,18 +62,38 @@ export const BUILT_IN_PROTECTED_GLOBS: readonly string[] = BUILT_IN_RULES.map((r
  * @param userGlobs `longrun.agent.protectedPaths`, relative to each workspace folder.
  * @param displayPath the path as the model wrote it (`web/src/a.ts` in a multi-root workspace),
  *   which a user glob may also name.
+ * @param commandsRunUnasked whether some command may run without asking: the files that decide
+ *   what commands do (`command-files.ts`) are then protected too.
  */
-export function protectionOf(paths: readonly string[], userGlobs: readonly string[], displayPath?: string): Protection | undefined {
+export function protectionOf(
+  paths: readonly string[],
+  userGlobs: readonly string[],
+  displayPath?: string,
+  commandsRunUnasked = false,
+): Protection | undefined {
   const normalized = paths.map(normalizePath);
   for (const rule of COMPILED_BUILT_INS) {
     if (normalized.some((p) => rule.pattern.test(p))) return { reason: capitalize(rule.reason) };
   }
+  const commandFile = commandsRunUnasked ? commandFileOf(paths, normalized) : undefined;
+  if (commandFile !== undefined) return commandFile;
   const candidates = displayPath === undefined ? normalized : [...normalized, normalizePath(displayPath)];
   for (const glob of userGlobs) {
     const pattern = globToRegExp(normalizeGlob(glob), { caseInsensitive: true });
     if (candidates.some((p) => pattern.test(p))) {
       return { reason: `It matches "${glob}" in the setting longrun.agent.protectedPaths.` };
     }
+  }
+  return undefined;
+}
+
+/** `package.json holds the scripts …, and longrun.agent.allowedCommands lets commands run without asking.` */
+function commandFileOf(paths: readonly string[], normalized: readonly string[]): Protection | undefined {
+  for (const rule of COMPILED_COMMAND_FILES) {
+    const at = normalized.findIndex((p) => rule.pattern.test(p));
+    if (at === -1) continue;
+    const name = (paths[at] ?? '').split(/[\\/]/).pop() ?? '';
+    return { reason: `${name} ${rule.decides}, and longrun.agent.allowedCommands lets commands run without asking.` };
   }
   return undefined;
 }

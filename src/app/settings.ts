@@ -229,8 +229,25 @@ export function settingDefaults(): Record<string, unknown> {
   return defaults;
 }
 
-/** Reads every `longrun.*` setting; invalid values become their defaults, each reported once. */
-export function readSettings(get: (key: string) => unknown): { settings: LongrunSettings; problems: SettingProblem[] } {
+/** Where a setting's value comes from, for the settings a workspace may set but not to any value. */
+export interface SettingOrigin {
+  /** The value comes from the workspace's or a folder's settings (a repository's `.vscode/settings.json`). */
+  readonly fromWorkspace: boolean;
+  /** The user's own value, used instead of a workspace value that is refused. */
+  readonly userValue?: unknown;
+}
+
+/** The smallest `longrun.contextWindow` a workspace may set: below it, every step would compact. */
+export const MIN_WORKSPACE_CONTEXT_WINDOW = 1_024;
+
+/**
+ * Reads every `longrun.*` setting; invalid values become their defaults, each reported once.
+ * `origin` tells where a value comes from (VS Code's `inspect`); without it every value is the user's.
+ */
+export function readSettings(
+  get: (key: string) => unknown,
+  origin: (key: string) => SettingOrigin = () => ({ fromWorkspace: false }),
+): { settings: LongrunSettings; problems: SettingProblem[] } {
   const problems: SettingProblem[] = [];
   const compaction = readCompaction(get, problems);
 
@@ -248,7 +265,7 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
   const showWarnings = other('compaction.showWarnings');
   const summarizerModel = other('compaction.model').trim();
   const summaryContinuesConversation = other('compaction.summary.continueConversation');
-  const contextWindow = other('contextWindow');
+  const contextWindow = workspaceContextWindow(other('contextWindow'), origin('contextWindow'), problems);
   const autoApproveEdits = other('agent.autoApproveEdits');
   const maxSteps = other('agent.maxSteps');
   const commandTimeoutSeconds = other('agent.commandTimeoutSeconds');
@@ -295,6 +312,24 @@ export function readSettings(get: (key: string) => unknown): { settings: Longrun
  * One sentence for the user, e.g. `Longrun: "longrun.compaction.warningThreshold" is 7, which is
  * not valid (must be at most 1); using 0.75 instead.`
  */
+/**
+ * A context window a repository's settings make tiny would force a compaction at every step (and a
+ * summary sent at every step): below {@link MIN_WORKSPACE_CONTEXT_WINDOW} it is refused there, and
+ * the user's own value, or the model's window, used instead.
+ */
+function workspaceContextWindow(value: number, origin: SettingOrigin, problems: SettingProblem[]): number {
+  if (!origin.fromWorkspace || value === 0 || value >= MIN_WORKSPACE_CONTEXT_WINDOW) return value;
+  const user = OTHER_SETTINGS.contextWindow.schema.safeParse(origin.userValue);
+  const usedInstead = user.success ? user.data : 0;
+  problems.push({
+    setting: `${PREFIX}contextWindow`,
+    value,
+    message: `below ${MIN_WORKSPACE_CONTEXT_WINDOW.toLocaleString('en-US')} tokens in the settings of this workspace, where a repository could set it to force a compaction at every step; set it in your user settings if you mean it`,
+    usedInstead,
+  });
+  return usedInstead;
+}
+
 export function formatProblem(p: SettingProblem): string {
   if (p.renamedTo !== undefined) {
     return `Longrun: "${p.setting}" is now "${p.renamedTo}"; your ${show(p.value)} is used until you rename it in your settings.`;

@@ -84,6 +84,11 @@ export interface WorkspaceFilesDeps {
   readonly autoApprove: () => boolean;
   /** `longrun.agent.protectedPaths`: more globs whose files always need approval. */
   readonly protectedPaths?: () => readonly string[];
+  /**
+   * Whether some command may run without asking (`longrun.agent.allowedCommands` is not empty):
+   * the files that decide what commands do (`command-files.ts`) then always need approval.
+   */
+  readonly commandsRunUnasked?: () => boolean;
   /** Asks the user to allow a write, showing the whole change; true to write it. */
   readonly confirm: (request: ApprovalRequest, signal: AbortSignal) => Promise<boolean>;
   /** Called with the workspace-relative path just before the agent writes it (to tell agent edits from user edits). */
@@ -261,7 +266,7 @@ export class WorkspaceFiles implements WorkspacePort {
   ): Promise<void> {
     const { verb, before, after } = change;
     const names = [path.relative(target.root.fsPath, target.absolute), path.relative(where.realRoot, where.real)];
-    const protection = protectionOf(names, this.deps.protectedPaths?.() ?? [], target.relative);
+    const protection = protectionOf(names, this.deps.protectedPaths?.() ?? [], target.relative, this.deps.commandsRunUnasked?.() ?? false);
     const decision = decideApproval({
       verb,
       path: target.relative,

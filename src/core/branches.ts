@@ -45,6 +45,13 @@ export class TurnIndex {
   private seen = 0;
   private log: ConversationLog | undefined;
 
+  /** Takes in one turn record at `index` of a log read piece by piece (as an export streams it). */
+  note(info: TurnInfo, index: number): void {
+    if (this.byId.has(info.id)) return;
+    this.byId.set(info.id, { info, index });
+    this.order.push(info.id);
+  }
+
   /** Takes in the records appended since the last call; a different log is taken in from its start. */
   update(log: ConversationLog): this {
     if (log !== this.log || log.length < this.seen) {
@@ -56,10 +63,7 @@ export class TurnIndex {
     for (; this.seen < log.length; this.seen++) {
       const record = log[this.seen]!;
       // A turn id seen twice (a damaged or hand-edited file) keeps its first start.
-      if (record.type === 'turn' && !this.byId.has(record.turn.id)) {
-        this.byId.set(record.turn.id, { info: record.turn, index: this.seen });
-        this.order.push(record.turn.id);
-      }
+      if (record.type === 'turn') this.note(record.turn, this.seen);
     }
     return this;
   }
@@ -159,25 +163,4 @@ export function leftBehind(turns: TurnIndex, parent: string | null): string[] {
   const path = turns.path(last).turns;
   const from = parent === null ? 0 : path.indexOf(parent) + 1;
   return path.slice(from);
-}
-
-/** A turn that is not on a path, with the records made on it, for the export. */
-export interface SideTurn {
-  readonly turn: TurnInfo;
-  readonly records: readonly LogRecord[];
-}
-
-/**
- * The turns of `log` that are not on the path to `leaf` (rewound, retried, edited away, or continued
- * in another chat), in the order they were started, each with the records made on it.
- */
-export function sideTurns(log: ConversationLog, leaf: string | null, turns: TurnIndex = new TurnIndex()): SideTurn[] {
-  const onThePath = new Set(turns.update(log).path(leaf).turns);
-  const side = new Map<string, { turn: TurnInfo; records: LogRecord[] }>();
-  for (const info of turns.all()) if (!onThePath.has(info.id)) side.set(info.id, { turn: info, records: [] });
-  for (const record of log) {
-    const id = record.type === 'turn' ? undefined : record.turnId;
-    if (id !== undefined) side.get(id)?.records.push(record);
-  }
-  return [...side.values()];
 }

@@ -53,6 +53,8 @@ export interface Message {
   readonly content: readonly Part[];
   /** Set on the message that carries a compaction summary into the model's view. */
   readonly summaryOf?: string;
+  /** Set on an answer whose stream ended without a finish reason: what arrived, possibly cut short. */
+  readonly incomplete?: true;
 }
 
 export function text(textContent: string): TextPart {

@@ -7,6 +7,7 @@ import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
 import { fromResponseMessages, toModelMessages } from './model-messages';
+import { withFirstTokenDeadline } from './first-token-deadline';
 
 /**
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
@@ -209,13 +210,18 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   // What the step under way was built from: taken when its messages are made, before it is sent.
   let sent = conversation.requestBasis();
   let truncation: SilentTruncation | undefined;
+  // The step just finished ended without a finish reason: its answer may be cut short.
+  let cut = false;
 
   // Appends the response messages not yet in the log, and the usage of the latest step.
   const sync = async (responseMessages: readonly ModelMessage[]): Promise<void> => {
     const fresh = responseMessages.slice(persisted).filter((m) => m.role === 'assistant' || m.role === 'tool');
     persisted = responseMessages.length;
     if (fresh.length === 0) return;
-    const messages = fromResponseMessages(fresh as Parameters<typeof fromResponseMessages>[0], () => conversation.newId());
+    const converted = fromResponseMessages(fresh as Parameters<typeof fromResponseMessages>[0], () => conversation.newId());
+    const messages = cut ? markLastAnswerIncomplete(converted) : converted;
+    if (cut) ui.notice(CUT_ANSWER);
+    cut = false;
     const records: LogRecord[] = messages.map((message) => ({ type: 'message', message }));
     const anchor = lastAssistant(messages);
     if (pendingUsage && anchor) {
@@ -242,7 +248,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   const maxOutputTokens = options.maxOutputTokens?.();
   try {
     const result = streamText({
-      model: options.model,
+      model: withFirstTokenDeadline(options.model, options.timeouts?.firstChunkMs),
       ...(maxOutputTokens ? { maxOutputTokens } : {}),
       instructions: options.systemNow?.() ?? options.system,
       messages: toModelMessages(viewOf(conversation)),
@@ -251,7 +257,8 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       stopWhen: stepCountIs(Math.max(1, maxSteps)),
       abortSignal: options.signal,
       maxRetries: 1,
-      ...(options.timeouts ? { timeout: { firstChunkMs: options.timeouts.firstChunkMs, chunkMs: options.timeouts.idleMs } } : {}),
+      // The first chunk's deadline runs from the request (withFirstTokenDeadline), headers included.
+      ...(options.timeouts ? { timeout: { chunkMs: options.timeouts.idleMs } } : {}),
       // Errors are handled below (overflow recovery, error details); keep the original error.
       onError: ({ error }) => {
         streamError ??= error;
@@ -284,6 +291,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
         case 'finish-step':
           steps++;
           finishReason = part.finishReason;
+          cut = part.finishReason === 'interrupted';
           if (part.usage.inputTokens !== undefined) onUsage(part.usage.inputTokens, part.usage.outputTokens ?? 0);
           break;
         case 'error':
@@ -304,6 +312,16 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
     return { steps, finishReason, error: truncation };
   }
   return streamError === undefined ? { steps, finishReason } : { steps, finishReason, error: streamError };
+}
+
+/** Said in the chat when a model's stream ended without a finish reason. */
+const CUT_ANSWER =
+  'The answer was cut: the model\'s stream ended without saying it was finished (no finish reason; a server or proxy may have dropped the connection). What arrived is kept, marked incomplete; say "continue" to have the model go on.';
+
+/** The messages with the last assistant one marked incomplete. */
+function markLastAnswerIncomplete(messages: readonly Message[]): Message[] {
+  const last = lastAssistant(messages);
+  return messages.map((m) => (m === last ? { ...m, incomplete: true } : m));
 }
 
 /** Whether `error` carries `inner` as its cause (the AI SDK may wrap what a callback threw). */

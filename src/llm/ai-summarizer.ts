@@ -1,5 +1,6 @@
 import { generateText, type LanguageModel, type ModelMessage, type TelemetryOptions, type ToolSet } from 'ai';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../core/ports';
+import { withFirstTokenDeadline } from './first-token-deadline';
 import { toModelMessages } from './model-messages';
 
 /** What every request of the agent begins with: its system prompt and its tools. */
@@ -23,6 +24,8 @@ export interface AiSummarizerOptions {
    * so that the provider serves the conversation from its prompt cache. Undefined before the first request.
    */
   readonly continueFrom?: () => AgentPrefix | undefined;
+  /** Longest wait from sending a request to its answer (`longrun.timeouts.firstChunkSeconds`); absent: none. */
+  readonly firstTokenMs?: number;
 }
 
 /**
@@ -30,7 +33,8 @@ export interface AiSummarizerOptions {
  * the engine has its own fallback when a summary fails, so long retry chains only delay it.
  */
 export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
-  const { model, name, contextWindow, telemetry, continueFrom } = options;
+  const { name, contextWindow, telemetry, continueFrom } = options;
+  const model = withFirstTokenDeadline(options.model, options.firstTokenMs);
   return {
     name,
     ...(contextWindow !== undefined ? { contextWindow } : {}),

@@ -1,4 +1,5 @@
 import { jsonSchema, streamText, tool, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { withFirstTokenDeadline } from './first-token-deadline';
 
 /**
  * Serves a chat request made to one of Longrun's own models (vendor `longrun`) by any chat
@@ -40,14 +41,14 @@ export async function streamEndpointChat(request: EndpointChatRequest): Promise<
   }
   const hasTools = request.tools.length > 0;
   const result = streamText({
-    model: request.model,
+    model: withFirstTokenDeadline(request.model, request.timeouts?.firstChunkMs),
     messages: request.messages,
     allowSystemInMessages: true,
     ...(hasTools ? { tools, toolChoice: request.toolMode === 'required' ? ('required' as const) : ('auto' as const) } : {}),
     ...(request.maxOutputTokens ? { maxOutputTokens: request.maxOutputTokens } : {}),
     abortSignal: request.signal,
     maxRetries: 1,
-    ...(request.timeouts ? { timeout: { firstChunkMs: request.timeouts.firstChunkMs, chunkMs: request.timeouts.idleMs } } : {}),
+    ...(request.timeouts ? { timeout: { chunkMs: request.timeouts.idleMs } } : {}),
   });
   let failure: unknown;
   let usage: EndpointChatResult = {};

@@ -65,22 +65,41 @@ export class EndpointError extends Error {
   }
 }
 
-/** The ids of the models an endpoint serves (`GET {baseUrl}/models`), in the server's order. */
+/** Longest a model list may take, from sending the request to the end of its answer. */
+export const LIST_TIMEOUT_MS = 30_000;
+
+/**
+ * The ids of the models an endpoint serves (`GET {baseUrl}/models`), in the server's order. One
+ * deadline of `timeoutMs` runs from sending the request to the end of the answer, headers included,
+ * so a server that accepts the connection and never answers fails like one that is down.
+ */
 export async function listEndpointModels(
   baseUrl: string,
   apiKey: string | undefined,
   fetchImpl: typeof fetch = fetch,
   signal?: AbortSignal,
+  timeoutMs = LIST_TIMEOUT_MS,
 ): Promise<string[]> {
   const url = `${trimSlash(baseUrl)}/models`;
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
+  try {
+    return await readModelList(url, apiKey, fetchImpl, combined);
+  } catch (error) {
+    if (signal?.aborted || !deadline.aborted) throw error;
+    throw new EndpointError(`${url} did not answer within ${timeoutMs / 1000} s.`, undefined, { cause: error });
+  }
+}
+
+async function readModelList(url: string, apiKey: string | undefined, fetchImpl: typeof fetch, signal: AbortSignal): Promise<string[]> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
 
   let response: Response;
   try {
-    response = await fetchImpl(url, { method: 'GET', headers, ...(signal ? { signal } : {}) });
+    response = await fetchImpl(url, { method: 'GET', headers, signal });
   } catch (error) {
-    if (signal?.aborted) throw error;
+    if (signal.aborted) throw error;
     throw new EndpointError(`Could not reach ${url}: ${errorText(error)}`, undefined, { cause: error });
   }
   const body = await response.text();

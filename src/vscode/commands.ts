@@ -1,10 +1,9 @@
 import * as vscode from 'vscode';
-import { sideTurns } from '../core/branches';
 import { activeEntries } from '../core/history';
 import type { ApiKeys } from './api-keys';
 import type { CommandHandler } from './entry-points';
 import type { CompactionReporter } from './compaction-report';
-import { conversationMarkdown } from '../app/conversation-export';
+import { exportConversationToFile } from '../app/conversation-export';
 import { compactionIdOf, latestSummaries } from '../app/summary-edit';
 import { compactionSentence, contextReport, summaryReport, undoSentence } from '../app/reports';
 import type { Session } from './session';
@@ -181,11 +180,39 @@ async function exportConversation(deps: CommandDeps): Promise<unknown> {
     return undefined;
   }
   const title = (await session.conversations()).find((c) => c.id === conversation.id)?.title ?? 'Longrun conversation';
-  const sides = sideTurns(conversation.allRecords(), conversation.leaf());
-  const content = conversationMarkdown(conversation.log(), title, sides);
-  const document = await vscode.workspace.openTextDocument({ language: 'markdown', content });
-  await vscode.window.showTextDocument(document, { preview: false });
-  return document.getText().length;
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const target = await vscode.window.showSaveDialog({
+    title: 'Export Longrun conversation as Markdown',
+    filters: { Markdown: ['md'] },
+    ...(folder ? { defaultUri: vscode.Uri.joinPath(folder, exportFileName(title)) } : {}),
+  });
+  if (!target) return undefined;
+  // Read from the conversation's files and written as it is read: any size exports in little memory.
+  const bytes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Longrun: exporting "${title}"…` }, () =>
+    exportConversationToFile((onRecord) => session.store.readRecords(conversation.id, onRecord), title, target.fsPath, conversation.leaf()),
+  );
+  if (bytes <= OPEN_EXPORT_BYTES) {
+    await vscode.window.showTextDocument(target, { preview: false });
+  } else {
+    const choice = await vscode.window.showInformationMessage(
+      `Longrun: exported "${title}" to ${target.fsPath} (${(bytes / 1024 / 1024).toFixed(0)} MB, too large to open here).`,
+      'Reveal in File Explorer',
+    );
+    if (choice) await vscode.commands.executeCommand('revealFileInOS', target);
+  }
+  return bytes;
+}
+
+/** Exports up to this size open in the editor once written. */
+const OPEN_EXPORT_BYTES = 16 * 1024 * 1024;
+
+/** A file name for the export from the conversation's title. */
+function exportFileName(title: string): string {
+  const name = title
+    .replace(/[^\p{L}\p{N}]+/gu, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60);
+  return `${name || 'longrun-conversation'}.md`;
 }
 
 /** Shows how the context window is used. */

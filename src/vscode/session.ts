@@ -435,7 +435,8 @@ export class Session implements vscode.Disposable {
     const window = learned !== undefined && (declared <= 0 || learned < declared) ? learned : declared;
     // The conversation's own model is sent the summary request as a continuation of what it has cached.
     const continues = this.settings().summaryContinuesConversation && modelKey === this.modelKey();
-    const key = `${modelKey}@${window}${continues ? '+continues' : ''}`;
+    const firstTokenMs = this.settings().timeouts.firstChunkMs;
+    const key = `${modelKey}@${window}@${firstTokenMs}${continues ? '+continues' : ''}`;
     if (this.summarizerModel?.key === key) return;
     this.summarizerModel = {
       key,
@@ -443,6 +444,7 @@ export class Session implements vscode.Disposable {
         model: await this.toLanguageModel(chosen),
         name: modelKey,
         telemetry: this.tracing.settings('longrun.summarizer'),
+        firstTokenMs,
         ...(window > 0 ? { contextWindow: window } : {}),
         ...(continues ? { continueFrom: () => this.agentPrefix } : {}),
       }),

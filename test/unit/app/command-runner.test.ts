@@ -75,6 +75,24 @@ describe('run_command: consent, time limit, Stop and output', () => {
     assert.deepEqual(shell.ran, ['npm test']);
   });
 
+  it('runs npx under a prefix rule only for a package the lock files pin', async () => {
+    allowed = ['npx *'];
+    runner = new CommandRunner({
+      shell,
+      allowedCommands: () => allowed,
+      timeoutSeconds: () => timeoutSeconds,
+      lockedPackages: async () => new Set(['eslint']),
+      confirm: async (command) => {
+        asked.push(command);
+        return false;
+      },
+    });
+    assert.match(await tool('npx eslint .'), /^\$ npx eslint \./);
+    assert.match(await tool('npx evil-package'), /declined/);
+    assert.deepEqual(asked, ['npx evil-package']);
+    assert.deepEqual(shell.ran, ['npx eslint .']);
+  });
+
   it('does not run a command the user rejects, and tells the model not to retry', async () => {
     answer = false;
     const result = await tool('touch marker.txt');

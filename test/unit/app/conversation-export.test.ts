@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
-import { conversationMarkdown } from '../../../src/app/conversation-export';
+import { conversationMarkdown, exportConversationToFile, writeConversationMarkdown } from '../../../src/app/conversation-export';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { conversationIdOf } from '../../../src/app/chat-history';
-import { branchLog, sideTurns } from '../../../src/core/branches';
 
 const entry = (id: string, round: number, compacted: string[]) => ({
   id,
@@ -72,6 +76,14 @@ describe('exporting a conversation as Markdown', () => {
     assert.ok(markdown.indexOf('Compaction round 1') > markdown.indexOf('**Tool result**'));
   });
 
+  it('marks an answer that was cut', () => {
+    const cut = conversationMarkdown(
+      [{ type: 'message', message: { id: 'a', role: 'assistant', content: [{ type: 'text', text: 'Half an' }], incomplete: true } }],
+      't',
+    );
+    assert.match(cut, /^## Assistant \(incomplete: the stream ended without a finish reason\)\n\nHalf an\n$/m);
+  });
+
   it('fences output that holds backticks so that it cannot break out', () => {
     assert.match(markdown, /````\nconst fence = "```";\n````/);
   });
@@ -95,7 +107,7 @@ describe('exporting a conversation that branched', () => {
   ];
 
   it('shows the branch in use in order, then each turn left off it as a side branch', () => {
-    const markdown = conversationMarkdown(branchLog(log, 't3'), 'Branches', sideTurns(log, 't3'));
+    const markdown = conversationMarkdown(log, 'Branches', 't3');
     const [main, side] = markdown.split('# Side branches');
     assert.match(main!, /ALPHA-7[\s\S]*DELTA-4/);
     assert.doesNotMatch(main!, /BRAVO-9/);
@@ -104,13 +116,112 @@ describe('exporting a conversation that branched', () => {
   });
 
   it('has no side branches when the chat never went back', () => {
-    assert.doesNotMatch(
-      conversationMarkdown(
-        branchLog(log, 't2'),
-        'x',
-        sideTurns(log, 't2').filter((s) => s.turn.id !== 't3'),
+    const straight = log.slice(0, 6);
+    assert.doesNotMatch(conversationMarkdown(straight, 'x', 't2'), /Side branches/);
+  });
+
+  it('streams the same Markdown as it writes in memory', async () => {
+    const pieces: string[] = [];
+    await writeConversationMarkdown(
+      async (onRecord) => {
+        for (const record of log) await onRecord(record);
+      },
+      'Branches',
+      (text) => void pieces.push(text),
+      't3',
+    );
+    assert.equal(pieces.join(''), conversationMarkdown(log, 'Branches', 't3'));
+  });
+});
+
+describe('exporting a conversation of any size', () => {
+  let dir: string;
+
+  beforeEach(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'longrun-export-'));
+  });
+
+  afterEach(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('fences a 1.6 MB tool input made of a million backtick runs', () => {
+    const input = { content: `${'`a'.repeat(800_000)}\`\`\`\`\`!` };
+    const markdown = conversationMarkdown(
+      [{ type: 'message', message: { id: 'a1', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c', toolName: 'write', input }] } }],
+      't',
+    );
+    assert.ok(markdown.includes(`\n\`\`\`\`\`\`json\n${JSON.stringify(input)}\n\`\`\`\`\`\`\n`), 'a fence of six, one more than the longest run');
+  });
+
+  it('writes to the file through a temporary one, and leaves nothing behind when it fails', async () => {
+    const file = path.join(dir, 'out.md');
+    const log: LogRecord[] = [{ type: 'message', message: { id: 'u1', role: 'user', content: [{ type: 'text', text: 'hello' }] } }];
+    const bytes = await exportConversationToFile(
+      async (onRecord) => {
+        for (const record of log) await onRecord(record);
+      },
+      'T',
+      file,
+    );
+    assert.equal(await fs.readFile(file, 'utf8'), conversationMarkdown(log, 'T'));
+    assert.equal(bytes, (await fs.stat(file)).size);
+    await assert.rejects(
+      exportConversationToFile(
+        async () => {
+          throw new Error('the disk went away');
+        },
+        'T',
+        path.join(dir, 'failed.md'),
       ),
-      /Side branches/,
+      /the disk went away/,
+    );
+    assert.deepEqual((await fs.readdir(dir)).sort(), ['out.md']);
+  });
+
+  it('exports a 600 MiB conversation in a process whose heap holds 64 MB', async function () {
+    this.timeout(300_000);
+    const store = new ConversationStore(dir, () => 0);
+    const text = `${'Longrun keeps going. '.repeat(47_000)}\`\`\`\n`;
+    const records: LogRecord[] = [];
+    let stored = 0;
+    for (let i = 0; stored < 600 * 1024 * 1024; i++) {
+      records.push(
+        i % 2 === 0
+          ? { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text }] } }
+          : {
+              type: 'message',
+              message: { id: `a${i}`, role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'write', input: { text } }] },
+            },
+      );
+      stored += text.length;
+      if (records.length === 32) await store.appendAll('big', records.splice(0));
+    }
+    await store.appendAll('big', records);
+    const onDisk = await store.size('big');
+    const file = path.join(dir, 'big.md');
+
+    const child = path.join(__dirname, 'export-child.ts');
+    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        ['--max-old-space-size=64', '--import', 'tsx', child, dir, 'big', file],
+        { maxBuffer: 1024 * 1024 },
+        (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve({ stdout: out })),
+      ),
+    );
+    const measured = JSON.parse(stdout) as { bytes: number; peakRss: number; ms: number };
+    assert.ok(onDisk > 600 * 1024 * 1024, `${onDisk} bytes stored`);
+    assert.equal(measured.bytes, (await fs.stat(file)).size);
+    assert.ok(measured.bytes > 600 * 1024 * 1024, `${measured.bytes} bytes exported`);
+    assert.ok(measured.peakRss < 256 * 1024 * 1024, `peak RSS ${Math.round(measured.peakRss / 1024 / 1024)} MB`);
+    const tail = Buffer.alloc(200);
+    const handle = await fs.open(file, 'r');
+    await handle.read(tail, 0, 200, measured.bytes - 200);
+    await handle.close();
+    assert.match(tail.toString('utf8'), /\n\`\`\`\`\n$/, 'the export ends with the last fenced block');
+    console.log(
+      `      exported ${Math.round(measured.bytes / 1024 / 1024)} MiB in ${measured.ms} ms, peak RSS ${Math.round(measured.peakRss / 1024 / 1024)} MB`,
     );
   });
 });

@@ -529,6 +529,59 @@ describe('conversation store: two windows on one conversation', () => {
     assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1', 'm2', 'm3']);
   });
 
+  describe('after a write that fails half way (disk full)', () => {
+    type Write = (this: fs.FileHandle, buffer: Buffer, offset?: number, length?: number) => Promise<{ bytesWritten: number }>;
+    let prototype: { write: Write };
+    let realWrite: Write;
+
+    beforeEach(async () => {
+      const probe = await fs.open(path.join(dir, 'probe'), 'w');
+      prototype = Object.getPrototypeOf(probe) as { write: Write };
+      await probe.close();
+      realWrite = prototype.write;
+    });
+
+    afterEach(() => {
+      prototype.write = realWrite;
+    });
+
+    /** The next write to a file lands its first half, then fails as a full disk does. */
+    const failNextWriteHalfWay = () => {
+      prototype.write = async function (this: fs.FileHandle, buffer: Buffer, offset = 0, length = buffer.length - offset) {
+        prototype.write = realWrite;
+        await realWrite.call(this, buffer, offset, Math.floor(length / 2));
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      };
+    };
+
+    it('still refuses to add to a conversation another window continued meanwhile', async () => {
+      const mine = storeWith();
+      await mine.append('c1', message('m1', 'first'));
+      failNextWriteHalfWay();
+      await assert.rejects(mine.append('c1', message('m2', 'lost to the full disk')), /ENOSPC/);
+
+      const other = storeWith();
+      await other.open('c1');
+      await other.append('c1', message('o1', 'from the other window'));
+
+      await assert.rejects(mine.append('c1', message('m3', 'from an out-of-date copy')), (error: unknown) => {
+        assert.ok(ConversationConflictError.isInstance(error));
+        assert.equal(error.reason, 'changed');
+        return true;
+      });
+      assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1', 'o1']);
+    });
+
+    it('goes on appending in the same window when no other window wrote', async () => {
+      const mine = storeWith();
+      await mine.append('c1', message('m1', 'first'));
+      failNextWriteHalfWay();
+      await assert.rejects(mine.append('c1', message('m2', 'lost to the full disk')), /ENOSPC/);
+      await mine.append('c1', message('m3', 'once there is room again'));
+      assert.deepEqual(idsOf((await storeWith().open('c1')).log), ['m1', 'm3'], 'the half-written line is skipped as damaged');
+    });
+  });
+
   it('waits for another window to finish writing, then appends', async () => {
     await holdLock('c1', { pid: process.pid });
     const started = Date.now();

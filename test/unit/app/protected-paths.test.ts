@@ -54,6 +54,53 @@ describe('protectionOf: files the agent may only write with approval', () => {
     }
   });
 
+  it('protects the files that decide what commands do only while some command runs without asking', () => {
+    const files = [
+      'package.json',
+      'packages/web/package.json',
+      'package-lock.json',
+      'pnpm-lock.yaml',
+      '.npmrc',
+      '.yarnrc',
+      '.yarnrc.yml',
+      '.yarn/releases/yarn-4.cjs',
+      'pyproject.toml',
+      'setup.cfg',
+      'setup.py',
+      'tox.ini',
+      'Makefile',
+      'GNUmakefile',
+      'rules.mk',
+      'justfile',
+      'Taskfile.yml',
+      'Cargo.toml',
+      'build.rs',
+      '.cargo/config',
+      '.cargo/config.toml',
+      'build.gradle',
+      'build.gradle.kts',
+      'settings.gradle.kts',
+      'gradle/wrapper/gradle-wrapper.properties',
+      'pom.xml',
+      'go.mod',
+      '.envrc',
+      '.gitattributes',
+      '.gitmodules',
+      '.mocharc.json',
+      'jest.config.ts',
+      'PACKAGE.JSON',
+    ];
+    for (const p of files) {
+      assert.equal(protectionOf([p], [], undefined, false), undefined, `${p}: no command runs unasked`);
+      assert.match(protectionOf([p], [], undefined, true)?.reason ?? '', /longrun\.agent\.allowedCommands lets commands run without asking\.$/, p);
+    }
+    assert.match(protectionOf(['Makefile'], [], undefined, true)?.reason ?? '', /^Makefile defines the commands that make/);
+    for (const p of ['src/package.ts', 'README.md', 'docs/makefile.md', 'src/cargo.rs']) {
+      assert.equal(protectionOf([p], [], undefined, true), undefined, p);
+    }
+    assert.match(protectionOf(['.git/config'], [], undefined, true)?.reason ?? '', /^\.git\/config can make git run/, 'built-in reasons first');
+  });
+
   it('checks every name the file goes by', () => {
     assert.ok(protectionOf(['meta/config', '.git/config'], []));
     assert.equal(protectionOf(['meta/config', 'other/config'], []), undefined);

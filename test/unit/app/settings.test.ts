@@ -14,6 +14,21 @@ const read = (values: Record<string, unknown>) => readSettings(getter(values));
 const ollama = { name: 'ollama', baseUrl: 'http://localhost:11434/v1', models: [{ id: 'llama3.1', contextWindow: 131072 }] };
 
 describe('settings: longrun.* onto the core configuration', () => {
+  it("refuses a context window below 1,024 tokens from a workspace's settings, saying why", () => {
+    const fromWorkspace = (user?: unknown) => () => ({ fromWorkspace: true, ...(user !== undefined ? { userValue: user } : {}) });
+    const { settings, problems } = readSettings(getter({ 'longrun.contextWindow': 1 }), fromWorkspace());
+    assert.equal(settings.contextWindow, undefined, "the model's own window");
+    assert.equal(
+      formatProblem(problems[0]!),
+      'Longrun: "longrun.contextWindow" is 1, which is not valid (below 1,024 tokens in the settings of this workspace, where a repository could set it to force a compaction at every step; set it in your user settings if you mean it); using 0 instead.',
+    );
+    const kept = readSettings(getter({ 'longrun.contextWindow': 500 }), fromWorkspace(32_000));
+    assert.equal(kept.settings.contextWindow, 32_000, "the user's own value");
+    assert.equal(kept.problems[0]?.usedInstead, 32_000);
+    assert.equal(readSettings(getter({ 'longrun.contextWindow': 1_024 }), fromWorkspace()).settings.contextWindow, 1_024);
+    assert.equal(readSettings(getter({ 'longrun.contextWindow': 1 }), () => ({ fromWorkspace: false })).settings.contextWindow, 1, 'the user may');
+  });
+
   it('gives the defaults when nothing is set', () => {
     const { settings, problems } = readSettings(() => undefined);
     assert.deepEqual(problems, []);

