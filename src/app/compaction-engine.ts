@@ -22,8 +22,23 @@ export interface CompactionInput {
   readonly deps: CompactionDeps;
 }
 
+/** Messages of a conversation to count with a tokenizer (a long conversation reopened, or counted by another tokenizer). */
+export interface CountInput {
+  readonly conversationId: string;
+  readonly all: ConversationLog;
+  /** The messages, by id, among `all`'s. */
+  readonly ids: readonly string[];
+  /** The tokenizer's name (`o200k_base`, `cl100k_base`). */
+  readonly tokenizer: string;
+}
+
 export interface CompactionEngine {
   compute(input: CompactionInput): Promise<CompactionOutcome>;
+  /**
+   * Each message's count without its framing, as `StoredTokens` holds it, by id; made where it
+   * does not hold up the editor. Absent: counting is done where it is asked for.
+   */
+  count?(input: CountInput): Promise<ReadonlyMap<string, number>>;
   /** The conversation is no longer loaded: whatever was kept of it goes. */
   forget(conversationId: string): void;
   dispose(): void;

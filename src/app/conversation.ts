@@ -31,6 +31,7 @@ import {
   type RequestBasis,
 } from '../core/usage-calibration';
 import { ViewTokens } from '../core/view-tokens';
+import { charEstimator } from '../core/tokenizer';
 import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
 import { branchLog, onTurn, TurnIndex } from '../core/branches';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
@@ -95,6 +96,9 @@ export interface CompactOptions {
 
 type Listener = () => void;
 
+/** Text without stored counts past which a view is counted off the editor's thread (about 50,000 tokens). */
+const OFF_THREAD_CHARS = 200_000;
+
 /** The title of a conversation before its first request. */
 export const NEW_TITLE = 'New conversation';
 
@@ -148,7 +152,16 @@ export class Conversation {
   // so that an assessment costs the same at twenty messages and at twenty thousand.
   private readonly live = new LiveModelView();
   private readonly storedTokens = new WeakMap<Message, StoredTokens>();
-  private readonly viewTokens = new ViewTokens((message) => this.storedTokens.get(message));
+  private readonly viewTokens = new ViewTokens(
+    (message) => this.storedTokens.get(message),
+    (message) => this.pendingCounts.get(message),
+  );
+  /** Messages of this conversation's records (a pruned output's stub or a summary is not one). */
+  private readonly recordMessages = new WeakSet<Message>();
+  /** Estimates for the messages being counted off the editor's thread, until their counts come. */
+  private readonly pendingCounts = new WeakMap<Message, number>();
+  /** The counter and view whose uncounted messages were last looked at (see `countOffThread`). */
+  private countedFor: { counter: MessageTokenCounter; generation: number } | undefined;
   private readonly usages: ReportedUsage[] = [];
   private latestUsage: ReportedUsage | undefined;
   private synced: { log: ConversationLog; records: number } | undefined;
@@ -404,8 +417,9 @@ export class Conversation {
       if (record.type === 'usage') {
         this.usages.push(record.usage);
         this.latestUsage = record.usage;
-      } else if (record.type === 'message' && record.tokens) {
-        this.storedTokens.set(record.message, record.tokens);
+      } else if (record.type === 'message') {
+        this.recordMessages.add(record.message);
+        if (record.tokens) this.storedTokens.set(record.message, record.tokens);
       }
     }
     this.synced.records = log.length;
@@ -414,8 +428,47 @@ export class Conversation {
 
   private tokensOfView(counter: MessageTokenCounter): ViewTokens {
     this.sync();
+    this.countOffThread(counter);
     this.viewTokens.update(this.live, counter);
     return this.viewTokens;
+  }
+
+  /**
+   * A view with much text its records hold no count of for this counter's tokenizer (a conversation
+   * from before counts were stored, records cut to fit, another model's tokenizer) is counted by the
+   * engine, off the editor's thread; the gauge reads an estimate of those messages until it is done.
+   */
+  private countOffThread(counter: MessageTokenCounter): void {
+    const engine = this.deps.engine;
+    const name = counter.tokenizer.name;
+    if (!engine?.count || name === charEstimator.name) return;
+    if (this.countedFor?.counter === counter && this.countedFor.generation === this.live.generation) return;
+    this.countedFor = { counter, generation: this.live.generation };
+    const missing: Message[] = [];
+    const estimates: number[] = [];
+    let chars = 0;
+    for (const message of this.live.stable) {
+      if (!this.recordMessages.has(message) || this.storedTokens.get(message)?.[name] !== undefined) continue;
+      if (counter.isCounted(message) || this.pendingCounts.has(message)) continue;
+      const estimate = counter.estimate(message);
+      missing.push(message);
+      estimates.push(estimate.tokens);
+      chars += estimate.chars;
+    }
+    if (chars < OFF_THREAD_CHARS) return;
+    missing.forEach((message, i) => this.pendingCounts.set(message, estimates[i]!));
+    const settle = (counts: ReadonlyMap<string, number>): void => {
+      for (const message of missing) {
+        this.pendingCounts.delete(message);
+        const tokens = counts.get(message.id);
+        if (tokens !== undefined) this.storedTokens.set(message, { ...this.storedTokens.get(message), [name]: tokens });
+      }
+      this.viewTokens.reset();
+      this.changed();
+    };
+    engine
+      .count({ conversationId: this.id, all: this.shared.all, ids: missing.map((m) => m.id), tokenizer: name })
+      .then(settle, () => settle(new Map()));
   }
 
   /** The compaction state of the view (see `currentBasis`). */

@@ -6,7 +6,7 @@ import { MessageTokenCounter } from '../core/message-tokens';
 import { systemClock, type Summarizer, type SummaryRequest, type SummaryResponse } from '../core/ports';
 import { charEstimator, loadTokenizer } from '../core/tokenizer';
 import { errorText } from '../core/errors';
-import { IN_THREAD_ENGINE, type CompactionEngine, type CompactionInput } from './compaction-engine';
+import { IN_THREAD_ENGINE, type CompactionEngine, type CompactionInput, type CountInput } from './compaction-engine';
 
 /**
  * Compactions computed in a worker thread. The worker keeps a copy of each conversation's records,
@@ -52,14 +52,16 @@ type ToWorker =
       readonly ids: readonly string[];
     }
   | { readonly kind: 'summarized'; readonly job: number; readonly call: number; readonly response?: SummaryResponse; readonly error?: string }
-  | { readonly kind: 'abort'; readonly job: number };
+  | { readonly kind: 'abort'; readonly job: number }
+  | { readonly kind: 'count'; readonly job: number; readonly id: string; readonly ids: readonly string[]; readonly tokenizer: string };
 
 type FromWorker =
   | { readonly kind: 'summarize'; readonly job: number; readonly call: number; readonly request: SummaryRequest }
   | { readonly kind: 'progress'; readonly job: number; readonly progress: CompactionProgress }
   | { readonly kind: 'computed'; readonly job: number; readonly outcome: CompactionOutcome }
   | { readonly kind: 'failed'; readonly job: number; readonly error: string }
-  | { readonly kind: 'resync'; readonly id: string };
+  | { readonly kind: 'resync'; readonly id: string }
+  | { readonly kind: 'counted'; readonly job: number; readonly counts: readonly (readonly [string, number])[] };
 
 interface Job {
   readonly input: CompactionInput;
@@ -78,6 +80,8 @@ export class WorkerCompactionEngine implements CompactionEngine {
   private readonly sent = new Map<string, { all: ConversationLog; count: number }>();
   /** Syncs under way, so that two compactions of one conversation send each record once. */
   private readonly syncing = new Map<string, Promise<void>>();
+  /** Counts under way, by job. */
+  private readonly counts = new Map<number, { readonly input: CountInput; resolve(counts: ReadonlyMap<string, number>): void }>();
 
   constructor(
     private readonly start: () => WorkerLike,
@@ -124,6 +128,18 @@ export class WorkerCompactionEngine implements CompactionEngine {
     }
   }
 
+  /** Counts the messages in the worker, from its copy of the records; on this thread when there is no worker. */
+  async count(input: CountInput): Promise<ReadonlyMap<string, number>> {
+    const worker = this.ready();
+    if (!worker) return countHere(input);
+    await this.sync(worker, input.conversationId, input.all);
+    if (this.broken) return countHere(input);
+    const job = ++this.nextJob;
+    const counted = new Promise<ReadonlyMap<string, number>>((resolve) => this.counts.set(job, { input, resolve }));
+    this.post({ kind: 'count', job, id: input.conversationId, ids: input.ids, tokenizer: input.tokenizer });
+    return counted;
+  }
+
   forget(conversationId: string): void {
     if (!this.sent.delete(conversationId) || !this.worker || this.broken) return;
     this.post({ kind: 'drop', id: conversationId });
@@ -161,6 +177,8 @@ export class WorkerCompactionEngine implements CompactionEngine {
     this.log(`Compactions are computed on the extension host's thread from now on: the compaction worker stopped (${why}).`);
     for (const job of this.jobs.values()) job.resolve(this.fallback.compute(job.input));
     this.jobs.clear();
+    for (const count of this.counts.values()) void countHere(count.input).then(count.resolve);
+    this.counts.clear();
   }
 
   /** Sends the worker the records it lacks, in slices, yielding the thread between them. */
@@ -192,6 +210,11 @@ export class WorkerCompactionEngine implements CompactionEngine {
     if (message.kind === 'resync') {
       // The worker's copy went wrong: it is sent again from the start with the next compaction.
       this.sent.delete(message.id);
+      return;
+    }
+    if (message.kind === 'counted') {
+      this.counts.get(message.job)?.resolve(new Map(message.counts));
+      this.counts.delete(message.job);
       return;
     }
     const job = this.jobs.get(message.job);
@@ -323,6 +346,30 @@ export function serveCompactions(port: PortLike): void {
       case 'abort':
         jobs.get(message.job)?.controller.abort();
         break;
+      case 'count':
+        void counterFor(message.tokenizer).then((counter) => {
+          const records = conversations.get(message.id)?.records ?? [];
+          post({ kind: 'counted', job: message.job, counts: countIn(records, message.ids, counter) });
+        });
+        break;
     }
   });
+}
+
+/** Each message's count without its framing (as stored with a record), for those of `ids` that `records` hold. */
+function countIn(records: ConversationLog, ids: readonly string[], counter: MessageTokenCounter): Array<[string, number]> {
+  const wanted = new Set(ids);
+  const counts: Array<[string, number]> = [];
+  for (const record of records) {
+    if (record.type !== 'message' || !wanted.has(record.message.id)) continue;
+    wanted.delete(record.message.id);
+    counts.push([record.message.id, counter.countMessage(record.message) - counter.framing(record.message)]);
+  }
+  return counts;
+}
+
+/** The counts made on this thread (no worker). */
+async function countHere(input: CountInput): Promise<ReadonlyMap<string, number>> {
+  const tokenizer = input.tokenizer === 'o200k_base' || input.tokenizer === 'cl100k_base' ? await loadTokenizer(input.tokenizer) : charEstimator;
+  return new Map(countIn(input.all, input.ids, new MessageTokenCounter(tokenizer)));
 }

@@ -76,6 +76,25 @@ export class MessageTokenCounter {
     return this.countDerived(part, 'output', () => stringifyOutput(part.output));
   }
 
+  /** Whether `message` has been counted (its count is remembered). */
+  isCounted(message: Message): boolean {
+    return this.cache.has(message);
+  }
+
+  /**
+   * A quick estimate of what `countMessage` would give, about four characters a token, and the
+   * characters it looked at: for a count that is being made elsewhere (off the editor's thread).
+   */
+  estimate(message: Message): { tokens: number; chars: number } {
+    let chars = 0;
+    for (const part of message.content) {
+      if (part.type === 'text' || part.type === 'reasoning') chars += part.text.length;
+      else if (part.type === 'tool-call') chars += part.toolName.length + stringifyOutput(part.input).length;
+      else if (part.type === 'tool-result') chars += stringifyOutput(part.output).length;
+    }
+    return { tokens: Math.ceil(chars / 4) + this.framing(message), chars };
+  }
+
   countMessages(messages: readonly Message[]): number {
     let total = 0;
     for (const message of messages) total += this.countMessage(message);

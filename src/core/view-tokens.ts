@@ -39,8 +39,19 @@ export class ViewTokens {
   private trailingTokens = 0;
   private trailingFraming = 0;
 
-  /** @param storedOf the counts stored with a message's record, if any (see `StoredTokens`). */
-  constructor(private readonly storedOf: (message: Message) => StoredTokens | undefined = () => undefined) {}
+  /**
+   * @param storedOf the counts stored with a message's record, if any (see `StoredTokens`).
+   * @param pendingOf a count to take instead, for a message being counted elsewhere (an estimate, until `reset`).
+   */
+  constructor(
+    private readonly storedOf: (message: Message) => StoredTokens | undefined = () => undefined,
+    private readonly pendingOf: (message: Message) => number | undefined = () => undefined,
+  ) {}
+
+  /** Sums the view again at the next update: counts known since replace what was taken instead. */
+  reset(): void {
+    this.generation = -1;
+  }
 
   /** Takes in what joined `view` since the last update, counted by `counter`. */
   update(view: LiveModelView, counter: MessageTokenCounter): void {
@@ -56,7 +67,7 @@ export class ViewTokens {
     const stable = view.stable;
     for (let i = this.prefix.length - 1; i < stable.length; i++) {
       const message = stable[i]!;
-      const tokens = counter.countMessage(message, this.storedOf(message));
+      const tokens = this.pendingOf(message) ?? counter.countMessage(message, this.storedOf(message));
       this.prefix.push(this.prefix[i]! + tokens);
       this.framingSum += counter.framing(message);
       this.sums[kind(message)] += tokens;

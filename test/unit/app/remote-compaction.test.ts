@@ -9,7 +9,8 @@ import { ConversationIndex, ConversationStore } from '../../../src/app/conversat
 import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/remote-compaction';
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
-import { charEstimator } from '../../../src/core/tokenizer';
+import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
+import type { LogRecord } from '../../../src/core/history';
 import type { Summarizer } from '../../../src/core/ports';
 
 /** A worker made of a message channel: the worker's side runs on this thread, over the same protocol. */
@@ -181,6 +182,47 @@ describe('compactions computed in a worker', () => {
     const outcome = await conversation.compact('manual');
     assert.equal(outcome.status, 'compacted');
     assert.match(logged.at(-1) ?? '', /exited \(1\)/);
+  });
+
+  it('counts a long conversation reopened without stored counts off this thread, showing an estimate until the counts come', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const tokenizer = await loadTokenizer('o200k_base');
+    const words = ['compaction', 'gauge', 'ledger', 'summary', 'window', 'branch', 'request', 'tool'];
+    const log: LogRecord[] = [];
+    for (let i = 0; i < 60; i++) {
+      const text = Array.from({ length: 700 }, (_, j) => words[(i * 7 + j) % words.length]).join(' ');
+      log.push({ type: 'message', message: { id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text }] } });
+    }
+    const open = (engine: CompactionEngine, counter: MessageTokenCounter): Conversation =>
+      new Conversation('long', log, {
+        store: new ConversationStore(join(dir, 'long'), () => 0),
+        index: new ConversationIndex({ get: () => undefined, update: async () => undefined }),
+        clock: new FakeClock(),
+        newId: () => 'x',
+        config: () => settings,
+        model: () => ({ name: 'm', window: { limit: 200_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+        summarizer: () => summarizer,
+        engine,
+      });
+    const exact = open(IN_THREAD_ENGINE, new MessageTokenCounter(tokenizer)).count().tokens;
+
+    const counter = new MessageTokenCounter(tokenizer);
+    const conversation = open(new WorkerCompactionEngine(() => worker), counter);
+    const changed = new Promise<void>((resolve) => conversation.onDidChange(resolve));
+    const first = conversation.count().tokens;
+    assert.ok(
+      log.every((r) => r.type !== 'message' || !counter.isCounted(r.message)),
+      'no message was tokenized on this thread',
+    );
+    assert.ok(first > exact / 2 && first < exact * 2, `the estimate (${first}) is within a factor of two of the count (${exact})`);
+    assert.notEqual(first, exact, 'the first figure is an estimate');
+    await changed;
+    assert.equal(conversation.count().tokens, exact, 'the counts from the worker replace the estimate');
+    assert.ok(
+      worker.posted.some((m) => (m as { kind: string }).kind === 'count'),
+      'counted in the worker',
+    );
   });
 
   it('runs in a real worker thread', async function () {
