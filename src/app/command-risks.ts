@@ -186,6 +186,10 @@ const PROGRAMS: Readonly<Record<string, ProgramRules>> = {
   pytest: { short: 'pco', long: ['override-ini', 'rootdir', 'confcutdir'] },
   'py.test': { short: 'pco', long: ['override-ini', 'rootdir', 'confcutdir'] },
   tox: { short: 'cx', long: ['conf', 'override'] },
+  eslint: { short: 'c', long: ['rulesdir', 'plugin', 'resolve-plugins-relative-to'] },
+  jest: { short: 'c', long: ['setupfiles', 'setupfilesafterenv', 'globalsetup', 'testrunner', 'transform'] },
+  vitest: { short: 'c', long: ['root', 'dir', 'setupfiles', 'globalsetup'] },
+  mocha: { short: 'r', long: ['file', 'ui'] },
   pip: { short: 'if', long: ['index-url', 'extra-index-url', 'find-links'] },
   pip3: { short: 'if', long: ['index-url', 'extra-index-url', 'find-links'] },
   docker: { short: 'ev', long: ['env', 'env-file', 'volume', 'privileged', 'mount'] },
@@ -212,7 +216,7 @@ export function riskyArgument(words: readonly string[], from: number, context: A
 
 /** The program a word runs, as the tables name it: `./gradlew.bat` is `gradlew`, `/usr/bin/git` is `git`. */
 export function programName(word: string): string {
-  const base = word.split(/[\\/]/).pop() ?? word;
+  const base = packageName(word) ?? word.split(/[\\/]/).pop() ?? word;
   return base.toLowerCase().replace(/\.(?:exe|cmd|bat|ps1|sh)$/, '');
 }
 
@@ -227,13 +231,15 @@ class ArgumentCheck {
   run(name: string): string | undefined {
     const rules = PROGRAMS[name] ?? {};
     const subcommand = this.subcommandIndex(rules);
-    for (let i = this.program + 1; i < this.words.length; i++) {
-      if (i < this.from) continue;
-      const word = this.words[i] ?? '';
-      const why = this.riskOf(word, i, rules, subcommand);
+    // `npx pkg …`: the words after the package are its program's, checked as that program's own.
+    const fetched = this.fetchedPackageIndex(rules, subcommand);
+    const end = fetched ?? this.words.length;
+    for (let i = Math.max(this.program + 1, this.from); i < end; i++) {
+      const why = this.riskOf(this.words[i] ?? '', i, rules, subcommand);
       if (why !== undefined) return why;
     }
-    return this.fetchRisk(rules, subcommand);
+    if (fetched === undefined) return undefined;
+    return this.fetchRisk(rules, fetched) ?? riskyArgument(this.words.slice(fetched), Math.max(1, this.from - fetched), this.context);
   }
 
   private riskOf(word: string, index: number, rules: ProgramRules, subcommand: number | undefined): string | undefined {
@@ -266,13 +272,18 @@ class ArgumentCheck {
     return undefined;
   }
 
-  /** `npx pkg`, `npm exec pkg`, `pnpm dlx pkg`: the package must be one the lock files pin. */
-  private fetchRisk(rules: ProgramRules, subcommand: number | undefined): string | undefined {
+  /** Where the package is that `npx`, `npm exec`, `pnpm dlx` and the like run; `undefined` for other commands. */
+  private fetchedPackageIndex(rules: ProgramRules, subcommand: number | undefined): number | undefined {
     const bySubcommand = subcommand !== undefined && rules.subcommands?.[this.words[subcommand] ?? ''] === 'fetches';
     if (rules.fetchesPackage === undefined && !bySubcommand) return undefined;
     const start = (bySubcommand ? subcommand : this.program) + 1;
     const index = this.words.findIndex((w, i) => i >= start && !w.startsWith('-'));
-    if (index === -1 || index < this.from) return undefined;
+    return index === -1 ? undefined : index;
+  }
+
+  /** The package must be one the lock files pin, unless the rule itself names it. */
+  private fetchRisk(rules: ProgramRules, index: number): string | undefined {
+    if (index < this.from) return undefined;
     const spec = this.words[index] ?? '';
     const name = packageName(spec);
     const pinned = rules.fetchesPackage !== 'never-pinned' && name !== undefined && this.context.lockedPackages.has(name);

@@ -102,7 +102,7 @@ const RULES = allowRules([
   './gradlew *',
   'git -c color.ui=never log *',
 ]);
-const CONTEXT = { lockedPackages: new Set(['eslint', 'typescript', 'tsc', '@scope/tool']) };
+const CONTEXT = { lockedPackages: new Set(['eslint', 'typescript', 'tsc', 'tsx', '@scope/tool']) };
 
 /** Each command line with whether the rules above let it run without asking. */
 const TABLE: ReadonlyArray<readonly [string, 'allowed' | 'asked']> = [
@@ -140,6 +140,9 @@ const TABLE: ReadonlyArray<readonly [string, 'allowed' | 'asked']> = [
   ['npx eslint src', 'allowed'],
   ['npx tsc --noEmit', 'allowed'],
   ['npx @scope/tool@2 run', 'allowed'],
+  ['npx tsc -p tsconfig.json', 'allowed'],
+  ['npx eslint -c evil.config.js src', 'asked'],
+  ['npx tsx -e "process.exit()"', 'asked'],
   ['npx left-pad-evil', 'asked'],
   ['npx -y left-pad-evil', 'asked'],
   ['npx --package=evil eslint', 'asked'],
