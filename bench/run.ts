@@ -13,6 +13,7 @@ import { benchBundle } from './bundle';
 import { benchEngine } from './engine';
 import { benchGauge } from './gauge';
 import { benchLongConversations } from './long-conversations';
+import { benchLongTurns, PROVIDER_RATIO } from './long-turns';
 import { round } from './stats';
 import { benchStore } from './store';
 
@@ -27,11 +28,16 @@ type Key =
   | 'activation_ms'
   | 'bundle_bytes'
   | 'reload_ms_10k'
-  | 'append_ratio_50k_1k';
+  | 'append_ratio_50k_1k'
+  | 'long_turn_overflows'
+  | 'long_turn_min_gain_pct'
+  | 'long_turn_ledger_errors'
+  | 'long_turn_summarizer_input_ratio'
+  | 'long_turn_host_ms_max';
 
 interface Target {
   readonly what: string;
-  readonly op: '<' | '≤';
+  readonly op: '<' | '≤' | '≥';
   readonly limit: number;
 }
 
@@ -46,11 +52,20 @@ const TARGETS: Record<Key, Target> = {
   bundle_bytes: { what: 'production dist/extension.js + dist/composition.js, vocabularies apart (bytes)', op: '<', limit: 1_048_576 },
   reload_ms_10k: { what: 'open a 10,000-message conversation until the gauge has its count (ms)', op: '<', limit: 200 },
   append_ratio_50k_1k: { what: 'append with the gauge listening, 50,000 ÷ 1,000 messages', op: '≤', limit: 2 },
+  long_turn_overflows: { what: 'long agentic turns (36 requests of 30–60 tool calls, 32k and 64k): overflow errors', op: '≤', limit: 0 },
+  long_turn_min_gain_pct: { what: 'long agentic turns: least share of the view one compaction freed (%)', op: '≥', limit: 10 },
+  long_turn_ledger_errors: {
+    what: 'long agentic turns: paths and needle ledgers wrong in the summaries, against the log each was applied to',
+    op: '≤',
+    limit: 0,
+  },
+  long_turn_summarizer_input_ratio: { what: 'long agentic turns: tokens sent to the summarizer ÷ unique tokens (32k)', op: '≤', limit: 0.8 },
+  long_turn_host_ms_max: { what: "long agentic turns: the host thread's ms for one compaction, computed and applied, max", op: '<', limit: 50 },
 };
 
 function met(key: Key, value: number): boolean {
   const { op, limit } = TARGETS[key];
-  return op === '<' ? value < limit : value <= limit;
+  return op === '<' ? value < limit : op === '≥' ? value >= limit : value <= limit;
 }
 
 function formatNumber(value: number): string {
@@ -85,6 +100,7 @@ async function main(): Promise<void> {
   const input = await step('summarizer input', () => benchSummarizerInput(tokenizer));
   const engine = await step('engine on a million tokens', () => benchEngine(tokenizer));
   const long = await step('long conversations', () => benchLongConversations(tokenizer));
+  const turns = await step('long agentic turns', () => benchLongTurns(tokenizer));
   const store = await step('conversation store', () => benchStore());
 
   const results: Record<Key, number> = {
@@ -98,6 +114,11 @@ async function main(): Promise<void> {
     bundle_bytes: bundle.bundle_bytes,
     reload_ms_10k: round(long.reload_ms_10k, 1),
     append_ratio_50k_1k: round(long.append_ratio_50k_1k, 2),
+    long_turn_overflows: turns.reduce((sum, t) => sum + t.overflow_errors, 0),
+    long_turn_min_gain_pct: Math.min(...turns.map((t) => t.min_gain_pct)),
+    long_turn_ledger_errors: turns.reduce((sum, t) => sum + t.ledger_errors, 0),
+    long_turn_summarizer_input_ratio: round(turns[0]!.summarizer_input_ratio, 3),
+    long_turn_host_ms_max: round(Math.max(...turns.map((t) => t.host_ms_max)), 1),
   };
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -136,6 +157,13 @@ async function main(): Promise<void> {
       .join(', ')}`,
     `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
       `append with the gauge ${round(long.append_gauge_ms_1k, 2)} ms (1,000) vs ${round(long.append_gauge_ms_50k, 2)} ms (50,000 messages, ${long.compactions_50k} compactions)`,
+    ...turns.map(
+      (t) =>
+        `- long agentic turns at ${formatNumber(t.window)} tokens (provider counting ${PROVIDER_RATIO}× the local tokenizer): ${t.sessions} sessions, ${t.requests} requests, ` +
+        `${formatNumber(t.tool_calls)} tool calls, ${formatNumber(t.messages)} messages; overflow errors ${t.overflow_errors} (first request ${t.first_request_overflows}); ` +
+        `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
+        `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; host ms per compaction median ${round(t.host_ms_median, 2)}, max ${round(t.host_ms_max, 1)}`,
+    ),
     '',
     'Conversation store (bench/store.ts):',
     '',
