@@ -25,12 +25,15 @@ import {
   calibratedCount,
   effectiveRatio,
   learnedCalibration,
+  rememberedPrior,
   type Calibration,
+  type CalibrationMemory,
   type ContextCount,
   type ReportedUsage,
   type RequestBasis,
 } from '../core/usage-calibration';
 import { ViewTokens } from '../core/view-tokens';
+import { familyPrior, type RatioPrior } from '../core/tokenizer-priors';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
@@ -75,6 +78,8 @@ export interface ConversationDeps {
    * the swap at the compaction point costs no wait. Off when absent.
    */
   readonly summarizeAhead?: () => boolean;
+  /** What earlier conversations learned of each model's ratio, and where this one's is kept. Absent: the family table alone. */
+  readonly calibrations?: CalibrationMemory;
 }
 
 export interface CompactOptions {
@@ -278,7 +283,7 @@ export class Conversation {
   count(): ContextCount {
     const model = this.deps.model();
     const tokens = this.tokensOfView(model.counter);
-    return calibratedCount(tokens.total(), (id) => tokens.after(id), this.latestUsage, this.basis(), model.fixedOverhead, this.ratio(model.key) ?? 1);
+    return calibratedCount(tokens.total(), (id) => tokens.after(id), this.latestUsage, this.basis(), model.fixedOverhead, this.guess(model.key));
   }
 
   /** The basis a request sent now is built on: stamped on the usage it gets back. */
@@ -291,6 +296,7 @@ export class Conversation {
       basis: this.basis(),
       localTokens,
       localFraming: tokens.framing(),
+      localFixed: model.fixedOverhead,
       ...(ratio !== undefined ? { ratio } : {}),
       ...(model.key !== undefined ? { model: model.key } : {}),
     };
@@ -362,7 +368,7 @@ export class Conversation {
     const budget = this.assess();
     if (budget.limit <= 0 || budget.warningAt <= 0) return undefined;
     const model = this.deps.model();
-    const ratio = this.ratio(model.key) ?? 1;
+    const ratio = this.guess(model.key);
     return Math.max(0, Math.floor((budget.warningAt - less) / ratio) - model.fixedOverhead - 1);
   }
 
@@ -376,13 +382,33 @@ export class Conversation {
     const memo = this.calibrationMemo;
     let calibration = memo?.calibration;
     if (!memo || memo.key !== key || memo.reports !== this.usages.length) {
-      calibration = learnedCalibration(this.usages, key);
+      const prior = this.priorOf(key);
+      calibration = learnedCalibration(this.usages, key, prior);
       this.calibrationMemo = { key, reports: this.usages.length, calibration };
+      const remembered = key !== undefined ? rememberedPrior(this.usages, key, prior) : undefined;
+      if (key !== undefined && remembered) this.deps.calibrations?.learned(key, remembered);
     }
     if (calibration === undefined) return undefined;
     const model = this.deps.model();
     const tokens = this.tokensOfView(model.counter);
     return effectiveRatio(calibration, tokens.total() + model.fixedOverhead, tokens.framing());
+  }
+
+  /**
+   * What is known of `key`'s ratio before this conversation's reports: learned in earlier conversations,
+   * else its family's table figure. Taken once per model, so that what this conversation teaches the
+   * memory does not come back to it as a prior.
+   */
+  private priorOf(key: string | undefined): RatioPrior | undefined {
+    if (!this.priors.has(key)) this.priors.set(key, this.deps.calibrations?.prior(key) ?? familyPrior(key));
+    return this.priors.get(key);
+  }
+
+  private readonly priors = new Map<string | undefined, RatioPrior | undefined>();
+
+  /** The ratio to count with: the one learned from the reports, else the prior, else none (1). */
+  private guess(key: string | undefined): number {
+    return this.ratio(key) ?? this.priorOf(key)?.ratio ?? 1;
   }
 
   /**

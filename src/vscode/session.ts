@@ -17,6 +17,7 @@ import { VENDOR } from '../app/contributions';
 import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import type { LongrunSettings } from '../app/settings';
 import { errorText } from '../core/errors';
+import type { CalibrationMemory } from '../core/usage-calibration';
 
 /**
  * The extension's state: the current conversation and the model in use. One instance, made in
@@ -68,6 +69,7 @@ export class Session implements vscode.Disposable {
     private readonly clock: Clock,
     private readonly log: vscode.LogOutputChannel,
     private readonly windows: ModelWindows,
+    private readonly calibrations?: CalibrationMemory,
   ) {
     this.store = new ConversationStore(storageDir, () => clock.now());
     this.index = new ConversationIndex(workspaceState);
@@ -230,6 +232,7 @@ export class Session implements vscode.Disposable {
       model: () => this.modelContext(),
       summarizer: () => this.summarizer(),
       telemetry: () => this.tracing,
+      ...(this.calibrations ? { calibrations: this.calibrations } : {}),
     };
   }
 
