@@ -219,7 +219,10 @@ describe('Longrun in a real VS Code', function () {
       const before = (await model.requests()).length;
       const entriesBefore = (await entries()).length;
       const reads = Array.from({ length: 15 }, (_, i) => `src/big-${(i % 10) + 1}.ts`);
-      await model.script([...reads.map((path) => ({ toolCalls: [{ name: 'read_file', arguments: { path } }] })), { text: 'All fifteen files read.' }]);
+      await model.script([
+        ...reads.map((path) => ({ toolCalls: [{ name: 'read_file', arguments: { path } }] })),
+        { text: 'All fifteen files read.' },
+      ]);
       await chat('read the big files one by one, fifteen reads in all', SIX_K_MODEL);
       const requests = (await model.requests()).slice(before).filter((r) => r.model === 'scripted-6k');
       assert.deepEqual(
