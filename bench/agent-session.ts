@@ -67,7 +67,7 @@ const SYSTEM = "You are Longrun, a coding agent working in the user's VS Code wo
 const PER_MESSAGE = 4;
 
 /** A summary of the size Longrun asks for (about 800 tokens by default), its sections filled. */
-function summaryText(request: SummaryRequest): string {
+export function summaryText(request: SummaryRequest): string {
   const sections = ['Completed Work', 'Key Technical Decisions', 'Current State', 'Pending Work', 'Errors & Resolutions', 'Next Steps'];
   const body = sections
     .map((s, i) => `### ${s}\n${`- Module ${i}: the retry policy checks its input first; tests cover the failing cases. `.repeat(6)}`)
@@ -76,7 +76,7 @@ function summaryText(request: SummaryRequest): string {
 }
 
 /** The store, counting writes under way so that simulated time never overtakes them. */
-class TrackedStore extends ConversationStore {
+export class TrackedStore extends ConversationStore {
   private pending = 0;
 
   busy(): boolean {
@@ -256,7 +256,7 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
 }
 
 /** The chat participant's `compactInBackgroundIfNeeded`, on this conversation. */
-function compactAfterTurn(
+export function compactAfterTurn(
   conversation: Conversation,
   guard: GuardState,
   done: (outcome: Awaited<ReturnType<Conversation['compact']>>) => void,

@@ -15,6 +15,7 @@ import { benchGauge } from './gauge';
 import { benchLongConversations } from './long-conversations';
 import { benchEngineHost } from './engine-host';
 import { benchPrefixReuse } from './prefix-reuse';
+import { benchLongTurns, PROVIDER_RATIO } from './long-turns';
 import { round } from './stats';
 import { benchStore } from './store';
 
@@ -32,7 +33,12 @@ type Key =
   | 'append_ratio_50k_1k'
   | 'prefix_reuse_share'
   | 'cache_breaks_per_100_requests'
-  | 'engine_host_ms_cold';
+  | 'engine_host_ms_cold'
+  | 'long_turn_overflows'
+  | 'long_turn_min_gain_pct'
+  | 'long_turn_ledger_errors'
+  | 'long_turn_summarizer_input_ratio'
+  | 'long_turn_host_ms_max';
 
 interface Target {
   readonly what: string;
@@ -66,6 +72,15 @@ const TARGETS: Record<Key, Target> = {
     op: '≤',
     limit: 0,
   },
+  long_turn_overflows: { what: 'long agentic turns (36 requests of 30–60 tool calls, 32k and 64k): overflow errors', op: '≤', limit: 0 },
+  long_turn_min_gain_pct: { what: 'long agentic turns: least share of the view one compaction freed (%)', op: '≥', limit: 10 },
+  long_turn_ledger_errors: {
+    what: 'long agentic turns: paths and needle ledgers wrong in the summaries, against the log each was applied to',
+    op: '≤',
+    limit: 0,
+  },
+  long_turn_summarizer_input_ratio: { what: 'long agentic turns: tokens sent to the summarizer ÷ unique tokens (32k)', op: '≤', limit: 0.8 },
+  long_turn_host_ms_max: { what: "long agentic turns: the host thread's ms for one compaction, computed and applied, max", op: '<', limit: 50 },
 };
 
 function met(key: Key, value: number): boolean {
@@ -105,6 +120,7 @@ async function main(): Promise<void> {
   const input = await step('summarizer input', () => benchSummarizerInput(tokenizer));
   const engine = await step('engine on a million tokens', () => benchEngine(tokenizer));
   const long = await step('long conversations', () => benchLongConversations(tokenizer));
+  const turns = await step('long agentic turns', () => benchLongTurns(tokenizer));
   const store = await step('conversation store', () => benchStore());
   const host = await step('compaction off the host thread', () => benchEngineHost(tokenizer));
   const prefix = await step('prefix reuse', () => benchPrefixReuse(tokenizer, 'continuation'));
@@ -129,6 +145,11 @@ async function main(): Promise<void> {
     prefix_reuse_share: round(prefix.prefix_reuse_share, 3),
     cache_breaks_per_100_requests: round(prefix.cache_breaks_per_100_requests, 2),
     engine_host_ms_cold: round(host.engine_host_ms_cold, 1),
+    long_turn_overflows: turns.reduce((sum, t) => sum + t.overflow_errors, 0),
+    long_turn_min_gain_pct: Math.min(...turns.map((t) => t.min_gain_pct)),
+    long_turn_ledger_errors: turns.reduce((sum, t) => sum + t.ledger_errors, 0),
+    long_turn_summarizer_input_ratio: round(turns[0]!.summarizer_input_ratio, 3),
+    long_turn_host_ms_max: round(Math.max(...turns.map((t) => t.host_ms_max)), 1),
   };
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -173,6 +194,13 @@ async function main(): Promise<void> {
       `summarizer_uncached_input_ratio (share of a summary request's input that is not a prefix of the agent's request before it): ` +
       `${round(prefix.summarizer_uncached_input_ratio, 3)} as a continuation of the conversation (${prefix.summarizer_calls} calls, the default with the agent's own model), ` +
       `${round(structured.summarizer_uncached_input_ratio, 3)} as a request of its own (${structured.summarizer_calls} calls, with a summarizer model of its own; prefix reuse then ${round(structured.prefix_reuse_share, 3)})`,
+    ...turns.map(
+      (t) =>
+        `- long agentic turns at ${formatNumber(t.window)} tokens (provider counting ${PROVIDER_RATIO}× the local tokenizer): ${t.sessions} sessions, ${t.requests} requests, ` +
+        `${formatNumber(t.tool_calls)} tool calls, ${formatNumber(t.messages)} messages; overflow errors ${t.overflow_errors} (first request ${t.first_request_overflows}); ` +
+        `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
+        `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; host ms per compaction median ${round(t.host_ms_median, 2)}, max ${round(t.host_ms_max, 1)}`,
+    ),
     '',
     'Conversation store (bench/store.ts):',
     '',

@@ -29,6 +29,7 @@ import { ContextGauge } from './vscode/gauge';
 import type { GaugeItem } from './vscode/gauge-item';
 import { discoverContextWindow } from './llm/window-discovery';
 import { LongrunModelProvider } from './vscode/model-provider';
+import { ModelCalibrations } from './app/model-calibrations';
 import { ModelWindows } from './app/model-windows';
 import type { WorkspaceRoot } from './app/path-guard';
 import { Session } from './vscode/session';
@@ -111,7 +112,9 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
     (message) => log.warn(message),
   );
   context.subscriptions.push({ dispose: () => engine.dispose() });
-  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows, engine);
+  // What each model's provider counts against the local count, learned across conversations.
+  const calibrations = new ModelCalibrations(context.globalState, now, (message) => log.warn(message));
+  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows, engine, calibrations);
   context.subscriptions.push(session);
   redact = (text) => session.redact(text);
 

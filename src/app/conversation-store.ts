@@ -179,6 +179,8 @@ const usageSchema = lazily(() =>
       round: z.number().int().min(0).optional(),
       localTokens: countSchema().optional(),
       localFraming: countSchema().optional(),
+      // Added with the weighing of reports by their messages: a Longrun from before it drops it.
+      localFixed: countSchema().optional(),
       model: z.string().optional(),
       truncated: z.boolean().optional(),
     })

@@ -25,7 +25,9 @@ import {
   calibratedCount,
   effectiveRatio,
   learnedCalibration,
+  rememberedPrior,
   type Calibration,
+  type CalibrationMemory,
   type ContextCount,
   type ReportedUsage,
   type RequestBasis,
@@ -34,6 +36,7 @@ import { ViewTokens } from '../core/view-tokens';
 import { charEstimator } from '../core/tokenizer';
 import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
 import { branchLog, onTurn, TurnIndex } from '../core/branches';
+import { familyPrior, type RatioPrior } from '../core/tokenizer-priors';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
 import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
@@ -80,6 +83,8 @@ export interface ConversationDeps {
   readonly summarizeAhead?: () => boolean;
   /** Where compactions are computed: in a worker, or on this thread when absent. */
   readonly engine?: CompactionEngine;
+  /** What earlier conversations learned of each model's ratio, and where this one's is kept. Absent: the family table alone. */
+  readonly calibrations?: CalibrationMemory;
 }
 
 export interface CompactOptions {
@@ -363,7 +368,7 @@ export class Conversation {
   count(): ContextCount {
     const model = this.deps.model();
     const tokens = this.tokensOfView(model.counter);
-    return calibratedCount(tokens.total(), (id) => tokens.after(id), this.latestUsage, this.basis(), model.fixedOverhead, this.ratio(model.key) ?? 1);
+    return calibratedCount(tokens.total(), (id) => tokens.after(id), this.latestUsage, this.basis(), model.fixedOverhead, this.guess(model.key));
   }
 
   /** The basis a request sent now is built on: stamped on the usage it gets back. */
@@ -376,6 +381,7 @@ export class Conversation {
       basis: this.basis(),
       localTokens,
       localFraming: tokens.framing(),
+      localFixed: model.fixedOverhead,
       ...(ratio !== undefined ? { ratio } : {}),
       ...(model.key !== undefined ? { model: model.key } : {}),
     };
@@ -487,7 +493,7 @@ export class Conversation {
     const budget = this.assess();
     if (budget.limit <= 0 || budget.warningAt <= 0) return undefined;
     const model = this.deps.model();
-    const ratio = this.ratio(model.key) ?? 1;
+    const ratio = this.guess(model.key);
     // Over the window, the aim is to fit again with as much of the turn under way kept as can be.
     const target = budget.level === 'over' ? budget.warningAt : compactionTarget(budget.limit, budget.warningAt, this.deps.config());
     return Math.max(0, Math.floor((target - less) / ratio) - model.fixedOverhead - 1);
@@ -503,13 +509,33 @@ export class Conversation {
     const memo = this.calibrationMemo;
     let calibration = memo?.calibration;
     if (!memo || memo.key !== key || memo.reports !== this.usages.length) {
-      calibration = learnedCalibration(this.usages, key);
+      const prior = this.priorOf(key);
+      calibration = learnedCalibration(this.usages, key, prior);
       this.calibrationMemo = { key, reports: this.usages.length, calibration };
+      const remembered = key !== undefined ? rememberedPrior(this.usages, key, prior) : undefined;
+      if (key !== undefined && remembered) this.deps.calibrations?.learned(key, remembered);
     }
     if (calibration === undefined) return undefined;
     const model = this.deps.model();
     const tokens = this.tokensOfView(model.counter);
     return effectiveRatio(calibration, tokens.total() + model.fixedOverhead, tokens.framing());
+  }
+
+  /**
+   * What is known of `key`'s ratio before this conversation's reports: learned in earlier conversations,
+   * else its family's table figure. Taken once per model, so that what this conversation teaches the
+   * memory does not come back to it as a prior.
+   */
+  private priorOf(key: string | undefined): RatioPrior | undefined {
+    if (!this.priors.has(key)) this.priors.set(key, this.deps.calibrations?.prior(key) ?? familyPrior(key));
+    return this.priors.get(key);
+  }
+
+  private readonly priors = new Map<string | undefined, RatioPrior | undefined>();
+
+  /** The ratio to count with: the one learned from the reports, else the prior, else none (1). */
+  private guess(key: string | undefined): number {
+    return this.ratio(key) ?? this.priorOf(key)?.ratio ?? 1;
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Message } from './messages';
 import type { MessageTokenCounter } from './message-tokens';
+import type { RatioPrior } from './tokenizer-priors';
 
 /** Token usage a provider reported for one model call. */
 export interface ReportedUsage {
@@ -18,6 +19,8 @@ export interface ReportedUsage {
   readonly localTokens?: number;
   /** The part of `localTokens` that is the messages' framing (see `TokenOverheads`), when known. */
   readonly localFraming?: number;
+  /** The part of `localTokens` that is the system prompt and the tool definitions, when known. */
+  readonly localFixed?: number;
   /** The model that answered, to learn its tokenizer's ratio to the local count. */
   readonly model?: string;
   /** The server counted far fewer tokens than were sent: it cut the prompt. Never calibrates. */
@@ -32,6 +35,8 @@ export interface RequestBasis {
   readonly localTokens: number;
   /** The part of `localTokens` that is the messages' framing. */
   readonly localFraming?: number;
+  /** The part of `localTokens` that is the system prompt and the tool definitions. */
+  readonly localFixed?: number;
   /** The provider-to-local ratio learned for this model so far, when any. */
   readonly ratio?: number;
 }
@@ -104,28 +109,67 @@ export function calibratedCount(
 /**
  * How the provider's counts compare with the local tokenizer's for one model: the input tokens it
  * reported over the local count of the same requests, over the latest few usable reports; undefined
- * when no report says. A prior of ratio 1 weighs as much as `RATIO_PRIOR_TOKENS`, so that one
- * small request (mostly framing) does not set the ratio alone.
+ * when no report says. Each report weighs as much as its messages (its local count less the system
+ * prompt and tools, when it says them), so a first request that is mostly system prompt, which
+ * providers count their own way, does not set the ratio alone; `prior` (ratio 1 for
+ * `RATIO_PRIOR_TOKENS` when not given) weighs as much as its tokens.
  */
-export function learnedRatio(usages: readonly ReportedUsage[], model: string | undefined): number | undefined {
-  let reported = 0;
-  let local = 0;
+export function learnedRatio(usages: readonly ReportedUsage[], model: string | undefined, prior: RatioPrior = PLAIN_PRIOR): number | undefined {
+  const evidence = ratioEvidence(usages, model);
+  if (evidence.samples === 0) return undefined;
+  const ratio = (evidence.weighted + prior.ratio * prior.tokens) / (evidence.weight + prior.tokens);
+  return Math.min(MAX_RATIO, Math.max(MIN_RATIO, ratio));
+}
+
+/**
+ * What the latest usable reports of `model` say: their count, and their ratios summed weighted by
+ * their messages' local tokens (`weight`: how much of the messages they saw, the evidence to remember).
+ */
+export function ratioEvidence(usages: readonly ReportedUsage[], model: string | undefined): { samples: number; weight: number; weighted: number } {
+  let weighted = 0;
+  let weight = 0;
   let samples = 0;
   for (let i = usages.length - 1; i >= 0 && samples < RATIO_SAMPLES; i--) {
     const u = usages[i]!;
     if (u.truncated || !u.localTokens || u.localTokens <= 0 || u.inputTokens <= 0) continue;
     if (model !== undefined && u.model !== undefined && u.model !== model) continue;
-    reported += u.inputTokens;
-    local += u.localTokens;
+    const fixed = u.localFixed !== undefined ? Math.min(Math.max(0, u.localFixed), u.localTokens) : 0;
+    const w = Math.max(u.localTokens - fixed, MIN_REPORT_WEIGHT);
+    weighted += (u.inputTokens / u.localTokens) * w;
+    weight += w;
     samples++;
   }
-  if (samples === 0) return undefined;
-  const ratio = (reported + RATIO_PRIOR_TOKENS) / (local + RATIO_PRIOR_TOKENS);
-  return Math.min(MAX_RATIO, Math.max(MIN_RATIO, ratio));
+  return { samples, weight, weighted };
+}
+
+/** A model's ratio as it is kept across conversations (global state), and read back as their prior. */
+export interface CalibrationMemory {
+  /** What earlier conversations learned of `model`, else its family's table figure; undefined when nothing is known. */
+  prior(model: string | undefined): RatioPrior | undefined;
+  /** What a conversation has learned of `model` so far, prior included. */
+  learned(model: string, ratio: RatioPrior): void;
+}
+
+/** A ratio remembered across conversations weighs at most this many tokens: a new provider setup soon shows. */
+export const MAX_REMEMBERED_TOKENS = 20_000;
+
+/**
+ * What to remember of `model` after these reports: the ratio `learnedRatio` gives, weighing as much as
+ * the evidence behind it (the reports' messages and the prior), up to `MAX_REMEMBERED_TOKENS`.
+ * Undefined when no report of the model says anything.
+ */
+export function rememberedPrior(usages: readonly ReportedUsage[], model: string, prior: RatioPrior = PLAIN_PRIOR): RatioPrior | undefined {
+  const ratio = learnedRatio(usages, model, prior);
+  if (ratio === undefined) return undefined;
+  const { weight } = ratioEvidence(usages, model);
+  return { ratio, tokens: Math.min(MAX_REMEMBERED_TOKENS, Math.round(weight + prior.tokens)) };
 }
 
 const RATIO_SAMPLES = 5;
 const RATIO_PRIOR_TOKENS = 1_000;
+/** Even a request that is all system prompt says something. */
+const MIN_REPORT_WEIGHT = 50;
+const PLAIN_PRIOR: RatioPrior = { ratio: 1, tokens: RATIO_PRIOR_TOKENS };
 
 /**
  * How a provider's count relates to the local one, part by part: `content` scales the text (the
@@ -147,8 +191,8 @@ export interface Calibration {
  * taken only when it explains the reports better than the plain ratio does, within bounds; otherwise
  * both parts are the plain ratio. Undefined when no report says.
  */
-export function learnedCalibration(usages: readonly ReportedUsage[], model: string | undefined): Calibration | undefined {
-  const plain = learnedRatio(usages, model);
+export function learnedCalibration(usages: readonly ReportedUsage[], model: string | undefined, prior?: RatioPrior): Calibration | undefined {
+  const plain = learnedRatio(usages, model, prior);
   if (plain === undefined) return undefined;
   const same: Calibration = { content: plain, framing: plain };
   const samples: Array<{ y: number; c: number; f: number }> = [];

@@ -239,6 +239,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       basis: sent.basis,
       localTokens: sent.localTokens,
       ...(sent.localFraming !== undefined ? { localFraming: sent.localFraming } : {}),
+      ...(sent.localFixed !== undefined ? { localFixed: sent.localFixed } : {}),
       ...(sent.model !== undefined ? { model: sent.model } : {}),
       ...(verdict ? { truncated: true } : {}),
     };

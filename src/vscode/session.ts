@@ -19,6 +19,7 @@ import { VENDOR } from '../app/contributions';
 import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import type { LongrunSettings } from '../app/settings';
 import { errorText } from '../core/errors';
+import type { CalibrationMemory } from '../core/usage-calibration';
 
 /**
  * The extension's state: the current conversation and the model in use. One instance, made in
@@ -72,6 +73,7 @@ export class Session implements vscode.Disposable {
     private readonly log: vscode.LogOutputChannel,
     private readonly windows: ModelWindows,
     private readonly engine?: CompactionEngine,
+    private readonly calibrations?: CalibrationMemory,
   ) {
     this.store = new ConversationStore(storageDir, () => clock.now());
     this.index = new ConversationIndex(workspaceState);
@@ -161,6 +163,7 @@ export class Session implements vscode.Disposable {
       summarizer: () => this.summarizer(),
       telemetry: () => this.tracing,
       ...(this.engine ? { engine: this.engine } : {}),
+      ...(this.calibrations ? { calibrations: this.calibrations } : {}),
     };
   }
 

@@ -213,6 +213,7 @@ class Harness {
       basis: currentBasis(log),
       localTokens,
       localFraming,
+      localFixed: model.fixedOverhead,
       ...(ratio !== undefined ? { ratio } : {}),
       model: model.key,
     });

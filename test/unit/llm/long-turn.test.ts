@@ -38,6 +38,8 @@ function fileText(path: string, tokens: number): string {
 interface Run {
   readonly overflows: number;
   readonly entries: CompactionEntry[];
+  /** Each summary, and the files read before it in the log (sorted). */
+  readonly summaries: Array<{ entry: CompactionEntry; readBefore: string[] }>;
   /** Every compaction: the view's count before and after, and what its summary (if any) replaced. */
   readonly compactions: Array<{ before: number; after: number; summarized?: number; lowGain: boolean }>;
   readonly error: unknown;
@@ -95,7 +97,11 @@ describe('long agentic turns on small windows', () => {
       read_file: tool({
         description: 'read',
         inputSchema: z.object({ path: z.string() }),
-        execute: async ({ path }) => fileText(path, options.sizeOf(Number(/\d+/.exec(path)?.[0] ?? 0))),
+        execute: async ({ path }) => {
+          // Recorded as the extension records a tool's file operation: as soon as it happens.
+          void conversation.append([{ type: 'file', event: { kind: 'read', path, actor: 'agent', at: clock.now() } }]);
+          return fileText(path, options.sizeOf(Number(/\d+/.exec(path)?.[0] ?? 0)));
+        },
       }),
     };
     let overflows = 0;
@@ -171,8 +177,14 @@ describe('long agentic turns on small windows', () => {
       guard: options.guard ?? INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
     });
-    const entries = conversation.log().flatMap((r) => (r.type === 'compaction' ? [r.entry] : []));
-    return { overflows, entries, compactions, error: result.error, steps: result.steps };
+    const log = conversation.log();
+    const entries = log.flatMap((r) => (r.type === 'compaction' ? [r.entry] : []));
+    const summaries = entries.map((entry) => {
+      const at = log.findIndex((r) => r.type === 'compaction' && r.entry === entry);
+      const read = log.slice(0, at).flatMap((r) => (r.type === 'file' ? [r.event.path] : []));
+      return { entry, readBefore: [...new Set(read)].sort() };
+    });
+    return { overflows, entries, summaries, compactions, error: result.error, steps: result.steps };
   }
 
   const earlierTurn = (tokens: number): Message[] => [
@@ -180,10 +192,10 @@ describe('long agentic turns on small windows', () => {
     { id: 'e-a', role: 'assistant', content: [text(`The layout is clear. ${'note '.repeat(tokens / 4)}`)] },
   ];
 
-  for (const ahead of [false, true]) {
-    for (const pruning of [false, true]) {
-      const how = `summaries ${ahead ? '' : 'not '}prepared ahead, pruning ${pruning ? 'on' : 'off'}`;
-      it(`compacts a turn of 40 tool calls inside itself: nothing sent over the window, no compaction frees little (${how})`, async () => {
+  it('compacts a turn of 40 tool calls inside itself, summaries prepared ahead or not, pruning on or off: nothing sent over the window, no compaction frees little, every summary lists exactly the files read before it', async () => {
+    for (const ahead of [false, true]) {
+      for (const pruning of [false, true]) {
+        const how = `summaries ${ahead ? '' : 'not '}prepared ahead, pruning ${pruning ? 'on' : 'off'}`;
         // A 32k window less the answer's room; reads of 2,000 to 5,000 tokens, as a coding agent makes them.
         const run = await play({
           limit: 28_672,
@@ -194,29 +206,38 @@ describe('long agentic turns on small windows', () => {
           pruning,
           earlier: earlierTurn(1_600),
         });
-        assert.equal(run.error, undefined, String(run.error));
-        assert.equal(run.overflows, 0, 'no request was refused');
-        assert.ok(run.compactions.length >= 2, `${run.compactions.length} compactions`);
-        for (const c of run.compactions) assert.equal(c.lowGain, false, `${c.before} → ${c.after}`);
+        assert.equal(run.error, undefined, `${how}: ${String(run.error)}`);
+        assert.equal(run.overflows, 0, `${how}: no request was refused`);
+        assert.ok(run.compactions.length >= 2, `${how}: ${run.compactions.length} compactions`);
+        for (const c of run.compactions) assert.equal(c.lowGain, false, `${how}: ${c.before} → ${c.after}`);
         for (const c of run.compactions) {
           if (c.summarized !== undefined)
-            assert.ok(c.before - c.after >= c.summarized / 2, `freed ${c.before - c.after} of ${c.summarized} summarized`);
+            assert.ok(c.before - c.after >= c.summarized / 2, `${how}: freed ${c.before - c.after} of ${c.summarized} summarized`);
         }
-        if (!pruning) assert.ok(run.entries.length >= 2 && run.entries.every((e) => e.splitTurn), 'summaries inside the turn');
-      });
+        if (!pruning) assert.ok(run.entries.length >= 2 && run.entries.every((e) => e.splitTurn), `${how}: summaries inside the turn`);
+        for (const { entry, readBefore } of run.summaries) {
+          assert.deepEqual(Object.keys(entry.fileOperations.files), readBefore, `${how}: the files of summary round ${entry.round}`);
+        }
+      }
     }
-  }
+  });
 
-  for (const pruning of [false, true]) {
-    it(`keeps a loop of 40 reads in one request within a 6,000-token window (pruning ${pruning ? 'on' : 'off'})`, async () => {
-      // 1,500 tokens for the answer, 1,500 for the system prompt and tools; reads of about 600 tokens.
-      const run = await play({ limit: 4_500, overhead: 1_500, reads: 40, sizeOf: () => 600, pruning });
-      assert.equal(run.error, undefined, String(run.error));
-      assert.equal(run.overflows, 0, 'no request was refused');
-      assert.equal(run.steps, 41);
-      for (const c of run.compactions) assert.equal(c.lowGain, false, `${c.before} → ${c.after}`);
-    });
-  }
+  it('keeps a loop of 40 reads in one request within a 6,000-token window, every summary listing exactly the files read before it', async () => {
+    for (const ahead of [false, true]) {
+      for (const pruning of [false, true]) {
+        const how = `summaries ${ahead ? '' : 'not '}prepared ahead, pruning ${pruning ? 'on' : 'off'}`;
+        // 1,500 tokens for the answer, 1,500 for the system prompt and tools; reads of about 600 tokens.
+        const run = await play({ limit: 4_500, overhead: 1_500, reads: 40, sizeOf: () => 600, pruning, ahead });
+        assert.equal(run.error, undefined, `${how}: ${String(run.error)}`);
+        assert.equal(run.overflows, 0, `${how}: no request was refused`);
+        assert.equal(run.steps, 41, how);
+        for (const c of run.compactions) assert.equal(c.lowGain, false, `${how}: ${c.before} → ${c.after}`);
+        for (const { entry, readBefore } of run.summaries) {
+          assert.deepEqual(Object.keys(entry.fileOperations.files), readBefore, `${how}: the files of summary round ${entry.round}`);
+        }
+      }
+    }
+  });
 
   it('fits a first request whose two reads overflow the window by cutting them, though it has fewer messages than compaction waits for', async () => {
     const run = await play({ limit: 28_672, overhead: 6_000, reads: 2, sizeOf: () => 12_000 });

@@ -1,0 +1,416 @@
+/**
+ * Long agentic turns on small windows: generated sessions of single requests that take 30 to 60 tool
+ * calls each (file reads, searches, test runs, type checks, diffs, edits), played through Longrun's
+ * own agent loop, tools and conversation, at 32k and 64k windows. The provider counts 1.22 tokens for
+ * each of the local tokenizer's (a Qwen-like tokenizer on code) and refuses any request over its
+ * window, as OpenAI-compatible servers do. Measured: the overflow errors, the compactions and the
+ * least any of them freed, the file lists and needle ledgers of every summary against those of the
+ * log it was applied to, the summarizer's input against the session's unique tokens, and the
+ * milliseconds of the extension host's thread one compaction takes (computed and applied again on
+ * the log as it stood, with a summarizer that answers at once and a store that writes nothing).
+ *
+ * Run alone with `npx tsx bench/long-turns.ts`, or through `npm run bench`.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { APICallError } from 'ai';
+import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
+import { DEFAULT_CONFIG } from '../src/core/config';
+import { INITIAL_GUARD, noteCompaction, type GuardState } from '../src/core/compaction-guard';
+import { outputReserveFor } from '../src/core/context-window';
+import { renderFileOperations } from '../src/core/file-ledger';
+import { ledgerOf, type ConversationLog, type LogRecord } from '../src/core/history';
+import { MessageTokenCounter } from '../src/core/message-tokens';
+import { needleLedgerOf } from '../src/core/needles';
+import type { Summarizer } from '../src/core/ports';
+import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
+import { runAgentTurn, toolDefinitionsText, type AgentConversation, type AgentUi } from '../src/llm/agent';
+import { createAgentTools } from '../src/llm/agent-tools';
+import { Conversation, type ConversationDeps } from '../src/app/conversation';
+import { ConversationIndex, ConversationStore } from '../src/app/conversation-store';
+import { BenchWorkspace } from './agentic-workspace';
+import { compactAfterTurn, summaryText, TrackedStore } from './agent-session';
+import { random } from './sessions';
+import { median } from './stats';
+import { VirtualClock } from './virtual-time';
+
+/** How many tokens the provider counts for each of the local tokenizer's. */
+export const PROVIDER_RATIO = 1.22;
+/** The model the sessions run on: its family's prior ratio applies before its first usage report. */
+const MODEL_KEY = 'longrun/qwen2.5-coder:14b';
+const TURNS = 6;
+const SEEDS = [1, 2, 3];
+const MAX_OUTPUT = 4_096;
+
+const SYSTEM = [
+  "You are Longrun, a coding agent working in the user's VS Code workspace.",
+  'Workspace folders: app. Paths are relative to the workspace.',
+  'Use the tools to read, list and search files before answering questions about the code; do not guess file contents.',
+  'Change files with create_file and edit_file; each edit replaces an exact, unique piece of text. Keep changes minimal and explain them briefly. Run builds, tests and other shell commands with run_command (one line each; the user approves them).',
+  'Earlier parts of a long conversation may be replaced by a summary; trust it, and re-read files when you need their exact content.',
+  'Answer in Markdown, concisely.',
+].join('\n');
+
+const REQUESTS = [
+  'The retry logic fails under load. Read the jobs and storage modules, find why, fix it and run the tests. Never change the public API of src/api.',
+  'Add input validation to every billing handler, with tests. Do not touch src/auth. Later, update the changelog.',
+  'The type checker reports errors after the last change: fix them all, then run the tests again.',
+  'Go through the search and reports modules and make the timeouts configurable. Always keep the defaults as they are.',
+  'Find every place that logs a webhook payload and make sure no token is logged. Run the tests when done.',
+  'Refactor the notify module to share one retry helper with jobs; read both first, then change them, then run the type checker.',
+];
+
+/** What one session measured. */
+interface SessionResult {
+  readonly overflows: number;
+  /** Overflow errors of the first request before it had any reply: a request that cannot fit. */
+  readonly firstRequestOverflows: number;
+  readonly gains: number[];
+  readonly summaries: number;
+  readonly ledgerErrors: number;
+  readonly summarizerInput: number;
+  readonly uniqueTokens: number;
+  readonly hostMs: number[];
+  readonly messages: number;
+  readonly toolCalls: number;
+}
+
+/** A store that writes nothing, for timing the host's own work. */
+class NullStore extends ConversationStore {
+  override async appendAll(_id: string, records: readonly LogRecord[]): Promise<LogRecord[]> {
+    return [...records];
+  }
+}
+
+async function playSession(window: number, seed: number, tokenizer: TextTokenizer): Promise<SessionResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-long-turns-'));
+  let store: TrackedStore | undefined;
+  const clock = new VirtualClock(() => store?.busy() ?? false);
+  store = new TrackedStore(dir, () => clock.now());
+  try {
+    return await clock.run(() => play(window, seed, tokenizer, store!, clock));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function play(window: number, seed: number, tokenizer: TextTokenizer, store: ConversationStore, clock: VirtualClock): Promise<SessionResult> {
+  const counter = new MessageTokenCounter(tokenizer);
+  const state = new Map<string, unknown>();
+  const workspace = new BenchWorkspace(seed);
+  const next = random(seed * 104_729 + window);
+  let n = 0;
+  const newId = (): string => `id${++n}`;
+  let summarizerInput = 0;
+  const summarizer: Summarizer = {
+    name: 'bench',
+    summarize: async (request) => {
+      summarizerInput += counter.countText(request.system);
+      for (const m of request.messages) summarizerInput += counter.countText(m.content) + 4;
+      await clock.sleep(2_000);
+      return { text: summaryText(request) };
+    },
+  };
+  const reserve = outputReserveFor(window, MAX_OUTPUT);
+  const inputLimit = window - reserve;
+  let conversation: Conversation | undefined;
+  const tools = createAgentTools(workspace, {
+    readOnly: false,
+    commands: workspace,
+    maxResultChars: 20_000,
+    onFileEvent: (e) => void conversation!.append([{ type: 'file', event: { kind: e.kind, path: e.path, actor: 'agent', at: clock.now() } }]),
+    recall: { recall: (query) => conversation!.recall(query) },
+  });
+  const overhead = counter.countText(`${SYSTEM}\n${toolDefinitionsText(tools)}`);
+  const model = () => ({
+    name: 'bench',
+    window: { limit: inputLimit, source: 'model' as const },
+    counter,
+    fixedOverhead: overhead,
+    outputReserve: reserve,
+    key: MODEL_KEY,
+  });
+  conversation = new Conversation('bench', [], {
+    store,
+    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    clock,
+    newId,
+    config: () => DEFAULT_CONFIG,
+    model,
+    summarizer: () => summarizer,
+    summarizeAhead: () => true,
+  });
+  const c = conversation;
+
+  // The scripted model: each turn's tool calls, then its answer; what the provider counts, and refuses.
+  let plan: Array<() => { name: string; input: Record<string, unknown> }> = [];
+  let step = 0;
+  let overflows = 0;
+  let firstRequestOverflows = 0;
+  let toolCalls = 0;
+  const read: string[] = [];
+  const providerModel = new MockLanguageModelV4({
+    doStream: async () => {
+      const sent = Math.round(c.count().localTokens * PROVIDER_RATIO);
+      if (sent > inputLimit) {
+        overflows++;
+        if (c.log().filter((r) => r.type === 'message' && r.message.role === 'assistant').length === 0) firstRequestOverflows++;
+        throw new APICallError({
+          message: `This model's maximum context length is ${window} tokens. However, you requested ${sent + reserve} tokens (${sent} in the messages, ${reserve} in the completion).`,
+          url: 'http://127.0.0.1/v1/chat/completions',
+          requestBodyValues: {},
+          statusCode: 400,
+          responseBody: JSON.stringify({ error: { code: 'context_length_exceeded', message: 'too long' } }),
+          isRetryable: false,
+        });
+      }
+      await clock.sleep(3_000);
+      const usage = {
+        inputTokens: { total: sent, noCache: sent, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: 40, text: 40, reasoning: undefined },
+      };
+      const parts: Record<string, unknown>[] = [{ type: 'stream-start', warnings: [] }];
+      if (step < plan.length) {
+        const call = plan[step++]!();
+        toolCalls++;
+        parts.push(
+          { type: 'text-start', id: 't' },
+          { type: 'text-delta', id: 't', delta: `Next: ${call.name} on ${JSON.stringify(call.input).slice(0, 60)}.` },
+          { type: 'text-end', id: 't' },
+          { type: 'tool-call', toolCallId: `call_${newId()}`, toolName: call.name, input: JSON.stringify(call.input) },
+          { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage },
+        );
+      } else {
+        parts.push(
+          { type: 'text-start', id: 'a' },
+          { type: 'text-delta', id: 'a', delta: 'Done: the changes are made and the tests pass; the files touched are listed above.' },
+          { type: 'text-end', id: 'a' },
+          { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+        );
+      }
+      return { stream: convertArrayToReadableStream(parts as never[]) };
+    },
+  });
+
+  const paths = workspace.paths();
+  const toolCall = (): { name: string; input: Record<string, unknown> } => {
+    const roll = next();
+    if (roll < 0.52) {
+      const again = read.length > 0 && next() < 0.15;
+      const path = again ? read[Math.floor(next() * read.length)]! : paths[Math.floor(next() * paths.length)]!;
+      read.push(path);
+      return {
+        name: 'read_file',
+        input: next() < 0.15 ? { path, startLine: 1 + Math.floor(next() * 100), endLine: 150 + Math.floor(next() * 100) } : { path },
+      };
+    }
+    if (roll < 0.66)
+      return {
+        name: 'search_text',
+        input: { query: ['retries', 'timeoutMs', 'logger.warn', 'safeParse', 'Error('][Math.floor(next() * 5)]!, limit: 60 },
+      };
+    if (roll < 0.8) return { name: 'run_command', input: { command: ['npm test', 'npx tsc --noEmit', 'git diff'][Math.floor(next() * 3)]! } };
+    if (roll < 0.93 && read.length > 0) {
+      const path = read[Math.floor(next() * read.length)]!;
+      const oldText = workspace.editableLine(path, next);
+      if (oldText)
+        return {
+          name: 'edit_file',
+          input: { path, edits: [{ oldText, newText: oldText.replace(/timeoutMs: \d+/, `timeoutMs: ${1_000 + Math.floor(next() * 9_000)}`) }] },
+        };
+    }
+    if (roll < 0.97) {
+      const path = `src/new/helper-${n}.ts`;
+      return {
+        name: 'create_file',
+        input: { path, content: Array.from({ length: 40 }, (_, i) => `export const helper${n}_${i} = ${i};`).join('\n') },
+      };
+    }
+    return { name: 'list_files', input: { glob: 'src/**' } };
+  };
+
+  let guard: GuardState = INITIAL_GUARD;
+  const gains: number[] = [];
+  const counted = (outcome: Awaited<ReturnType<Conversation['compact']>>): void => {
+    if (outcome.status !== 'compacted' || outcome.joined) return;
+    gains.push((outcome.compaction.tokensBefore - outcome.compaction.tokensAfter) / outcome.compaction.tokensBefore);
+  };
+  const agentConversation: AgentConversation = {
+    log: () => c.log(),
+    view: () => c.view(),
+    append: (records) => c.append(records),
+    assess: () => c.assess(),
+    compact: async (reason, signal) => {
+      const outcome = await c.compact(reason, { signal });
+      counted(outcome);
+      return outcome;
+    },
+    requestBasis: () => c.requestBasis(),
+    newId,
+  };
+  const ui: AgentUi = {
+    text: () => undefined,
+    toolCall: () => undefined,
+    toolResult: () => undefined,
+    compacting: () => undefined,
+    compacted: () => undefined,
+    notice: () => undefined,
+  };
+
+  for (let t = 0; t < TURNS; t++) {
+    const calls = 30 + Math.floor(next() * 31);
+    plan = Array.from({ length: calls }, () => toolCall);
+    step = 0;
+    await c.append([
+      { type: 'message', message: { id: newId(), role: 'user', content: [{ type: 'text', text: REQUESTS[(t + seed) % REQUESTS.length]! }] } },
+    ]);
+    const result = await runAgentTurn({
+      model: providerModel,
+      system: SYSTEM,
+      tools,
+      maxSteps: calls + 5,
+      signal: new AbortController().signal,
+      conversation: agentConversation,
+      ui,
+      guard,
+      overflowRetriesPerTurn: DEFAULT_CONFIG.overflowRetriesPerTurn,
+    });
+    guard = result.guard;
+    // A turn that failed is not retried: its overflow is counted, and the next request goes on.
+    compactAfterTurn(c, guard, (outcome) => {
+      counted(outcome);
+      if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.lowGain);
+    });
+    await clock.sleep(15_000);
+  }
+  while (c.isCompacting()) await clock.sleep(100);
+
+  const log = c.log();
+  let uniqueTokens = 0;
+  let messages = 0;
+  for (const record of log) {
+    if (record.type !== 'message') continue;
+    uniqueTokens += counter.countMessage(record.message);
+    messages++;
+  }
+  const summaries = log.filter((r) => r.type === 'compaction').length;
+  return {
+    overflows,
+    firstRequestOverflows,
+    gains,
+    summaries,
+    ledgerErrors: ledgerErrors(log),
+    summarizerInput,
+    uniqueTokens,
+    hostMs: await hostMs(log, model),
+    messages,
+    toolCalls,
+  };
+}
+
+/**
+ * At every summary, the paths its file lists get wrong against the file operations of the log it was
+ * applied to (a path missing, extra, or under the wrong status), and one more when its needle ledger
+ * is not that of the log.
+ */
+export function ledgerErrors(log: ConversationLog): number {
+  let errors = 0;
+  log.forEach((record, at) => {
+    if (record.type !== 'compaction') return;
+    const before = log.slice(0, at);
+    const expected = new Set(renderFileOperations(ledgerOf(before)).split('\n'));
+    const start = record.entry.summary.lastIndexOf('<read-files>');
+    const shown = new Set(start >= 0 ? record.entry.summary.slice(start).split('\n') : []);
+    for (const line of expected) if (!shown.has(line)) errors++;
+    for (const line of shown) if (!expected.has(line)) errors++;
+    if (JSON.stringify(record.entry.needles) !== JSON.stringify(needleLedgerOf(before))) errors++;
+  });
+  return errors;
+}
+
+/**
+ * For each compaction of the session, the host's milliseconds to compute and apply it again on the log
+ * as it stood: the summarizer answers at once and the store writes nothing, so what is timed is the
+ * engine's own work (selection, pruning, the summary request, repairs, ledgers, the new view), with
+ * the token counts of the session at hand as in the extension.
+ */
+async function hostMs(log: ConversationLog, model: ConversationDeps['model']): Promise<number[]> {
+  const instant: Summarizer = { name: 'instant', summarize: async (request) => ({ text: summaryText(request) }) };
+  const times: number[] = [];
+  const state = new Map<string, unknown>();
+  for (let at = 0; at < log.length; at++) {
+    const record = log[at]!;
+    // The first record of each compaction: a pruning, or a summary not made with the pruning before it.
+    const first =
+      record.type === 'pruning' || (record.type === 'compaction' && !(log[at - 1]?.type === 'pruning' && record.entry.pruningId !== undefined));
+    if (!first) continue;
+    const reason = record.entry.reason;
+    const conversation = new Conversation('replay', log.slice(0, at), {
+      store: new NullStore(tmpdir(), () => 0),
+      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      clock: { now: () => 0, setTimer: () => () => undefined },
+      newId: () => `replay${at}`,
+      config: () => DEFAULT_CONFIG,
+      model,
+      summarizer: () => instant,
+    });
+    conversation.count();
+    const start = process.hrtime.bigint();
+    await conversation.compact(reason === 'manual' ? 'threshold' : reason);
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  return times;
+}
+
+/** What `npm run bench` reports of the long turns, per window. */
+export interface LongTurnsBench {
+  readonly window: number;
+  readonly sessions: number;
+  readonly requests: number;
+  readonly tool_calls: number;
+  readonly messages: number;
+  readonly overflow_errors: number;
+  readonly first_request_overflows: number;
+  readonly compactions: number;
+  readonly summaries: number;
+  readonly min_gain_pct: number;
+  readonly ledger_errors: number;
+  readonly summarizer_input_ratio: number;
+  readonly host_ms_median: number;
+  readonly host_ms_max: number;
+}
+
+export async function benchLongTurns(tokenizer: TextTokenizer, windows: readonly number[] = [32_768, 65_536]): Promise<LongTurnsBench[]> {
+  const out: LongTurnsBench[] = [];
+  for (const window of windows) {
+    const runs: SessionResult[] = [];
+    for (const seed of SEEDS) runs.push(await playSession(window, seed, tokenizer));
+    const sum = (f: (r: SessionResult) => number): number => runs.reduce((total, r) => total + f(r), 0);
+    const gains = runs.flatMap((r) => r.gains);
+    const host = runs.flatMap((r) => r.hostMs);
+    out.push({
+      window,
+      sessions: runs.length,
+      requests: runs.length * TURNS,
+      tool_calls: sum((r) => r.toolCalls),
+      messages: sum((r) => r.messages),
+      overflow_errors: sum((r) => r.overflows),
+      first_request_overflows: sum((r) => r.firstRequestOverflows),
+      compactions: gains.length,
+      summaries: sum((r) => r.summaries),
+      min_gain_pct: gains.length > 0 ? Math.round(Math.min(...gains) * 1000) / 10 : 0,
+      ledger_errors: sum((r) => r.ledgerErrors),
+      summarizer_input_ratio: sum((r) => r.summarizerInput) / sum((r) => r.uniqueTokens),
+      host_ms_median: median(host),
+      host_ms_max: Math.max(...host),
+    });
+  }
+  return out;
+}
+
+if (require.main === module) {
+  void loadTokenizer('o200k_base').then(async (tokenizer) => {
+    console.log(JSON.stringify(await benchLongTurns(tokenizer), null, 2));
+  });
+}
