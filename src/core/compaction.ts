@@ -311,10 +311,28 @@ async function summarizeLog(
   const tokensBefore = deps.counter.countMessages(view);
   const selected = selectMessages(view, request, deps, request.reason !== 'threshold' || request.overWindow === true);
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
+  const tooLittle = tooLittleToSummarize(selected.selection, request, deps, tokensBefore);
+  if (tooLittle) return { status: 'noop', reason: tooLittle };
   const plan = { ...planSummary(view, selected.selection, request, deps), sent };
   const written = await writeSummary(plan, request, deps);
   if ('status' in written) return written;
   return finishCompaction(plan, written, request, deps, { started, tokensBefore });
+}
+
+/**
+ * Why an automatic compaction below the window is not worth a summarizer call: the messages a summary
+ * would replace hold less than the share of the view a compaction must free, so even an empty summary
+ * would free too little. Over the window, or asked for, it is always tried.
+ */
+function tooLittleToSummarize(selection: Selection, request: CompactionRequest, deps: CompactionDeps, tokensBefore: number): string | undefined {
+  if (request.reason !== 'threshold' || request.overWindow === true || tokensBefore <= 0) return undefined;
+  const freeable = deps.counter.countMessages(selection.toCompact);
+  if (freeable >= tokensBefore * request.config.minGainShare) return undefined;
+  const count = selection.toCompact.length;
+  return (
+    `Not compacting: the ${count} message${count === 1 ? '' : 's'} a summary could replace hold about ${freeable} of the view's ${tokensBefore} tokens, ` +
+    `less than the ${Math.round(request.config.minGainShare * 100)}% a compaction must free; the rest is the recent part that is kept.`
+  );
 }
 
 /** What one summary covers and how it is asked for: the round, its size, the task, the directive. */

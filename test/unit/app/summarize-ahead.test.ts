@@ -177,9 +177,10 @@ describe('summarizing ahead of need', () => {
       keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 6 },
     };
     const { conversation, summarizer, say } = await setup(true, keepSix);
-    await say(0, 300);
+    await say(0, 450);
     for (let i = 1; i < 4; i++) await say(i, 1_250);
-    // Prepared on eight messages, keeping six: it summarizes only the first 600 tokens.
+    // Prepared on eight messages, keeping six: it summarizes only the first 900 tokens, just over a
+    // tenth of the view then, under a tenth of it once it grew.
     await until('the summary is being prepared', () => summarizer.calls.length === 1);
     summarizer.calls[0]!.release();
     await say(4, 600);

@@ -328,6 +328,29 @@ describe('compaction: failure without loss', () => {
     assert.equal(second.compaction.entry!.lowGain, true);
   });
 
+  it('asks no summarizer at the threshold when what a summary could replace is less than the share a compaction must free', async () => {
+    // The old part is a few short messages; the recent part kept verbatim holds nearly all the view.
+    const lopsided = [sys('s', 'You are a coding agent.'), ...turn('t1', 'Look', 1), ...turn('t2', 'Read the big file', 1, 'z'.repeat(8_000))];
+    const threshold = setup();
+    const skipped = await computeCompaction(request(asLog(lopsided), { reason: 'threshold' }), threshold.deps);
+    assert.equal(skipped.status, 'noop');
+    assert.match(
+      skipped.status === 'noop' ? skipped.reason : '',
+      /4 messages a summary could replace hold about \d+ of the view's \d+ tokens, less than the 10%/,
+    );
+    assert.equal(threshold.summarizer.requests.length, 0, 'no summarizer call');
+    // Asked for, or over the window, it is tried all the same.
+    const manual = setup();
+    await computeCompaction(request(asLog(lopsided)), manual.deps);
+    assert.ok(manual.summarizer.requests.length > 0, 'the summarizer was asked when the user asked');
+    const over = setup();
+    const overOutcome = await computeCompaction(
+      request(asLog(lopsided), { reason: 'threshold', window: { limit: 1_000, source: 'model' } }),
+      over.deps,
+    );
+    assert.ok(over.summarizer.requests.length > 0, `the summarizer was asked over the window (${overOutcome.status})`);
+  });
+
   it('changes nothing when the summary would be larger than what it replaces', async () => {
     const { deps } = setup(new RecordingSummarizer(() => ({ text: templateSummary('very long summary '.repeat(5_000)) })));
     const outcome = await computeCompaction(request(asLog(conversation)), deps);
