@@ -320,12 +320,13 @@ async function summarizeLog(
 }
 
 /**
- * Why an automatic compaction below the window is not worth a summarizer call: the messages a summary
- * would replace hold less than the share of the view a compaction must free, so even an empty summary
- * would free too little. Over the window, or asked for, it is always tried.
+ * Why an automatic compaction is not worth a summarizer call: the messages a summary would replace
+ * hold less than the share of the view a compaction must free, so even an empty summary would free
+ * too little. Over the window too: such a summary would not make the request fit, and a refused or
+ * cut request is answered by the overflow compaction, which, like one the user asks for, is always tried.
  */
 function tooLittleToSummarize(selection: Selection, request: CompactionRequest, deps: CompactionDeps, tokensBefore: number): string | undefined {
-  if (request.reason !== 'threshold' || request.overWindow === true || tokensBefore <= 0) return undefined;
+  if (request.reason !== 'threshold' || tokensBefore <= 0) return undefined;
   const freeable = deps.counter.countMessages(selection.toCompact);
   if (freeable >= tokensBefore * request.config.minGainShare) return undefined;
   const count = selection.toCompact.length;

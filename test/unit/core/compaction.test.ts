@@ -339,16 +339,18 @@ describe('compaction: failure without loss', () => {
       /4 messages a summary could replace hold about \d+ of the view's \d+ tokens, less than the 10%/,
     );
     assert.equal(threshold.summarizer.requests.length, 0, 'no summarizer call');
-    // Asked for, or over the window, it is tried all the same.
-    const manual = setup();
-    await computeCompaction(request(asLog(lopsided)), manual.deps);
-    assert.ok(manual.summarizer.requests.length > 0, 'the summarizer was asked when the user asked');
+    // Over the window as well; but asked for, or for a request the server refused, it is tried all the same.
+    // The latest request is kept whole whatever the window, so nearly all this view stays.
+    const longRequest = asLog([sys('s', 'You are a coding agent.'), ...turn('t1', 'Look', 1), user('u2', 'z'.repeat(8_000))]);
+    const small = { window: { limit: 1_000, source: 'model' as const } };
     const over = setup();
-    const overOutcome = await computeCompaction(
-      request(asLog(lopsided), { reason: 'threshold', window: { limit: 1_000, source: 'model' } }),
-      over.deps,
-    );
-    assert.ok(over.summarizer.requests.length > 0, `the summarizer was asked over the window (${overOutcome.status})`);
+    assert.equal((await computeCompaction(request(longRequest, { reason: 'threshold', ...small }), over.deps)).status, 'noop');
+    assert.equal(over.summarizer.requests.length, 0, 'no summarizer call over the window');
+    for (const reason of ['manual', 'overflow'] as const) {
+      const tried = setup();
+      await computeCompaction(request(longRequest, { reason, ...small }), tried.deps);
+      assert.ok(tried.summarizer.requests.length > 0, `the summarizer was asked for a ${reason} compaction`);
+    }
   });
 
   it('changes nothing when the summary would be larger than what it replaces', async () => {
