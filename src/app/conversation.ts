@@ -686,7 +686,15 @@ export class Conversation {
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
     const counter = this.deps.model().counter;
-    const check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
+    let check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
+    // The editor's thread is let go between making the ledgers and writing them; what was appended
+    // meanwhile is taken in by making them again (the last time without letting go).
+    for (let attempt = 0; check.ok && attempt < 2; attempt++) {
+      const length = this.records.length;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.records.length === length) break;
+      check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
+    }
     if (!check.ok) return undefined;
     const computed = check.compaction;
     // Counted with the counts stored with the records: after a reload nothing is tokenized again here.

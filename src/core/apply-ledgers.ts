@@ -55,7 +55,8 @@ export interface LedgerRefresh {
 /** `entry` with the file ledger and the needle ledger of `log`, and its summary's lists and kept needles made from them. */
 export function withLedgersOf(log: ConversationLog, entry: CompactionEntry, refresh: LedgerRefresh): CompactionEntry {
   const fileOperations = ledgerOf(log);
-  const needles = needleLedgerOf(log);
+  // The entry's own ledger was made from a prefix of this log: only what came after it is scanned.
+  const needles = needleLedgerOf(log, entry.needles);
   const body = stripKeptNeedles(stripFileOperations(entry.summary)).trimEnd();
   const kept = keepNeedles({
     ledger: needles,

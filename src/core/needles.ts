@@ -90,13 +90,14 @@ const MAX_ERROR_LINES = 3;
 // --- scanning ---------------------------------------------------------------------------------
 
 /**
- * The ledger in force for `log`: the one stored with the compaction in force, brought up to date
- * with the messages after the last one it took in. A log without one (no compaction yet, or entries
- * from before needles were kept) is scanned from its first message.
+ * The ledger in force for `log`: `start` when given (a ledger made from an earlier state of the same
+ * log), else the one stored with the compaction in force, brought up to date with the messages after
+ * the last one it took in. A log without one (no compaction yet, or entries from before needles were
+ * kept), or whose messages no longer hold the one it ends at, is scanned from its first message.
  */
-export function needleLedgerOf(log: ConversationLog): NeedleLedger {
+export function needleLedgerOf(log: ConversationLog, start?: NeedleLedger): NeedleLedger {
   const messages = allMessages(log);
-  const stored = lastEntry(log)?.needles;
+  const stored = start ?? lastEntry(log)?.needles;
   if (stored?.through) {
     const at = messages.findIndex((m) => m.id === stored.through);
     if (at >= 0) return scanOnce(stored, messages.slice(at + 1));
