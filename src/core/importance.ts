@@ -137,7 +137,7 @@ export function scoreGroup(messages: readonly Message[], firstIndex: number, tot
 }
 
 /**
- * The keep list (004 "keep high-importance messages in full"): positions of the messages that score
+ * The keep list (high-importance messages kept in full): positions of the messages that score
  * at least `keepThreshold`, or that call tools or carry their results when `keepToolResults` is on,
  * taken highest score first (the newer first on a tie) while their `measure`d tokens fit
  * `keepBudgetTokens` together; a message too large for what is left is passed over for smaller
