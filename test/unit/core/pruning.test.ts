@@ -5,7 +5,6 @@ import { activePrunings, currentBasis, modelView, undoLastStep, type LogRecord }
 import { stringifyOutput, type Message, type ToolResultPart } from '../../../src/core/messages';
 import {
   MIN_TRUNCATED_TOKENS,
-  normalizePath,
   prunedKey,
   pruningCandidates,
   truncationCandidates,
@@ -147,12 +146,6 @@ describe('pruning: which tool outputs are superseded or old', () => {
       /this search_text output \(1,000 tokens\) was superseded, the same call was made again later\. To see this one again, call recall with query "s1-c"/,
     );
     assert.equal(read!.saved, 1_000 - counter.countText(read!.output.stub));
-  });
-
-  it('compares paths as the file tools do', () => {
-    assert.equal(normalizePath('./src//app/./a.ts'), 'src/app/a.ts');
-    assert.equal(normalizePath('src\\app\\a.ts'), 'src/app/a.ts');
-    assert.equal(normalizePath('src/app/'), 'src/app');
   });
 });
 
