@@ -3,13 +3,7 @@ import { applyCompaction, computeCompaction, type CompactionDeps, type Compactio
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { activePrunings, currentBasis, modelView, undoLastStep, type LogRecord } from '../../../src/core/history';
 import { stringifyOutput, type Message, type ToolResultPart } from '../../../src/core/messages';
-import {
-  MIN_TRUNCATED_TOKENS,
-  prunedKey,
-  pruningCandidates,
-  truncationCandidates,
-  type PruningOptions,
-} from '../../../src/core/pruning';
+import { MIN_TRUNCATED_TOKENS, prunedKey, pruningCandidates, truncationCandidates, type PruningOptions } from '../../../src/core/pruning';
 import { asLog, assistant, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, sys, toolResult, user } from './fixtures';
 
 const counter = estimatingCounter();
