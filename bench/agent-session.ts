@@ -7,7 +7,7 @@
  *   the conversation summarizes in the background, and the compaction point applies the ready summary
  *   at the start of a step; a turn that ends at the threshold is compacted right away in the
  *   background, while the user reads and types;
- * - `blocking`: the seeds' design: compaction only at the start of a step, the request waiting for it.
+ * - `blocking`: compaction only at the start of a step, the request waiting for it.
  *
  * The wait a user sees from compaction is, per turn, the turn's time less the model's.
  */

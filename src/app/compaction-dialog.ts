@@ -1,7 +1,7 @@
 import type { CompactionOutcome } from '../core/compaction';
 import type { CompactionEntry, CompactionReason } from '../core/history';
 import type { ChatSurface, SummaryPreviews } from './chat-surface';
-import { ANSWER_COMMAND, COMMAND, EDIT_SUMMARY_COMMAND } from './contributions';
+import { ANSWER_COMMAND, COMMAND } from './contributions';
 import type { Conversation } from './conversation';
 import { compactionSentence } from './reports';
 
@@ -9,7 +9,7 @@ import { compactionSentence } from './reports';
  * What the chat says and asks about compaction: the question "Compact the conversation now?"
  * (Compact, Preview, Not now), the preview of a summary before it is applied (Apply summary,
  * Discard), and the line that reports a compaction with its buttons. The buttons run
- * `longrun.answerCompaction`, which the answers come back through.
+ * `ANSWER_COMMAND`, which the answers come back through.
  */
 
 /** An answer to the compaction question. */
@@ -103,7 +103,7 @@ export class CompactionDialog {
   }
 
   /**
-   * The answer to a question asked in the chat (the buttons run `longrun.answerCompaction`): true
+   * The answer to a question asked in the chat (the buttons run `ANSWER_COMMAND`): true
    * for "Compact" (or "Apply summary"), `'preview'` for "Preview", anything else for "Not now".
    */
   answer(id: unknown, compact: unknown): boolean {
@@ -142,7 +142,7 @@ export function showOutcome(
       const low = outcome.compaction.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
       chat.markdown(`\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`);
       if (e) chat.button({ command: COMMAND.showSummary, title: 'Open summary', arguments: [e.id] });
-      if (e && editable) chat.button({ command: EDIT_SUMMARY_COMMAND, title: 'Edit summary', arguments: [conversationId, e.id] });
+      if (e && editable) chat.button({ command: COMMAND.editSummary, title: 'Edit summary', arguments: [conversationId, e.id] });
       break;
     }
     case 'noop':

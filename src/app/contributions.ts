@@ -14,6 +14,7 @@ export const VENDOR = 'longrun';
 export const COMMAND = {
   compact: 'longrun.compact',
   showSummary: 'longrun.showSummary',
+  /** Opens the summary of a compaction for editing; the chat's "Edit summary" button runs it too. */
   editSummary: 'longrun.editSummary',
   undoCompaction: 'longrun.undoCompaction',
   newConversation: 'longrun.newConversation',
@@ -40,10 +41,6 @@ export const PALETTE_COMMANDS = [
   COMMAND.chooseAgentTools,
 ] as const;
 
-/** Opens the summary of a compaction for editing; the chat's "Edit summary" button runs it too. */
-export const EDIT_SUMMARY_COMMAND = COMMAND.editSummary;
-/** "Longrun: Choose Agent Tools…". */
-export const CHOOSE_TOOLS_COMMAND = COMMAND.chooseAgentTools;
 /** The command the chat's "Compact" / "Not now" buttons run. Not in the Command Palette. */
 export const ANSWER_COMMAND = 'longrun.answerCompaction';
 /** The command the chat's Apply / Reject buttons run. Not in the Command Palette. */

@@ -219,7 +219,7 @@ export function applyLearned(declared: WindowInfo, learned: { limit: number; why
   return { limit: learned.limit, origin: learned.why, assumed: false };
 }
 
-/** The reserve rule (001): the model's maximum output, at most min(16,384, 25% of the window). */
+/** The output reserve rule: the model's maximum output, at most min(16,384, 25% of the window). */
 export function withReserve(window: WindowInfo, maxOutput: number | undefined): EndpointWindow {
   const outputReserve = outputReserveFor(window.limit, maxOutput);
   return { window, outputReserve, inputLimit: Math.max(1, window.limit - outputReserve) };

@@ -3,8 +3,7 @@ import { scoreGroup, scoreMessage } from './importance';
 import type { Message } from './messages';
 
 /**
- * Splitting a summary request that would not fit the summarizer's window (002 `splitHistory` /
- * `chunkMessages`): messages are grouped so that a tool call stays with its results, groups are
+ * Splitting a summary request that would not fit the summarizer's window: messages are grouped so that a tool call stays with its results, groups are
  * ordered by importance (lowest first) and packed into batches, and each batch is sent in its
  * original order.
  */
@@ -21,7 +20,7 @@ export interface Positioned {
 export const BRIEF_TRUNCATION: TruncationConfig = { resultChars: 300, hugeResultChars: 300, messageChars: 500 };
 
 /**
- * At brief depth (004), the least important third of the messages is cut to a few hundred
+ * At brief depth, the least important third of the messages is cut to a few hundred
  * characters before it reaches the summarizer: a brief summary needs their gist only. User
  * messages are never cut this way, since the user's words are what a summary must keep.
  */

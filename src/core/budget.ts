@@ -21,7 +21,7 @@ export interface BudgetAssessment {
   readonly explanation: string;
 }
 
-/** The token count at which each seed's rule says to compact. */
+/** The token count at which the configured trigger mode (`trigger.mode`) says to compact. */
 export function compactionThreshold(limit: number, trigger: TriggerConfig): number {
   switch (trigger.mode) {
     case 'levels':

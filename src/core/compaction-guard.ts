@@ -1,7 +1,7 @@
 import type { BudgetLevel } from './budget';
 
 /**
- * Anti-loop rules (000 edge cases, and the peers' users' complaints): a compaction that frees less
+ * Anti-loop rules, so compaction cannot repeat itself turn after turn: a compaction that frees less
  * than the configured share is reported and automatic compaction is not tried again on the next
  * turn, unless the next request would not fit the window at all (waiting would only earn an
  * overflow error); a context-overflow error is answered by at most the configured number of

@@ -490,7 +490,7 @@ function finishCompaction(
   };
 }
 
-/** The model's output room (001's reserve rule on the summarizer's window) and the bounded task. */
+/** The model's output room (the output reserve rule applied to the summarizer's window) and the bounded task. */
 function sizeSummary(config: CompactionConfig, conversationWindow: number, deps: CompactionDeps) {
   const target = config.summary.targetTokens;
   const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : conversationWindow;
@@ -651,7 +651,7 @@ async function summarize(
     return { text: response.text, model: response.model };
   }
 
-  // Too large for one request: batches by importance, then a merge (002 resummarizeBatches).
+  // Too large for one request: batches by importance, then a merge of the batch summaries.
   const emptyBatch = buildSummaryRequest({
     summary: config.summary,
     truncation: config.truncation,

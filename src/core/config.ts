@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { isRecord } from './errors';
 
 /**
- * Every option the seed designs name, with Longrun's defaults. The README maps each seed's
- * behaviour to these options. Settings in VS Code (`longrun.compaction.*`) are read through
+ * Every option of the compaction engine, with Longrun's defaults. The README's defaults table
+ * says what each option does and why its default was chosen. Settings in VS Code (`longrun.compaction.*`) are read through
  * `resolveConfig`, so an invalid value is reported and replaced by its default, never fatal.
  */
 
@@ -29,11 +29,11 @@ export const DEFAULT_KEYWORDS = [
 export const triggerSchema = z
   .object({
     /**
-     * Which seed's threshold decides when to compact:
-     * - `levels` (004): warning and critical shares of the window; compact at critical.
-     * - `reserve` (001): compact above `limit − reserve`, reserve = min(reserveTokens, reserveShare × limit).
-     * - `reserved-percent` (000): compact above (limit − system − output − safety) × reservedThreshold.
-     * - `percent` (003): compact above `windowThreshold × limit`.
+     * Which rule decides when to compact:
+     * - `levels`: warning and critical shares of the window; compact at critical.
+     * - `reserve`: compact above `limit − reserve`, reserve = min(reserveTokens, reserveShare × limit).
+     * - `reserved-percent`: compact above (limit − system − output − safety) × reservedThreshold.
+     * - `percent`: compact above `windowThreshold × limit`.
      */
     mode: z.enum(['levels', 'reserve', 'reserved-percent', 'percent']).default('levels'),
     warningThreshold: share.default(0.75),
@@ -51,11 +51,11 @@ export const triggerSchema = z
 export const keepRecentSchema = z
   .object({
     /**
-     * Keep the recent part by tokens (001), by a count of messages (000: 10, 004: 5), or keep the
-     * newer half of the messages and summarize the oldest half (003).
+     * Keep the recent part by tokens, by a count of messages, or keep the newer half of the
+     * messages and summarize the oldest half.
      */
     mode: z.enum(['tokens', 'messages', 'half']).default('tokens'),
-    /** 001: 20,000 tokens, or `tokensShare` of the window when that is smaller. */
+    /** 20,000 tokens, or `tokensShare` of the window when that is smaller. */
     tokens: tokens.default(20_000),
     tokensShare: share.default(0.35),
     messages: z.number().int().min(0).default(10),
@@ -67,7 +67,7 @@ export const importanceSchema = z
     roleSystem: z.number().default(10),
     roleUser: z.number().default(5),
     roleAssistant: z.number().default(3),
-    /** Tool results (004 gives tool output a weight of its own; the default equals the assistant's). */
+    /** Tool results, weighted on their own; the default equals the assistant's. */
     roleTool: z.number().default(3),
     /** Score multiplier per step back from the newest message (exponential recency decay). */
     recencyDecay: z.number().gt(0).max(1).default(0.95),
@@ -83,8 +83,8 @@ export const importanceSchema = z
     filePathBonus: z.number().default(1),
     decisionBonus: z.number().default(1),
     /**
-     * Messages scoring at least this are marked to keep (004 "keep high-importance messages in
-     * full"): sent to the summarizer uncut and listed in the request's keep list, which asks for
+     * Messages scoring at least this are marked to keep (high-importance messages are kept in
+     * full): sent to the summarizer uncut and listed in the request's keep list, which asks for
      * them word for word. With the default weights a user message or a tool call needs a few
      * signals (a path, a code block, a decision, keywords) on top of its role to reach it; routine
      * tool calls and results stay below it.
@@ -92,7 +92,7 @@ export const importanceSchema = z
     keepThreshold: z.number().default(10),
     /** Most tokens the messages marked to keep may hold together; 0 turns the keep list off. */
     keepBudgetTokens: tokens.default(400),
-    /** 004 `keep_tool_results`: tool calls and their results are marked to keep whatever their score. */
+    /** Tool calls and their results are marked to keep whatever their score. */
     keepToolResults: z.boolean().default(false),
   })
   .prefault({});
@@ -102,25 +102,25 @@ export const summarySchema = z
     depth: z.enum(['brief', 'standard', 'detailed']).default('standard'),
     preserveCodeBlocks: z.boolean().default(true),
     preserveFilePaths: z.boolean().default(true),
-    /** 000: a summary of at most about 800 tokens. */
+    /** A summary of at most about this many tokens. */
     targetTokens: z.number().int().min(50).default(800),
     temperature: z.number().min(0).max(2).default(0.3),
-    /** The summarizer's system prompt, used exactly as written (002 AC4). Empty means the default. */
+    /** The summarizer's system prompt, used exactly as written, no persona added. Empty means the default. */
     customPrompt: z.string().default(''),
-    /** Role of the summary message in the model's view: 001 uses user, 000 assistant. */
+    /** Role of the summary message in the model's view: user (every provider accepts it first) or assistant. */
     messageRole: z.enum(['user', 'assistant']).default('user'),
-    /** 001's Progress section (Done / In Progress / Blocked) in the summary template. */
+    /** A Progress section (Done / In Progress / Blocked) in the summary template. */
     progressSection: z.boolean().default(false),
-    /** 003's Preferences, Facts and Previous Discussion sections in the summary template. */
+    /** Preferences, Facts and Previous Discussion sections in the summary template. */
     factsSections: z.boolean().default(false),
   })
   .prefault({});
 
 export const truncationSchema = z
   .object({
-    /** Tool results longer than this are truncated in the summary request (000: 2,000). */
+    /** Tool results longer than this are truncated in the summary request. */
     resultChars: z.number().int().min(100).default(2_000),
-    /** A single result longer than this is cut with a marker saying how much was cut (000: 10,000). */
+    /** A single result longer than this is cut, keeping head and tail, with a marker saying how much was cut. */
     hugeResultChars: z.number().int().min(100).default(10_000),
     /** Any other message longer than this is truncated (user messages are kept verbatim below it). */
     messageChars: z.number().int().min(500).default(20_000),
@@ -146,7 +146,7 @@ export const compactionConfigSchema = z
     trigger: triggerSchema,
     keepRecent: keepRecentSchema,
     keepSystemMessages: z.boolean().default(true),
-    /** 004 min_messages: no automatic compaction of a conversation shorter than this. */
+    /** No automatic compaction of a conversation with fewer conversational messages than this. */
     minMessages: z.number().int().min(0).default(6),
     summary: summarySchema,
     truncation: truncationSchema,
@@ -160,7 +160,7 @@ export const compactionConfigSchema = z
     targetThreshold: share.default(0.5),
     /** A compaction that frees less than this share of the view is reported as low-gain (anti-loop). */
     minGainShare: share.default(0.1),
-    /** Compactions retried on a context-overflow error, per turn (001: once). */
+    /** Compactions retried on a context-overflow error, per turn (once by default). */
     overflowRetriesPerTurn: z.number().int().min(0).max(3).default(1),
     /** What to do when the summarizer fails: an extractive summary made without a model, or nothing. */
     onSummarizerFailure: z.enum(['fallback', 'keep-history']).default('fallback'),

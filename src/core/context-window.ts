@@ -97,7 +97,7 @@ function isPositive(value: number | undefined): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value > 0;
 }
 
-/** Output may take at most this share of the window, and never more than `MAX_OUTPUT_RESERVE` (001). */
+/** Output may take at most this share of the window, and never more than `MAX_OUTPUT_RESERVE`. */
 export const OUTPUT_RESERVE_SHARE = 0.25;
 export const MAX_OUTPUT_RESERVE = 16_384;
 

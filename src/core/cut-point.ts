@@ -5,7 +5,7 @@ import type { Message } from './messages';
 /**
  * Which messages to summarize and which to keep verbatim. The cut never separates a tool call
  * from its results; system messages stay; an earlier summary is set aside to be chained into the
- * new one (000 "Chained Summary Handling"). The latest user message is always kept verbatim. Kept
+ * new one, so nothing it held is lost. The latest user message is always kept verbatim. Kept
  * by tokens, the recent part is the latest tokens wherever turns begin: when they all lie inside
  * the latest turn, the cut falls between its steps and its user message stays in the kept part.
  * Kept by messages or by halves, the cut never passes the latest user message unless that turn
@@ -35,12 +35,12 @@ export interface SelectionOptions {
   readonly keepSystemMessages: boolean;
   /**
    * Most tokens the kept part may hold. When the latest turn alone is larger, it is split:
-   * its user message stays, its early part is summarized (the split-turn idea of seed 001).
+   * its user message stays, its early part is summarized (a split turn).
    */
   readonly maxKeptTokens: number;
 }
 
-/** How many recent tokens to keep: 001's 20,000, or 35% of the window when that is smaller. */
+/** How many recent tokens to keep: `keepRecent.tokens`, or `tokensShare` of the window when that is smaller. */
 export function keepRecentTokens(keepRecent: KeepRecentConfig, limit: number): number {
   if (limit <= 0) return keepRecent.tokens;
   return Math.min(keepRecent.tokens, Math.floor(limit * keepRecent.tokensShare));
@@ -127,7 +127,7 @@ function describeKeep(options: SelectionOptions): string {
 /** The cut (index of the first kept message) that keeps the configured recent part. */
 function targetCut(body: readonly Message[], suffix: readonly number[], options: SelectionOptions): number {
   if (options.keepRecent.mode === 'messages') return Math.max(0, body.length - options.keepRecent.messages);
-  // 003: the oldest half is summarized (the split point rounds down, so an odd count keeps one more).
+  // Halves: the oldest half is summarized (the split point rounds down, so an odd count keeps one more).
   if (options.keepRecent.mode === 'half') return Math.floor(body.length / 2);
   const keep = keepRecentTokens(options.keepRecent, options.limit);
   // The largest cut whose kept part holds at least `keep` tokens (all of it if the body is smaller).

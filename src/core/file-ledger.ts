@@ -1,6 +1,7 @@
 import { lazily } from './lazy';
 import { z } from 'zod';
 import { isRecord } from './errors';
+import { normalizePath } from './text';
 
 /**
  * A deterministic record of the file operations in a conversation, carried through compaction so
@@ -75,16 +76,6 @@ export interface FileLedger {
 }
 
 export const EMPTY_LEDGER: FileLedger = Object.freeze({ version: 1, files: Object.freeze({}) });
-
-/**
- * Normalises a workspace-relative path: backslashes become `/`, leading `./` segments are removed
- * and runs of slashes collapse to one. `..` is left alone (callers pass workspace paths).
- */
-export function normalizeFilePath(path: string): string {
-  let p = path.replace(/\\/g, '/').replace(/\/{2,}/g, '/');
-  while (p.startsWith('./')) p = p.slice(2);
-  return p;
-}
 
 type Files = Map<string, FileRecord>;
 
@@ -169,13 +160,13 @@ function freezeLedger(files: Files): FileLedger {
 function applyEvent(files: Files, event: FileEvent): void {
   if (event === null || typeof event !== 'object') return;
   if (!KINDS.has(event.kind) || !ACTORS.has(event.actor) || typeof event.path !== 'string') return;
-  const path = normalizeFilePath(event.path);
+  const path = normalizePath(event.path);
   if (path === '') return;
   const at = typeof event.at === 'number' && Number.isFinite(event.at) ? event.at : 0;
 
   if (event.kind === 'renamed') {
     if (typeof event.from !== 'string') return;
-    const from = normalizeFilePath(event.from);
+    const from = normalizePath(event.from);
     if (from === '' || from === path) return;
     const moved = files.get(from);
     const target = files.get(path);

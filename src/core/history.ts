@@ -8,7 +8,7 @@ import type { ReportedUsage } from './usage-calibration';
 /**
  * A conversation is an append-only log: messages, compaction entries, prunings and undo marks.
  * Nothing is ever removed from it; the history the model sees (`modelView`) is derived from it, so
- * every compaction and pruning can be shown, undone or re-run from the originals (seeds 000 and 001).
+ * every compaction and pruning can be shown, undone or re-run from the originals.
  */
 
 export type CompactionReason = 'threshold' | 'overflow' | 'manual';
@@ -211,7 +211,7 @@ export function allMessages(log: ConversationLog): Message[] {
 }
 
 /**
- * The history the model sees (001 `get_llm_history`): the messages kept in front (system
+ * The history the model sees: the messages kept in front (system
  * messages), then the summary, then every message from the first kept one on that no active
  * compaction took out, including all appended since.
  */
@@ -528,7 +528,7 @@ export function undoLastStep(
   return { records, step };
 }
 
-/** The first thing the user asked, verbatim: the seeds' "Original Task". */
+/** The first thing the user asked, verbatim: the summary's "Original Task". */
 export function originalTask(log: ConversationLog): string | undefined {
   for (const record of log) {
     if (record.type !== 'message') continue;

@@ -1,5 +1,6 @@
 import type { ImportanceConfig } from './config';
-import { messageText, stringifyOutput, toolCalls, toolResults, type Message, type Role } from './messages';
+import { messageText, toolCalls, toolResults, type Message, type Role } from './messages';
+import { plainText } from './text';
 
 /**
  * A heuristic importance score per message. When the compressible part of a conversation is too
@@ -137,7 +138,7 @@ export function scoreGroup(messages: readonly Message[], firstIndex: number, tot
 }
 
 /**
- * The keep list (004 "keep high-importance messages in full"): positions of the messages that score
+ * The keep list (high-importance messages kept in full): positions of the messages that score
  * at least `keepThreshold`, or that call tools or carry their results when `keepToolResults` is on,
  * taken highest score first (the newer first on a tie) while their `measure`d tokens fit
  * `keepBudgetTokens` together; a message too large for what is left is passed over for smaller
@@ -213,23 +214,6 @@ function lowerKeywords(keywords: readonly string[]): readonly string[] {
     lowerKeywordLists.set(keywords, lower);
   }
   return lower;
-}
-
-const JSON_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|([\s\S]))/g;
-const JSON_ESCAPES: Readonly<Record<string, string>> = { n: '\n', r: '\r', t: '\t', b: ' ', f: ' ' };
-
-/**
- * A tool value as searchable text. Structured values are stringified as JSON and then unescaped:
- * in `{"stderr":"build\nerror"}` the escaped line break would otherwise glue an `n` to the front
- * of "error", hiding the keyword, and a run of escaped line breaks ("a\nb\nc") would read as a
- * backslash path.
- */
-function plainText(value: unknown): string {
-  if (typeof value === 'string') return value;
-  return stringifyOutput(value).replace(JSON_ESCAPE, (_, hex: string | undefined, ch: string | undefined) => {
-    if (hex !== undefined) return String.fromCharCode(parseInt(hex, 16));
-    return ch === undefined ? '' : (JSON_ESCAPES[ch] ?? ch);
-  });
 }
 
 function roleWeight(role: Role, config: ImportanceConfig): number {

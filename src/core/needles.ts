@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isRecord } from './errors';
 import { allMessages, isSummaryMessage, lastEntry, type ConversationLog } from './history';
 import { stringifyOutput, type Message, type ToolResultPart } from './messages';
+import { plainText } from './text';
 
 /**
  * Needles: the few facts a summary must never lose, found without a model and kept outside it.
@@ -619,18 +620,6 @@ function searchableText(message: Message): string {
       }
     })
     .join('\n');
-}
-
-const JSON_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|([\s\S]))/g;
-const JSON_ESCAPES: Readonly<Record<string, string>> = { n: '\n', r: '\r', t: '\t', b: ' ', f: ' ' };
-
-/** A tool value as text; structured values unescaped, so an error inside JSON keeps its lines. */
-function plainText(value: unknown): string {
-  if (typeof value === 'string') return value;
-  return stringifyOutput(value).replace(JSON_ESCAPE, (_, hex: string | undefined, ch: string | undefined) => {
-    if (hex !== undefined) return String.fromCharCode(parseInt(hex, 16));
-    return ch === undefined ? '' : (JSON_ESCAPES[ch] ?? ch);
-  });
 }
 
 function apostrophes(value: string): string {

@@ -5,7 +5,7 @@ import type { Message } from './messages';
  * real implementations (the AI SDK summarizer lives in `src/llm`); tests supply fakes.
  */
 
-/** One message of a summary request. `system` carries earlier summaries (002 AC1.2). */
+/** One message of a summary request. The `system` role carries earlier summaries, kept apart from the conversation. */
 export interface SummaryRequestMessage {
   readonly role: 'system' | 'user' | 'assistant';
   readonly content: string;

@@ -1,6 +1,7 @@
 import type { CompactionReason } from './history';
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
 import { isRecord } from './errors';
+import { normalizePath } from './text';
 import { TOOL_NAMES } from './tool-names';
 
 /**
@@ -289,22 +290,10 @@ export function withStubs(message: Message, stubs: ReadonlyMap<string, string>):
 
 const pruned = new WeakMap<Message, Map<string, Message>>();
 
-/** A path as the file tools compare it: forward slashes, no `./`, no doubled or trailing slash. */
-export function normalizePath(path: string): string {
-  let p = path
-    .trim()
-    .replace(/\\/g, '/')
-    .replace(/\/{2,}/g, '/')
-    .replace(/\/(\.\/)+/g, '/');
-  while (p.startsWith('./')) p = p.slice(2);
-  if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1);
-  return p;
-}
-
 /** The path a file tool's arguments name, normalized; undefined for other tools. */
 export function filePathOf(toolName: string, input: unknown): string | undefined {
   if (FILE_TOOLS[toolName] === undefined || !isRecord(input) || typeof input.path !== 'string') return undefined;
-  return normalizePath(input.path);
+  return normalizePath(input.path.trim());
 }
 
 /**
@@ -439,7 +428,7 @@ function stubText(o: { toolName: string; toolCallId: string; kind: PruneKind; to
 const PATH_KEYS: ReadonlySet<string> = new Set(['path', 'filePath', 'file', 'uri', 'dir', 'directory', 'cwd']);
 
 function canonical(value: unknown, key: string): string {
-  if (typeof value === 'string') return JSON.stringify(PATH_KEYS.has(key) ? normalizePath(value) : value.trim());
+  if (typeof value === 'string') return JSON.stringify(PATH_KEYS.has(key) ? normalizePath(value.trim()) : value.trim());
   if (Array.isArray(value)) return `[${value.map((v) => canonical(v, '')).join(',')}]`;
   if (isRecord(value)) {
     const keys = Object.keys(value)

@@ -1,6 +1,7 @@
 import { activeSteps, type ConversationLog } from './history';
 import { stringifyOutput, type Message, type Role, type ToolCallPart } from './messages';
-import { filePathOf, normalizePath } from './pruning';
+import { filePathOf } from './pruning';
+import { normalizePath } from './text';
 
 /**
  * What the `recall` tool searches: the originals of everything compaction and pruning took out of
@@ -105,7 +106,7 @@ export function recall(items: readonly ArchivedItem[], query: RecallQuery, count
     .toLowerCase()
     .split(/\s+/)
     .filter((w) => w !== '');
-  const path = query.path?.trim() ? normalizePath(query.path) : undefined;
+  const path = query.path?.trim() ? normalizePath(query.path.trim()) : undefined;
   const scored: Array<{ item: ArchivedItem; words: number; path: number }> = [];
   for (const candidate of items) {
     const lower = candidate.text.toLowerCase();

@@ -7,20 +7,20 @@ import type { SummaryRequest, SummaryRequestMessage } from './ports';
 import { estimateTokens } from './tokenizer';
 
 /**
- * The summary request, built as structured messages rather than one interpolated string (002):
+ * The summary request, built as structured messages rather than one interpolated string, so roles survive:
  * system = the user's prompt as written or the default; the previous summary as a system-role
  * message (absent when there is none); the conversation with its original roles, tool traffic
  * rendered readably and huge outputs cut; and a final user directive.
  */
 
-/** The default summarizer prompt. Generic on purpose: no persona is injected (002 AC4). */
+/** The default summarizer prompt. Generic on purpose: no persona is injected, whatever the model. */
 export const DEFAULT_SYSTEM_PROMPT = [
   "You summarize a coding agent's conversation so that the agent can continue the work from the summary alone.",
   'The summary replaces the messages it covers: anything it leaves out is lost to the agent.',
   'Be exact about file paths, commands, error messages, names and numbers. Be dense: bullet points and tables, no filler.',
 ].join('\n');
 
-/** The sections every summary has, in order (000, 001 and 003 combined). */
+/** The sections every summary has, in order. */
 export const SUMMARY_SECTIONS = [
   'Original Task',
   'Completed Work',
@@ -32,10 +32,10 @@ export const SUMMARY_SECTIONS = [
   'Next Steps',
 ] as const;
 
-/** 001's progress section, when `summary.progressSection` is on. */
+/** The progress section (Done / In Progress / Blocked), when `summary.progressSection` is on. */
 export const PROGRESS_SECTIONS = ['Progress'] as const;
 
-/** 003's sections, when `summary.factsSections` is on. */
+/** The preferences, facts and earlier-discussion sections, when `summary.factsSections` is on. */
 export const FACTS_SECTIONS = ['Preferences', 'Facts', 'Previous Discussion'] as const;
 
 export type SummarySection = (typeof SUMMARY_SECTIONS)[number] | (typeof PROGRESS_SECTIONS)[number] | (typeof FACTS_SECTIONS)[number];
@@ -240,7 +240,7 @@ export function renderedMessageTokens(message: Message, position: number, trunca
 
 /**
  * Shortens text over `limit` characters. Over `huge`, the cut keeps head and tail and says how
- * much was cut (000's "single huge tool result"); otherwise the tail is dropped with a marker.
+ * much was cut, so a single huge tool result keeps its start and its end; otherwise the tail is dropped with a marker.
  */
 export function cut(value: string, limit: number, huge: number): string {
   if (value.length <= limit) return value;
@@ -286,7 +286,7 @@ export function systemPrompt(summary: SummaryConfig): string {
   return summary.customPrompt.trim() ? summary.customPrompt : DEFAULT_SYSTEM_PROMPT;
 }
 
-/** Output room for a summary: the target plus a quarter, as 000 allows 1,000 for an 800 target. */
+/** Output room for a summary: the target plus a quarter (1,000 tokens for an 800-token target). */
 export function maxOutputTokens(summary: SummaryConfig): number {
   return Math.ceil(summary.targetTokens * 1.25);
 }
@@ -329,7 +329,7 @@ function keepList(parts: RequestParts): number[] {
 }
 
 /**
- * The merge of batch summaries (002 `resummarizeBatches`), in the same structured form: the
+ * The merge of batch summaries, in the same structured form: the
  * previous summary and each batch summary as system-role messages, then the directive.
  */
 export function buildMergeRequest(

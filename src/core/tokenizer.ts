@@ -2,7 +2,7 @@ import { bundledOrPackage, type EncodingSource } from './vocabularies';
 
 /**
  * Counting the tokens of plain text. The real tokenizer (`gpt-tokenizer`) is loaded on demand,
- * because its vocabularies are large (`vocabularies.ts` says from where); the seeds'
+ * because its vocabularies are large (`vocabularies.ts` says from where); the
  * `ceil(chars / 4)` estimator is always at hand as the fallback and as a baseline to compare against.
  */
 
@@ -15,7 +15,7 @@ export interface TextTokenizer {
 
 export type EncodingName = 'o200k_base' | 'cl100k_base';
 
-/** The seeds' estimator: about four characters a token, rounded up. */
+/** The cheap estimate that needs no vocabulary: about four characters a token, rounded up. */
 export function estimateTokens(value: string): number {
   if (!value) return 0;
   return Math.ceil(value.length / 4);

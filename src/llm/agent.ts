@@ -11,9 +11,9 @@ import { withFirstTokenDeadline } from './first-token-deadline';
 
 /**
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
- * start of every step (seed 000 `prepareStep`, seed 001 "task turn start") the budget is checked
+ * start of every step (`prepareStep`, before each request to the model) the budget is checked
  * and the conversation compacted when it must be; on a provider's context-overflow error the
- * conversation is compacted and the turn retried once (seed 001). Every step's messages are
+ * conversation is compacted and the turn retried (once by default). Every step's messages are
  * appended to the log as they come, so a cancelled or failed turn leaves a consistent history.
  */
 

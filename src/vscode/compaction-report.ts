@@ -5,7 +5,7 @@ import { prunedCounts } from '../core/pruning';
 
 /**
  * Records every compaction in the "Longrun" log (reason, round, tokens before and after, duration,
- * messages compacted, fallback or not) and how often they happen (seed 003's logging). Never the
+ * messages compacted, fallback or not) and how often they happen. Never the
  * content of messages or summaries unless verbose logging is on.
  */
 export class CompactionReporter {

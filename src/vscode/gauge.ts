@@ -7,7 +7,7 @@ import { gaugePresentation, noConversationPresentation, type GaugePresentation }
 
 /**
  * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the
- * warning level it offers, once per conversation, to compact (seed 004 show_warnings).
+ * warning level it offers, once per conversation, to compact, so the user can choose when it happens.
  */
 export class ContextGauge {
   private warned = new Set<string>();

@@ -401,7 +401,7 @@ export class Session implements vscode.Disposable {
   private summarizerModel: { key: string; summarizer: Summarizer } | undefined;
 
   /**
-   * The summarizer: `longrun.compaction.model` when set (a cheaper model, seed 004), else the
+   * The summarizer: `longrun.compaction.model` when set (so summaries can use a cheaper model), else the
    * conversation's model. Resolved ahead of time by `prepareSummarizer` since the engine asks synchronously.
    */
   summarizer(): Summarizer | undefined {

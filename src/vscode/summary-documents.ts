@@ -3,7 +3,7 @@ import type { CompactionEntry } from '../core/history';
 import type { MessageTokenCounter } from '../core/message-tokens';
 import type { Conversation } from '../app/conversation';
 import { compactionIdOf, editSummary, savedSummary, summaryDocument, summaryOf, type SummaryState } from '../app/summary-edit';
-import { EDIT_SUMMARY_COMMAND, SUMMARY_SCHEME } from '../app/contributions';
+import { COMMAND, SUMMARY_SCHEME } from '../app/contributions';
 import type { CommandHandler } from './entry-points';
 
 /**
@@ -374,5 +374,5 @@ function tabsOf(uri: vscode.Uri): vscode.Tab[] {
 
 /** The "Edit summary" command (Edit Compaction Summary, and the chat's "Edit summary" button). */
 export function editSummaryCommand(documents: SummaryDocuments): [string, CommandHandler] {
-  return [EDIT_SUMMARY_COMMAND, (conversationId?: unknown, compactionId?: unknown) => documents.openForEdit(conversationId, compactionId)];
+  return [COMMAND.editSummary, (conversationId?: unknown, compactionId?: unknown) => documents.openForEdit(conversationId, compactionId)];
 }

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { ALL_EDITOR_TOOLS } from '../llm/editor-tools';
 import type { LongrunSettings } from '../app/settings';
 import { listEditorTools } from './editor-tools';
-import { CHOOSE_TOOLS_COMMAND } from '../app/contributions';
+import { COMMAND } from '../app/contributions';
 import type { CommandHandler } from './entry-points';
 
 /**
@@ -23,7 +23,7 @@ interface ToolItem extends vscode.QuickPickItem {
  */
 export function chooseToolsCommand(settings: () => LongrunSettings, ownToolNames: () => ReadonlySet<string>): [string, CommandHandler] {
   return [
-    CHOOSE_TOOLS_COMMAND,
+    COMMAND.chooseAgentTools,
     async (names?: unknown) => {
       const chosen = isStringList(names) ? names : await pick(settings().agent.editorTools, ownToolNames());
       if (chosen === undefined) return undefined;

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
+import * as contributions from '../../src/app/contributions';
 
 /**
  * The layers of src/, lowest first: a module may import from its own layer and the ones below it.
@@ -125,16 +126,24 @@ describe('layers', () => {
 
 describe('the names VS Code knows Longrun by', () => {
   it('writes command ids only in src/app/contributions.ts: everything else names them from there', () => {
-    const ids = [...readFileSync(join(SRC, 'app', 'contributions.ts'), 'utf8').matchAll(/'(longrun\.[A-Za-z]+)'/g)]
-      .map((m) => m[1]!)
-      .filter((id) => /^longrun\.[a-z][A-Za-z]+$/.test(id) && id !== 'longrun.agent' && id !== 'longrun.conversations');
-    assert.ok(ids.length >= 14, `${ids.length} command ids`);
-    const literal = new RegExp(`['"](${ids.map((id) => id.replace('.', '\\.')).join('|')})['"]`);
+    const { COMMANDS } = contributions;
+    assert.ok(COMMANDS.length >= 14, `${COMMANDS.length} command ids`);
+    // Quoted, double-quoted or in backticks (a template or a comment): any of them is a second spelling.
+    const literal = new RegExp(`(['"\`])(${COMMANDS.map((id) => id.replace('.', '\\.')).join('|')})\\1`);
     const offenders = sourceFiles(SRC)
       .filter((file) => !file.endsWith(join('app', 'contributions.ts')))
       .filter((file) => literal.test(readFileSync(file, 'utf8')))
       .map((file) => relative(SRC, file));
     assert.deepEqual(offenders, []);
+  });
+
+  it('registers exactly the command ids src/app/contributions.ts names', () => {
+    const { COMMANDS } = contributions;
+    const named = Object.values(contributions)
+      .flatMap((value: unknown) => (typeof value === 'string' ? [value] : Object.values(value as object)))
+      .filter((value): value is string => typeof value === 'string' && /^longrun\.[a-z][A-Za-z]+$/.test(value))
+      .filter((value) => value !== contributions.PARTICIPANT_ID && value !== contributions.INDEX_KEY);
+    assert.deepEqual([...new Set(named)].sort(), [...COMMANDS].sort());
   });
 });
 

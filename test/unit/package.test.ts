@@ -273,7 +273,7 @@ describe('the README and the manifest speak of the same settings', () => {
   );
 
   it('names each setting of the defaults table by a key the manifest declares', () => {
-    const start = readme.indexOf('### Defaults, and the design each setting comes from');
+    const start = readme.indexOf('### Defaults, and the choices each setting offers');
     assert.ok(start >= 0, 'the README has the defaults table');
     const rows = readme.slice(start).split('\n\n')[2]!.split('\n').slice(2);
     const named: string[] = [];
@@ -293,7 +293,7 @@ describe('the README and the manifest speak of the same settings', () => {
     );
   });
 
-  it('never speaks of the designs it grew from in what the user reads in the settings', () => {
+  it('keeps references to documents outside the repository out of the settings the user reads', () => {
     const descriptions = JSON.stringify(manifest.contributes);
     assert.doesNotMatch(descriptions, /\bseeds?\b/i);
   });

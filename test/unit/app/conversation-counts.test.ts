@@ -12,8 +12,9 @@ import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
 import { countContext, effectiveRatio, learnedCalibration } from '../../../src/core/usage-calibration';
 import { Conversation, type ModelContext } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 
 /**
  * What the gauge reads from a conversation (its view, count, breakdown, request basis, last
@@ -117,15 +118,19 @@ class Harness {
   }
 
   private open(log: readonly LogRecord[]): Conversation {
-    return new Conversation(ID, log, {
-      store: this.store,
-      index: new ConversationIndex({ get: (k) => this.state.get(k) as never, update: async (k, v) => void this.state.set(k, v) }),
-      clock: this.clock,
-      newId: () => `entry${++this.entries}`,
-      config: () => CONFIG,
-      model: () => this.models[this.model]!,
-      summarizer: () => this.summarizer,
-    });
+    return new Conversation(
+      ID,
+      log,
+      conversationDeps({
+        store: this.store,
+        index: memoryIndex(this.state),
+        clock: this.clock,
+        newId: () => `entry${++this.entries}`,
+        config: () => CONFIG,
+        model: () => this.models[this.model]!,
+        summarizer: () => this.summarizer,
+      }),
+    );
   }
 
   async run(op: Op): Promise<void> {
@@ -268,24 +273,20 @@ describe('a conversation keeps what the gauge reads up to date', () => {
 
   it("shows a reopened conversation's count without tokenizing its messages again", async () => {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
-    const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
+    const index = memoryIndex();
     const open = (log: readonly LogRecord[], tokenizer: TextTokenizer) =>
-      new Conversation(ID, log, {
-        store: new ConversationStore(dir, () => clock.now()),
-        index,
-        clock,
-        newId: () => 'x',
-        config: () => CONFIG,
-        model: () => ({
-          name: 'm',
-          window: { limit: 10_000, source: 'model' },
-          counter: new MessageTokenCounter(tokenizer),
-          fixedOverhead: 0,
-          outputReserve: 0,
+      new Conversation(
+        ID,
+        log,
+        conversationDeps({
+          store: new ConversationStore(dir, () => clock.now()),
+          index,
+          clock,
+          newId: () => 'x',
+          config: () => CONFIG,
+          model: () => testModel({ limit: 10_000, counter: new MessageTokenCounter(tokenizer) }),
         }),
-        summarizer: () => undefined,
-      });
+      );
     const first = open([], spyTokenizer('words'));
     for (let i = 0; i < 5; i++) {
       await first.append([

@@ -8,9 +8,10 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation, type ConversationDeps } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { compactionSentence, undoSentence } from '../../../src/app/reports';
 import { FakeClock, RecordingSummarizer, templateSummary } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 
 /**
  * Pruning in a conversation: an automatic compaction that pruning alone brings under the warning
@@ -55,15 +56,15 @@ describe('pruning in a conversation', () => {
   let n = 0;
 
   function deps(store: ConversationStore, limit: number, cfg: CompactionConfig): ConversationDeps {
-    return {
+    return conversationDeps({
       store,
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+      index: memoryIndex(state),
       clock,
       newId: () => `id${++n}`,
       config: () => cfg,
-      model: () => ({ name: 'm', window: { limit, source: 'model' }, counter, fixedOverhead: 100, outputReserve: 0 }),
+      model: () => testModel({ limit, counter, fixedOverhead: 100 }),
       summarizer: () => summarizer,
-    };
+    });
   }
 
   async function setup(turns: number, limit: number, cfg = config) {

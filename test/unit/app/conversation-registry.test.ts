@@ -3,11 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConversationRegistry } from '../../../src/app/conversation-registry';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
-import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { FakeClock, user } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 
 describe('the conversations a window has loaded', () => {
   let dir: string;
@@ -21,7 +21,7 @@ describe('the conversations a window has loaded', () => {
   function registry(state = new Map<string, unknown>()) {
     const clock = new FakeClock();
     const store = new ConversationStore(dir, () => clock.now());
-    const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
+    const index = memoryIndex(state);
     const counter = new MessageTokenCounter(charEstimator);
     let ids = 0;
     const newId = (): string => `id${++ids}`;
@@ -32,15 +32,7 @@ describe('the conversations a window has loaded', () => {
       index,
       clock,
       newId,
-      conversationDeps: () => ({
-        store,
-        index,
-        clock,
-        newId,
-        config: () => DEFAULT_CONFIG,
-        model: () => ({ name: 'm', window: { limit: 10_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-        summarizer: () => undefined,
-      }),
+      conversationDeps: () => conversationDeps({ store, index, clock, newId, model: () => testModel({ limit: 10_000, counter }) }),
       warn: (message) => void warnings.push(message),
       error: (message) => void warnings.push(message),
       info: () => undefined,

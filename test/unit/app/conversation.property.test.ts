@@ -10,8 +10,9 @@ import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 
 /**
  * Random sessions over the real conversation and its store in a temp folder: turns (some with tool
@@ -189,15 +190,19 @@ class Session {
 
   private open(log: readonly LogRecord[]): Conversation {
     const counter = new MessageTokenCounter(charEstimator);
-    return new Conversation(ID, log, {
-      store: this.store,
-      index: new ConversationIndex({ get: (k) => this.state.get(k) as never, update: async (k, v) => void this.state.set(k, v) }),
-      clock: this.clock,
-      newId: () => `entry${++this.entries}`,
-      config: () => CONFIG,
-      model: () => ({ name: 'fake', window: { limit: 32_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-      summarizer: () => this.summarizer,
-    });
+    return new Conversation(
+      ID,
+      log,
+      conversationDeps({
+        store: this.store,
+        index: memoryIndex(this.state),
+        clock: this.clock,
+        newId: () => `entry${++this.entries}`,
+        config: () => CONFIG,
+        model: () => testModel({ name: 'fake', limit: 32_000, counter }),
+        summarizer: () => this.summarizer,
+      }),
+    );
   }
 
   file(): string {

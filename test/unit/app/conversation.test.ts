@@ -6,9 +6,10 @@ import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation, NEW_TITLE } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { isSummaryMessage } from '../../../src/core/history';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 
 describe('a conversation in the list of conversations', () => {
   let dir: string;
@@ -21,21 +22,16 @@ describe('a conversation in the list of conversations', () => {
 
   it('is named after its first request, shortened, once it has one, and keeps that name', async () => {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
-    const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
+    const index = memoryIndex();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
     await index.upsert({ id: 'c1', title: NEW_TITLE, createdAt: 1, updatedAt: 1 });
     const counter = new MessageTokenCounter(charEstimator);
-    const conversation = new Conversation('c1', [], {
-      store,
-      index,
-      clock,
-      newId: () => 'x',
-      config: () => DEFAULT_CONFIG,
-      model: () => ({ name: 'm', window: { limit: 1_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-      summarizer: () => undefined,
-    });
+    const conversation = new Conversation(
+      'c1',
+      [],
+      conversationDeps({ store, index, clock, newId: () => 'x', model: () => testModel({ limit: 1_000, counter }) }),
+    );
     const long = `Build a flashcard app with spaced repetition,   a deck editor and statistics for every card`;
     await conversation.append([{ type: 'message', message: { id: 'u1', role: 'user', content: [{ type: 'text', text: long }] } }]);
     const title = index.list().find((c) => c.id === 'c1')!.title;
@@ -57,22 +53,25 @@ describe('a compaction on a small window whose tools take much of it', () => {
   /** Twenty turns of about 150 tokens, compacted by hand with `fixedOverhead` tokens of system prompt and tools. */
   async function keptAfterCompaction(fixedOverhead: number): Promise<number> {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
-    const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
+    const index = memoryIndex();
     const store = new ConversationStore(join(dir, String(fixedOverhead)), () => clock.now());
     await store.create('c1');
     await index.upsert({ id: 'c1', title: NEW_TITLE, createdAt: 1, updatedAt: 1 });
     const counter = new MessageTokenCounter(charEstimator);
     let ids = 0;
-    const conversation = new Conversation('c1', [], {
-      store,
-      index,
-      clock,
-      newId: () => `e${ids++}`,
-      config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
-      model: () => ({ name: 'm', window: { limit: 4_500, source: 'model' }, counter, fixedOverhead, outputReserve: 1_500 }),
-      summarizer: () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twenty turns of notes.') }) }),
-    });
+    const conversation = new Conversation(
+      'c1',
+      [],
+      conversationDeps({
+        store,
+        index,
+        clock,
+        newId: () => `e${ids++}`,
+        config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
+        model: () => testModel({ limit: 4_500, counter, fixedOverhead, outputReserve: 1_500 }),
+        summarizer: () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twenty turns of notes.') }) }),
+      }),
+    );
     for (let i = 0; i < 20; i++) {
       const text = `turn ${i}: ${'x'.repeat(600)}`;
       await conversation.append([
@@ -112,37 +111,33 @@ describe('a turn that ends at the critical level', () => {
    */
   async function setup() {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
     const releases: Array<() => void> = [];
     let ids = 0;
-    const conversation = new Conversation('c1', [], {
-      store,
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `e${++ids}`,
-      config: () => ({
-        ...DEFAULT_CONFIG,
-        minMessages: 2,
-        pruning: { ...DEFAULT_CONFIG.pruning, enabled: false },
-        keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+    const conversation = new Conversation(
+      'c1',
+      [],
+      conversationDeps({
+        store,
+        clock,
+        newId: () => `e${++ids}`,
+        config: () => ({
+          ...DEFAULT_CONFIG,
+          minMessages: 2,
+          pruning: { ...DEFAULT_CONFIG.pruning, enabled: false },
+          keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+        }),
+        model: () => testModel({ limit: 10_000 }),
+        summarizer: () => ({
+          name: 's',
+          summarize: async () => {
+            await new Promise<void>((resolve) => releases.push(resolve));
+            return { text: templateSummary('The turns so far, summarized for the test.') };
+          },
+        }),
       }),
-      model: () => ({
-        name: 'm',
-        window: { limit: 10_000, source: 'model' },
-        counter: new MessageTokenCounter(charEstimator),
-        fixedOverhead: 0,
-        outputReserve: 0,
-      }),
-      summarizer: () => ({
-        name: 's',
-        summarize: async () => {
-          await new Promise<void>((resolve) => releases.push(resolve));
-          return { text: templateSummary('The turns so far, summarized for the test.') };
-        },
-      }),
-    });
+    );
     const turn = (i: number) =>
       conversation.append([
         { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: 'x'.repeat(2_400) }] } },

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { ModelCalibrations } from '../../../src/app/model-calibrations';
 import { FakeClock } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 
 /** A memento as VS Code's global state is: values kept by key, as JSON. */
 function memento() {
@@ -34,20 +34,20 @@ describe("a model's calibration, across conversations", () => {
 
   async function conversation(id: string, calibrations?: ModelCalibrations): Promise<Conversation> {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     const counter = new MessageTokenCounter(charEstimator);
     const store = new ConversationStore(dir, () => clock.now());
     await store.create(id);
-    return new Conversation(id, [], {
-      store,
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `${id}-${Math.random().toString(36).slice(2)}`,
-      config: () => DEFAULT_CONFIG,
-      model: () => ({ name: 'qwen', window: { limit: 32_000, source: 'model' }, counter, fixedOverhead: OVERHEAD, outputReserve: 0, key: KEY }),
-      summarizer: () => undefined,
-      ...(calibrations ? { calibrations } : {}),
-    });
+    return new Conversation(
+      id,
+      [],
+      conversationDeps({
+        store,
+        clock,
+        newId: () => `${id}-${Math.random().toString(36).slice(2)}`,
+        model: () => testModel({ name: 'qwen', limit: 32_000, counter, fixedOverhead: OVERHEAD, key: KEY }),
+        ...(calibrations ? { calibrations } : {}),
+      }),
+    );
   }
 
   /** A request of `tokens` tokens of messages, and the provider's report of it at `ratio`. */

@@ -8,6 +8,7 @@ import { Conversation } from '../../../src/app/conversation';
 import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
 import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/remote-compaction';
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
 import type { LogRecord } from '../../../src/core/history';
@@ -52,22 +53,24 @@ describe('compactions computed in a worker', () => {
 
   async function conversationWith(engine: CompactionEngine, summarizer: Summarizer, name = 'c1'): Promise<Conversation> {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     const store = new ConversationStore(join(dir, name), () => clock.now());
     await store.create(name);
     const counter = new MessageTokenCounter(charEstimator);
     let ids = 0;
-    const conversation = new Conversation(name, [], {
-      store,
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `e${++ids}`,
-      config: () => settings,
-      model: () => ({ name: 'm', window: { limit: 100_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-      summarizer: () => summarizer,
-      engine,
-      redact: (text) => text.replaceAll('sk-secret', '[key]'),
-    });
+    const conversation = new Conversation(
+      name,
+      [],
+      conversationDeps({
+        store,
+        clock,
+        newId: () => `e${++ids}`,
+        config: () => settings,
+        model: () => testModel({ limit: 100_000, counter }),
+        summarizer: () => summarizer,
+        engine,
+        redact: (text) => text.replaceAll('sk-secret', '[key]'),
+      }),
+    );
     await conversation.beginTurn('t1');
     for (const [i, request] of ['Build a flashcard app', 'Add SM-2 scheduling', 'Now add tests', 'And the docs'].entries()) {
       await conversation.append(turn(`m${i}`, request, 2, 'x'.repeat(1_500)).map((message) => ({ type: 'message' as const, message })));
@@ -195,16 +198,19 @@ describe('compactions computed in a worker', () => {
       log.push({ type: 'message', message: { id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text }] } });
     }
     const open = (engine: CompactionEngine, counter: MessageTokenCounter): Conversation =>
-      new Conversation('long', log, {
-        store: new ConversationStore(join(dir, 'long'), () => 0),
-        index: new ConversationIndex({ get: () => undefined, update: async () => undefined }),
-        clock: new FakeClock(),
-        newId: () => 'x',
-        config: () => settings,
-        model: () => ({ name: 'm', window: { limit: 200_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-        summarizer: () => summarizer,
-        engine,
-      });
+      new Conversation(
+        'long',
+        log,
+        conversationDeps({
+          store: new ConversationStore(join(dir, 'long'), () => 0),
+          index: new ConversationIndex({ get: () => undefined, update: async () => undefined }),
+          newId: () => 'x',
+          config: () => settings,
+          model: () => testModel({ limit: 200_000, counter }),
+          summarizer: () => summarizer,
+          engine,
+        }),
+      );
     const exact = open(IN_THREAD_ENGINE, new MessageTokenCounter(tokenizer)).count().tokens;
 
     const counter = new MessageTokenCounter(tokenizer);

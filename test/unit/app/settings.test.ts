@@ -105,7 +105,7 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.equal(settings.verboseLogging, true);
   });
 
-  it('maps the truncation limits and overflow retries of seeds 000 and 001', () => {
+  it('reads the truncation limits and the overflow retries per turn', () => {
     const { settings, problems } = read({
       'longrun.compaction.truncation.resultChars': 3_000,
       'longrun.compaction.truncation.hugeResultChars': 12_000,

@@ -3,15 +3,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { textHash } from '../../../src/app/revert-changes';
-import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { fileChange } from '../../../src/core/file-changes';
 import { modelView, type LogRecord } from '../../../src/core/history';
 import { messageText } from '../../../src/core/messages';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { assistant, FakeClock, user } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 
 describe('turns and file changes on disk', () => {
   let dir: string;
@@ -23,22 +23,12 @@ describe('turns and file changes on disk', () => {
   });
 
   function conversation(store: ConversationStore, log: LogRecord[], leaf?: string | null): Conversation {
-    const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     const counter = new MessageTokenCounter(charEstimator);
     let n = 0;
     return new Conversation(
       'c1',
       log,
-      {
-        store,
-        index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-        clock,
-        newId: () => `e${++n}`,
-        config: () => DEFAULT_CONFIG,
-        model: () => ({ name: 'm', window: { limit: 100_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-        summarizer: () => undefined,
-      },
+      conversationDeps({ store, clock: new FakeClock(), newId: () => `e${++n}`, model: () => testModel({ counter }) }),
       leaf === undefined ? {} : { leaf },
     );
   }

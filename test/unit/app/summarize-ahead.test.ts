@@ -10,8 +10,9 @@ import { needleLedgerOf } from '../../../src/core/needles';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 
 /**
  * The summary prepared ahead of need: started in the background past the warning level, applied at
@@ -45,23 +46,23 @@ describe('summarizing ahead of need', () => {
 
   async function setup(ahead = true, cfg: CompactionConfig = config, fixedOverhead = 0) {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
     const summarizer = new GatedSummarizer();
     const counter = new MessageTokenCounter(charEstimator);
-    let n = 0;
-    const conversation = new Conversation('c1', [], {
-      store,
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `id${++n}`,
-      config: () => cfg,
-      // 10,000 tokens: warning from 7,500, compaction from 9,000.
-      model: () => ({ name: 'm', window: { limit: 10_000, source: 'model' }, counter, fixedOverhead, outputReserve: 0 }),
-      summarizer: () => summarizer,
-      summarizeAhead: () => ahead,
-    });
+    const conversation = new Conversation(
+      'c1',
+      [],
+      conversationDeps({
+        store,
+        clock,
+        config: () => cfg,
+        // 10,000 tokens: warning from 7,500, compaction from 9,000.
+        model: () => testModel({ limit: 10_000, counter, fixedOverhead }),
+        summarizer: () => summarizer,
+        summarizeAhead: () => ahead,
+      }),
+    );
     const say = (i: number, tokens: number) =>
       conversation.append([
         { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: 'x'.repeat(tokens * 4) }] } },

@@ -10,11 +10,12 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { conversationMarkdown } from '../../../src/app/conversation-export';
 import { undoSentence } from '../../../src/app/reports';
 import { editEntry, editSummary, latestSummaries, savedSummary, summaryDocument, summaryOf, withSummary } from '../../../src/app/summary-edit';
 import { FakeClock, RecordingSummarizer } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 
 /**
  * Summaries the user previews and edits: what they save is what the model gets (but for the file
@@ -69,24 +70,19 @@ describe('previewing and editing summaries', () => {
 
   async function setup() {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
-    const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
+    const index = memoryIndex();
     const summarizer = new RecordingSummarizer();
     const counter = new MessageTokenCounter(charEstimator);
     let n = 0;
     const newId = (): string => `id${++n}`;
     const make = (log: readonly LogRecord[]): Conversation =>
-      new Conversation('c1', log, {
-        store,
-        index,
-        clock,
-        newId,
-        config: () => config,
-        model: () => ({ name: 'm', window: { limit: 100_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-        summarizer: () => summarizer,
-      });
+      new Conversation(
+        'c1',
+        log,
+        conversationDeps({ store, index, clock, newId, config: () => config, model: () => testModel({ counter }), summarizer: () => summarizer }),
+      );
     const conversation = make([]);
     const say = async (c: Conversation, i: number): Promise<void> => {
       await c.append([

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { ConversationRegistry } from '../../../src/app/conversation-registry';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import type { InstructionSource } from '../../../src/app/instructions';
 import { readSettings, type LongrunSettings } from '../../../src/app/settings';
 import { TurnController, type ChatButton, type ChatSurface, type TurnModels, type TurnResult } from '../../../src/app/turn-controller';
@@ -14,6 +14,7 @@ import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { NO_TELEMETRY } from '../../../src/llm/telemetry';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 import { FakeEditor } from './fake-editor';
 
 /**
@@ -145,9 +146,8 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
   const workspace = join(dir, 'ws');
   await mkdir(workspace);
   const clock = new FakeClock();
-  const state = new Map<string, unknown>();
   const store = new ConversationStore(join(dir, 'storage'), () => clock.now());
-  const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
+  const index = memoryIndex();
   const counter = new MessageTokenCounter(charEstimator);
   let ids = 0;
   const newId = (): string => `id${++ids}`;
@@ -160,15 +160,16 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     index,
     clock,
     newId,
-    conversationDeps: () => ({
-      store,
-      index,
-      clock,
-      newId,
-      config: () => (typeof options.config === 'function' ? options.config() : (options.config ?? DEFAULT_CONFIG)),
-      model: () => ({ name: 'mock', window: { limit: options.window ?? 100_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-      summarizer: () => summarizer,
-    }),
+    conversationDeps: () =>
+      conversationDeps({
+        store,
+        index,
+        clock,
+        newId,
+        config: () => (typeof options.config === 'function' ? options.config() : (options.config ?? DEFAULT_CONFIG)),
+        model: () => testModel({ name: 'mock', limit: options.window ?? 100_000, counter }),
+        summarizer: () => summarizer,
+      }),
     warn: () => undefined,
     error: () => undefined,
     info: () => undefined,

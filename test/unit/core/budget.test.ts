@@ -7,15 +7,15 @@ const trigger = config().trigger;
 const window = (limit: number) => ({ limit, source: 'model' as const });
 
 describe('budget: levels and thresholds', () => {
-  it("computes each seed's threshold form", () => {
-    assert.equal(compactionThreshold(128_000, { ...trigger, mode: 'reserved-percent' }), 93_600); // 000
-    assert.equal(compactionThreshold(128_000, { ...trigger, mode: 'reserve' }), 128_000 - 16_384); // 001
-    assert.equal(compactionThreshold(32_000, { ...trigger, mode: 'reserve' }), 24_000); // 001, 25% when smaller
-    assert.equal(compactionThreshold(200_000, { ...trigger, mode: 'percent' }), 160_000); // 003
-    assert.equal(compactionThreshold(100_000, { ...trigger, mode: 'levels' }), 90_000); // 004
+  it('computes the threshold of each trigger mode', () => {
+    assert.equal(compactionThreshold(128_000, { ...trigger, mode: 'reserved-percent' }), 93_600); // (limit − 11,000) × 80%
+    assert.equal(compactionThreshold(128_000, { ...trigger, mode: 'reserve' }), 128_000 - 16_384); // limit − 16,384
+    assert.equal(compactionThreshold(32_000, { ...trigger, mode: 'reserve' }), 24_000); // limit − 25% when smaller
+    assert.equal(compactionThreshold(200_000, { ...trigger, mode: 'percent' }), 160_000); // 80% of the limit
+    assert.equal(compactionThreshold(100_000, { ...trigger, mode: 'levels' }), 90_000); // the critical level, 90%
   });
 
-  it("returns ok, warning, critical and over at 004's 75% and 90%", () => {
+  it('returns ok, warning, critical and over at the default levels of 75% and 90%', () => {
     assert.equal(assessBudget(74_999, window(100_000), trigger).level, 'ok');
     assert.equal(assessBudget(75_000, window(100_000), trigger).level, 'warning');
     assert.equal(assessBudget(90_000, window(100_000), trigger).level, 'critical');

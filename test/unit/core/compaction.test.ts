@@ -157,7 +157,7 @@ describe("compaction: result, entry and the model's view", () => {
     assert.equal(summarizer.requests.length, 0);
   });
 
-  it('waits for the minimum number of messages before compacting automatically (004)', async () => {
+  it('waits for the minimum number of messages before compacting automatically', async () => {
     const { deps } = setup();
     const small = asLog(turn('t1', 'hi', 1));
     const threshold = await computeCompaction(
@@ -391,8 +391,8 @@ describe('compaction: computed in the background, applied later', () => {
   });
 });
 
-describe('compaction: configuration from each seed', () => {
-  it("at brief depth cuts the least important messages short, never the user's (004 with 002 scoring)", async () => {
+describe('compaction: summary options', () => {
+  it("at brief depth cuts the least important messages short by importance score, never the user's", async () => {
     const longAnswer = 'q'.repeat(1_500);
     const chat = [...turn('t1', `Please do it ${'u'.repeat(1_500)}`, 3, longAnswer), ...turn('t2', 'more', 3, longAnswer), ...turn('t3', 'last', 0)];
     const lengths = async (depth: 'brief' | 'standard') => {
@@ -413,7 +413,7 @@ describe('compaction: configuration from each seed', () => {
     assert.ok(brief.find((m) => m.user)!.length === standard.find((m) => m.user)!.length, 'user words are never cut');
   });
 
-  it('puts the summary in an assistant message when configured (000)', async () => {
+  it('puts the summary in an assistant message when configured', async () => {
     const { deps } = setup();
     const cfg = resolveConfig({ keepRecent: { mode: 'messages', messages: 4 }, summary: { messageRole: 'assistant' } }).config;
     const outcome = await computeCompaction(request(asLog(conversation), { config: cfg }), deps);

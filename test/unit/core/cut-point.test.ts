@@ -177,7 +177,7 @@ describe('cut point: the recent part counted in tokens inside a long turn', () =
   });
 });
 
-describe('cut point: the oldest half (003)', () => {
+describe('cut point: the oldest half', () => {
   it('summarizes the oldest half of the messages and keeps the newer half', () => {
     const view = [sys('s', 'be careful'), ...turn('t1', 'first', 2), ...turn('t2', 'second', 2), ...turn('t3', 'third', 1)];
     const body = view.filter((m) => m.role !== 'system');

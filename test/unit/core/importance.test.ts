@@ -257,7 +257,7 @@ describe('importance', () => {
   });
 });
 
-describe('importance: the keep list (004, messages kept in full)', () => {
+describe('importance: the keep list (messages kept in full)', () => {
   const decision = say(
     'assistant',
     'We decided to use exponential backoff instead of fixed delays in src/retry/policy.ts:\n```ts\nconst delay = base * 2 ** attempt;\n```',

@@ -3,14 +3,7 @@ import { applyCompaction, computeCompaction, type CompactionDeps, type Compactio
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { activePrunings, currentBasis, modelView, undoLastStep, type LogRecord } from '../../../src/core/history';
 import { stringifyOutput, type Message, type ToolResultPart } from '../../../src/core/messages';
-import {
-  MIN_TRUNCATED_TOKENS,
-  normalizePath,
-  prunedKey,
-  pruningCandidates,
-  truncationCandidates,
-  type PruningOptions,
-} from '../../../src/core/pruning';
+import { MIN_TRUNCATED_TOKENS, prunedKey, pruningCandidates, truncationCandidates, type PruningOptions } from '../../../src/core/pruning';
 import { asLog, assistant, config, estimatingCounter, FakeClock, idGenerator, RecordingSummarizer, sys, toolResult, user } from './fixtures';
 
 const counter = estimatingCounter();
@@ -147,12 +140,6 @@ describe('pruning: which tool outputs are superseded or old', () => {
       /this search_text output \(1,000 tokens\) was superseded, the same call was made again later\. To see this one again, call recall with query "s1-c"/,
     );
     assert.equal(read!.saved, 1_000 - counter.countText(read!.output.stub));
-  });
-
-  it('compares paths as the file tools do', () => {
-    assert.equal(normalizePath('./src//app/./a.ts'), 'src/app/a.ts');
-    assert.equal(normalizePath('src\\app\\a.ts'), 'src/app/a.ts');
-    assert.equal(normalizePath('src/app/'), 'src/app');
   });
 });
 

@@ -16,8 +16,9 @@ import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/agent';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 import { createEndpointModel } from '../../../src/llm/openai-endpoint';
 import { HangingServer, within } from './hanging-server';
 
@@ -86,18 +87,18 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
 
   function setup(limit: number, config: CompactionConfig = DEFAULT_CONFIG) {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
-    let n = 0;
     const counter = new MessageTokenCounter(charEstimator);
-    const conversation = new Conversation('c1', [], {
-      store: new ConversationStore(dir, () => clock.now()),
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `id${++n}`,
-      config: () => config,
-      model: () => ({ name: 'mock', window: { limit, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-      summarizer: () => summarizer,
-    });
+    const conversation = new Conversation(
+      'c1',
+      [],
+      conversationDeps({
+        store: new ConversationStore(dir, () => clock.now()),
+        clock,
+        config: () => config,
+        model: () => testModel({ name: 'mock', limit, counter }),
+        summarizer: () => summarizer,
+      }),
+    );
     const reads: string[] = [];
     const tools: ToolSet = {
       read_file: tool({

@@ -14,8 +14,9 @@ import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentTurnResult, type AgentUi } from '../../../src/llm/agent';
 import { Conversation } from '../../../src/app/conversation';
-import { CONVERSATION_FORMAT_VERSION, ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
-import { FakeClock, templateSummary } from '../core/fixtures';
+import { CONVERSATION_FORMAT_VERSION, ConversationStore } from '../../../src/app/conversation-store';
+import { templateSummary } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 
 /**
  * A crash (or a full disk) can stop a tool loop after any line of the conversation file, or in the
@@ -198,19 +199,19 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
   });
 
   function conversationOver(store: ConversationStore, log: readonly LogRecord[], variant: Variant): Conversation {
-    const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     let n = 0;
     const counter = new MessageTokenCounter(charEstimator);
-    return new Conversation(ID, log, {
-      store,
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `entry${++n}`,
-      config: () => variant.config,
-      model: () => ({ name: 'mock', window: { limit: variant.limit, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-      summarizer: () => summarizer,
-    });
+    return new Conversation(
+      ID,
+      log,
+      conversationDeps({
+        store,
+        newId: () => `entry${++n}`,
+        config: () => variant.config,
+        model: () => testModel({ name: 'mock', limit: variant.limit, counter }),
+        summarizer: () => summarizer,
+      }),
+    );
   }
 
   function tools(): ToolSet {

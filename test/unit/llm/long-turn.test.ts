@@ -14,8 +14,9 @@ import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentUi } from '../../../src/llm/agent';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 
 /**
  * Long agentic turns on small windows, through the agent loop and a conversation: one request of
@@ -76,19 +77,21 @@ describe('long agentic turns on small windows', () => {
   }): Promise<Run> {
     const config = { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: options.pruning ?? true } };
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     let n = 0;
     const counter = new MessageTokenCounter(charEstimator);
-    const conversation = new Conversation('c1', [], {
-      store: new ConversationStore(dir, () => clock.now()),
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `id${++n}`,
-      config: () => config,
-      model: () => ({ name: 'mock', window: { limit: options.limit, source: 'model' }, counter, fixedOverhead: options.overhead, outputReserve: 0 }),
-      summarizer: () => summarizer,
-      summarizeAhead: () => options.ahead ?? false,
-    });
+    const conversation = new Conversation(
+      'c1',
+      [],
+      conversationDeps({
+        store: new ConversationStore(dir, () => clock.now()),
+        clock,
+        newId: () => `id${++n}`,
+        config: () => config,
+        model: () => testModel({ name: 'mock', limit: options.limit, counter, fixedOverhead: options.overhead }),
+        summarizer: () => summarizer,
+        summarizeAhead: () => options.ahead ?? false,
+      }),
+    );
     if (options.earlier) await conversation.append(options.earlier.map((message) => ({ type: 'message', message })));
     await conversation.append([
       { type: 'message', message: { id: 'request', role: 'user', content: [text(`Read the ${options.reads} modules one by one.`)] } },

@@ -10,11 +10,10 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
-import { MessageTokenCounter } from '../../../src/core/message-tokens';
-import { charEstimator } from '../../../src/core/tokenizer';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 
 type GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 
@@ -138,26 +137,22 @@ function spanNamed(spans: readonly ExportedSpan[], name: string): ExportedSpan {
 /** A conversation of twelve turns, traced by `telemetry`, whose summarizer always answers. */
 async function compactableConversation(dir: string, telemetry: LongrunTelemetry): Promise<Conversation> {
   const clock = new FakeClock();
-  const state = new Map<string, unknown>();
   const store = new ConversationStore(dir, () => clock.now());
   await store.create('c1');
   let ids = 0;
-  const conversation = new Conversation('c1', [], {
-    store,
-    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-    clock,
-    newId: () => `e${++ids}`,
-    config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
-    model: () => ({
-      name: 'm',
-      window: { limit: 8_000, source: 'model' },
-      counter: new MessageTokenCounter(charEstimator),
-      fixedOverhead: 0,
-      outputReserve: 0,
+  const conversation = new Conversation(
+    'c1',
+    [],
+    conversationDeps({
+      store,
+      clock,
+      newId: () => `e${++ids}`,
+      config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
+      model: () => testModel({ limit: 8_000 }),
+      summarizer: () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) }),
+      telemetry: () => telemetry,
     }),
-    summarizer: () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) }),
-    telemetry: () => telemetry,
-  });
+  );
   for (let i = 0; i < 12; i++) {
     await conversation.append([
       { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },

@@ -3,13 +3,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/conversation-store';
 import type { CompactionOutcome } from '../../../src/core/compaction';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
-import { MessageTokenCounter } from '../../../src/core/message-tokens';
-import { charEstimator } from '../../../src/core/tokenizer';
 import { CompactionReporter } from '../../../src/vscode/compaction-report';
 import { FakeClock, templateSummary } from '../core/fixtures';
+import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 
 type Log = ConstructorParameters<typeof CompactionReporter>[0];
 
@@ -36,25 +35,21 @@ describe('the compaction reporter', () => {
   /** Twelve turns compacted by hand, with a summarizer named "notes-model". */
   async function compacted(): Promise<CompactionOutcome & { status: 'compacted' }> {
     const clock = new FakeClock();
-    const state = new Map<string, unknown>();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
     let ids = 0;
-    const conversation = new Conversation('c1', [], {
-      store,
-      index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
-      clock,
-      newId: () => `e${++ids}`,
-      config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
-      model: () => ({
-        name: 'm',
-        window: { limit: 8_000, source: 'model' },
-        counter: new MessageTokenCounter(charEstimator),
-        fixedOverhead: 0,
-        outputReserve: 0,
+    const conversation = new Conversation(
+      'c1',
+      [],
+      conversationDeps({
+        store,
+        clock,
+        newId: () => `e${++ids}`,
+        config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
+        model: () => testModel({ limit: 8_000 }),
+        summarizer: () => ({ name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) }),
       }),
-      summarizer: () => ({ name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) }),
-    });
+    );
     for (let i = 0; i < 12; i++) {
       await conversation.append([
         { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },
