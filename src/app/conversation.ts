@@ -1,5 +1,6 @@
 import { assessBudget, type BudgetAssessment } from '../core/budget';
 import { applyWithCurrentLedgers } from '../core/apply-ledgers';
+import { guardAfter, type GuardState } from '../core/compaction-guard';
 import { compactionTarget, lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
@@ -112,6 +113,9 @@ const RECALL_DEFAULT_TOKENS = 4_000;
 const RECALL_WINDOW_SHARE = 0.1;
 const RECALL_MIN_TOKENS = 500;
 
+/** Why a compaction cannot run without a model to write its summary, and what to do. */
+const NO_SUMMARIZER = 'No model is available to write the summary. Pick a model in the chat, or set longrun.compaction.model.';
+
 /** A threshold compaction computed ahead of need, from a snapshot taken past the warning level. */
 interface Ahead {
   readonly promise: Promise<CompactionOutcome>;
@@ -153,6 +157,8 @@ export class Conversation {
   private readonly listeners = new Set<Listener>();
   private compacting: Promise<CompactionOutcome> | undefined;
   private ahead: Ahead | undefined;
+  /** The anti-loop guard of automatic compaction, as the turns of this session left it; made from the log when absent. */
+  private guardState: GuardState | undefined;
   // What the gauge reads, kept up to date with the log by `sync` at the cost of what was appended,
   // so that an assessment costs the same at twenty messages and at twenty thousand.
   private readonly live = new LiveModelView();
@@ -218,10 +224,12 @@ export class Conversation {
   /** Writes records made on this branch's leaf turn, in one write, and takes them into the branch. */
   private async write(records: readonly LogRecord[]): Promise<LogRecord[]> {
     const made = records.map((record) => onTurn(record, this.leafTurn));
-    await this.deps.store.appendAll(this.id, made);
-    this.shared.all.push(...made);
-    this.records.push(...made);
-    return made;
+    // What is kept in memory is what was stored: a record cut to fit its line is held cut, as a reload
+    // reads it, so memory does not grow with an answer larger than the store keeps.
+    const stored = await this.deps.store.appendAll(this.id, made);
+    this.shared.all.push(...stored);
+    this.records.push(...stored);
+    return stored;
   }
 
   /** The model's view of the log, as `modelView(log())` derives it. */
@@ -238,6 +246,17 @@ export class Conversation {
   lastCompaction(): CompactionEntry | undefined {
     this.sync();
     return this.live.entries().at(-1);
+  }
+
+  /** The anti-loop guard: as the last turn left it, or, after a reload, as the log leaves it. */
+  guard(): GuardState {
+    if (this.guardState) return this.guardState;
+    const last = this.lastCompaction();
+    return guardAfter(last, last ? this.userMessagesSince(last.id) : 0);
+  }
+
+  setGuard(guard: GuardState): void {
+    this.guardState = guard;
   }
 
   /** The last compaction in force as the user asked for it: a summary, a pruning, or both (see `lastStep`). */
@@ -342,6 +361,16 @@ export class Conversation {
       this.pruneTarget(growth),
     ).catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }));
     this.ahead = { promise, controller };
+  }
+
+  private userMessagesSince(entryId: string): number {
+    let count = 0;
+    for (let i = this.records.length - 1; i >= 0; i--) {
+      const record = this.records[i]!;
+      if (record.type === 'compaction' && record.entry.id === entryId) return count;
+      if (record.type === 'message' && record.message.role === 'user') count++;
+    }
+    return count;
   }
 
   private userSpokeSince(entryId: string): boolean {
@@ -599,8 +628,7 @@ export class Conversation {
       ahead?.controller.abort();
     }
     const summarizer = this.deps.summarizer();
-    if (!summarizer)
-      return { status: 'failed', reason: 'No model is available to write the summary. Pick a model in the chat, or set longrun.compaction.model.' };
+    if (!summarizer) return { status: 'failed', reason: NO_SUMMARIZER };
     const computed = await this.computeOn([...this.records], reason, options, this.deps.config(), this.pruneTarget());
     if (computed.status !== 'compacted') return computed;
     const outcome = await this.reviewed(computed, options);
@@ -649,7 +677,7 @@ export class Conversation {
     pruneTarget?: number,
   ): Promise<CompactionOutcome> {
     const summarizer = this.deps.summarizer();
-    if (!summarizer) return Promise.resolve({ status: 'failed', reason: 'No model is available to write the summary.' });
+    if (!summarizer) return Promise.resolve({ status: 'failed', reason: NO_SUMMARIZER });
     const model = this.deps.model();
     return (this.deps.engine ?? IN_THREAD_ENGINE).compute({
       conversationId: this.id,

@@ -1,6 +1,6 @@
 import type { LanguageModel, ToolSet } from 'ai';
 import type { CompactionOutcome } from '../core/compaction';
-import { INITIAL_GUARD, mayAutoCompact, noteCompaction, type GuardState } from '../core/compaction-guard';
+import { decideCompaction, noteCompaction } from '../core/compaction-guard';
 import { fileChange } from '../core/file-changes';
 import { lastUsage, type CompactionReason, type LogRecord } from '../core/history';
 import { text } from '../core/messages';
@@ -56,7 +56,6 @@ const MAX_ATTACHMENT_CHARS = 3 * MAX_RESULT_CHARS;
 
 export class TurnController {
   /** Anti-loop state, per conversation: two chats do not share it. */
-  private readonly guards = new Map<string, GuardState>();
   private active = 0;
   private completed = 0;
   private readonly idleWaiters: Array<() => void> = [];
@@ -326,7 +325,7 @@ export class TurnController {
         newId: () => models.newId(),
       },
       ui: this.agentUi(conversation, chat, state),
-      guard: this.guardOf(conversation),
+      guard: conversation.guard(),
       overflowRetriesPerTurn: settings().compaction.overflowRetriesPerTurn,
       // Always explicit: with tracing off this also keeps integrations other extensions register away from Longrun's calls.
       telemetry: models.telemetry().settings('longrun.agent', { 'longrun.conversation': conversation.id }),
@@ -364,7 +363,7 @@ export class TurnController {
   /** What the chat is told once the agent's turn is over, and the compaction it may leave for the background. */
   private ended(conversation: Conversation, result: Awaited<ReturnType<typeof runAgentTurn>>, chat: ChatSurface): TurnResult {
     const { models, settings } = this.deps;
-    this.guards.set(conversation.id, result.guard);
+    conversation.setGuard(result.guard);
     models.observeUsage(lastUsage(conversation.log()));
     this.dialog.settleAll();
     this.compactInBackgroundIfNeeded(conversation);
@@ -497,23 +496,19 @@ export class TurnController {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private guardOf(conversation: Conversation): GuardState {
-    return this.guards.get(conversation.id) ?? INITIAL_GUARD;
-  }
-
   /**
    * A turn that ends at the critical level is compacted right away, in the background, so the
    * next request does not wait for it (the conversation may go on meanwhile: the result is
    * applied to whatever has been appended since).
    */
   private compactInBackgroundIfNeeded(conversation: Conversation): void {
-    const budget = conversation.assess();
-    if (conversation.isCompacting() || !budget.shouldCompact) return;
-    // With confirmation on, the next turn asks in the chat; nothing compacts behind the user's back.
-    if (this.deps.settings().requireConfirmation || !mayAutoCompact(this.guardOf(conversation), budget).allowed) return;
+    if (conversation.isCompacting()) return;
+    // With confirmation on, the next turn asks in the chat: only a compaction that needs no question runs here.
+    const decision = decideCompaction(conversation.assess(), conversation.guard(), { confirm: this.deps.settings().requireConfirmation });
+    if (decision.kind !== 'compact') return;
     void this.compactForAgent(conversation, 'threshold', new AbortController().signal).then((outcome) => {
       this.deps.reporter.report(outcome, 'threshold');
-      if (outcome.status === 'compacted') this.guards.set(conversation.id, noteCompaction(this.guardOf(conversation), outcome.compaction.lowGain));
+      if (outcome.status === 'compacted') conversation.setGuard(noteCompaction(conversation.guard(), outcome.compaction.lowGain));
     });
   }
 

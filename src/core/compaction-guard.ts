@@ -59,3 +59,55 @@ export function noteCompaction(state: GuardState, lowGain: boolean): GuardState 
   const { lowGainTurn: _cleared, ...rest } = state;
   return rest;
 }
+
+/** What to do about compaction at a moment of a turn. */
+export type CompactionDecision =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'blocked'; readonly reason: string }
+  | { readonly kind: 'ask' }
+  | { readonly kind: 'compact' }
+  | { readonly kind: 'ahead' };
+
+/** Where in a turn the decision is made, and what the user said about compaction in it. */
+export interface CompactionMoment {
+  /** The user wants to be asked before an automatic compaction. */
+  readonly confirm: boolean;
+  /** Already asked in this turn (asked once per turn at most). */
+  readonly asked?: boolean;
+  /** The user answered "Not now" in this turn. */
+  readonly declined?: boolean;
+  /** A summary may be prepared in the background ahead of need. */
+  readonly ahead?: boolean;
+}
+
+/**
+ * The one rule for whether to compact now: at the compaction point, compact (or ask first, once,
+ * when the user wants to be asked; nothing after "Not now"), unless the guard says automatic
+ * compaction waits; past the warning level, a summary may be prepared ahead; otherwise nothing.
+ */
+export function decideCompaction(
+  budget: { readonly level: BudgetLevel; readonly shouldCompact: boolean },
+  guard: GuardState,
+  moment: CompactionMoment,
+): CompactionDecision {
+  if (budget.shouldCompact) {
+    if (moment.declined) return { kind: 'none' };
+    const verdict = mayAutoCompact(guard, budget);
+    if (!verdict.allowed) return { kind: 'blocked', reason: verdict.reason };
+    if (moment.confirm) return moment.asked ? { kind: 'none' } : { kind: 'ask' };
+    return { kind: 'compact' };
+  }
+  if (moment.ahead && (budget.level === 'warning' || budget.level === 'critical' || budget.level === 'over')) return { kind: 'ahead' };
+  return { kind: 'none' };
+}
+
+/**
+ * The guard as a conversation's log leaves it, so that it outlives a reload. Automatic compaction waits
+ * after a low-gain compaction for the rest of its turn and the whole next one: while the user has sent
+ * at most one message since it, the one of the turn under way (a turn's message is in the log before
+ * its turn begins).
+ */
+export function guardAfter(lastCompaction: { readonly lowGain: boolean } | undefined, userMessagesSince: number): GuardState {
+  if (!lastCompaction?.lowGain) return INITIAL_GUARD;
+  return { turn: userMessagesSince - 1, overflowRetries: 0, lowGainTurn: 0 };
+}

@@ -1,7 +1,7 @@
 import { asSchema, stepCountIs, streamText, type LanguageModel, type ModelMessage, type TelemetryOptions, type ToolSet } from 'ai';
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
-import { beginTurn, mayAutoCompact, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
+import { beginTurn, decideCompaction, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
 import { modelView, type CompactionReason, type ConversationLog, type LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
@@ -121,23 +121,25 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   };
 
   const beforeStep = async (): Promise<void> => {
-    const budget = conversation.assess();
-    if (!budget.shouldCompact || declined) return;
-    const verdict = mayAutoCompact(guard, budget);
-    if (!verdict.allowed) {
-      ui.notice(`Not compacting automatically: ${verdict.reason}.`);
-      return;
-    }
-    if (ui.confirmCompaction && !asked) {
-      asked = true;
-      if (!(await ui.confirmCompaction(signal))) {
-        declined = true;
+    const decision = decideCompaction(conversation.assess(), guard, { confirm: ui.confirmCompaction !== undefined, asked, declined });
+    switch (decision.kind) {
+      case 'blocked':
+        ui.notice(`Not compacting automatically: ${decision.reason}.`);
         return;
-      }
-    } else if (ui.confirmCompaction) {
-      return;
+      case 'ask':
+        asked = true;
+        if (!(await ui.confirmCompaction?.(signal))) {
+          declined = true;
+          return;
+        }
+        await compactNow('threshold');
+        return;
+      case 'compact':
+        await compactNow('threshold');
+        return;
+      default:
+        return;
     }
-    await compactNow('threshold');
   };
 
   for (;;) {

@@ -3,7 +3,9 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
+import { Conversation } from '../../../src/app/conversation';
 import { ConversationStore } from '../../../src/app/conversation-store';
+import { conversationDeps } from '../fixtures/conversation-deps';
 
 /** Token counts stored with message records: kept, optional, and dropped when they no longer fit the message. */
 describe('conversation store: token counts kept with messages', () => {
@@ -41,5 +43,17 @@ describe('conversation store: token counts kept with messages', () => {
     assert.ok(stored.type === 'message' && stored.tokens === undefined);
     const { log } = await new ConversationStore(dir, Date.now).open('c1');
     assert.deepEqual(log, [stored]);
+  });
+
+  it('holds in memory a message cut to fit its line as the store keeps it, so the view is the one a reload reads', async () => {
+    const store = new ConversationStore(dir, Date.now, { maxRecordBytes: 2_000 });
+    await store.create('c1');
+    const conversation = new Conversation('c1', [], conversationDeps({ store }));
+    await conversation.append([message('a1', 'x'.repeat(50_000))]);
+    const held = conversation.log();
+    assert.ok(JSON.stringify(held).length < 2_000, `held ${JSON.stringify(held).length} characters`);
+    const { log } = await new ConversationStore(dir, Date.now).open('c1');
+    assert.deepEqual(held, log);
+    assert.deepEqual(conversation.view(), new Conversation('c1', log, conversationDeps({ store })).view());
   });
 });

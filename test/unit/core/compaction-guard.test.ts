@@ -1,5 +1,14 @@
 import assert from 'node:assert/strict';
-import { beginTurn, INITIAL_GUARD, mayAutoCompact, mayRetryOverflow, noteCompaction, noteOverflowRetry } from '../../../src/core/compaction-guard';
+import {
+  beginTurn,
+  decideCompaction,
+  guardAfter,
+  INITIAL_GUARD,
+  mayAutoCompact,
+  mayRetryOverflow,
+  noteCompaction,
+  noteOverflowRetry,
+} from '../../../src/core/compaction-guard';
 
 const CRITICAL = { level: 'critical' } as const;
 const OVER = { level: 'over' } as const;
@@ -38,5 +47,43 @@ describe('anti-loop guard', () => {
     assert.equal(mayRetryOverflow(state, 1).allowed, false);
     state = beginTurn(state);
     assert.equal(mayRetryOverflow(state, 1).allowed, true);
+  });
+});
+
+describe('deciding whether to compact', () => {
+  const at = (level: 'ok' | 'warning' | 'critical' | 'over') => ({ level, shouldCompact: level === 'critical' || level === 'over' });
+  const waiting = noteCompaction(beginTurn(INITIAL_GUARD), true);
+
+  it('compacts at the compaction point, asks first once when the user wants to be asked, and never after "Not now"', () => {
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { confirm: false }), { kind: 'compact' });
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { confirm: true }), { kind: 'ask' });
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { confirm: true, asked: true }), { kind: 'none' });
+    assert.deepEqual(decideCompaction(at('over'), INITIAL_GUARD, { confirm: false, declined: true }), { kind: 'none' });
+  });
+
+  it('says why it waits after a low-gain compaction, except over the window', () => {
+    const blocked = decideCompaction(at('critical'), waiting, { confirm: false });
+    assert.equal(blocked.kind, 'blocked');
+    assert.match(blocked.kind === 'blocked' ? blocked.reason : '', /freed too little/);
+    assert.deepEqual(decideCompaction(at('over'), waiting, { confirm: false }), { kind: 'compact' });
+  });
+
+  it('prepares a summary ahead past the warning level only when that is on, and does nothing below it', () => {
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, { confirm: false, ahead: true }), { kind: 'ahead' });
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, { confirm: false }), { kind: 'none' });
+    assert.deepEqual(decideCompaction(at('ok'), INITIAL_GUARD, { confirm: false, ahead: true }), { kind: 'none' });
+  });
+
+  it('keeps waiting after a reload as it would have without one: the rest of the turn and the next turn', () => {
+    const blockedAt = (userMessagesSince: number, turnsBegun: number): boolean => {
+      let guard = guardAfter({ lowGain: true }, userMessagesSince);
+      for (let i = 0; i < turnsBegun; i++) guard = beginTurn(guard);
+      return !mayAutoCompact(guard, { level: 'critical' }).allowed;
+    };
+    assert.equal(blockedAt(0, 0), true, 'in the turn of the low-gain compaction');
+    assert.equal(blockedAt(1, 1), true, 'in the next turn, its message sent');
+    assert.equal(blockedAt(2, 1), false, 'in the turn after that');
+    assert.deepEqual(guardAfter({ lowGain: false }, 0), INITIAL_GUARD);
+    assert.deepEqual(guardAfter(undefined, 3), INITIAL_GUARD);
   });
 });
