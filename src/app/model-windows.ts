@@ -213,9 +213,14 @@ function declaredWindow(modelId: string, configured: number | undefined, found: 
   };
 }
 
+/** Whether a window learned from the provider replaces the one declared: when smaller, or when none is declared (0). */
+export function learnedWins(declared: number, learned: number | undefined): learned is number {
+  return learned !== undefined && (declared <= 0 || learned < declared);
+}
+
 /** A window the server stated by refusing or cutting a request, when smaller than the declared one. */
 export function applyLearned(declared: WindowInfo, learned: { limit: number; why: string } | undefined): WindowInfo {
-  if (!learned || learned.limit >= declared.limit) return declared;
+  if (!learned || !learnedWins(declared.limit, learned.limit)) return declared;
   return { limit: learned.limit, origin: learned.why, assumed: false };
 }
 

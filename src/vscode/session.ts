@@ -16,7 +16,7 @@ import type { CompactionEngine } from '../app/compaction-engine';
 import { ConversationIndex, ConversationStore } from '../app/conversation-store';
 import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
-import { applyLearned, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
+import { applyLearned, learnedWins, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import type { LongrunSettings } from '../app/settings';
 import { errorText } from '../core/errors';
 import type { CalibrationMemory } from '../core/usage-calibration';
@@ -31,6 +31,11 @@ export type ChatModel =
   | { readonly kind: 'vscode'; readonly model: vscode.LanguageModelChat }
   /** `resolved` as first seen; `Session.endpointModel` reads it afresh (windows are learned later). */
   | { readonly kind: 'endpoint'; readonly resolved: ResolvedEndpointModel; readonly name: string };
+
+/** The key a model's learned window and calibration are kept under: its vendor and id. */
+function keyOf(model: ChatModel): string {
+  return model.kind === 'vscode' ? `${model.model.vendor}/${model.model.id}` : `${VENDOR}/${model.resolved.id}`;
+}
 
 /** The runtime pieces of the `vscode` module that the model bridge needs. */
 export const vscodeLmApi: VsCodeLmApi = {
@@ -287,9 +292,7 @@ export class Session implements vscode.Disposable {
   }
 
   private modelKey(): string | undefined {
-    const m = this.chatModel;
-    if (!m) return undefined;
-    return m.kind === 'vscode' ? `${m.model.vendor}/${m.model.id}` : `${VENDOR}/${m.resolved.id}`;
+    return this.chatModel ? keyOf(this.chatModel) : undefined;
   }
 
   modelName(): string | undefined {
@@ -430,12 +433,12 @@ export class Session implements vscode.Disposable {
       this.summarizerModel = undefined;
       return;
     }
-    const modelKey = chosen.kind === 'vscode' ? `${chosen.model.vendor}/${chosen.model.id}` : `${VENDOR}/${chosen.resolved.id}`;
+    const modelKey = keyOf(chosen);
     // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
     const declared =
       chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
     const learned = this.windows.learnedWindow(modelKey)?.limit;
-    const window = learned !== undefined && (declared <= 0 || learned < declared) ? learned : declared;
+    const window = learnedWins(declared, learned) ? learned : declared;
     // The conversation's own model is sent the summary request as a continuation of what it has cached.
     const continues = this.settings().summaryContinuesConversation && modelKey === this.modelKey();
     const firstTokenMs = this.settings().timeouts.firstChunkMs;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { DiscoveredWindow } from '../../../src/llm/window-discovery';
-import { ASSUMED_WINDOW, ModelWindows, type DiscoveryTarget } from '../../../src/app/model-windows';
+import { applyLearned, ASSUMED_WINDOW, learnedWins, ModelWindows, type DiscoveryTarget } from '../../../src/app/model-windows';
 
 /** A memento over a map, like VS Code's globalState. */
 class MapMemento {
@@ -150,5 +150,21 @@ describe('model windows: asking the server', () => {
     assert.equal(windows([], memento).registry.forEndpointModel(target, key, {}).window.assumed, true);
     memento.values.set('longrun.discoveredWindows', { 'http://127.0.0.1:11434/v1|acme-coder:7b': { limit: 'big', origin: 7 } });
     assert.equal(windows([], memento).registry.forEndpointModel(target, key, {}).window.assumed, true);
+  });
+});
+
+describe('a learned window against a declared one', () => {
+  it('wins when smaller, or when none is declared, and never when larger', () => {
+    assert.equal(learnedWins(8_192, 4_096), true);
+    assert.equal(learnedWins(0, 4_096), true);
+    assert.equal(learnedWins(8_192, 16_384), false);
+    assert.equal(learnedWins(8_192, undefined), false);
+    const declared = { limit: 8_192, origin: 'from your longrun.contextWindow setting', assumed: false };
+    assert.deepEqual(applyLearned(declared, { limit: 4_096, why: 'stated by the server in an overflow error' }), {
+      limit: 4_096,
+      origin: 'stated by the server in an overflow error',
+      assumed: false,
+    });
+    assert.equal(applyLearned(declared, { limit: 16_384, why: 'x' }), declared);
   });
 });
