@@ -1,10 +1,9 @@
 import type { ComputedCompaction } from '../core/compaction';
 import { renderFileOperations, type FileLedger } from '../core/file-ledger';
-import { activeEntries, lastEntry, ledgerOf, type CompactionEntry, type ConversationLog } from '../core/history';
+import { activeEntries, lastEntry, ledgerOf, type CompactionEntry, type ConversationLog, type LogRecord } from '../core/history';
 import { needleLedgerOf } from '../core/needles';
 import type { MessageTokenCounter } from '../core/message-tokens';
 import { stripFileOperations } from '../core/summary-repair';
-import type { Conversation } from './conversation';
 
 /**
  * Summaries the user reads and edits as documents: before a compaction is applied (the preview
@@ -156,12 +155,21 @@ export function editEntry(current: CompactionEntry, summary: string, deps: EditD
   return { ...rest, id: deps.newId(), editOf: compactionIdOf(current), summary, tokensAfter: Math.max(0, current.tokensAfter + delta) };
 }
 
+/** What a summary edit needs of a conversation. */
+export interface EditedConversation {
+  isCompacting(): boolean;
+  log(): ConversationLog;
+  /** Drops a summary being prepared ahead of need. */
+  cancelAhead(): void;
+  append(records: readonly LogRecord[]): Promise<unknown>;
+}
+
 /**
  * Saves `documentText` as the summary of compaction `compactionId`, which must be the summary in
  * force: an edit of anything else (compacted again, undone) is refused, since it would change
  * nothing the model sees or undo the wrong thing.
  */
-export async function editSummary(conversation: Conversation, compactionId: string, documentText: string, deps: EditDeps): Promise<EditResult> {
+export async function editSummary(conversation: EditedConversation, compactionId: string, documentText: string, deps: EditDeps): Promise<EditResult> {
   if (conversation.isCompacting()) return { ok: false, reason: 'A compaction is running; save again once it has finished.' };
   const current = summaryOf(conversation.log(), compactionId);
   if (!current?.inForce) return { ok: false, reason: STALE };

@@ -1,4 +1,4 @@
-import { bundledOrPackage, type EncodingSource } from './vocabularies';
+import { bundledOrPackage, type EncodingName, type EncodingSource } from './vocabularies';
 
 /**
  * Counting the tokens of plain text. The real tokenizer (`gpt-tokenizer`) is loaded on demand,
@@ -13,7 +13,7 @@ export interface TextTokenizer {
   count(text: string): number;
 }
 
-export type EncodingName = 'o200k_base' | 'cl100k_base';
+export type { EncodingName };
 
 /** The cheap estimate that needs no vocabulary: about four characters a token, rounded up. */
 export function estimateTokens(value: string): number {

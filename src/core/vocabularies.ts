@@ -1,5 +1,3 @@
-import type { EncodingName } from './tokenizer';
-
 /**
  * Where the tokenizer's vocabularies come from. They are most of Longrun's size (o200k about
  * 2.3 MB, cl100k 1.1 MB), so the bundle does not carry them: esbuild.js builds each into a file of
@@ -7,6 +5,9 @@ import type { EncodingName } from './tokenizer';
  * conversation first counts tokens, never during activation, and only the one its model uses. Run
  * from source (unit tests, benchmarks), they come from the package.
  */
+
+/** The tokenizer's encodings. */
+export type EncodingName = 'o200k_base' | 'cl100k_base';
 
 /** What the tokenizer uses of a `gpt-tokenizer` encoding module. */
 export interface EncodingModule {
