@@ -1,124 +1,15 @@
 import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
-import type { StoredTokens } from './message-tokens';
+import type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, PruningEntry, ReportedUsage, TurnInfo } from './log';
 import { text, type Message } from './messages';
-import type { NeedleLedger } from './needles';
-import { withStubs, type PruningEntry } from './pruning';
-import type { ReportedUsage } from './usage-calibration';
+import { withStubs } from './pruning';
+
+export type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, TurnInfo };
 
 /**
  * A conversation is an append-only log: messages, compaction entries, prunings and undo marks.
  * Nothing is ever removed from it; the history the model sees (`modelView`) is derived from it, so
  * every compaction and pruning can be shown, undone or re-run from the originals.
  */
-
-export type CompactionReason = 'threshold' | 'overflow' | 'manual';
-
-export interface CompactionEntry {
-  readonly id: string;
-  /** 1 for the first compaction of a conversation, then one more than the entry it replaces. */
-  readonly round: number;
-  readonly reason: CompactionReason;
-  /** The summary as the model sees it after the prefix: model text, repaired, plus the file ledger. */
-  readonly summary: string;
-  /** The first message kept verbatim after the summary; null when nothing older was kept. */
-  readonly firstKeptMessageId: string | null;
-  /** Every message this compaction took out of the model's view. */
-  readonly compactedMessageIds: readonly string[];
-  readonly tokensBefore: number;
-  readonly tokensAfter: number;
-  /** The cumulative file ledger at the time of the compaction. */
-  readonly fileOperations: FileLedger;
-  /** The summarizer that wrote the summary (or `extractive-fallback`). */
-  readonly model: string;
-  readonly durationMs: number;
-  /** Milliseconds since the epoch. */
-  readonly createdAt: number;
-  /** Role of the summary message in the model's view. */
-  readonly summaryRole: 'user' | 'assistant';
-  /** True when the summarizer failed and the summary was extracted without a model. */
-  readonly fallback: boolean;
-  /** True when the compaction freed less than the configured minimum share. */
-  readonly lowGain: boolean;
-  /** The latest user message, kept verbatim although part of its turn was summarized. */
-  readonly splitTurn: boolean;
-  /** Summarizer calls made: 1, or more when the request had to be split into batches. */
-  readonly summarizerCalls: number;
-  /** Focus instructions given with `/compact`, if any. */
-  readonly focus?: string;
-  /** Why the summarizer's text was not used, when `fallback` is true. */
-  readonly failure?: string;
-  /** The pruning made just before this summary, in the same compaction: undone with it. */
-  readonly pruningId?: string;
-  /**
-   * The cumulative needle ledger (the user's constraints, errors hit, open tasks) through the last
-   * message of the snapshot, so the next compaction scans only what came after. Absent in entries
-   * from before it was kept: the next compaction then scans the whole log.
-   */
-  readonly needles?: NeedleLedger;
-  /**
-   * Set when the user wrote this summary by editing the one in force ("Edit summary"): the id of
-   * the compaction it belongs to (the summarizer's entry, never another edit). Everything but the
-   * summary is that compaction's, so the view is the same but for the summary, and undoing this
-   * entry brings back the summary it replaced.
-   */
-  readonly editOf?: string;
-}
-
-/** One request of the chat (or a command that changed the conversation), and the turn it continues. */
-export interface TurnInfo {
-  readonly id: string;
-  /** The turn this one continues; null for the first turn (after the trunk, if there is one). */
-  readonly parent: string | null;
-  /** Milliseconds since the epoch. */
-  readonly at: number;
-  /** The chat (VS Code's chat session) the request came from, when known. */
-  readonly chat?: string;
-}
-
-/**
- * A change the agent wrote to a file, kept so that it can be taken back exactly: the one stretch
- * where the texts before and after differ (`at`, what was there, what is there now), and a hash of
- * each whole text, to tell whether the file still holds what the agent wrote.
- */
-export interface FileChange {
-  readonly id: string;
-  /** Workspace-relative path. */
-  readonly path: string;
-  readonly kind: 'created' | 'modified';
-  readonly beforeHash: string;
-  readonly afterHash: string;
-  /** Where, in both texts, the stretch that differs starts (UTF-16 units). */
-  readonly at: number;
-  readonly removed: string;
-  readonly inserted: string;
-}
-
-export type LogRecord = (
-  | {
-      readonly type: 'message';
-      readonly message: Message;
-      /** The message's token counts when it was appended, so that a reload need not count it again. */
-      readonly tokens?: StoredTokens;
-    }
-  | { readonly type: 'compaction'; readonly entry: CompactionEntry }
-  /** Tool outputs replaced by stubs in the model's view (see `pruning.ts`). */
-  | { readonly type: 'pruning'; readonly entry: PruningEntry }
-  /** Undoes the compaction or pruning with this id. */
-  | { readonly type: 'undo'; readonly entryId: string; readonly at: number }
-  /** Token usage a provider reported, to calibrate the count after a reload. */
-  | { readonly type: 'usage'; readonly usage: ReportedUsage }
-  /** A file operation, by the agent's tools or the user's editor, for the file ledger. */
-  | { readonly type: 'file'; readonly event: FileEvent }
-  /** A change the agent wrote to a file, with what it takes to take it back (see `file-changes.ts`). */
-  | { readonly type: 'change'; readonly change: FileChange }
-  /** The start of a turn: a request of the chat, continuing the turn it names (see `branches.ts`). */
-  | { readonly type: 'turn'; readonly turn: TurnInfo }
-) & {
-  /** The turn the record was made on; absent in the trunk (records from before turns were kept). */
-  readonly turnId?: string;
-};
-
-export type ConversationLog = readonly LogRecord[];
 
 /** What the model is told just before a summary. */
 export const SUMMARY_PREFIX = 'The conversation history before this point was compacted into the following summary:';

@@ -1,4 +1,6 @@
-import type { LogRecord } from './history';
+import type { LogRecord, StoredTokens } from './log';
+
+export type { StoredTokens };
 import { stringifyOutput, type Message, type ToolResultPart } from './messages';
 import { charEstimator, type TextTokenizer } from './tokenizer';
 
@@ -20,14 +22,6 @@ export const DEFAULT_OVERHEADS: TokenOverheads = {
   perToolResult: 6,
   perFile: 800,
 };
-
-/**
- * Token counts stored with a message's record, by tokenizer name (`o200k_base`, `cl100k_base`): the
- * tokenizer's count of the message's text, tool names, arguments and outputs, without the framing
- * of `TokenOverheads`, which is added when the count is used (so a change of overheads does not
- * make stored counts wrong).
- */
-export type StoredTokens = Readonly<Record<string, number>>;
 
 /** Strings longer than this are counted each time: remembering them would cost more memory than counting saves. */
 const REMEMBERED_MAX_CHARS = 64 * 1024;

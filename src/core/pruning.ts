@@ -1,4 +1,6 @@
-import type { CompactionReason } from './history';
+import type { PrunedOutput, PruneKind, PruningEntry } from './log';
+
+export type { PrunedOutput, PruneKind, PruningEntry };
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
 import { isRecord } from './errors';
 import { normalizePath } from './text';
@@ -20,34 +22,6 @@ import { TOOL_NAMES } from './tool-names';
  * entry, and is undone the same way. Tools are told apart by name and arguments only, so any tool
  * (VS Code's included) is deduplicated; the file tools are also known by the path they touch.
  */
-
-/** Why an output was pruned, in the order the kinds are taken. */
-export type PruneKind = 'duplicate' | 'stale' | 'old' | 'truncated';
-
-/** One tool output replaced by a stub. */
-export interface PrunedOutput {
-  /** The tool message that holds the output. */
-  readonly messageId: string;
-  readonly toolCallId: string;
-  readonly toolName: string;
-  readonly kind: PruneKind;
-  /** What the model sees instead of the output. */
-  readonly stub: string;
-  /** The output's tokens when it was pruned (local count). */
-  readonly tokens: number;
-}
-
-/** A pruning as the log records it. */
-export interface PruningEntry {
-  readonly id: string;
-  readonly reason: CompactionReason;
-  readonly outputs: readonly PrunedOutput[];
-  /** The view's local count before and after this pruning. */
-  readonly tokensBefore: number;
-  readonly tokensAfter: number;
-  /** Milliseconds since the epoch. */
-  readonly createdAt: number;
-}
 
 /** How file tools touch files: the path argument they read or change. */
 export const FILE_TOOLS: Readonly<Record<string, 'read' | 'write'>> = {

@@ -1,31 +1,9 @@
+import type { ReportedUsage } from './log';
 import type { Message } from './messages';
+
+export type { ReportedUsage };
 import type { MessageTokenCounter } from './message-tokens';
 import type { RatioPrior } from './tokenizer-priors';
-
-/** Token usage a provider reported for one model call. */
-export interface ReportedUsage {
-  /** The last message of the request/response the usage belongs to (usually the assistant reply). */
-  readonly anchorMessageId: string;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  /**
-   * The compaction state of the view the request was built from: the id of the compaction entry
-   * in force when the request was sent (null before any). Taken when the request is sent, never
-   * when the usage arrives, so a compaction (or an undo) that lands in between voids the report.
-   * Entry ids are never reused, unlike round numbers after an undo.
-   */
-  readonly basis: string | null;
-  /** The local count of the request as sent (messages, system prompt, tools), when known. */
-  readonly localTokens?: number;
-  /** The part of `localTokens` that is the messages' framing (see `TokenOverheads`), when known. */
-  readonly localFraming?: number;
-  /** The part of `localTokens` that is the system prompt and the tool definitions, when known. */
-  readonly localFixed?: number;
-  /** The model that answered, to learn its tokenizer's ratio to the local count. */
-  readonly model?: string;
-  /** The server counted far fewer tokens than were sent: it cut the prompt. Never calibrates. */
-  readonly truncated?: boolean;
-}
 
 /** What a request was built from, recorded when it is sent and stamped on the usage it gets back. */
 export interface RequestBasis {

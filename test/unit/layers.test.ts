@@ -71,6 +71,55 @@ export function layerViolations(file: string, text: string): string[] {
   return problems;
 }
 
+/**
+ * The import cycles among `files` (path → the relative modules it imports, `import type` included):
+ * each strongly connected group of more than one module, as paths relative to src/, sorted.
+ */
+export function importCycles(files: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (file: string): void => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of files.get(file) ?? []) {
+      if (!files.has(next)) continue;
+      if (!index.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(file, Math.min(low.get(file)!, index.get(next)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const group: string[] = [];
+    for (;;) {
+      const member = stack.pop()!;
+      onStack.delete(member);
+      group.push(member);
+      if (member === file) break;
+    }
+    if (group.length > 1) cycles.push(group.map((f) => relative(SRC, f).split('\\').join('/')).sort());
+  };
+  for (const file of files.keys()) if (!index.has(file)) visit(file);
+  return cycles;
+}
+
+/** Each source file under `dir` with the source files it imports by relative path. */
+function importGraph(dir: string): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(dir)) {
+    const targets = importsOf(readFileSync(file, 'utf8'))
+      .filter((specifier) => specifier.startsWith('.'))
+      .map((specifier) => resolve(dirname(file), specifier))
+      .map((target) => (existsSync(`${target}.ts`) ? `${target}.ts` : join(target, 'index.ts')));
+    graph.set(file, targets);
+  }
+  return graph;
+}
+
 describe('layers', () => {
   it('every module imports only from its own layer or the ones below, and src/core only zod and gpt-tokenizer', () => {
     const problems = sourceFiles(SRC).flatMap((file) => layerViolations(file, readFileSync(file, 'utf8')));
@@ -84,6 +133,17 @@ describe('layers', () => {
       [],
       'these never import vscode: move them to src/app (or src/core)',
     );
+  });
+
+  it('no module imports, through any chain, one that imports it back (type imports included)', () => {
+    assert.deepEqual(importCycles(importGraph(SRC)), []);
+  });
+
+  it('finds a cycle however long, and none in a chain', () => {
+    const at = (name: string) => join(SRC, 'core', `${name}.ts`);
+    const graph = (edges: Record<string, string[]>) => new Map(Object.entries(edges).map(([from, to]) => [at(from), to.map(at)]));
+    assert.deepEqual(importCycles(graph({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] })), [['core/a.ts', 'core/b.ts', 'core/c.ts']]);
+    assert.deepEqual(importCycles(graph({ a: ['b'], b: ['c'], c: [] })), []);
   });
 
   describe('the rule itself', () => {

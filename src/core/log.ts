@@ -1,0 +1,249 @@
+import type { FileEvent, FileLedger } from './file-ledger';
+import type { Message } from './messages';
+
+/**
+ * The records of a conversation's append-only log, as types alone: every module of the engine may
+ * import them, and this file imports no module that imports it back.
+ */
+
+export type CompactionReason = 'threshold' | 'overflow' | 'manual';
+
+export interface CompactionEntry {
+  readonly id: string;
+  /** 1 for the first compaction of a conversation, then one more than the entry it replaces. */
+  readonly round: number;
+  readonly reason: CompactionReason;
+  /** The summary as the model sees it after the prefix: model text, repaired, plus the file ledger. */
+  readonly summary: string;
+  /** The first message kept verbatim after the summary; null when nothing older was kept. */
+  readonly firstKeptMessageId: string | null;
+  /** Every message this compaction took out of the model's view. */
+  readonly compactedMessageIds: readonly string[];
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  /** The cumulative file ledger at the time of the compaction. */
+  readonly fileOperations: FileLedger;
+  /** The summarizer that wrote the summary (or `extractive-fallback`). */
+  readonly model: string;
+  readonly durationMs: number;
+  /** Milliseconds since the epoch. */
+  readonly createdAt: number;
+  /** Role of the summary message in the model's view. */
+  readonly summaryRole: 'user' | 'assistant';
+  /** True when the summarizer failed and the summary was extracted without a model. */
+  readonly fallback: boolean;
+  /** True when the compaction freed less than the configured minimum share. */
+  readonly lowGain: boolean;
+  /** The latest user message, kept verbatim although part of its turn was summarized. */
+  readonly splitTurn: boolean;
+  /** Summarizer calls made: 1, or more when the request had to be split into batches. */
+  readonly summarizerCalls: number;
+  /** Focus instructions given with `/compact`, if any. */
+  readonly focus?: string;
+  /** Why the summarizer's text was not used, when `fallback` is true. */
+  readonly failure?: string;
+  /** The pruning made just before this summary, in the same compaction: undone with it. */
+  readonly pruningId?: string;
+  /**
+   * The cumulative needle ledger (the user's constraints, errors hit, open tasks) through the last
+   * message of the snapshot, so the next compaction scans only what came after. Absent in entries
+   * from before it was kept: the next compaction then scans the whole log.
+   */
+  readonly needles?: NeedleLedger;
+  /**
+   * Set when the user wrote this summary by editing the one in force ("Edit summary"): the id of
+   * the compaction it belongs to (the summarizer's entry, never another edit). Everything but the
+   * summary is that compaction's, so the view is the same but for the summary, and undoing this
+   * entry brings back the summary it replaced.
+   */
+  readonly editOf?: string;
+}
+
+/** One request of the chat (or a command that changed the conversation), and the turn it continues. */
+export interface TurnInfo {
+  readonly id: string;
+  /** The turn this one continues; null for the first turn (after the trunk, if there is one). */
+  readonly parent: string | null;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+  /** The chat (VS Code's chat session) the request came from, when known. */
+  readonly chat?: string;
+}
+
+/**
+ * A change the agent wrote to a file, kept so that it can be taken back exactly: the one stretch
+ * where the texts before and after differ (`at`, what was there, what is there now), and a hash of
+ * each whole text, to tell whether the file still holds what the agent wrote.
+ */
+export interface FileChange {
+  readonly id: string;
+  /** Workspace-relative path. */
+  readonly path: string;
+  readonly kind: 'created' | 'modified';
+  readonly beforeHash: string;
+  readonly afterHash: string;
+  /** Where, in both texts, the stretch that differs starts (UTF-16 units). */
+  readonly at: number;
+  readonly removed: string;
+  readonly inserted: string;
+}
+
+export type LogRecord = (
+  | {
+      readonly type: 'message';
+      readonly message: Message;
+      /** The message's token counts when it was appended, so that a reload need not count it again. */
+      readonly tokens?: StoredTokens;
+    }
+  | { readonly type: 'compaction'; readonly entry: CompactionEntry }
+  /** Tool outputs replaced by stubs in the model's view (see `pruning.ts`). */
+  | { readonly type: 'pruning'; readonly entry: PruningEntry }
+  /** Undoes the compaction or pruning with this id. */
+  | { readonly type: 'undo'; readonly entryId: string; readonly at: number }
+  /** Token usage a provider reported, to calibrate the count after a reload. */
+  | { readonly type: 'usage'; readonly usage: ReportedUsage }
+  /** A file operation, by the agent's tools or the user's editor, for the file ledger. */
+  | { readonly type: 'file'; readonly event: FileEvent }
+  /** A change the agent wrote to a file, with what it takes to take it back (see `file-changes.ts`). */
+  | { readonly type: 'change'; readonly change: FileChange }
+  /** The start of a turn: a request of the chat, continuing the turn it names (see `branches.ts`). */
+  | { readonly type: 'turn'; readonly turn: TurnInfo }
+) & {
+  /** The turn the record was made on; absent in the trunk (records from before turns were kept). */
+  readonly turnId?: string;
+};
+
+export type ConversationLog = readonly LogRecord[];
+
+/**
+ * Token counts stored with a message's record, by tokenizer name (`o200k_base`, `cl100k_base`): the
+ * tokenizer's count of the message's text, tool names, arguments and outputs, without the framing
+ * of `TokenOverheads`, which is added when the count is used (so a change of overheads does not
+ * make stored counts wrong).
+ */
+export type StoredTokens = Readonly<Record<string, number>>;
+
+/**
+ * Needles: the few facts a summary must never lose, found without a model and kept outside it.
+ * Besides the file ledger (`file-ledger.ts`), the engine keeps a ledger of
+ *
+ * - **constraints**: the user's explicit rules and preferences, in their words;
+ * - **errors**: the exact error messages the agent's tool calls hit, and whether they were resolved;
+ * - **tasks**: work the user deferred or listed that no later message closed.
+ *
+ * After every summary (the model's or the extractive fallback) the engine checks the summary and what
+ * stays in the view against the ledger, and appends what is missing word for word in one
+ * `<kept-needles>` block, which is removed and rendered anew at each round (as the file lists are),
+ * so it never repeats. The ledger is cumulative: it is stored in each compaction entry and the next
+ * compaction goes on scanning from the last message it took in.
+ *
+ * Where each kind comes from, and the deterministic rules (no model, nothing random):
+ *
+ * Constraints come from user messages only: never from tool results, files the agent read, the
+ * assistant's text or a summary, so a file that says "you must push to main" is not a rule of the
+ * user's. Fenced code and quoted (`>`) lines are left out too: they are pasted material, not the
+ * user speaking. The text is cut into lines and sentences; a sentence is a constraint when it says
+ * must, must not, never, don't / do not, always or prefer (any form), is not a question, and is not a
+ * reminder ("don't forget to …", "remember to …": those are tasks).
+ *
+ * Errors come from failed tool calls: a result marked as an error, one that starts with `Error:`
+ * (how Longrun's tools report a failure), or a command that ended with a non-zero exit code or was
+ * stopped. From its output the lines that look like error messages (`TypeError: …`, `error TS2322:
+ * …`, `npm ERR! …`, `fatal: …`, `FAIL …`, a panic, a traceback, a `file:line: message`
+ * diagnostic) are kept, at most three, or else its first line. A result that did not fail yields nothing, whatever it contains: a file read
+ * that mentions an error is not an error the agent hit. An error is resolved when a later call of
+ * the same tool on the same target (its `command`, `path` or `file` argument, else all of its
+ * arguments) succeeds; the same error coming back opens it again.
+ *
+ * Tasks come from user messages: a sentence or list item that is an unchecked checklist item
+ * (`- [ ] …`), starts with TODO, defers work ("later", "afterwards", "after that", "next time",
+ * "at the end", "eventually", "when you're done", "before you finish", "don't forget to", "remember
+ * to", "still need to"), or is one of two or more list items of a message (a list of asks). A task is
+ * closed by a later user or assistant message (never a tool result) holding a sentence that says it
+ * is done or dropped (done, finished, added, fixed, implemented, created, updated, removed, skipped,
+ * cancelled, "never mind", "no longer needed" …) without a negation (not, n't, yet, still, failed,
+ * unable), and shares at least half of the task's key terms (words of three or more letters outside
+ * a list of common words, crudely stemmed; paths and identifiers as whole tokens). Closed tasks
+ * leave the ledger.
+ */
+
+export type NeedleKind = 'constraint' | 'error' | 'task';
+
+/** One fact the summary must carry. */
+export interface Needle {
+  readonly kind: NeedleKind;
+  /** The words as written: a sentence of the user's, or a line of the error output. */
+  readonly text: string;
+  /** The message it was found in. */
+  readonly messageId: string;
+  /** Errors: the tool whose call failed. */
+  readonly tool?: string;
+  /** Errors: the tool and what the call acted on; a later success with the same key resolves it. */
+  readonly key?: string;
+  /** Errors: the message whose successful call resolved it; absent while unresolved. */
+  readonly resolvedBy?: string;
+}
+
+/** The cumulative ledger, as stored in a compaction entry. */
+export interface NeedleLedger {
+  readonly version: 1;
+  /** The last message taken into account; the next compaction scans the messages after it. */
+  readonly through: string | null;
+  /** Oldest first. */
+  readonly needles: readonly Needle[];
+  /** Tool calls seen without their result yet (call id → key), since the result may come later. */
+  readonly openCalls: Readonly<Record<string, string>>;
+}
+
+/** Why an output was pruned, in the order the kinds are taken. */
+export type PruneKind = 'duplicate' | 'stale' | 'old' | 'truncated';
+
+/** One tool output replaced by a stub. */
+export interface PrunedOutput {
+  /** The tool message that holds the output. */
+  readonly messageId: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly kind: PruneKind;
+  /** What the model sees instead of the output. */
+  readonly stub: string;
+  /** The output's tokens when it was pruned (local count). */
+  readonly tokens: number;
+}
+
+/** A pruning as the log records it. */
+export interface PruningEntry {
+  readonly id: string;
+  readonly reason: CompactionReason;
+  readonly outputs: readonly PrunedOutput[];
+  /** The view's local count before and after this pruning. */
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  /** Milliseconds since the epoch. */
+  readonly createdAt: number;
+}
+
+/** Token usage a provider reported for one model call. */
+export interface ReportedUsage {
+  /** The last message of the request/response the usage belongs to (usually the assistant reply). */
+  readonly anchorMessageId: string;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /**
+   * The compaction state of the view the request was built from: the id of the compaction entry
+   * in force when the request was sent (null before any). Taken when the request is sent, never
+   * when the usage arrives, so a compaction (or an undo) that lands in between voids the report.
+   * Entry ids are never reused, unlike round numbers after an undo.
+   */
+  readonly basis: string | null;
+  /** The local count of the request as sent (messages, system prompt, tools), when known. */
+  readonly localTokens?: number;
+  /** The part of `localTokens` that is the messages' framing (see `TokenOverheads`), when known. */
+  readonly localFraming?: number;
+  /** The part of `localTokens` that is the system prompt and the tool definitions, when known. */
+  readonly localFixed?: number;
+  /** The model that answered, to learn its tokenizer's ratio to the local count. */
+  readonly model?: string;
+  /** The server counted far fewer tokens than were sent: it cut the prompt. Never calibrates. */
+  readonly truncated?: boolean;
+}
