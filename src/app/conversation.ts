@@ -1,14 +1,13 @@
-import { assessBudget, type BudgetAssessment } from '../core/budget';
+import type { BudgetAssessment } from '../core/budget';
 import { applyWithCurrentLedgers } from '../core/apply-ledgers';
 import { guardAfter, type GuardState } from '../core/compaction-guard';
-import { compactionTarget, lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
+import { lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
 import type { ContextWindow } from '../core/context-window';
 import {
   lastStep,
-  LiveModelView,
   summaryMessage,
   undoLastStep,
   type CompactionEntry,
@@ -17,28 +16,16 @@ import {
   type ConversationLog,
   type LogRecord,
 } from '../core/history';
-import { withTokenCounts, type MessageTokenCounter, type StoredTokens } from '../core/message-tokens';
+import { withTokenCounts } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import type { Clock, Summarizer } from '../core/ports';
 import type { PruningEntry } from '../core/pruning';
 import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/recall';
-import {
-  calibratedCount,
-  effectiveRatio,
-  learnedCalibration,
-  rememberedPrior,
-  type Calibration,
-  type CalibrationMemory,
-  type ContextCount,
-  type ReportedUsage,
-  type RequestBasis,
-} from '../core/usage-calibration';
-import { ViewTokens } from '../core/view-tokens';
-import { charEstimator } from '../core/tokenizer';
+import type { CalibrationMemory, ContextCount, RequestBasis } from '../core/usage-calibration';
 import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
 import { branchLog, onTurn, TurnIndex } from '../core/branches';
-import { familyPrior, type RatioPrior } from '../core/tokenizer-priors';
 import type { ConversationIndex, ConversationStore } from './conversation-store';
+import { ConversationMeter, type ModelContext } from './conversation-meter';
 import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
 import { errorText } from '../core/errors';
@@ -49,20 +36,7 @@ import { errorText } from '../core/errors';
  * the extension wires it to the chat, the gauge and the commands.
  */
 
-/** What the conversation needs to know about the model in use. */
-export interface ModelContext {
-  readonly name: string;
-  readonly window: ContextWindow;
-  readonly counter: MessageTokenCounter;
-  /** Tokens the system prompt and tool definitions take in every request. */
-  readonly fixedOverhead: number;
-  /** Tokens kept free for the answer (shown in the gauge). */
-  readonly outputReserve: number;
-  /** Identifies the model across reports (vendor/id), to learn its tokenizer's ratio to the local count. */
-  readonly key?: string;
-  /** The whole window (input and output) and where its size came from, for the gauge. */
-  readonly whole?: { readonly limit: number; readonly origin: string; readonly assumed: boolean };
-}
+export type { ModelContext };
 
 export interface ConversationDeps {
   readonly store: ConversationStore;
@@ -101,9 +75,6 @@ export interface CompactOptions {
 }
 
 type Listener = () => void;
-
-/** Text without stored counts past which a view is counted off the editor's thread (about 50,000 tokens). */
-const OFF_THREAD_CHARS = 200_000;
 
 /** The title of a conversation before its first request. */
 export const NEW_TITLE = 'New conversation';
@@ -159,24 +130,8 @@ export class Conversation {
   private ahead: Ahead | undefined;
   /** The anti-loop guard of automatic compaction, as the turns of this session left it; made from the log when absent. */
   private guardState: GuardState | undefined;
-  // What the gauge reads, kept up to date with the log by `sync` at the cost of what was appended,
-  // so that an assessment costs the same at twenty messages and at twenty thousand.
-  private readonly live = new LiveModelView();
-  private readonly storedTokens = new WeakMap<Message, StoredTokens>();
-  private readonly viewTokens = new ViewTokens(
-    (message) => this.storedTokens.get(message),
-    (message) => this.pendingCounts.get(message),
-  );
-  /** Messages of this conversation's records (a pruned output's stub or a summary is not one). */
-  private readonly recordMessages = new WeakSet<Message>();
-  /** Estimates for the messages being counted off the editor's thread, until their counts come. */
-  private readonly pendingCounts = new WeakMap<Message, number>();
-  /** The counter and view whose uncounted messages were last looked at (see `countOffThread`). */
-  private countedFor: { counter: MessageTokenCounter; generation: number } | undefined;
-  private readonly usages: ReportedUsage[] = [];
-  private latestUsage: ReportedUsage | undefined;
-  private synced: { log: ConversationLog; records: number } | undefined;
-  private calibrationMemo: { key: string | undefined; reports: number; calibration: Calibration | undefined } | undefined;
+  /** The view, its count and the provider's reports, kept up to date with this branch's records. */
+  private readonly meter: ConversationMeter;
 
   constructor(
     readonly id: string,
@@ -189,6 +144,13 @@ export class Conversation {
     const leaf = where.leaf === undefined ? turns.latest() : where.leaf;
     this.leafTurn = leaf !== null && turns.has(leaf) ? leaf : null;
     this.records = branchLog(this.shared.all, this.leafTurn, turns);
+    this.meter = new ConversationMeter({
+      conversationId: id,
+      records: () => this.records,
+      all: () => this.shared.all,
+      deps,
+      changed: () => this.changed(),
+    });
   }
 
   /** The records of this branch (the path to its leaf turn), oldest first. */
@@ -234,18 +196,15 @@ export class Conversation {
 
   /** The model's view of the log, as `modelView(log())` derives it. */
   view(): Message[] {
-    this.sync();
-    return this.live.messages();
+    return this.meter.live().messages();
   }
 
   isEmpty(): boolean {
-    this.sync();
-    return !this.live.hasMessages();
+    return !this.meter.live().hasMessages();
   }
 
   lastCompaction(): CompactionEntry | undefined {
-    this.sync();
-    return this.live.entries().at(-1);
+    return this.meter.live().entries().at(-1);
   }
 
   /** The anti-loop guard: as the last turn left it, or, after a reload, as the log leaves it. */
@@ -261,20 +220,17 @@ export class Conversation {
 
   /** The last compaction in force as the user asked for it: a summary, a pruning, or both (see `lastStep`). */
   lastStep(): CompactionStep | undefined {
-    this.sync();
-    return lastStep(this.live.activeSteps());
+    return lastStep(this.meter.live().activeSteps());
   }
 
   /** The prunings in force, oldest first. */
   prunings(): readonly PruningEntry[] {
-    this.sync();
-    return this.live.prunedBy();
+    return this.meter.live().prunedBy();
   }
 
   /** Whether part of the conversation is out of the model's view: summarized or pruned. */
   hasArchive(): boolean {
-    this.sync();
-    return this.live.activeSteps().length > 0;
+    return this.meter.live().activeSteps().length > 0;
   }
 
   /**
@@ -358,7 +314,7 @@ export class Conversation {
       'threshold',
       { signal: controller.signal },
       { ...config, keepRecent },
-      this.pruneTarget(growth),
+      this.meter.pruneTarget(growth),
     ).catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }));
     this.ahead = { promise, controller };
   }
@@ -395,176 +351,20 @@ export class Conversation {
 
   /** The tokens of the model's view, calibrated by the provider's last report when it still applies. */
   count(): ContextCount {
-    const model = this.deps.model();
-    const tokens = this.tokensOfView(model.counter);
-    return calibratedCount(tokens.total(), (id) => tokens.after(id), this.latestUsage, this.basis(), model.fixedOverhead, this.guess(model.key));
+    return this.meter.count();
   }
 
   /** The basis a request sent now is built on: stamped on the usage it gets back. */
   requestBasis(): RequestBasis & { readonly model?: string } {
-    const model = this.deps.model();
-    const tokens = this.tokensOfView(model.counter);
-    const localTokens = tokens.total() + model.fixedOverhead;
-    const ratio = this.ratio(model.key);
-    return {
-      basis: this.basis(),
-      localTokens,
-      localFraming: tokens.framing(),
-      localFixed: model.fixedOverhead,
-      ...(ratio !== undefined ? { ratio } : {}),
-      ...(model.key !== undefined ? { model: model.key } : {}),
-    };
+    return this.meter.requestBasis();
   }
 
   assess(): BudgetAssessment {
-    const config = this.deps.config();
-    return assessBudget(this.count().tokens, this.deps.model().window, config.trigger, config.autoCompact);
+    return this.meter.assess();
   }
 
   breakdown(): UsageBreakdown {
-    const model = this.deps.model();
-    const parts = this.tokensOfView(model.counter).parts();
-    return {
-      systemAndTools: model.fixedOverhead + parts.system,
-      summary: parts.summary,
-      messages: parts.messages,
-      toolResults: parts.toolResults,
-      outputReserve: model.outputReserve,
-      ...(model.whole ? { window: model.whole } : {}),
-    };
-  }
-
-  /**
-   * Takes in the records appended since the last call, however they were appended: the view, its
-   * counts and the usage reports follow the log at the cost of what was added. A log replaced by
-   * another array is taken in from its start.
-   */
-  private sync(): void {
-    const log = this.records;
-    if (this.synced?.log !== log || this.synced.records > log.length) {
-      this.synced = { log, records: 0 };
-      this.usages.length = 0;
-      this.latestUsage = undefined;
-      this.calibrationMemo = undefined;
-    }
-    for (let i = this.synced.records; i < log.length; i++) {
-      const record = log[i]!;
-      if (record.type === 'usage') {
-        this.usages.push(record.usage);
-        this.latestUsage = record.usage;
-      } else if (record.type === 'message') {
-        this.recordMessages.add(record.message);
-        if (record.tokens) this.storedTokens.set(record.message, record.tokens);
-      }
-    }
-    this.synced.records = log.length;
-    this.live.update(log);
-  }
-
-  private tokensOfView(counter: MessageTokenCounter): ViewTokens {
-    this.sync();
-    this.countOffThread(counter);
-    this.viewTokens.update(this.live, counter);
-    return this.viewTokens;
-  }
-
-  /**
-   * A view with much text its records hold no count of for this counter's tokenizer (a conversation
-   * from before counts were stored, records cut to fit, another model's tokenizer) is counted by the
-   * engine, off the editor's thread; the gauge reads an estimate of those messages until it is done.
-   */
-  private countOffThread(counter: MessageTokenCounter): void {
-    const engine = this.deps.engine;
-    const name = counter.tokenizer.name;
-    if (!engine?.count || name === charEstimator.name) return;
-    if (this.countedFor?.counter === counter && this.countedFor.generation === this.live.generation) return;
-    this.countedFor = { counter, generation: this.live.generation };
-    const missing: Message[] = [];
-    const estimates: number[] = [];
-    let chars = 0;
-    for (const message of this.live.stable) {
-      if (!this.recordMessages.has(message) || this.storedTokens.get(message)?.[name] !== undefined) continue;
-      if (counter.isCounted(message) || this.pendingCounts.has(message)) continue;
-      const estimate = counter.estimate(message);
-      missing.push(message);
-      estimates.push(estimate.tokens);
-      chars += estimate.chars;
-    }
-    if (chars < OFF_THREAD_CHARS) return;
-    missing.forEach((message, i) => this.pendingCounts.set(message, estimates[i]!));
-    const settle = (counts: ReadonlyMap<string, number>): void => {
-      for (const message of missing) {
-        this.pendingCounts.delete(message);
-        const tokens = counts.get(message.id);
-        if (tokens !== undefined) this.storedTokens.set(message, { ...this.storedTokens.get(message), [name]: tokens });
-      }
-      this.viewTokens.reset();
-      this.changed();
-    };
-    engine
-      .count({ conversationId: this.id, all: this.shared.all, ids: missing.map((m) => m.id), tokenizer: name })
-      .then(settle, () => settle(new Map()));
-  }
-
-  /** The compaction state of the view (see `currentBasis`). */
-  private basis(): string | null {
-    this.sync();
-    return this.live.activeSteps().at(-1)?.entry.id ?? null;
-  }
-
-  /**
-   * The local count of the view (messages only) that compaction aims under: what the gauge will show
-   * as just below the compaction target once the view changed (the count is then local, scaled by the
-   * learned ratio, with the system prompt and tools). `less` lowers it (calibrated tokens), for a
-   * compaction prepared ahead of the growth still to come. Undefined when the window is unknown.
-   */
-  private pruneTarget(less = 0): number | undefined {
-    const budget = this.assess();
-    if (budget.limit <= 0 || budget.warningAt <= 0) return undefined;
-    const model = this.deps.model();
-    const ratio = this.guess(model.key);
-    // Over the window, the aim is to fit again with as much of the turn under way kept as can be.
-    const target = budget.level === 'over' ? budget.warningAt : compactionTarget(budget.limit, budget.warningAt, this.deps.config());
-    return Math.max(0, Math.floor((target - less) / ratio) - model.fixedOverhead - 1);
-  }
-
-  /**
-   * The provider's count over the local count for the view as it is now: `learnedCalibration` over the
-   * usage reports (worked out again only when a report came or the model changed), weighed by the
-   * view's share of framing.
-   */
-  private ratio(key: string | undefined): number | undefined {
-    this.sync();
-    const memo = this.calibrationMemo;
-    let calibration = memo?.calibration;
-    if (!memo || memo.key !== key || memo.reports !== this.usages.length) {
-      const prior = this.priorOf(key);
-      calibration = learnedCalibration(this.usages, key, prior);
-      this.calibrationMemo = { key, reports: this.usages.length, calibration };
-      const remembered = key !== undefined ? rememberedPrior(this.usages, key, prior) : undefined;
-      if (key !== undefined && remembered) this.deps.calibrations?.learned(key, remembered);
-    }
-    if (calibration === undefined) return undefined;
-    const model = this.deps.model();
-    const tokens = this.tokensOfView(model.counter);
-    return effectiveRatio(calibration, tokens.total() + model.fixedOverhead, tokens.framing());
-  }
-
-  /**
-   * What is known of `key`'s ratio before this conversation's reports: learned in earlier conversations,
-   * else its family's table figure. Taken once per model, so that what this conversation teaches the
-   * memory does not come back to it as a prior.
-   */
-  private priorOf(key: string | undefined): RatioPrior | undefined {
-    if (!this.priors.has(key)) this.priors.set(key, this.deps.calibrations?.prior(key) ?? familyPrior(key));
-    return this.priors.get(key);
-  }
-
-  private readonly priors = new Map<string | undefined, RatioPrior | undefined>();
-
-  /** The ratio to count with: the one learned from the reports, else the prior, else none (1). */
-  private guess(key: string | undefined): number {
-    return this.ratio(key) ?? this.priorOf(key)?.ratio ?? 1;
+    return this.meter.breakdown();
   }
 
   /**
@@ -629,7 +429,7 @@ export class Conversation {
     }
     const summarizer = this.deps.summarizer();
     if (!summarizer) return { status: 'failed', reason: NO_SUMMARIZER };
-    const computed = await this.computeOn([...this.records], reason, options, this.deps.config(), this.pruneTarget());
+    const computed = await this.computeOn([...this.records], reason, options, this.deps.config(), this.meter.pruneTarget());
     if (computed.status !== 'compacted') return computed;
     const outcome = await this.reviewed(computed, options);
     if (outcome.status !== 'compacted') return outcome;
@@ -645,14 +445,14 @@ export class Conversation {
   private countStored(messages: readonly Message[]): number {
     const counter = this.deps.model().counter;
     let total = 0;
-    for (const message of messages) total += counter.countMessage(message, this.storedTokens.get(message));
+    for (const message of messages) total += counter.countMessage(message, this.meter.storedOf(message));
     return total;
   }
 
   /** Whether `computed`, applied to the log as it is now, would free less than the configured share of the view. */
   private freesTooLittle(computed: ComputedCompaction): boolean {
     const counter = this.deps.model().counter;
-    return lowGainAt(this.records, computed, this.tokensOfView(counter).total(), (view) => this.countStored(view), this.deps.config());
+    return lowGainAt(this.records, computed, this.meter.tokensOfView(counter).total(), (view) => this.countStored(view), this.deps.config());
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -726,7 +526,7 @@ export class Conversation {
     if (!check.ok) return undefined;
     const computed = check.compaction;
     // Counted with the counts stored with the records: after a reload nothing is tokenized again here.
-    const tokensBefore = this.tokensOfView(counter).total();
+    const tokensBefore = this.meter.tokensOfView(counter).total();
     const tokensAfter = this.countStored(check.view);
     const records: LogRecord[] = [];
     let pruning = computed.pruning;
