@@ -6,17 +6,14 @@ import * as path from 'node:path';
 import { EMPTY_LEDGER, recordFileEvents } from '../../../src/core/file-ledger';
 import type { LogRecord } from '../../../src/core/history';
 import {
-  ConversationConflictError,
   ConversationIndex,
-  ConversationStore,
-  ConversationVersionError,
-  type ConversationStoreOptions,
-  type DamagedLine,
   summariesKey,
   type ConversationInfo,
   type MementoLike,
   type StoredSummary,
-} from '../../../src/app/conversation-store';
+} from '../../../src/app/store/conversation-index';
+import { ConversationStore, type ConversationStoreOptions, type DamagedLine } from '../../../src/app/store/conversation-store';
+import { ConversationConflictError, ConversationVersionError } from '../../../src/app/store/errors';
 import { INDEX_KEY } from '../../../src/app/contributions';
 
 const NOW = 1_700_000_000_000;
@@ -633,7 +630,7 @@ describe('conversation store: two windows on one conversation', () => {
     const perWriter = 30;
     const size = 600 * 1024;
     const script = path.join(dir, 'writer.ts');
-    await fs.writeFile(script, writerScript(path.resolve('src/app/conversation-store')));
+    await fs.writeFile(script, writerScript(path.resolve('src/app/store/conversation-store')));
     const writers = names.map((name) => startWriter(script, [dir, name, String(perWriter), String(size)]));
     await Promise.all(writers.map((w) => w.ready));
     for (const w of writers) w.go();
