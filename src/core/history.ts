@@ -4,6 +4,7 @@ import { text, type Message } from './messages';
 import type { NeedleLedger } from './needles';
 import { withStubs, type PruningEntry } from './pruning';
 import type { ReportedUsage } from './usage-calibration';
+import { everyValueOf } from './values';
 
 /**
  * A conversation is an append-only log: messages, compaction entries, prunings and undo marks.
@@ -11,7 +12,25 @@ import type { ReportedUsage } from './usage-calibration';
  * every compaction and pruning can be shown, undone or re-run from the originals.
  */
 
-export type CompactionReason = 'threshold' | 'overflow' | 'manual';
+/**
+ * The values of each kind of field a log record holds, written once: the types below are derived
+ * from these lists, and the schemas that read records back (src/app/store) are built from them, so a
+ * value cannot be added to one without the other.
+ */
+export const COMPACTION_REASONS = ['threshold', 'overflow', 'manual'] as const;
+export type CompactionReason = (typeof COMPACTION_REASONS)[number];
+
+/** Roles a summary message may take in the model's view. */
+export const SUMMARY_ROLES = ['user', 'assistant'] as const;
+export type SummaryRole = (typeof SUMMARY_ROLES)[number];
+
+/** What a `FileChange` did to its file. */
+export const FILE_CHANGE_KINDS = ['created', 'modified'] as const;
+export type FileChangeKind = (typeof FILE_CHANGE_KINDS)[number];
+
+/** Every `type` of `LogRecord`: the list fails to compile when it leaves one out or names another. */
+export const RECORD_TYPES = everyValueOf<LogRecord['type']>()(['message', 'compaction', 'pruning', 'undo', 'usage', 'file', 'change', 'turn']);
+export type RecordType = (typeof RECORD_TYPES)[number];
 
 export interface CompactionEntry {
   readonly id: string;
@@ -34,7 +53,7 @@ export interface CompactionEntry {
   /** Milliseconds since the epoch. */
   readonly createdAt: number;
   /** Role of the summary message in the model's view. */
-  readonly summaryRole: 'user' | 'assistant';
+  readonly summaryRole: SummaryRole;
   /** True when the summarizer failed and the summary was extracted without a model. */
   readonly fallback: boolean;
   /** True when the compaction freed less than the configured minimum share. */
@@ -84,7 +103,7 @@ export interface FileChange {
   readonly id: string;
   /** Workspace-relative path. */
   readonly path: string;
-  readonly kind: 'created' | 'modified';
+  readonly kind: FileChangeKind;
   readonly beforeHash: string;
   readonly afterHash: string;
   /** Where, in both texts, the stretch that differs starts (UTF-16 units). */

@@ -22,7 +22,8 @@ import { TOOL_NAMES } from './tool-names';
  */
 
 /** Why an output was pruned, in the order the kinds are taken. */
-export type PruneKind = 'duplicate' | 'stale' | 'old' | 'truncated';
+export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;
+export type PruneKind = (typeof PRUNE_KINDS)[number];
 
 /** One tool output replaced by a stub. */
 export interface PrunedOutput {

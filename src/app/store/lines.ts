@@ -1,12 +1,12 @@
 import { errorText, isRecord } from '../../core/errors';
-import type { LogRecord } from '../../core/history';
+import { RECORD_TYPES, type LogRecord } from '../../core/history';
 import { openIfExists, safeJson } from './files';
 import { CONVERSATION_FORMAT_VERSION, PART_END_KIND, PART_END_VERSION, describeIssues, headerSchema, recordLineSchema } from './schemas';
 
 /** How much of a line too long to read is kept aside. */
 const KEPT_OF_LONG_LINE = 64 * 1024;
 
-const RECORD_TYPES: ReadonlySet<string> = new Set(['message', 'compaction', 'pruning', 'undo', 'usage', 'file', 'change', 'turn']);
+const KNOWN_RECORD_TYPES: ReadonlySet<string> = new Set<string>(RECORD_TYPES);
 
 export type ParsedLine =
   | { readonly kind: 'blank' }
@@ -121,7 +121,7 @@ export function parseLine(text: string, first: boolean, id: string, part: number
   const line = recordLineSchema().safeParse(value);
   if (line.success) return { kind: 'record', record: line.data.record };
   const type = isRecord(value.record) ? value.record.type : undefined;
-  if (typeof type === 'string' && !RECORD_TYPES.has(type)) {
+  if (typeof type === 'string' && !KNOWN_RECORD_TYPES.has(type)) {
     return { kind: 'damaged', error: `an unknown kind of record, "${type}", probably written by a newer version of Longrun` };
   }
   return { kind: 'damaged', error: `not a valid log record: ${describeIssues(line.error)}` };

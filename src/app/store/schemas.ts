@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import { lazily } from '../../core/lazy';
-import { parseLedger } from '../../core/file-ledger';
+import { ACTORS, FILE_OP_KINDS, parseLedger } from '../../core/file-ledger';
 import { parseNeedleLedger } from '../../core/needles';
-import type { LogRecord } from '../../core/history';
+import { COMPACTION_REASONS, FILE_CHANGE_KINDS, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../core/history';
+import { ROLES, type PartType } from '../../core/messages';
+import { PRUNE_KINDS } from '../../core/pruning';
 import { LEGACY_BASIS } from '../../core/usage-calibration';
 
 /** The format version this build writes and reads. */
@@ -49,9 +51,11 @@ const filePartSchema = lazily(() =>
 const messageSchema = lazily(() =>
   z.object({
     id: z.string().min(1),
-    role: z.enum(['system', 'user', 'assistant', 'tool']),
+    role: roleSchema(),
     content: z.array(
-      z.discriminatedUnion('type', [textPartSchema(), reasoningPartSchema(), toolCallPartSchema(), toolResultPartSchema(), filePartSchema()]),
+      withEveryType<PartType>()(
+        z.discriminatedUnion('type', [textPartSchema(), reasoningPartSchema(), toolCallPartSchema(), toolResultPartSchema(), filePartSchema()]),
+      ),
     ),
     summaryOf: z.string().optional(),
     incomplete: z.literal(true).optional(),
@@ -59,7 +63,15 @@ const messageSchema = lazily(() =>
 );
 
 export const countSchema = lazily(() => z.number().min(0));
-export const reasonSchema = lazily(() => z.enum(['threshold', 'overflow', 'manual']));
+// Each enum is built from its list in src/core, so the values stored and the values of the type are
+// the same by construction.
+export const roleSchema = lazily(() => z.enum(ROLES));
+export const reasonSchema = lazily(() => z.enum(COMPACTION_REASONS));
+export const summaryRoleSchema = lazily(() => z.enum(SUMMARY_ROLES));
+export const pruneKindSchema = lazily(() => z.enum(PRUNE_KINDS));
+export const fileOpKindSchema = lazily(() => z.enum(FILE_OP_KINDS));
+export const actorSchema = lazily(() => z.enum(ACTORS));
+export const fileChangeKindSchema = lazily(() => z.enum(FILE_CHANGE_KINDS));
 
 const ledgerSchema = lazily(() =>
   z.unknown().transform((value, ctx) => {
@@ -97,7 +109,7 @@ const compactionEntrySchema = lazily(() =>
     model: z.string(),
     durationMs: countSchema(),
     createdAt: z.number(),
-    summaryRole: z.enum(['user', 'assistant']),
+    summaryRole: summaryRoleSchema(),
     fallback: z.boolean(),
     lowGain: z.boolean(),
     splitTurn: z.boolean(),
@@ -127,7 +139,7 @@ const pruningEntrySchema = lazily(() =>
           toolCallId: z.string(),
           toolName: z.string(),
           // 'truncated' came later: a Longrun from before it keeps such a line aside and shows the outputs whole.
-          kind: z.enum(['duplicate', 'stale', 'old', 'truncated']),
+          kind: pruneKindSchema(),
           stub: z.string(),
           tokens: countSchema(),
         }),
@@ -161,9 +173,9 @@ const usageSchema = lazily(() =>
 const fileEventSchema = lazily(() =>
   z
     .object({
-      kind: z.enum(['read', 'created', 'modified', 'deleted', 'renamed']),
+      kind: fileOpKindSchema(),
       path: z.string().min(1),
-      actor: z.enum(['agent', 'user']),
+      actor: actorSchema(),
       at: z.number(),
       from: z.string().min(1).optional(),
     })
@@ -173,8 +185,8 @@ const fileEventSchema = lazily(() =>
     }),
 );
 
-/** Typed as `ZodType<LogRecord>` so the compiler checks that the schema and the type agree. */
-export const logRecordSchema = lazily((): z.ZodType<LogRecord> =>
+/** One object per type of `RECORD_TYPES`; `_everyRecordType` below checks that none is missing. */
+const recordUnionSchema = lazily(() =>
   z.discriminatedUnion('type', [
     // Token counts by tokenizer name, added later: a line without them reads as before, and a Longrun
     // from before them drops them when it reads the line.
@@ -196,6 +208,22 @@ export const logRecordSchema = lazily((): z.ZodType<LogRecord> =>
   ]),
 );
 
+/**
+ * Typed as `ZodType<LogRecord>` so the compiler checks that the schema and the type agree, and
+ * passed through `withEveryType` so it also checks that no type of `RECORD_TYPES` lacks a schema.
+ */
+export const logRecordSchema = lazily((): z.ZodType<LogRecord> => withEveryType<RecordType>()(recordUnionSchema()));
+
+/**
+ * `schema`, accepted only when it reads every `type` in `T`: with a tagged union typed by its type
+ * (`ZodType<LogRecord>`), a member the schema leaves out would otherwise go unnoticed.
+ */
+function withEveryType<T extends string>(): <S extends z.ZodType<{ readonly type: string }>>(
+  schema: S & ([T] extends [z.output<S>['type']] ? unknown : never),
+) => S {
+  return (schema) => schema;
+}
+
 const turnIdSchema = lazily(() => z.string().min(1).optional());
 
 const turnSchema = lazily(() =>
@@ -206,7 +234,7 @@ const fileChangeSchema = lazily(() =>
   z.object({
     id: z.string().min(1),
     path: z.string().min(1),
-    kind: z.enum(['created', 'modified']),
+    kind: fileChangeKindSchema(),
     beforeHash: z.string(),
     afterHash: z.string(),
     at: z.number().int().min(0),
