@@ -720,7 +720,6 @@ export class Conversation {
         entryId: entry.id,
         round: entry.round,
         reason: entry.reason,
-        summary: entry.summary,
         tokensBefore: entry.tokensBefore,
         tokensAfter: entry.tokensAfter,
         createdAt: entry.createdAt,

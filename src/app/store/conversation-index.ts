@@ -23,13 +23,18 @@ export interface ConversationInfo {
   readonly updatedAt: number;
 }
 
-/** A compaction summary as shown in the UI; the full entry lives in the conversation file. */
+/**
+ * What the index keeps of a compaction summary: the figures the list of conversations reads (how
+ * many compactions a conversation has), not its text, which lives in the conversation file with the
+ * full entry. Entries saved with the text read as before; it is dropped when the list is next saved.
+ * A Longrun from before this leaves out entries without the text as unreadable, so its list of
+ * conversations counts fewer compactions; the conversations themselves are unaffected.
+ */
 export interface StoredSummary {
   /** The compaction entry it belongs to. */
   readonly entryId: string;
   readonly round: number;
   readonly reason: CompactionReason;
-  readonly summary: string;
   readonly tokensBefore: number;
   readonly tokensAfter: number;
   readonly createdAt: number;
@@ -50,7 +55,7 @@ const storedSummarySchema = lazily(() =>
     entryId: z.string().min(1),
     round: z.number().int().min(1),
     reason: reasonSchema(),
-    summary: z.string(),
+    // Saved by earlier versions, never read: zod leaves the key out of what it gives back.
     tokensBefore: countSchema(),
     tokensAfter: countSchema(),
     createdAt: z.number(),

@@ -715,7 +715,6 @@ describe('conversation index in workspace state', () => {
     entryId,
     round,
     reason: 'threshold',
-    summary: `summary ${entryId}`,
     tokensBefore: 900,
     tokensAfter: 100,
     createdAt: NOW,
@@ -731,17 +730,29 @@ describe('conversation index in workspace state', () => {
     await index.setCurrent('b');
     await index.addSummary('a', summary('e1', 1));
     await index.addSummary('a', summary('e2', 2));
-    await index.addSummary('a', { ...summary('e2', 2), summary: 'redone' });
+    await index.addSummary('a', { ...summary('e2', 2), tokensAfter: 120 });
     await index.removeSummary('a', 'e1');
 
     const again = new ConversationIndex(state);
     assert.deepEqual(again.problems(), []);
     assert.equal(again.current(), 'b');
     assert.deepEqual(again.list(), [{ ...info('a', 30), title: 'renamed' }, info('b', 20)]);
-    assert.deepEqual(again.summaries('a'), [{ ...summary('e2', 2), summary: 'redone' }]);
+    assert.deepEqual(again.summaries('a'), [{ ...summary('e2', 2), tokensAfter: 120 }]);
     assert.deepEqual(again.summaries('b'), []);
     assert.equal(state.get<{ version: number }>(INDEX_KEY)?.version, 1);
     assert.equal(state.get<{ version: number }>(summariesKey('a'))?.version, 1);
+  });
+
+  it('reads summaries saved with their text, and saves them without it', async () => {
+    const state = new FakeMemento();
+    const withText = (entryId: string, round: number) => ({ ...summary(entryId, round), summary: `summary ${entryId}` });
+    state.values.set(summariesKey('a'), { version: 1, summaries: [withText('e1', 1), withText('e2', 2)] });
+    const index = new ConversationIndex(state);
+    assert.deepEqual(index.summaries('a'), [summary('e1', 1), summary('e2', 2)]);
+    assert.deepEqual(index.problems(), []);
+
+    await index.addSummary('a', summary('e3', 3));
+    assert.deepEqual(state.get(summariesKey('a')), { version: 1, summaries: [summary('e1', 1), summary('e2', 2), summary('e3', 3)] });
   });
 
   it('treats corrupted state as empty and says so, without throwing', async () => {
