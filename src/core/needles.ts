@@ -49,7 +49,9 @@ import { plainText } from './text';
  * leave the ledger.
  */
 
-export type NeedleKind = 'constraint' | 'error' | 'task';
+/** The kinds of needle, in the order they are capped and shown; the stored ledger is read with these. */
+export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
+export type NeedleKind = (typeof NEEDLE_KINDS)[number];
 
 /** One fact the summary must carry. */
 export interface Needle {
@@ -208,7 +210,7 @@ function addUnique(needles: Needle[], found: readonly Needle[]): void {
 /** Keeps at most `MAX_NEEDLES_PER_KIND` of each kind: resolved errors go first, then the oldest. */
 function capped(needles: readonly Needle[]): Needle[] {
   const drop = new Set<Needle>();
-  for (const kind of ['constraint', 'error', 'task'] as const) {
+  for (const kind of NEEDLE_KINDS) {
     const ofKind = needles.filter((n) => n.kind === kind);
     const excess = ofKind.length - MAX_NEEDLES_PER_KIND;
     if (excess <= 0) continue;
@@ -519,7 +521,7 @@ const HEADINGS: Readonly<Record<NeedleKind, string>> = {
  */
 export function renderBlock(kept: readonly Needle[], leftOut: number): string {
   const lines = [KEPT_NEEDLES_OPEN, 'Left out of the summary above, kept word for word:'];
-  for (const kind of ['constraint', 'error', 'task'] as const) {
+  for (const kind of NEEDLE_KINDS) {
     const ofKind = kept.filter((n) => n.kind === kind);
     if (ofKind.length === 0) continue;
     lines.push(HEADINGS[kind], ...ofKind.map(renderLine));
@@ -545,7 +547,7 @@ function safe(value: string): string {
 
 const needleSchema = lazily(() =>
   z.object({
-    kind: z.enum(['constraint', 'error', 'task']),
+    kind: z.enum(NEEDLE_KINDS),
     text: z.string().min(1),
     messageId: z.string().min(1),
     tool: z.string().optional(),

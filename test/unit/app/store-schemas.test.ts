@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { ACTORS, EMPTY_LEDGER, FILE_OP_KINDS } from '../../../src/core/file-ledger';
 import { COMPACTION_REASONS, FILE_CHANGE_KINDS, RECORD_TYPES, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../../src/core/history';
 import { PART_TYPES, ROLES, type Part, type PartType } from '../../../src/core/messages';
+import { NEEDLE_KINDS, parseNeedleLedger } from '../../../src/core/needles';
 import { PRUNE_KINDS } from '../../../src/core/pruning';
 import {
   actorSchema,
@@ -85,6 +86,15 @@ describe('store schemas', () => {
       for (const value of values) assert.equal(schema.safeParse(value).success, true, `${name}: ${value}`);
       assert.equal(schema.safeParse('not-a-value').success, false, name);
     }
+  });
+
+  it('reads a needle of every kind of NEEDLE_KINDS in a stored needle ledger', () => {
+    for (const kind of NEEDLE_KINDS) {
+      const ledger = { version: 1, through: 'm1', needles: [{ kind, text: 'never push to main', messageId: 'm1' }], openCalls: {} };
+      assert.equal(parseNeedleLedger(ledger)?.needles[0]?.kind, kind, kind);
+    }
+    const unknown = { version: 1, through: 'm1', needles: [{ kind: 'not-a-kind', text: 'x', messageId: 'm1' }], openCalls: {} };
+    assert.equal(parseNeedleLedger(unknown), undefined);
   });
 
   it('reads a record of every type of RECORD_TYPES', () => {
