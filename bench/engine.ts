@@ -11,7 +11,8 @@ import { MessageTokenCounter } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import type { TextTokenizer } from '../src/core/tokenizer';
 import { Conversation } from '../src/app/conversation';
-import { ConversationIndex, ConversationStore } from '../src/app/conversation-store';
+import { ConversationIndex } from '../src/app/store/conversation-index';
+import { ConversationStore } from '../src/app/store/conversation-store';
 import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 import { elapsedMs, median, percentile } from './stats';
 

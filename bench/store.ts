@@ -13,7 +13,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { LogRecord } from '../src/core/history';
 import type { Message } from '../src/core/messages';
-import { ConversationStore } from '../src/app/conversation-store';
+import { ConversationStore } from '../src/app/store/conversation-store';
 
 /** What `benchStore` measures. */
 export interface StoreBenchResult {

@@ -1,5 +1,6 @@
 import { Conversation, ConversationRecords, NEW_TITLE, type ConversationDeps } from './conversation';
-import type { ConversationIndex, ConversationStore } from './conversation-store';
+import type { ConversationIndex } from './store/conversation-index';
+import type { ConversationStore } from './store/conversation-store';
 import type { Clock } from '../core/ports';
 import { errorText } from '../core/errors';
 

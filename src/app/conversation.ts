@@ -24,7 +24,8 @@ import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/r
 import type { CalibrationMemory, ContextCount, RequestBasis } from '../core/usage-calibration';
 import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
 import { branchLog, onTurn, TurnIndex } from '../core/branches';
-import type { ConversationIndex, ConversationStore } from './conversation-store';
+import type { ConversationIndex } from './store/conversation-index';
+import type { ConversationStore } from './store/conversation-store';
 import { ConversationMeter, type ModelContext } from './conversation-meter';
 import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
@@ -547,7 +548,6 @@ export class Conversation {
         entryId: entry.id,
         round: entry.round,
         reason: entry.reason,
-        summary: entry.summary,
         tokensBefore: entry.tokensBefore,
         tokensAfter: entry.tokensAfter,
         createdAt: entry.createdAt,

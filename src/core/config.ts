@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isRecord } from './errors';
+import { SUMMARY_ROLES } from './history';
 
 /**
  * Every option of the compaction engine, with Longrun's defaults. The README's defaults table
@@ -108,7 +109,7 @@ export const summarySchema = z
     /** The summarizer's system prompt, used exactly as written, no persona added. Empty means the default. */
     customPrompt: z.string().default(''),
     /** Role of the summary message in the model's view: user (every provider accepts it first) or assistant. */
-    messageRole: z.enum(['user', 'assistant']).default('user'),
+    messageRole: z.enum(SUMMARY_ROLES).default('user'),
     /** A Progress section (Done / In Progress / Blocked) in the summary template. */
     progressSection: z.boolean().default(false),
     /** Preferences, Facts and Previous Discussion sections in the summary template. */

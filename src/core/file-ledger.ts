@@ -42,8 +42,10 @@ import { normalizePath } from './text';
  * ignored rather than thrown: the ledger must never break compaction. A non-finite `at` counts as 0.
  */
 
-export type FileOpKind = 'read' | 'created' | 'modified' | 'deleted' | 'renamed';
-export type Actor = 'agent' | 'user';
+export const FILE_OP_KINDS = ['read', 'created', 'modified', 'deleted', 'renamed'] as const;
+export type FileOpKind = (typeof FILE_OP_KINDS)[number];
+export const ACTORS = ['agent', 'user'] as const;
+export type Actor = (typeof ACTORS)[number];
 
 export interface FileEvent {
   kind: FileOpKind;
@@ -79,8 +81,8 @@ export const EMPTY_LEDGER: FileLedger = Object.freeze({ version: 1, files: Objec
 
 type Files = Map<string, FileRecord>;
 
-const KINDS: ReadonlySet<string> = new Set<FileOpKind>(['read', 'created', 'modified', 'deleted', 'renamed']);
-const ACTORS: ReadonlySet<string> = new Set<Actor>(['agent', 'user']);
+const KNOWN_KINDS: ReadonlySet<string> = new Set<string>(FILE_OP_KINDS);
+const KNOWN_ACTORS: ReadonlySet<string> = new Set<string>(ACTORS);
 
 function compareStrings(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -159,7 +161,7 @@ function freezeLedger(files: Files): FileLedger {
 
 function applyEvent(files: Files, event: FileEvent): void {
   if (event === null || typeof event !== 'object') return;
-  if (!KINDS.has(event.kind) || !ACTORS.has(event.actor) || typeof event.path !== 'string') return;
+  if (!KNOWN_KINDS.has(event.kind) || !KNOWN_ACTORS.has(event.actor) || typeof event.path !== 'string') return;
   const path = normalizePath(event.path);
   if (path === '') return;
   const at = typeof event.at === 'number' && Number.isFinite(event.at) ? event.at : 0;
@@ -337,7 +339,7 @@ const recordSchema = lazily(() =>
     modified: z.boolean(),
     deleted: z.boolean(),
     renamedFrom: z.array(z.string().min(1)).optional(),
-    actors: z.array(z.enum(['agent', 'user'])).min(1),
+    actors: z.array(z.enum(ACTORS)).min(1),
     lastAt: z.number(), // zod 4 rejects NaN and ±Infinity
   }),
 );

@@ -2,14 +2,23 @@ import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from 
 import type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, PruningEntry, ReportedUsage, TurnInfo } from './log';
 import { text, type Message } from './messages';
 import { withStubs } from './pruning';
+import { everyValueOf } from './values';
+import type { SummaryRole, FileChangeKind } from './log';
 
-export type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, TurnInfo };
+export type { CompactionEntry, CompactionReason, ConversationLog, FileChange, FileChangeKind, LogRecord, SummaryRole, TurnInfo };
+import { COMPACTION_REASONS, FILE_CHANGE_KINDS, SUMMARY_ROLES } from './log-values';
+
+export { COMPACTION_REASONS, FILE_CHANGE_KINDS, SUMMARY_ROLES };
 
 /**
  * A conversation is an append-only log: messages, compaction entries, prunings and undo marks.
  * Nothing is ever removed from it; the history the model sees (`modelView`) is derived from it, so
  * every compaction and pruning can be shown, undone or re-run from the originals.
  */
+
+/** Every `type` of `LogRecord`: the list fails to compile when it leaves one out or names another. */
+export const RECORD_TYPES = everyValueOf<LogRecord['type']>()(['message', 'compaction', 'pruning', 'undo', 'usage', 'file', 'change', 'turn']);
+export type RecordType = (typeof RECORD_TYPES)[number];
 
 /** What the model is told just before a summary. */
 export const SUMMARY_PREFIX = 'The conversation history before this point was compacted into the following summary:';

@@ -1,4 +1,5 @@
 import type { FileEvent, FileLedger } from './file-ledger';
+import type { COMPACTION_REASONS, FILE_CHANGE_KINDS, NEEDLE_KINDS, PRUNE_KINDS, SUMMARY_ROLES } from './log-values';
 import type { Message } from './messages';
 
 /**
@@ -6,7 +7,9 @@ import type { Message } from './messages';
  * import them, and this file imports no module that imports it back.
  */
 
-export type CompactionReason = 'threshold' | 'overflow' | 'manual';
+export type CompactionReason = (typeof COMPACTION_REASONS)[number];
+export type SummaryRole = (typeof SUMMARY_ROLES)[number];
+export type FileChangeKind = (typeof FILE_CHANGE_KINDS)[number];
 
 export interface CompactionEntry {
   readonly id: string;
@@ -29,7 +32,7 @@ export interface CompactionEntry {
   /** Milliseconds since the epoch. */
   readonly createdAt: number;
   /** Role of the summary message in the model's view. */
-  readonly summaryRole: 'user' | 'assistant';
+  readonly summaryRole: SummaryRole;
   /** True when the summarizer failed and the summary was extracted without a model. */
   readonly fallback: boolean;
   /** True when the compaction freed less than the configured minimum share. */
@@ -79,7 +82,7 @@ export interface FileChange {
   readonly id: string;
   /** Workspace-relative path. */
   readonly path: string;
-  readonly kind: 'created' | 'modified';
+  readonly kind: FileChangeKind;
   readonly beforeHash: string;
   readonly afterHash: string;
   /** Where, in both texts, the stretch that differs starts (UTF-16 units). */
@@ -123,51 +126,7 @@ export type ConversationLog = readonly LogRecord[];
  */
 export type StoredTokens = Readonly<Record<string, number>>;
 
-/**
- * Needles: the few facts a summary must never lose, found without a model and kept outside it.
- * Besides the file ledger (`file-ledger.ts`), the engine keeps a ledger of
- *
- * - **constraints**: the user's explicit rules and preferences, in their words;
- * - **errors**: the exact error messages the agent's tool calls hit, and whether they were resolved;
- * - **tasks**: work the user deferred or listed that no later message closed.
- *
- * After every summary (the model's or the extractive fallback) the engine checks the summary and what
- * stays in the view against the ledger, and appends what is missing word for word in one
- * `<kept-needles>` block, which is removed and rendered anew at each round (as the file lists are),
- * so it never repeats. The ledger is cumulative: it is stored in each compaction entry and the next
- * compaction goes on scanning from the last message it took in.
- *
- * Where each kind comes from, and the deterministic rules (no model, nothing random):
- *
- * Constraints come from user messages only: never from tool results, files the agent read, the
- * assistant's text or a summary, so a file that says "you must push to main" is not a rule of the
- * user's. Fenced code and quoted (`>`) lines are left out too: they are pasted material, not the
- * user speaking. The text is cut into lines and sentences; a sentence is a constraint when it says
- * must, must not, never, don't / do not, always or prefer (any form), is not a question, and is not a
- * reminder ("don't forget to …", "remember to …": those are tasks).
- *
- * Errors come from failed tool calls: a result marked as an error, one that starts with `Error:`
- * (how Longrun's tools report a failure), or a command that ended with a non-zero exit code or was
- * stopped. From its output the lines that look like error messages (`TypeError: …`, `error TS2322:
- * …`, `npm ERR! …`, `fatal: …`, `FAIL …`, a panic, a traceback, a `file:line: message`
- * diagnostic) are kept, at most three, or else its first line. A result that did not fail yields nothing, whatever it contains: a file read
- * that mentions an error is not an error the agent hit. An error is resolved when a later call of
- * the same tool on the same target (its `command`, `path` or `file` argument, else all of its
- * arguments) succeeds; the same error coming back opens it again.
- *
- * Tasks come from user messages: a sentence or list item that is an unchecked checklist item
- * (`- [ ] …`), starts with TODO, defers work ("later", "afterwards", "after that", "next time",
- * "at the end", "eventually", "when you're done", "before you finish", "don't forget to", "remember
- * to", "still need to"), or is one of two or more list items of a message (a list of asks). A task is
- * closed by a later user or assistant message (never a tool result) holding a sentence that says it
- * is done or dropped (done, finished, added, fixed, implemented, created, updated, removed, skipped,
- * cancelled, "never mind", "no longer needed" …) without a negation (not, n't, yet, still, failed,
- * unable), and shares at least half of the task's key terms (words of three or more letters outside
- * a list of common words, crudely stemmed; paths and identifiers as whole tokens). Closed tasks
- * leave the ledger.
- */
-
-export type NeedleKind = 'constraint' | 'error' | 'task';
+export type NeedleKind = (typeof NEEDLE_KINDS)[number];
 
 /** One fact the summary must carry. */
 export interface Needle {
@@ -196,7 +155,7 @@ export interface NeedleLedger {
 }
 
 /** Why an output was pruned, in the order the kinds are taken. */
-export type PruneKind = 'duplicate' | 'stale' | 'old' | 'truncated';
+export type PruneKind = (typeof PRUNE_KINDS)[number];
 
 /** One tool output replaced by a stub. */
 export interface PrunedOutput {

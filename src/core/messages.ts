@@ -1,10 +1,14 @@
+import { everyValueOf } from './values';
+
 /**
  * The engine's own message model. It mirrors the AI SDK's `ModelMessage` closely enough that the
  * adapters in `src/llm` convert both ways without loss, and adds what the engine needs: a stable id
  * per message (compaction entries refer to messages by id) and a marker for summaries.
  */
 
-export type Role = 'system' | 'user' | 'assistant' | 'tool';
+/** Every role a message may have. */
+export const ROLES = ['system', 'user', 'assistant', 'tool'] as const;
+export type Role = (typeof ROLES)[number];
 
 export interface TextPart {
   readonly type: 'text';
@@ -45,6 +49,10 @@ export interface FilePart {
 }
 
 export type Part = TextPart | ReasoningPart | ToolCallPart | ToolResultPart | FilePart;
+
+/** Every `type` of `Part`: the list fails to compile when it leaves one out or names another. */
+export const PART_TYPES = everyValueOf<Part['type']>()(['text', 'reasoning', 'tool-call', 'tool-result', 'file']);
+export type PartType = (typeof PART_TYPES)[number];
 
 export interface Message {
   /** Unique within a conversation; compaction entries refer to messages by this id. */

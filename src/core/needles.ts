@@ -8,6 +8,54 @@ export type { Needle, NeedleKind, NeedleLedger };
 import { stringifyOutput, type Message, type ToolResultPart } from './messages';
 import { plainText } from './text';
 
+/**
+ * Needles: the few facts a summary must never lose, found without a model and kept outside it.
+ * Besides the file ledger (`file-ledger.ts`), the engine keeps a ledger of
+ *
+ * - **constraints**: the user's explicit rules and preferences, in their words;
+ * - **errors**: the exact error messages the agent's tool calls hit, and whether they were resolved;
+ * - **tasks**: work the user deferred or listed that no later message closed.
+ *
+ * After every summary (the model's or the extractive fallback) the engine checks the summary and what
+ * stays in the view against the ledger, and appends what is missing word for word in one
+ * `<kept-needles>` block, which is removed and rendered anew at each round (as the file lists are),
+ * so it never repeats. The ledger is cumulative: it is stored in each compaction entry and the next
+ * compaction goes on scanning from the last message it took in.
+ *
+ * Where each kind comes from, and the deterministic rules (no model, nothing random):
+ *
+ * Constraints come from user messages only: never from tool results, files the agent read, the
+ * assistant's text or a summary, so a file that says "you must push to main" is not a rule of the
+ * user's. Fenced code and quoted (`>`) lines are left out too: they are pasted material, not the
+ * user speaking. The text is cut into lines and sentences; a sentence is a constraint when it says
+ * must, must not, never, don't / do not, always or prefer (any form), is not a question, and is not a
+ * reminder ("don't forget to …", "remember to …": those are tasks).
+ *
+ * Errors come from failed tool calls: a result marked as an error, one that starts with `Error:`
+ * (how Longrun's tools report a failure), or a command that ended with a non-zero exit code or was
+ * stopped. From its output the lines that look like error messages (`TypeError: …`, `error TS2322:
+ * …`, `npm ERR! …`, `fatal: …`, `FAIL …`, a panic, a traceback, a `file:line: message`
+ * diagnostic) are kept, at most three, or else its first line. A result that did not fail yields nothing, whatever it contains: a file read
+ * that mentions an error is not an error the agent hit. An error is resolved when a later call of
+ * the same tool on the same target (its `command`, `path` or `file` argument, else all of its
+ * arguments) succeeds; the same error coming back opens it again.
+ *
+ * Tasks come from user messages: a sentence or list item that is an unchecked checklist item
+ * (`- [ ] …`), starts with TODO, defers work ("later", "afterwards", "after that", "next time",
+ * "at the end", "eventually", "when you're done", "before you finish", "don't forget to", "remember
+ * to", "still need to"), or is one of two or more list items of a message (a list of asks). A task is
+ * closed by a later user or assistant message (never a tool result) holding a sentence that says it
+ * is done or dropped (done, finished, added, fixed, implemented, created, updated, removed, skipped,
+ * cancelled, "never mind", "no longer needed" …) without a negation (not, n't, yet, still, failed,
+ * unable), and shares at least half of the task's key terms (words of three or more letters outside
+ * a list of common words, crudely stemmed; paths and identifiers as whole tokens). Closed tasks
+ * leave the ledger.
+ */
+
+import { NEEDLE_KINDS } from './log-values';
+
+export { NEEDLE_KINDS };
+
 export const EMPTY_NEEDLES: NeedleLedger = Object.freeze({ version: 1, through: null, needles: Object.freeze([]), openCalls: Object.freeze({}) });
 
 /** Most needles of one kind the ledger holds; past it the oldest (resolved errors first) go. */
@@ -139,7 +187,7 @@ function addUnique(needles: Needle[], found: readonly Needle[]): void {
 /** Keeps at most `MAX_NEEDLES_PER_KIND` of each kind: resolved errors go first, then the oldest. */
 function capped(needles: readonly Needle[]): Needle[] {
   const drop = new Set<Needle>();
-  for (const kind of ['constraint', 'error', 'task'] as const) {
+  for (const kind of NEEDLE_KINDS) {
     const ofKind = needles.filter((n) => n.kind === kind);
     const excess = ofKind.length - MAX_NEEDLES_PER_KIND;
     if (excess <= 0) continue;
@@ -450,7 +498,7 @@ const HEADINGS: Readonly<Record<NeedleKind, string>> = {
  */
 export function renderBlock(kept: readonly Needle[], leftOut: number): string {
   const lines = [KEPT_NEEDLES_OPEN, 'Left out of the summary above, kept word for word:'];
-  for (const kind of ['constraint', 'error', 'task'] as const) {
+  for (const kind of NEEDLE_KINDS) {
     const ofKind = kept.filter((n) => n.kind === kind);
     if (ofKind.length === 0) continue;
     lines.push(HEADINGS[kind], ...ofKind.map(renderLine));
@@ -476,7 +524,7 @@ function safe(value: string): string {
 
 const needleSchema = lazily(() =>
   z.object({
-    kind: z.enum(['constraint', 'error', 'task']),
+    kind: z.enum(NEEDLE_KINDS),
     text: z.string().min(1),
     messageId: z.string().min(1),
     tool: z.string().optional(),

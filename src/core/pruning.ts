@@ -23,6 +23,10 @@ import { TOOL_NAMES } from './tool-names';
  * (VS Code's included) is deduplicated; the file tools are also known by the path they touch.
  */
 
+import { PRUNE_KINDS } from './log-values';
+
+export { PRUNE_KINDS };
+
 /** How file tools touch files: the path argument they read or change. */
 export const FILE_TOOLS: Readonly<Record<string, 'read' | 'write'>> = {
   [TOOL_NAMES.readFile]: 'read',

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { conversationMarkdown, exportConversationToFile, writeConversationMarkdown } from '../../../src/app/conversation-export';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { conversationIdOf } from '../../../src/app/chat-history';
 
 const entry = (id: string, round: number, compacted: string[]) => ({

@@ -6,17 +6,14 @@ import * as path from 'node:path';
 import { EMPTY_LEDGER, recordFileEvents } from '../../../src/core/file-ledger';
 import type { LogRecord } from '../../../src/core/history';
 import {
-  ConversationConflictError,
   ConversationIndex,
-  ConversationStore,
-  ConversationVersionError,
-  type ConversationStoreOptions,
-  type DamagedLine,
   summariesKey,
   type ConversationInfo,
   type MementoLike,
   type StoredSummary,
-} from '../../../src/app/conversation-store';
+} from '../../../src/app/store/conversation-index';
+import { ConversationStore, type ConversationStoreOptions, type DamagedLine } from '../../../src/app/store/conversation-store';
+import { ConversationConflictError, ConversationVersionError } from '../../../src/app/store/errors';
 import { INDEX_KEY } from '../../../src/app/contributions';
 
 const NOW = 1_700_000_000_000;
@@ -633,7 +630,7 @@ describe('conversation store: two windows on one conversation', () => {
     const perWriter = 30;
     const size = 600 * 1024;
     const script = path.join(dir, 'writer.ts');
-    await fs.writeFile(script, writerScript(path.resolve('src/app/conversation-store')));
+    await fs.writeFile(script, writerScript(path.resolve('src/app/store/conversation-store')));
     const writers = names.map((name) => startWriter(script, [dir, name, String(perWriter), String(size)]));
     await Promise.all(writers.map((w) => w.ready));
     for (const w of writers) w.go();
@@ -718,7 +715,6 @@ describe('conversation index in workspace state', () => {
     entryId,
     round,
     reason: 'threshold',
-    summary: `summary ${entryId}`,
     tokensBefore: 900,
     tokensAfter: 100,
     createdAt: NOW,
@@ -734,17 +730,29 @@ describe('conversation index in workspace state', () => {
     await index.setCurrent('b');
     await index.addSummary('a', summary('e1', 1));
     await index.addSummary('a', summary('e2', 2));
-    await index.addSummary('a', { ...summary('e2', 2), summary: 'redone' });
+    await index.addSummary('a', { ...summary('e2', 2), tokensAfter: 120 });
     await index.removeSummary('a', 'e1');
 
     const again = new ConversationIndex(state);
     assert.deepEqual(again.problems(), []);
     assert.equal(again.current(), 'b');
     assert.deepEqual(again.list(), [{ ...info('a', 30), title: 'renamed' }, info('b', 20)]);
-    assert.deepEqual(again.summaries('a'), [{ ...summary('e2', 2), summary: 'redone' }]);
+    assert.deepEqual(again.summaries('a'), [{ ...summary('e2', 2), tokensAfter: 120 }]);
     assert.deepEqual(again.summaries('b'), []);
     assert.equal(state.get<{ version: number }>(INDEX_KEY)?.version, 1);
     assert.equal(state.get<{ version: number }>(summariesKey('a'))?.version, 1);
+  });
+
+  it('reads summaries saved with their text, and saves them without it', async () => {
+    const state = new FakeMemento();
+    const withText = (entryId: string, round: number) => ({ ...summary(entryId, round), summary: `summary ${entryId}` });
+    state.values.set(summariesKey('a'), { version: 1, summaries: [withText('e1', 1), withText('e2', 2)] });
+    const index = new ConversationIndex(state);
+    assert.deepEqual(index.summaries('a'), [summary('e1', 1), summary('e2', 2)]);
+    assert.deepEqual(index.problems(), []);
+
+    await index.addSummary('a', summary('e3', 3));
+    assert.deepEqual(state.get(summariesKey('a')), { version: 1, summaries: [summary('e1', 1), summary('e2', 2), summary('e3', 3)] });
   });
 
   it('treats corrupted state as empty and says so, without throwing', async () => {

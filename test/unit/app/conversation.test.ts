@@ -6,7 +6,7 @@ import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation, NEW_TITLE } from '../../../src/app/conversation';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { isSummaryMessage } from '../../../src/core/history';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';

@@ -5,7 +5,7 @@
  *
  * Usage: node --max-old-space-size=N --import tsx export-child.ts <storage dir> <conversation id> <file>
  */
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { exportConversationToFile } from '../../../src/app/conversation-export';
 
 async function main(): Promise<void> {

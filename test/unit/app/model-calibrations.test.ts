@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { ModelCalibrations } from '../../../src/app/model-calibrations';
 import { FakeClock } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';

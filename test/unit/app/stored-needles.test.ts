@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { CompactionEntry, LogRecord } from '../../../src/core/history';
 import { EMPTY_NEEDLES, scanNeedles } from '../../../src/core/needles';

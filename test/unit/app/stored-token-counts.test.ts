@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { conversationDeps } from '../fixtures/conversation-deps';
 
 /** Token counts stored with message records: kept, optional, and dropped when they no longer fit the message. */

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { textHash } from '../../../src/app/revert-changes';
 import { fileChange } from '../../../src/core/file-changes';
 import { modelView, type LogRecord } from '../../../src/core/history';

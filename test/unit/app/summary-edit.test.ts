@@ -10,7 +10,7 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { conversationMarkdown } from '../../../src/app/conversation-export';
 import { undoSentence } from '../../../src/app/reports';
 import { editEntry, editSummary, latestSummaries, savedSummary, summaryDocument, summaryOf, withSummary } from '../../../src/app/summary-edit';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { ConversationRegistry } from '../../../src/app/conversation-registry';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { InstructionSource } from '../../../src/app/instructions';
 import { readSettings, type LongrunSettings } from '../../../src/app/settings';
 import { TurnController, type ChatButton, type ChatSurface, type TurnModels, type TurnResult } from '../../../src/app/turn-controller';

@@ -14,7 +14,8 @@ import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentTurnResult, type AgentUi } from '../../../src/llm/agent';
 import { Conversation } from '../../../src/app/conversation';
-import { CONVERSATION_FORMAT_VERSION, ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
+import { CONVERSATION_FORMAT_VERSION } from '../../../src/app/store/schemas';
 import { templateSummary } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 

@@ -10,7 +10,7 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Conversation } from '../../../src/app/conversation';
-import { ConversationStore } from '../../../src/app/conversation-store';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { CompactionOutcome } from '../../../src/core/compaction';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { CompactionReporter } from '../../../src/vscode/compaction-report';

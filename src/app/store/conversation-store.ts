@@ -1,0 +1,528 @@
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { errorText, isRecord } from '../../core/errors';
+import type { LogRecord } from '../../core/history';
+import { capRecord, thousands } from './cap';
+import { ConversationConflictError, ConversationVersionError } from './errors';
+import { appendWhole, byteAt, isCode, isFile, safeJson, writeAll } from './files';
+import { forEachLine, futureVersionOf, parseLine } from './lines';
+import { ConversationLock } from './lock';
+import { CONVERSATION_FORMAT_VERSION, PART_END_KIND, PART_END_VERSION, describeIssues, recordLineSchema } from './schemas';
+
+/**
+ * Where conversations live between sessions. Deliberately free of `vscode`: the extension passes
+ * `context.storageUri.fsPath` and `context.workspaceState`, tests pass a temp dir and a map.
+ *
+ * The files of conversation `<id>`, in `<dir>/conversations/`:
+ *
+ * - `<id>.jsonl`, then `<id>.2.jsonl`, `<id>.3.jsonl` …: the conversation, in parts. Each part is a
+ *   header line, then one line per log record. Records are only ever appended, each line with a
+ *   single write, so a crash costs at most the line being written. When a part has grown past
+ *   `partBytes` (32 MiB, read and checked in about a quarter of a second), the next record starts a
+ *   new part, so no file grows past what opens quickly or what an editor can show (opening reads
+ *   every part: a 50,000-message conversation of 74 MB opens in about 0.6 s, see `bench/store.ts`).
+ *   A conversation saved before parts existed is one part and reads as before. The line that closes
+ *   a part carries format version 2: a Longrun from before parts refuses the conversation as "saved
+ *   by a newer version" rather than showing its first part as if it were all.
+ * - `<id>.damaged.jsonl`: lines that could not be read back (damaged, cut off by a crash, written by
+ *   a newer Longrun), copied aside; they also stay where they are. A line already copied there is
+ *   skipped silently on later opens, so each is reported once.
+ * - `<id>.lock`: exists while one window writes (or reads) the conversation, for milliseconds. See
+ *   `ConversationConflictError` for what a second window sees.
+ *
+ * Files are read in chunks, line by line, never as one string: a string cannot hold more than
+ * about 512 MiB, and a conversation may be larger. A record is cut to `maxRecordBytes` (1 MB) before
+ * it is stored, so one huge tool output or answer cannot make a huge line.
+ */
+
+/** What `open` read back. */
+export interface OpenedConversation {
+  /** Every record that could be read, in the order it was written. */
+  readonly log: LogRecord[];
+  /**
+   * One sentence per skipped line not reported by an earlier `open` (or that could not be kept
+   * aside), naming its line number. A line reported once is skipped silently afterwards.
+   */
+  readonly problems: string[];
+}
+
+/** One skipped line, as kept in `<id>.damaged.jsonl`. */
+export interface DamagedLine {
+  /** The part of the conversation the line is in; absent in entries written before parts (part 1). */
+  readonly part?: number;
+  /** 1-based line number in its part's file. */
+  readonly line: number;
+  /** The line; only its start when it was too long to read. */
+  readonly text: string;
+  readonly error: string;
+  /** When it was found, in milliseconds since the epoch. */
+  readonly at: number;
+}
+
+/** Limits of a `ConversationStore`. The defaults are meant for real use; tests set small ones. */
+export interface ConversationStoreOptions {
+  /** Most bytes one stored line may take; longer text in a record is cut, keeping head and tail. Default 1,000,000. */
+  readonly maxRecordBytes?: number;
+  /** Size past which the next record starts a new part file. Default 32 MiB. */
+  readonly partBytes?: number;
+  /** How much of a file is read at a time. Default 1 MiB. */
+  readonly readChunkBytes?: number;
+  /** Lines longer than this are skipped as damaged rather than read into one string. Default 256 MiB. */
+  readonly maxLineBytes?: number;
+  /** How long an operation waits for another window's write to finish. Default 10 s. */
+  readonly lockWaitMs?: number;
+  /**
+   * A lock older than this is taken over even when its process still runs (a hung window, a process
+   * id reused after a crash). Locks last milliseconds, so this can be generous. Default 2 min.
+   */
+  readonly lockStaleMs?: number;
+}
+
+const DEFAULT_OPTIONS: Required<ConversationStoreOptions> = {
+  maxRecordBytes: 1_000_000,
+  partBytes: 32 * 1024 * 1024,
+  readChunkBytes: 1024 * 1024,
+  maxLineBytes: 256 * 1024 * 1024,
+  lockWaitMs: 10_000,
+  lockStaleMs: 120_000,
+};
+
+/** Ids become file names, so only characters that are safe on every platform are allowed. */
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,200}$/;
+
+/** How much of the file start is read to check its header before an append. */
+const HEAD_BYTES = 64 * 1024;
+
+/** A part is closed only once it holds more than a header, so a record larger than a part still lands somewhere. */
+const HEADER_ROOM = 1024;
+
+interface Skipped {
+  readonly part: number;
+  readonly line: number;
+  readonly text: string;
+  readonly error: string;
+  readonly cutOff: boolean;
+}
+
+/** Where a store last left the end of a conversation: the last part and its size in bytes. */
+interface Tail {
+  readonly part: number;
+  readonly size: number;
+  /**
+   * After a failed write whose end could not be read back: how many of this store's own bytes may
+   * have landed after `size`. The part may then end anywhere from `size` to `size + unknownBytes`.
+   */
+  readonly unknownBytes?: number;
+}
+
+/**
+ * The tail after a write of `attempted` bytes at `size` failed: the part's size as it is now, or,
+ * when even that cannot be read, the range the failed write may have left it in.
+ */
+async function tailAfterFailure(handle: fs.FileHandle, part: number, size: number, attempted: number): Promise<Tail> {
+  try {
+    return { part, size: (await handle.stat()).size };
+  } catch {
+    return { part, size, unknownBytes: attempted };
+  }
+}
+
+/** The per-workspace conversation files. One instance per storage folder (per window). */
+export class ConversationStore {
+  /** The tail of each conversation's queue of file operations. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+  /** Parts (`id#part`) whose header this instance has already checked for a newer version. */
+  private readonly checked = new Set<string>();
+  /** The end of each conversation as this instance last read or wrote it; see `ConversationConflictError`. */
+  private readonly tails = new Map<string, Tail>();
+  /** This instance's lock files: see `ConversationLock`. */
+  private readonly lock: ConversationLock;
+  private readonly options: Required<ConversationStoreOptions>;
+  /** The folder of each conversation found in another of this workspace's storage folders. */
+  private readonly homes = new Map<string, string>();
+
+  /**
+   * @param dir the storage folder (VS Code's `context.storageUri.fsPath`); created on first write.
+   * @param now the clock, in milliseconds since the epoch. Locks use the system clock instead, since
+   *   they compare times written by other processes.
+   */
+  constructor(
+    private readonly dir: string,
+    private readonly now: () => number,
+    options: ConversationStoreOptions = {},
+  ) {
+    this.options = { ...DEFAULT_OPTIONS, ...options };
+    this.lock = new ConversationLock(this.options.lockWaitMs, this.options.lockStaleMs);
+  }
+
+  /**
+   * Reads a conversation, part by part and line by line. A missing conversation is empty; one whose
+   * header has a newer format is refused with `ConversationVersionError`. Lines that cannot be read
+   * are skipped and kept aside; only those not reported before come back as problems.
+   */
+  async open(id: string): Promise<OpenedConversation> {
+    checkId(id);
+    return this.enqueue(id, async () => {
+      await this.locate(id);
+      return this.locked(id, 'read', () => this.read(id));
+    });
+  }
+
+  /**
+   * Appends one record as one line, and gives back the record as stored. Text that would make the
+   * line longer than `maxRecordBytes` is cut in the middle with a marker saying how long it was; the
+   * caller may keep its full record for the rest of the session (the model has seen it whole), and a
+   * reopened conversation has the cut one. Calls for the same conversation run one after another in
+   * call order. Writes the header first when the part is new, and a newline first when the previous
+   * write was cut off, so the record always starts a line of its own. Rejects with
+   * `ConversationConflictError` when another window is in the way (nothing is written then).
+   */
+  async append(id: string, record: LogRecord): Promise<LogRecord> {
+    const [stored] = await this.appendAll(id, [record]);
+    return stored!;
+  }
+
+  /**
+   * Appends records in order, as `append` does each, but under one lock and with one write per part:
+   * much faster for many records, and no other window's record lands between them. Every record is
+   * checked before any is written.
+   */
+  async appendAll(id: string, records: readonly LogRecord[]): Promise<LogRecord[]> {
+    checkId(id);
+    const prepared = records.map((record) => this.serialize(record));
+    if (prepared.length > 0) {
+      await this.enqueue(id, async () => {
+        await this.locate(id);
+        await this.locked(id, 'write', () =>
+          this.writeLines(
+            id,
+            prepared.map((p) => p.line),
+          ),
+        );
+      });
+    }
+    return prepared.map((p) => p.stored);
+  }
+
+  /**
+   * Calls `onRecord` for each record of a conversation as stored, straight from its files, one at a
+   * time and waiting for each call: memory stays bounded whatever the conversation's size (for an
+   * export). Lines that cannot be read are passed over (`open` reports them), and so is a last line a
+   * write is still adding. Takes no lock, so a long read never keeps a window from saving.
+   */
+  async readRecords(id: string, onRecord: (record: LogRecord) => Promise<void> | void): Promise<void> {
+    checkId(id);
+    for (const part of await this.parts(id)) {
+      await forEachLine(this.partFile(id, part), this.options.readChunkBytes, this.options.maxLineBytes, (raw) => {
+        if (raw.tooLong !== undefined || !raw.complete) return;
+        const parsed = parseLine(raw.text, raw.number === 1, id, part);
+        if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, this.partFile(id, part));
+        return parsed.kind === 'record' ? onRecord(parsed.record) : undefined;
+      });
+    }
+  }
+
+  /** Creates an empty conversation (just its header); does nothing when it already exists. */
+  async create(id: string): Promise<void> {
+    return this.enqueue(id, async () => {
+      await this.locate(id);
+      const file = this.partFile(id, 1);
+      return this.locked(id, 'write', async () => {
+        const header = `${this.header(id, 1)}\n`;
+        try {
+          await fs.writeFile(file, header, { flag: 'wx' });
+          this.tails.set(id, { part: 1, size: Buffer.byteLength(header) });
+        } catch (error) {
+          if (!isCode(error, 'EEXIST')) throw error;
+        }
+      });
+    });
+  }
+
+  async exists(id: string): Promise<boolean> {
+    await this.locate(id);
+    return isFile(this.partFile(id, 1));
+  }
+
+  /** Bytes the conversation takes on disk, all its parts together; 0 when it does not exist. */
+  async size(id: string): Promise<number> {
+    await this.locate(id);
+    let total = 0;
+    for (let part = 1; ; part++) {
+      try {
+        total += (await fs.stat(this.partFile(id, part))).size;
+      } catch (error) {
+        if (isCode(error, 'ENOENT')) return total;
+        throw error;
+      }
+    }
+  }
+
+  /** The ids of all stored conversations, sorted. */
+  async list(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.folder());
+    } catch (error) {
+      if (isCode(error, 'ENOENT')) return [];
+      throw error;
+    }
+    // Later parts (`<id>.2.jsonl`) and damaged copies have a dot in what would be the id.
+    return names
+      .filter((name) => name.endsWith('.jsonl'))
+      .map((name) => name.slice(0, -'.jsonl'.length))
+      .filter((id) => ID_PATTERN.test(id))
+      .sort();
+  }
+
+  /** Where a conversation's skipped lines are kept. */
+  damagedFileOf(id: string): string {
+    return path.join(this.folder(id), `${checkId(id)}.damaged.jsonl`);
+  }
+
+  /** The file of one part of a conversation: `<id>.jsonl` for the first, `<id>.<n>.jsonl` after. */
+  partFile(id: string, part: number): string {
+    return path.join(this.folder(id), part === 1 ? `${checkId(id)}.jsonl` : `${checkId(id)}.${part}.jsonl`);
+  }
+
+  /** The folder of conversation `id` (see `locate`); this window's own folder without one. */
+  private folder(id?: string): string {
+    return (id !== undefined ? this.homes.get(id) : undefined) ?? path.join(this.dir, 'conversations');
+  }
+
+  /**
+   * Finds the folder conversation `id` lives in. VS Code gives a window's extension host the
+   * workspace's storage folder, or `<folder>-1`, `-2`… up to `-9` while an earlier extension host
+   * still holds it (a window reloaded before the old one has exited, or a second window of the
+   * workspace): a conversation started in one of them is looked for in all of them, so that a reload
+   * never loses it. The per-conversation lock keeps two windows that reach one file apart.
+   */
+  private async locate(id: string): Promise<void> {
+    if (this.homes.has(id)) return;
+    for (const dir of storageSiblings(this.dir)) {
+      const folder = path.join(dir, 'conversations');
+      if (await isFile(path.join(folder, `${checkId(id)}.jsonl`))) {
+        this.homes.set(id, folder);
+        return;
+      }
+    }
+  }
+
+  private lockFile(id: string): string {
+    return path.join(this.folder(id), `${checkId(id)}.lock`);
+  }
+
+  private header(id: string, part: number): string {
+    return JSON.stringify({
+      v: CONVERSATION_FORMAT_VERSION,
+      kind: 'longrun-conversation',
+      id,
+      createdAt: this.now(),
+      ...(part > 1 ? { part } : {}),
+    });
+  }
+
+  private enqueue<T>(id: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(id) ?? Promise.resolve();
+    // A failed operation must not block the ones queued after it.
+    const result = previous.then(task, task);
+    const tail = result.catch(() => undefined);
+    this.queues.set(id, tail);
+    void tail.then(() => {
+      if (this.queues.get(id) === tail) this.queues.delete(id);
+    });
+    return result;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Reading
+
+  /** The parts that exist, in order: 1, 2, … up to the first one missing. */
+  private async parts(id: string): Promise<number[]> {
+    const parts: number[] = [];
+    while (await isFile(this.partFile(id, parts.length + 1))) parts.push(parts.length + 1);
+    return parts;
+  }
+
+  private async read(id: string): Promise<OpenedConversation> {
+    const parts = await this.parts(id);
+    if (parts.length === 0) {
+      this.tails.delete(id);
+      return { log: [], problems: [] };
+    }
+    const log: LogRecord[] = [];
+    const skipped: Skipped[] = [];
+    let tail: Tail = { part: 1, size: 0 };
+    for (const part of parts) {
+      const file = this.partFile(id, part);
+      const size = await forEachLine(file, this.options.readChunkBytes, this.options.maxLineBytes, (raw) => {
+        if (raw.tooLong !== undefined) {
+          const error = `the line is ${thousands(raw.tooLong)} bytes long, more than the ${thousands(this.options.maxLineBytes)} Longrun reads in one line; its first ${thousands(Buffer.byteLength(raw.text))} bytes are kept`;
+          skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
+          return;
+        }
+        const parsed = parseLine(raw.text, raw.number === 1, id, part);
+        if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
+        if (parsed.kind === 'record') log.push(parsed.record);
+        else if (parsed.kind === 'damaged') {
+          const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;
+          skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
+        }
+      });
+      tail = { part, size: size ?? 0 };
+    }
+    this.tails.set(id, tail);
+    if (skipped.length === 0) return { log, problems: [] };
+    return { log, problems: await this.reportOnce(id, skipped) };
+  }
+
+  /** Keeps skipped lines aside and describes those not kept aside before: each is reported once. */
+  private async reportOnce(id: string, skipped: readonly Skipped[]): Promise<string[]> {
+    const damagedFile = this.damagedFileOf(id);
+    let kept: Set<string>;
+    try {
+      kept = await keptAside(damagedFile, this.options);
+    } catch {
+      // Unreadable: every line is reported, and the copy below will likely fail and say why.
+      kept = new Set();
+    }
+    const fresh = skipped.filter((s) => !kept.has(keyOf(s.part, s.line, s.text)));
+    if (fresh.length === 0) return [];
+
+    const problems = fresh.map((s) => {
+      const where = s.part === 1 ? `Line ${s.line} of conversation "${id}"` : `Line ${s.line} of part ${s.part} of conversation "${id}"`;
+      return s.cutOff
+        ? `${where} is incomplete (its write was probably cut off by a crash) and was skipped; a copy is kept in ${damagedFile}.`
+        : `${where} could not be read (${s.error}) and was skipped; a copy is kept in ${damagedFile}.`;
+    });
+    const at = this.now();
+    const entries = fresh.map((s): DamagedLine => ({ part: s.part, line: s.line, text: s.text, error: s.error, at }));
+    try {
+      await appendWhole(damagedFile, entries.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    } catch (error) {
+      problems.push(
+        `The ${fresh.length} unreadable line(s) of conversation "${id}" could not be copied to ${damagedFile} (${errorText(error)}); ` +
+          `they remain in the conversation's files and will be reported again.`,
+      );
+    }
+    return problems;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Writing
+
+  /** The line for a record, cut to `maxRecordBytes`, and checked to read back as a valid record. */
+  private serialize(record: LogRecord): { line: string; stored: LogRecord } {
+    let line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record });
+    let stored = record;
+    if (Buffer.byteLength(line) > this.options.maxRecordBytes) {
+      stored = capRecord(line, this.options.maxRecordBytes);
+      line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record: stored });
+    }
+    // Check what the reader will see, so a record that could not be read back is never written.
+    const check = recordLineSchema().safeParse(JSON.parse(line));
+    if (!check.success) throw new Error(`Refusing to store an invalid log record: ${describeIssues(check.error)}`);
+    return { line, stored };
+  }
+
+  private async writeLines(id: string, lines: readonly string[]): Promise<void> {
+    const bodies = lines.map((line) => Buffer.from(`${line}\n`, 'utf8'));
+    let next = 0;
+    let part = this.tails.get(id)?.part ?? (await this.parts(id)).at(-1) ?? 1;
+    while (next < bodies.length) {
+      const file = this.partFile(id, part);
+      const handle = await fs.open(file, 'a+');
+      try {
+        const { size } = await handle.stat();
+        const known = this.tails.get(id);
+        if (known !== undefined && known.part === part && !(size >= known.size && size <= known.size + (known.unknownBytes ?? 0))) {
+          throw new ConversationConflictError(id, 'changed');
+        }
+        let lead = '';
+        if (size === 0) lead = `${this.header(id, part)}\n`;
+        else {
+          await this.checkHeader(id, part, file, handle, size);
+          if ((await byteAt(handle, size - 1)) !== 0x0a) lead = '\n';
+        }
+        // As many records as fit in the part; at least one when it holds no record yet.
+        let end = next;
+        let bytes = Buffer.byteLength(lead);
+        while (end < bodies.length && (size + bytes + bodies[end]!.length <= this.options.partBytes || (end === next && size <= HEADER_ROOM))) {
+          bytes += bodies[end]!.length;
+          end++;
+        }
+        if (end === next) {
+          const close = Buffer.from(`${lead}${JSON.stringify({ v: PART_END_VERSION, kind: PART_END_KIND, next: part + 1 })}\n`, 'utf8');
+          try {
+            await writeAll(handle, close);
+            await handle.datasync();
+          } catch (error) {
+            this.tails.set(id, await tailAfterFailure(handle, part, size, close.length));
+            throw error;
+          }
+          part += 1;
+          continue;
+        }
+        const data = Buffer.concat([Buffer.from(lead, 'utf8'), ...bodies.slice(next, end)]);
+        try {
+          await writeAll(handle, data);
+          await handle.datasync();
+        } catch (error) {
+          // Part of the data may have landed. Still holding the lock, read where the file ends now, so
+          // the next append keeps checking that no other window continued the conversation.
+          this.tails.set(id, await tailAfterFailure(handle, part, size, data.length));
+          throw error;
+        }
+        this.tails.set(id, { part, size: size + data.length });
+        next = end;
+      } finally {
+        await handle.close();
+      }
+    }
+  }
+
+  private async checkHeader(id: string, part: number, file: string, handle: fs.FileHandle, size: number): Promise<void> {
+    const key = `${id}#${part}`;
+    if (this.checked.has(key)) return;
+    const head = Buffer.alloc(Math.min(size, HEAD_BYTES));
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const version = futureVersionOf(head.subarray(0, bytesRead).toString('utf8'));
+    if (version !== undefined) throw new ConversationVersionError(id, version, file);
+    this.checked.add(key);
+  }
+
+  /** Runs `task` holding the conversation's lock (see `ConversationLock.run`); a write first makes the folder. */
+  private async locked<T>(id: string, mode: 'read' | 'write', task: () => Promise<T>): Promise<T> {
+    if (mode === 'write') await fs.mkdir(this.folder(id), { recursive: true });
+    return this.lock.run(id, this.lockFile(id), mode, task);
+  }
+}
+
+/** The lines already kept in a damaged file, as `keyOf` keys. */
+async function keptAside(damagedFile: string, options: Required<ConversationStoreOptions>): Promise<Set<string>> {
+  const kept = new Set<string>();
+  await forEachLine(damagedFile, options.readChunkBytes, options.maxLineBytes, (raw) => {
+    const entry = safeJson(raw.text);
+    if (!isRecord(entry) || typeof entry.line !== 'number' || typeof entry.text !== 'string') return;
+    kept.add(keyOf(typeof entry.part === 'number' ? entry.part : 1, entry.line, entry.text));
+  });
+  return kept;
+}
+
+/** Identifies a skipped line; a digest of its text keeps the set small when lines are long. */
+function keyOf(part: number, line: number, text: string): string {
+  return `${part}:${line}:${createHash('sha256').update(text).digest('base64')}`;
+}
+
+/** `dir` first, then the other storage folders VS Code may give the same workspace (`<base>`, `<base>-1` … `<base>-9`). */
+function storageSiblings(dir: string): string[] {
+  const base = dir.replace(/-[1-9]$/, '');
+  const all = [dir, base, ...Array.from({ length: 9 }, (_, i) => `${base}-${i + 1}`)];
+  return [...new Set(all)];
+}
+
+function checkId(id: string): string {
+  if (!ID_PATTERN.test(id)) throw new Error(`Invalid conversation id ${JSON.stringify(id)}: use 1 to 200 letters, digits, "_" or "-".`);
+  return id;
+}

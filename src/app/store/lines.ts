@@ -1,0 +1,136 @@
+import { errorText, isRecord } from '../../core/errors';
+import { RECORD_TYPES, type LogRecord } from '../../core/history';
+import { openIfExists, safeJson } from './files';
+import { CONVERSATION_FORMAT_VERSION, PART_END_KIND, PART_END_VERSION, describeIssues, headerSchema, recordLineSchema } from './schemas';
+
+/** How much of a line too long to read is kept aside. */
+const KEPT_OF_LONG_LINE = 64 * 1024;
+
+const KNOWN_RECORD_TYPES: ReadonlySet<string> = new Set<string>(RECORD_TYPES);
+
+export type ParsedLine =
+  | { readonly kind: 'blank' }
+  | { readonly kind: 'header' }
+  | { readonly kind: 'record'; readonly record: LogRecord }
+  | { readonly kind: 'future'; readonly version: number }
+  | { readonly kind: 'damaged'; readonly error: string };
+
+/** One line of a file as `forEachLine` reads it. */
+export interface RawLine {
+  /** 1-based. */
+  readonly number: number;
+  /** The line without its newline; only its start when it is too long. */
+  readonly text: string;
+  /** False for a last line without a newline (a write cut off, or one under way). */
+  readonly complete: boolean;
+  /** The line's full length in bytes, when it is longer than `maxLineBytes`. */
+  readonly tooLong?: number;
+}
+
+/**
+ * Calls `onLine` for each line of a file, read `chunkBytes` at a time and split at newline bytes (a
+ * newline byte never occurs inside a UTF-8 character). Hand-made rather than `readline`, because
+ * readline gathers a line of any length into one string, and a line too long for a string must be
+ * skipped, not crash the reader. Returns the bytes read, or undefined for a missing file.
+ */
+export async function forEachLine(
+  file: string,
+  chunkBytes: number,
+  maxLineBytes: number,
+  onLine: (line: RawLine) => Promise<void> | void,
+): Promise<number | undefined> {
+  const handle = await openIfExists(file);
+  if (!handle) return undefined;
+  try {
+    const chunk = Buffer.allocUnsafe(Math.max(1, chunkBytes));
+    let pieces: Buffer[] = [];
+    let pending = 0;
+    let number = 1;
+    let total = 0;
+    const keep = (piece: Buffer): void => {
+      if (pending + piece.length <= maxLineBytes) pieces.push(Buffer.from(piece));
+      // Over the limit: from here on only the line's start is kept (copied, so the rest can go).
+      else if (pending <= maxLineBytes)
+        pieces = [Buffer.from(Buffer.concat([...pieces, piece]).subarray(0, Math.min(KEPT_OF_LONG_LINE, maxLineBytes)))];
+      pending += piece.length;
+    };
+    const finish = async (complete: boolean): Promise<void> => {
+      const text = Buffer.concat(pieces).toString('utf8');
+      const line = pending > maxLineBytes ? { number, text, complete, tooLong: pending } : { number, text, complete };
+      pieces = [];
+      pending = 0;
+      number++;
+      await onLine(line);
+    };
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      let start = 0;
+      while (start < bytesRead) {
+        let end = chunk.indexOf(0x0a, start);
+        if (end >= bytesRead) end = -1;
+        if (end >= 0 && pending === 0 && end - start <= maxLineBytes) {
+          // The usual case, a whole line inside one chunk: decoded in place. A caller that returns a
+          // promise (an export writing as it reads) is waited for, so reading keeps its pace.
+          const waiting = onLine({ number: number++, text: chunk.toString('utf8', start, end), complete: true });
+          if (waiting) await waiting;
+          start = end + 1;
+          continue;
+        }
+        keep(chunk.subarray(start, end >= 0 ? end : bytesRead));
+        if (end < 0) break;
+        await finish(true);
+        start = end + 1;
+      }
+    }
+    if (pending > 0) await finish(false);
+    return total;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** What one line of a part is; `first` for the line that must be the part's header. */
+export function parseLine(text: string, first: boolean, id: string, part: number): ParsedLine {
+  if (text.trim() === '') return { kind: 'blank' };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { kind: 'damaged', error: `not valid JSON: ${errorText(error)}` };
+  }
+  if (!isRecord(value)) return { kind: 'damaged', error: 'not a JSON object' };
+  const version = value.v;
+  if (version === PART_END_VERSION && value.kind === PART_END_KIND) return { kind: 'blank' };
+  if (typeof version === 'number' && version > CONVERSATION_FORMAT_VERSION) {
+    // A newer header may mean a different layout of the whole file; a newer line among ours is one
+    // record this version does not know, and the rest is still readable.
+    if (first) return { kind: 'future', version };
+    return { kind: 'damaged', error: `it was written by a newer version of Longrun, format version ${version}` };
+  }
+  if (version !== CONVERSATION_FORMAT_VERSION) return { kind: 'damaged', error: `unknown format version ${JSON.stringify(version) ?? 'undefined'}` };
+
+  if (first) {
+    const header = headerSchema().safeParse(value);
+    if (!header.success) return { kind: 'damaged', error: `not a valid conversation header: ${describeIssues(header.error)}` };
+    if (header.data.id !== id) return { kind: 'damaged', error: `the header names conversation "${header.data.id}"` };
+    if ((header.data.part ?? 1) !== part) return { kind: 'damaged', error: `the header names part ${header.data.part ?? 1}` };
+    return { kind: 'header' };
+  }
+  const line = recordLineSchema().safeParse(value);
+  if (line.success) return { kind: 'record', record: line.data.record };
+  const type = isRecord(value.record) ? value.record.type : undefined;
+  if (typeof type === 'string' && !KNOWN_RECORD_TYPES.has(type)) {
+    return { kind: 'damaged', error: `an unknown kind of record, "${type}", probably written by a newer version of Longrun` };
+  }
+  return { kind: 'damaged', error: `not a valid log record: ${describeIssues(line.error)}` };
+}
+
+/** The version in a file's first line when it is newer than this build's. */
+export function futureVersionOf(head: string): number | undefined {
+  const newline = head.indexOf('\n');
+  const value = safeJson(newline < 0 ? head : head.slice(0, newline));
+  if (isRecord(value) && typeof value.v === 'number' && value.v > CONVERSATION_FORMAT_VERSION) return value.v;
+  return undefined;
+}

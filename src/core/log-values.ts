@@ -1,0 +1,19 @@
+/**
+ * The values of each kind of field a log record holds, written once: the record types
+ * (`log.ts`) are derived from these lists, and the schemas that read records back (src/app/store)
+ * are built from them, so a value cannot be added to one without the other.
+ */
+
+export const COMPACTION_REASONS = ['threshold', 'overflow', 'manual'] as const;
+
+/** Roles a summary message may take in the model's view. */
+export const SUMMARY_ROLES = ['user', 'assistant'] as const;
+
+/** What a `FileChange` did to its file. */
+export const FILE_CHANGE_KINDS = ['created', 'modified'] as const;
+
+/** The kinds of needle, in the order they are capped and shown; the stored ledger is read with these. */
+export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
+
+/** Why an output was pruned, in the order the kinds are taken. */
+export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;

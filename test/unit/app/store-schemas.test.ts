@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { ACTORS, EMPTY_LEDGER, FILE_OP_KINDS } from '../../../src/core/file-ledger';
+import { COMPACTION_REASONS, FILE_CHANGE_KINDS, RECORD_TYPES, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../../src/core/history';
+import { PART_TYPES, ROLES, type Part, type PartType } from '../../../src/core/messages';
+import { NEEDLE_KINDS, parseNeedleLedger } from '../../../src/core/needles';
+import { PRUNE_KINDS } from '../../../src/core/pruning';
+import {
+  actorSchema,
+  fileChangeKindSchema,
+  fileOpKindSchema,
+  logRecordSchema,
+  pruneKindSchema,
+  reasonSchema,
+  roleSchema,
+  summaryRoleSchema,
+} from '../../../src/app/store/schemas';
+
+/** One record of each type; the mapped type makes a type added to `RECORD_TYPES` need a sample here. */
+const SAMPLES: { readonly [K in RecordType]: Extract<LogRecord, { type: K }> } = {
+  message: { type: 'message', message: { id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] } },
+  compaction: {
+    type: 'compaction',
+    entry: {
+      id: 'c1',
+      round: 1,
+      reason: 'manual',
+      summary: 's',
+      firstKeptMessageId: null,
+      compactedMessageIds: ['m1'],
+      tokensBefore: 10,
+      tokensAfter: 5,
+      fileOperations: EMPTY_LEDGER,
+      model: 'model',
+      durationMs: 1,
+      createdAt: 1,
+      summaryRole: 'user',
+      fallback: false,
+      lowGain: false,
+      splitTurn: false,
+      summarizerCalls: 1,
+    },
+  },
+  pruning: {
+    type: 'pruning',
+    entry: {
+      id: 'p1',
+      reason: 'threshold',
+      outputs: [{ messageId: 'm2', toolCallId: 't1', toolName: 'read', kind: 'old', stub: '[pruned]', tokens: 3 }],
+      tokensBefore: 10,
+      tokensAfter: 7,
+      createdAt: 1,
+    },
+  },
+  undo: { type: 'undo', entryId: 'c1', at: 2 },
+  usage: { type: 'usage', usage: { anchorMessageId: 'm1', inputTokens: 5, outputTokens: 1, basis: null } },
+  file: { type: 'file', event: { kind: 'read', path: 'a.ts', actor: 'agent', at: 1 } },
+  change: {
+    type: 'change',
+    change: { id: 'x1', path: 'a.ts', kind: 'modified', beforeHash: 'h0', afterHash: 'h1', at: 0, removed: 'a', inserted: 'b' },
+  },
+  turn: { type: 'turn', turn: { id: 'turn1', parent: null, at: 1 } },
+};
+
+/** One message part of each type. */
+const PARTS: { readonly [K in PartType]: Extract<Part, { type: K }> } = {
+  text: { type: 'text', text: 'hi' },
+  reasoning: { type: 'reasoning', text: 'thinking' },
+  'tool-call': { type: 'tool-call', toolCallId: 't1', toolName: 'read', input: { path: 'a.ts' } },
+  'tool-result': { type: 'tool-result', toolCallId: 't1', toolName: 'read', output: 'text' },
+  file: { type: 'file', mediaType: 'image/png', name: 'a.png', size: 3 },
+};
+
+describe('store schemas', () => {
+  it('reads every value of each enum list of src/core', () => {
+    const lists: ReadonlyArray<readonly [string, readonly string[], { safeParse(value: unknown): { success: boolean } }]> = [
+      ['ROLES', ROLES, roleSchema()],
+      ['COMPACTION_REASONS', COMPACTION_REASONS, reasonSchema()],
+      ['SUMMARY_ROLES', SUMMARY_ROLES, summaryRoleSchema()],
+      ['PRUNE_KINDS', PRUNE_KINDS, pruneKindSchema()],
+      ['FILE_OP_KINDS', FILE_OP_KINDS, fileOpKindSchema()],
+      ['ACTORS', ACTORS, actorSchema()],
+      ['FILE_CHANGE_KINDS', FILE_CHANGE_KINDS, fileChangeKindSchema()],
+    ];
+    for (const [name, values, schema] of lists) {
+      assert.ok(values.length > 0, name);
+      for (const value of values) assert.equal(schema.safeParse(value).success, true, `${name}: ${value}`);
+      assert.equal(schema.safeParse('not-a-value').success, false, name);
+    }
+  });
+
+  it('reads a needle of every kind of NEEDLE_KINDS in a stored needle ledger', () => {
+    for (const kind of NEEDLE_KINDS) {
+      const ledger = { version: 1, through: 'm1', needles: [{ kind, text: 'never push to main', messageId: 'm1' }], openCalls: {} };
+      assert.equal(parseNeedleLedger(ledger)?.needles[0]?.kind, kind, kind);
+    }
+    const unknown = { version: 1, through: 'm1', needles: [{ kind: 'not-a-kind', text: 'x', messageId: 'm1' }], openCalls: {} };
+    assert.equal(parseNeedleLedger(unknown), undefined);
+  });
+
+  it('reads a record of every type of RECORD_TYPES', () => {
+    for (const type of RECORD_TYPES) {
+      const parsed = logRecordSchema().safeParse(JSON.parse(JSON.stringify(SAMPLES[type])));
+      assert.equal(parsed.success, true, `${type}: ${parsed.success ? '' : parsed.error.message}`);
+      assert.equal(parsed.data?.type, type);
+    }
+  });
+
+  it('reads a message part of every type of PART_TYPES', () => {
+    for (const type of PART_TYPES) {
+      const record: LogRecord = { type: 'message', message: { id: 'm1', role: 'assistant', content: [PARTS[type]] } };
+      const parsed = logRecordSchema().safeParse(JSON.parse(JSON.stringify(record)));
+      assert.equal(parsed.success, true, `${type}: ${parsed.success ? '' : parsed.error.message}`);
+      assert.deepEqual(parsed.data, record);
+    }
+  });
+});
