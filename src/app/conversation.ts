@@ -23,10 +23,13 @@ import type { PruningEntry } from '../core/pruning';
 import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/recall';
 import type { CalibrationMemory, ContextCount, RequestBasis } from '../core/usage-calibration';
 import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
-import { branchLog, onTurn, TurnIndex } from '../core/branches';
+import { branchLog, onTurn } from '../core/branches';
 import type { ConversationIndex } from './store/conversation-index';
 import type { ConversationStore } from './store/conversation-store';
 import { ConversationMeter, type ModelContext } from './conversation-meter';
+import { ConversationRecords, type BranchOptions } from './conversation-records';
+
+export { ConversationRecords, type BranchOptions };
 import { withSummary } from './summary-edit';
 import type { LongrunTelemetry } from '../llm/telemetry';
 import { errorText } from '../core/errors';
@@ -92,33 +95,6 @@ const NO_SUMMARIZER = 'No model is available to write the summary. Pick a model 
 interface Ahead {
   readonly promise: Promise<CompactionOutcome>;
   readonly controller: AbortController;
-}
-
-/**
- * Every record of a conversation, on every branch, as on disk, and where each turn starts: shared
- * by the branches of the conversation a window has loaded, so that a new branch is made without
- * reading the file again.
- */
-export class ConversationRecords {
-  readonly all: LogRecord[];
-  private readonly index = new TurnIndex();
-
-  constructor(log: readonly LogRecord[]) {
-    this.all = [...log];
-  }
-
-  /** The turns, up to date with the records. */
-  turns(): TurnIndex {
-    return this.index.update(this.all);
-  }
-}
-
-/** Where a conversation object stands in its conversation: the branch it is, and the records it shares. */
-export interface BranchOptions {
-  /** The leaf turn of the branch; null for the trunk; absent: the turn started last. */
-  readonly leaf?: string | null;
-  /** The conversation's records, shared with its other branches; absent: made from the log given. */
-  readonly records?: ConversationRecords;
 }
 
 export class Conversation {
