@@ -229,3 +229,46 @@ export function withReserve(window: WindowInfo, maxOutput: number | undefined): 
   const outputReserve = outputReserveFor(window.limit, maxOutput);
   return { window, outputReserve, inputLimit: Math.max(1, window.limit - outputReserve) };
 }
+
+/** The model a window is worked out for: a `longrun.endpoints` model as resolved, or one of VS Code's. */
+export type WindowedModel =
+  | {
+      readonly kind: 'endpoint';
+      /** Its window as resolved (declared, discovered from the server, or learned), and its answer's room. */
+      readonly resolved: EndpointWindow;
+      /** The most it may answer, when the endpoint or its server says. */
+      readonly maxOutput?: number;
+    }
+  | {
+      readonly kind: 'vscode';
+      readonly vendor: string;
+      /** Its `maxInputTokens`; 0 or less when it declares none. */
+      readonly maxInputTokens: number;
+    };
+
+const SETTING_ORIGIN = 'from your longrun.contextWindow setting';
+
+/**
+ * The one rule for the window of the model in use. `longrun.contextWindow` (`setting`) wins over what
+ * the model declares, and a window the provider showed smaller (`learned`) wins over both. An endpoint
+ * model's resolved window already holds what was discovered or learned; a model of VS Code's declares
+ * its input limit, its answer's room being its provider's business, and a window learned from its
+ * server is a whole window, the reserve rule keeping room for the answer. Undefined when nothing is known.
+ */
+export function windowFor(
+  model: WindowedModel,
+  setting: number | undefined,
+  learned: { limit: number; why: string } | undefined,
+): EndpointWindow | undefined {
+  const fromSetting = setting ? applyLearned({ limit: setting, origin: SETTING_ORIGIN, assumed: false }, learned) : undefined;
+  if (model.kind === 'endpoint') return fromSetting ? withReserve(fromSetting, model.maxOutput) : model.resolved;
+  if (fromSetting) return withReserve(fromSetting, undefined);
+  const declaredInput = model.maxInputTokens > 0 ? model.maxInputTokens : undefined;
+  const fromServer = learned ? withReserve({ limit: learned.limit, origin: learned.why, assumed: false }, undefined) : undefined;
+  if (declaredInput === undefined || (fromServer && fromServer.inputLimit < declaredInput)) return fromServer;
+  return {
+    window: { limit: declaredInput, origin: `declared by ${model.vendor}'s model in VS Code (maxInputTokens)`, assumed: false },
+    outputReserve: 0,
+    inputLimit: declaredInput,
+  };
+}

@@ -17,7 +17,7 @@ import { ConversationIndex } from '../app/store/conversation-index';
 import { ConversationStore } from '../app/store/conversation-store';
 import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
-import { applyLearned, learnedWins, withReserve, type ModelWindows, type WindowInfo } from '../app/model-windows';
+import { learnedWins, windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import type { LongrunSettings } from '../app/settings';
 import { errorText } from '../core/errors';
 import type { CalibrationMemory } from '../core/usage-calibration';
@@ -313,30 +313,14 @@ export class Session implements vscode.Disposable {
   windowInUse(): { window: WindowInfo; outputReserve: number; inputLimit: number } | undefined {
     const m = this.chatModel;
     if (!m) return undefined;
-    const override = this.settings().contextWindow;
-    const key = this.modelKey()!;
-    const learned = this.windows.learnedWindow(key);
-    if (m.kind === 'endpoint') {
-      const r = this.endpointModel()!;
-      if (!override) return { window: r.window, outputReserve: r.maxOutputTokens, inputLimit: r.inputLimit };
-      const window = applyLearned({ limit: override, origin: 'from your longrun.contextWindow setting', assumed: false }, learned);
-      return withReserve(
-        window,
-        r.model.maxOutputTokens ?? this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens,
-      );
+    const learned = this.windows.learnedWindow(keyOf(m));
+    if (m.kind === 'vscode') {
+      return windowFor({ kind: 'vscode', vendor: m.model.vendor, maxInputTokens: m.model.maxInputTokens }, this.settings().contextWindow, learned);
     }
-    const declaredInput = m.model.maxInputTokens > 0 ? m.model.maxInputTokens : undefined;
-    if (override)
-      return withReserve(applyLearned({ limit: override, origin: 'from your longrun.contextWindow setting', assumed: false }, learned), undefined);
-    // The server's own number is the whole window: keep the reserve rule's room for the answer.
-    const fromServer = learned ? withReserve({ limit: learned.limit, origin: learned.why, assumed: false }, undefined) : undefined;
-    if (declaredInput === undefined || (fromServer && fromServer.inputLimit < declaredInput)) return fromServer;
-    // VS Code's models declare their input limit; the answer's room is their provider's business.
-    return {
-      window: { limit: declaredInput, origin: `declared by ${m.model.vendor}'s model in VS Code (maxInputTokens)`, assumed: false },
-      outputReserve: 0,
-      inputLimit: declaredInput,
-    };
+    const r = this.endpointModel()!;
+    const maxOutput = r.model.maxOutputTokens ?? this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens;
+    const resolved = { window: r.window, outputReserve: r.maxOutputTokens, inputLimit: r.inputLimit };
+    return windowFor({ kind: 'endpoint', resolved, ...(maxOutput !== undefined ? { maxOutput } : {}) }, this.settings().contextWindow, learned);
   }
 
   /** How to give the model in use a larger context, by the server it runs on (for the notice of a cut prompt). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { DiscoveredWindow } from '../../../src/llm/window-discovery';
-import { applyLearned, ASSUMED_WINDOW, learnedWins, ModelWindows, type DiscoveryTarget } from '../../../src/app/model-windows';
+import { applyLearned, ASSUMED_WINDOW, learnedWins, ModelWindows, windowFor, type DiscoveryTarget } from '../../../src/app/model-windows';
 
 /** A memento over a map, like VS Code's globalState. */
 class MapMemento {
@@ -166,5 +166,40 @@ describe('a learned window against a declared one', () => {
       assumed: false,
     });
     assert.equal(applyLearned(declared, { limit: 16_384, why: 'x' }), declared);
+  });
+});
+
+describe('the window of the model in use', () => {
+  const learned = { limit: 4_096, why: 'stated by the server in an overflow error' };
+  const vscodeModel = { kind: 'vscode', vendor: 'copilot', maxInputTokens: 128_000 } as const;
+  const endpoint = {
+    kind: 'endpoint',
+    resolved: { window: { limit: 32_768, origin: "from the server's model list", assumed: false }, outputReserve: 4_096, inputLimit: 28_672 },
+    maxOutput: 2_048,
+  } as const;
+
+  it("takes VS Code's model's declared input limit, with no room of its own for the answer", () => {
+    assert.deepEqual(windowFor(vscodeModel, undefined, undefined), {
+      window: { limit: 128_000, origin: "declared by copilot's model in VS Code (maxInputTokens)", assumed: false },
+      outputReserve: 0,
+      inputLimit: 128_000,
+    });
+  });
+
+  it('lets a smaller window the server showed win, keeping room for the answer; a larger one does not', () => {
+    const smaller = windowFor(vscodeModel, undefined, learned)!;
+    assert.equal(smaller.window.limit, 4_096);
+    assert.ok(smaller.outputReserve > 0 && smaller.inputLimit < 4_096);
+    assert.equal(windowFor(vscodeModel, undefined, { limit: 1_000_000, why: 'x' })!.inputLimit, 128_000);
+    assert.equal(windowFor({ ...vscodeModel, maxInputTokens: 0 }, undefined, undefined), undefined, 'nothing known');
+  });
+
+  it('puts longrun.contextWindow over what the model declares, and a smaller learned window over both', () => {
+    assert.equal(windowFor(vscodeModel, 16_000, undefined)!.window.limit, 16_000);
+    assert.equal(windowFor(vscodeModel, 16_000, learned)!.window.limit, 4_096);
+    const set = windowFor(endpoint, 16_000, undefined)!;
+    assert.equal(set.window.origin, 'from your longrun.contextWindow setting');
+    assert.equal(set.outputReserve, 2_048, "the endpoint's own answer limit");
+    assert.equal(windowFor(endpoint, undefined, learned), endpoint.resolved, 'the resolved window already holds what was learned');
   });
 });
