@@ -57,18 +57,54 @@ const summaryMessages = new WeakMap<CompactionEntry, Message>();
 export type ActiveStep =
   { readonly kind: 'compaction'; readonly entry: CompactionEntry } | { readonly kind: 'pruning'; readonly entry: PruningEntry };
 
+/**
+ * The one fold of the steps in force, record by record: a compaction or a pruning comes into force
+ * when written, and leaves it when undone. `activeSteps` and the live view both take records through it.
+ */
+export class StepsInForce {
+  /** Compactions and prunings in force, in log order. */
+  readonly steps: ActiveStep[] = [];
+  /** The compactions among them, oldest first. */
+  readonly compactions: CompactionEntry[] = [];
+  /** The prunings among them, oldest first. */
+  readonly prunings: PruningEntry[] = [];
+
+  /** Takes `record` in; true when the steps in force changed. */
+  take(record: LogRecord): boolean {
+    if (record.type === 'compaction') {
+      this.compactions.push(record.entry);
+      this.steps.push({ kind: 'compaction', entry: record.entry });
+      return true;
+    }
+    if (record.type === 'pruning') {
+      this.prunings.push(record.entry);
+      this.steps.push({ kind: 'pruning', entry: record.entry });
+      return true;
+    }
+    if (record.type !== 'undo') return false;
+    const at = this.steps.findIndex((s) => s.entry.id === record.entryId);
+    if (at < 0) return false;
+    const [step] = this.steps.splice(at, 1);
+    const list: Array<{ readonly id: string }> = step!.kind === 'compaction' ? this.compactions : this.prunings;
+    list.splice(
+      list.findIndex((e) => e.id === record.entryId),
+      1,
+    );
+    return true;
+  }
+
+  clear(): void {
+    this.steps.length = 0;
+    this.compactions.length = 0;
+    this.prunings.length = 0;
+  }
+}
+
 /** The compactions and prunings in force, oldest first: every one not undone since. */
 export function activeSteps(log: ConversationLog): ActiveStep[] {
-  const active: ActiveStep[] = [];
-  for (const record of log) {
-    if (record.type === 'compaction') active.push({ kind: 'compaction', entry: record.entry });
-    else if (record.type === 'pruning') active.push({ kind: 'pruning', entry: record.entry });
-    else if (record.type === 'undo') {
-      const at = active.findIndex((s) => s.entry.id === record.entryId);
-      if (at >= 0) active.splice(at, 1);
-    }
-  }
-  return active;
+  const fold = new StepsInForce();
+  for (const record of log) fold.take(record);
+  return fold.steps;
 }
 
 /** The entries in force, oldest first: every compaction not undone since. */
@@ -219,10 +255,7 @@ export class LiveModelView {
   private log: ConversationLog | undefined;
   /** Records of `log` taken into account. */
   private seen = 0;
-  private readonly active: CompactionEntry[] = [];
-  private readonly prunings: PruningEntry[] = [];
-  /** Compactions and prunings in force, in log order. */
-  private readonly steps: ActiveStep[] = [];
+  private readonly inForce = new StepsInForce();
   private removed = new Set<string>();
   /** The stubs of the prunings in force, by message id, then tool call id. */
   private stubs = new Map<string, Map<string, string>>();
@@ -265,17 +298,17 @@ export class LiveModelView {
 
   /** The entries in force, oldest first, as `activeEntries` gives them. */
   entries(): readonly CompactionEntry[] {
-    return this.active;
+    return this.inForce.compactions;
   }
 
   /** The prunings in force, oldest first, as `activePrunings` gives them. */
   prunedBy(): readonly PruningEntry[] {
-    return this.prunings;
+    return this.inForce.prunings;
   }
 
   /** The compactions and prunings in force, in log order, as `activeSteps` gives them. */
   activeSteps(): readonly ActiveStep[] {
-    return this.steps;
+    return this.inForce.steps;
   }
 
   /** Whether the log holds any message. */
@@ -286,9 +319,7 @@ export class LiveModelView {
   private reset(log: ConversationLog): void {
     this.log = log;
     this.seen = 0;
-    this.active.length = 0;
-    this.prunings.length = 0;
-    this.steps.length = 0;
+    this.inForce.clear();
     this.messageCount = 0;
     this.stale = true;
   }
@@ -300,25 +331,8 @@ export class LiveModelView {
       // The first kept message arriving late moves where the kept part begins, removed or not.
       if (this.awaitedKeptId !== null && record.message.id === this.awaitedKeptId) this.stale = true;
       else if (!this.removed.has(record.message.id)) this.pairing.push(this.shown(record.message));
-    } else if (record.type === 'compaction') {
-      this.active.push(record.entry);
-      this.steps.push({ kind: 'compaction', entry: record.entry });
+    } else if (this.inForce.take(record)) {
       this.stale = true;
-    } else if (record.type === 'pruning') {
-      this.prunings.push(record.entry);
-      this.steps.push({ kind: 'pruning', entry: record.entry });
-      this.stale = true;
-    } else if (record.type === 'undo') {
-      const at = this.steps.findIndex((s) => s.entry.id === record.entryId);
-      if (at >= 0) {
-        const [step] = this.steps.splice(at, 1);
-        const list: Array<{ readonly id: string }> = step!.kind === 'compaction' ? this.active : this.prunings;
-        list.splice(
-          list.findIndex((e) => e.id === record.entryId),
-          1,
-        );
-        this.stale = true;
-      }
     }
   }
 
@@ -330,19 +344,19 @@ export class LiveModelView {
     this.removed = new Set();
     this.awaitedKeptId = null;
     this.stubs = new Map();
-    for (const pruning of this.prunings) {
+    for (const pruning of this.inForce.prunings) {
       for (const output of pruning.outputs) {
         let byCall = this.stubs.get(output.messageId);
         if (!byCall) this.stubs.set(output.messageId, (byCall = new Map()));
         byCall.set(output.toolCallId, output.stub);
       }
     }
-    const last = this.active.at(-1);
+    const last = this.inForce.compactions.at(-1);
     if (!last) {
       for (const record of log) if (record.type === 'message') this.pairing.push(this.shown(record.message));
       return;
     }
-    for (const entry of this.active) for (const id of entry.compactedMessageIds) this.removed.add(id);
+    for (const entry of this.inForce.compactions) for (const id of entry.compactedMessageIds) this.removed.add(id);
 
     let keptFrom = -1;
     if (last.firstKeptMessageId !== null) {
