@@ -18,7 +18,7 @@ import { stripFileOperations } from '../src/core/summary-repair';
 import { activeEntries, ledgerOf, modelView, type ConversationLog } from '../src/core/history';
 import { stringifyOutput, type Message } from '../src/core/messages';
 import type { MessageTokenCounter } from '../src/core/message-tokens';
-import { stripKeptNeedles } from '../src/core/needles';
+import { stripKeptNeedles } from '../src/core/kept-needles';
 import type { Clock, Summarizer } from '../src/core/ports';
 import { archivedItems, recall } from '../src/core/recall';
 import { INJECTED, NEEDLE_KINDS, type EvalSession, type NeedleKind, type PlantedNeedle } from './sessions';

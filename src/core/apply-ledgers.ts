@@ -1,7 +1,8 @@
 import { applyCompaction, type ApplyResult, type ComputedCompaction } from './compaction';
 import { renderFileOperations } from './file-ledger';
 import { ledgerOf, summaryMessage, type CompactionEntry, type ConversationLog, type LogRecord } from './history';
-import { keepNeedles, needleLedgerOf, stripKeptNeedles } from './needles';
+import { keepNeedles, stripKeptNeedles } from './kept-needles';
+import { needleLedgerOf } from './needles';
 import { NEEDLE_BUDGET_SHARE, stripFileOperations } from './summary-repair';
 
 /**

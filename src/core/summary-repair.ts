@@ -1,7 +1,8 @@
 import type { SummaryConfig } from './config';
 import type { Message } from './messages';
 import type { MessageTokenCounter } from './message-tokens';
-import { keepNeedles, stripKeptNeedles, type KeptNeedles, type NeedleLedger } from './needles';
+import { keepNeedles, stripKeptNeedles, type KeptNeedles } from './kept-needles';
+import type { NeedleLedger } from './needles';
 import { summaryHeading, summarySections } from './summary-request';
 
 /**

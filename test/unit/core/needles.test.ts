@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
+import { keepNeedles, renderBlock, stripKeptNeedles } from '../../../src/core/kept-needles';
 import {
   EMPTY_NEEDLES,
-  keepNeedles,
   MAX_NEEDLES_PER_KIND,
   needleLedgerOf,
   parseNeedleLedger,
-  renderBlock,
   scanNeedles,
-  stripKeptNeedles,
   type Needle,
   type NeedleLedger,
 } from '../../../src/core/needles';
