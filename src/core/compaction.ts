@@ -1,11 +1,13 @@
-import { briefTruncation, planBatches, type Positioned } from './batches';
+import { applicable, applyCompaction, lowGain, lowGainAt, messageIds } from './apply-compaction';
+import { briefTruncation, type Positioned } from './batches';
+import type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress, CompactionRequest, ComputedCompaction } from './compaction-types';
 import { assessBudget } from './budget';
-import type { CompactionConfig, TruncationConfig } from './config';
-import { outputReserveFor, type ContextWindow } from './context-window';
+import type { CompactionConfig } from './config';
+import { outputReserveFor } from './context-window';
 import { redactSecrets } from './redact';
 import { selectForCompaction, type Selection, type SelectionResult } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
-import { renderFileOperations, type FileLedger } from './file-ledger';
+import { renderFileOperations } from './file-ledger';
 import {
   activePrunings,
   currentBasis,
@@ -15,14 +17,11 @@ import {
   originalTask,
   summaryMessage,
   type CompactionEntry,
-  type CompactionReason,
   type ConversationLog,
   type LogRecord,
 } from './history';
 import type { Message } from './messages';
-import type { MessageTokenCounter } from './message-tokens';
 import { planPruning, prunedKey, pruningCandidates, truncationCandidates, type PruneCandidate, type PruningEntry } from './pruning';
-import type { Clock, Summarizer, SummaryRequest } from './ports';
 import { needleLedgerOf } from './needles';
 import {
   boundTask,
@@ -33,14 +32,11 @@ import {
   unusableReason,
   type BoundedTask,
 } from './summary-repair';
-import {
-  buildDirective,
-  buildMergeRequest,
-  buildSummaryRequest,
-  countRequest,
-  renderedMessageTokens,
-  type DirectiveOptions,
-} from './summary-request';
+import type { DirectiveOptions } from './summary-request';
+import { describeFailure, summarize, SummarizerFailure, type CallCount } from './summarizer-calls';
+
+export { applicable, applyCompaction, lowGain, lowGainAt };
+export type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress, CompactionRequest, ComputedCompaction };
 
 /**
  * One compaction, computed from a snapshot of the log and applied separately: applying checks that
@@ -57,83 +53,8 @@ import {
  * since it is about to replace them anyway.
  */
 
-export interface CompactionDeps {
-  readonly counter: MessageTokenCounter;
-  readonly summarizer: Summarizer;
-  readonly clock: Clock;
-  readonly newId: () => string;
-  /**
-   * Cleans a summarizer's error text of the stored API keys; key-shaped text is removed in any case,
-   * since the reason is stored, shown and quoted in fallback summaries sent to other providers.
-   */
-  readonly redact?: (text: string) => string;
-}
-
-export interface CompactionProgress {
-  readonly phase: 'summarizing' | 'merging';
-  /** 1-based number of the summarizer call under way, and how many are planned. */
-  readonly call: number;
-  readonly calls: number;
-}
-
-export interface CompactionRequest {
-  /** The snapshot to compact. */
-  readonly log: ConversationLog;
-  readonly reason: CompactionReason;
-  readonly config: CompactionConfig;
-  readonly window: ContextWindow;
-  /** The cumulative file ledger; it is rendered after the summary and stored in the entry. */
-  readonly ledger: FileLedger;
-  readonly focus?: string;
-  readonly signal?: AbortSignal;
-  readonly onProgress?: (progress: CompactionProgress) => void;
-  /**
-   * The local count of the view (messages only) to get under. A threshold or overflow compaction
-   * whose pruning gets there needs no summary. Absent: the warning level of `window`.
-   */
-  readonly pruneTarget?: number;
-  /**
-   * The next request would not fit the window (the caller's calibrated count says so; absent, the local
-   * count of the view over `window` does). The minimum message count then does not hold, and when
-   * pruning is not enough the largest tool outputs are cut to their head and tail before a summary.
-   */
-  readonly overWindow?: boolean;
-}
-
-export interface ComputedCompaction {
-  /** The summary; absent when pruning alone brought the view under its target. */
-  readonly entry?: CompactionEntry;
-  /** The tool outputs replaced by stubs, before the summary or instead of one. */
-  readonly pruning?: PruningEntry;
-  /** The records to append to the log, in this order and in one write. */
-  readonly records: readonly LogRecord[];
-  /** What the snapshot looked like: the applying side checks it is still a prefix. */
-  readonly basis: { readonly messageIds: readonly string[]; readonly lastEntryId: string | null };
-  /** The model's view of the snapshot after this compaction. */
-  readonly view: readonly Message[];
-  /** Deterministic repairs made to the model's summary (e.g. the original task put back). */
-  readonly repairs: readonly string[];
-  /** Messages summarized (0 when pruning alone was enough). */
-  readonly compactedCount: number;
-  /** The view's local count before and after the whole compaction, pruning and summary. */
-  readonly tokensBefore: number;
-  readonly tokensAfter: number;
-  /** True when the whole compaction freed less than the configured minimum share. */
-  readonly lowGain: boolean;
-  /** Most tokens the summary's block of kept needles may take, when it is made again at apply time. */
-  readonly needleBudgetTokens?: number;
-}
-
-export type CompactionOutcome =
-  | { readonly status: 'compacted'; readonly compaction: ComputedCompaction }
-  | { readonly status: 'noop'; readonly reason: string }
-  | { readonly status: 'failed'; readonly reason: string }
-  | { readonly status: 'cancelled'; readonly reason: string };
-
 /** The kept part may take at most this share of the window; a larger latest turn is split. */
 const MAX_KEPT_SHARE = 0.5;
-const MERGE_DEPTH_LIMIT = 4;
-const MIN_BATCH_BUDGET = 256;
 
 export async function computeCompaction(request: CompactionRequest, deps: CompactionDeps): Promise<CompactionOutcome> {
   const { config, log } = request;
@@ -251,11 +172,6 @@ function isOverWindow(request: CompactionRequest, tokensBefore: number): boolean
   if (request.reason === 'overflow') return true;
   if (request.overWindow !== undefined) return request.overWindow;
   return request.window.limit > 0 && tokensBefore > request.window.limit;
-}
-
-/** Whether a compaction from `before` to `after` tokens frees less than the configured share of the view. */
-export function lowGain(before: number, after: number, config: CompactionConfig): boolean {
-  return (before > 0 ? (before - after) / before : 0) < config.minGainShare;
 }
 
 /** The compaction that prunes `taken` and nothing else; noop when that would free nothing. */
@@ -515,56 +431,6 @@ const SUMMARY_MAX_SHARE = 0.1;
 /** The smallest summary target worth asking for (the setting's own minimum). */
 const MIN_TARGET_TOKENS = 50;
 
-export type ApplyResult =
-  { readonly ok: true; readonly log: ConversationLog; readonly view: Message[] } | { readonly ok: false; readonly reason: string };
-
-/**
- * Applies a computed compaction to the current log. The snapshot it was computed from must still
- * be a prefix of the log (same messages, no compaction or undo since); messages appended after it
- * stay in the view as recent messages.
- */
-export function applyCompaction(current: ConversationLog, computed: ComputedCompaction): ApplyResult {
-  const check = applicable(current, computed);
-  if (!check.ok) return check;
-  const log = [...current, ...computed.records];
-  return { ok: true, log, view: modelView(log) };
-}
-
-/**
- * Whether a compaction computed from a snapshot still applies to the log as it is now: the snapshot's
- * messages are a prefix of the log's, and no compaction, pruning or undo came between.
- */
-export function applicable(
-  current: ConversationLog,
-  computed: ComputedCompaction,
-): { readonly ok: true } | { readonly ok: false; readonly reason: string } {
-  const ids = messageIds(current);
-  const basis = computed.basis;
-  if (ids.length < basis.messageIds.length || basis.messageIds.some((id, i) => ids[i] !== id)) {
-    return { ok: false, reason: 'The conversation changed in a way the compaction did not expect (its messages are no longer a prefix).' };
-  }
-  if (currentBasis(current) !== basis.lastEntryId) {
-    return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
-  }
-  return { ok: true };
-}
-
-/**
- * Whether `computed`, applied to `current` as it is now (`tokensBefore` being the local count of its
- * view), would free less than the configured share: a summary prepared on an older snapshot may cover
- * too little of a log that grew meanwhile. False when it cannot be applied at all.
- */
-export function lowGainAt(
-  current: ConversationLog,
-  computed: ComputedCompaction,
-  tokensBefore: number,
-  countView: (view: readonly Message[]) => number,
-  config: CompactionConfig,
-): boolean {
-  const applied = applyCompaction(current, computed);
-  return applied.ok && lowGain(tokensBefore, countView(applied.view), config);
-}
-
 /** Computes and applies in one step, for when nothing else can write meanwhile. */
 export async function compact(request: CompactionRequest, deps: CompactionDeps): Promise<CompactionOutcome & { readonly log?: ConversationLog }> {
   const outcome = await computeCompaction(request, deps);
@@ -574,33 +440,6 @@ export async function compact(request: CompactionRequest, deps: CompactionDeps):
   return { ...outcome, log: applied.log };
 }
 
-function messageIds(log: ConversationLog): string[] {
-  const ids: string[] = [];
-  for (const record of log) if (record.type === 'message') ids.push(record.message.id);
-  return ids;
-}
-
-class SummarizerFailure extends Error {}
-
-function describeFailure(error: unknown): string {
-  if (error instanceof SummarizerFailure) return error.message;
-  if (error instanceof Error) return `the summarizer failed (${error.message || error.name})`;
-  return `the summarizer failed (${String(error)})`;
-}
-
-interface Produced {
-  readonly text: string;
-  readonly model?: string;
-}
-
-/** Counts summarizer calls, including those made before a failure. */
-interface CallCount {
-  calls: number;
-}
-
-type CountingDeps = CompactionDeps & { readonly counted: CallCount };
-
-/** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
 /**
  * The messages a summary request continuing the conversation repeats: the view as sent, from its
  * start through the last message this summary replaces; undefined when there is nothing to continue.
@@ -613,163 +452,4 @@ function continuationOf(plan: SummaryPlan): readonly Message[] | undefined {
     if (replaced.has(message.id)) last = index;
   });
   return last >= 0 ? plan.sent.slice(0, last + 1) : undefined;
-}
-
-async function summarize(
-  items: readonly Positioned[],
-  total: number,
-  previousSummary: Message | undefined,
-  directive: DirectiveOptions,
-  request: CompactionRequest,
-  deps: CountingDeps,
-  continuation?: readonly Message[],
-): Promise<Produced> {
-  const { config } = request;
-  // Rendered messages are counted once each, however often they are checked and packed.
-  const countTokens = (built: SummaryRequest): number => countRequest(built, deps.counter);
-  const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : request.window.limit;
-  const single = buildSummaryRequest({
-    summary: config.summary,
-    truncation: config.truncation,
-    messages: items,
-    previousSummary,
-    directive,
-    purpose: 'summary',
-    importance: config.importance,
-    total,
-  });
-  if (window <= 0 || countTokens(single) <= window) {
-    request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
-    // A summarizer that is the agent's own model is sent the conversation it has cached instead,
-    // when that fits its window with room for the summary (not after an overflow: it did not fit).
-    const continueWith = deps.summarizer.continues && continuation && request.reason !== 'overflow' ? continuation : undefined;
-    const directiveText = continueWith ? buildDirective(directive) : '';
-    const fits = (messages: readonly Message[]): boolean =>
-      window <= 0 || deps.counter.countMessages(messages) + deps.counter.countText(directiveText) + single.maxOutputTokens <= window;
-    const continued = continueWith && fits(continueWith) ? { ...single, continuation: { messages: continueWith, directive: directiveText } } : single;
-    const response = await callSummarizer(continued, request, deps);
-    return { text: response.text, model: response.model };
-  }
-
-  // Too large for one request: batches by importance, then a merge of the batch summaries.
-  const emptyBatch = buildSummaryRequest({
-    summary: config.summary,
-    truncation: config.truncation,
-    messages: [],
-    directive: { ...directive, batch: { index: 1, count: 99 } },
-    purpose: 'batch',
-  });
-  const budget = window - countTokens(emptyBatch);
-  if (budget < MIN_BATCH_BUDGET) {
-    throw new SummarizerFailure(`the summarizer's window (${window} tokens) is too small to hold a summary request`);
-  }
-  const measure = (item: Positioned): number =>
-    renderedMessageTokens(item.message, item.position, item.truncation ?? config.truncation, deps.counter) + 4;
-  const batches = planBatches(items, total, budget, measure, config.importance);
-  const planned = batches.length + 1;
-  const summaries: string[] = [];
-  let model: string | undefined;
-  for (const [index, batch] of batches.entries()) {
-    request.onProgress?.({ phase: 'summarizing', call: index + 1, calls: planned });
-    const batchRequest = fitToWindow(
-      (truncation) =>
-        buildSummaryRequest({
-          summary: config.summary,
-          truncation,
-          messages: batch,
-          directive: { ...directive, batch: { index: index + 1, count: batches.length } },
-          purpose: 'batch',
-          importance: config.importance,
-          total,
-        }),
-      config.truncation,
-      window,
-      countTokens,
-    );
-    const response = await callSummarizer(batchRequest, request, deps);
-    const usable = unusableReason(response.text);
-    if (usable) throw new SummarizerFailure(`batch ${index + 1} of ${batches.length}: ${usable}`);
-    summaries.push(response.text.trim());
-    model = response.model ?? model;
-  }
-  request.onProgress?.({ phase: 'merging', call: planned, calls: planned });
-  const merged = await mergeSummaries(summaries, previousSummary, directive, window, request, deps, 0);
-  return { text: merged.text, model: merged.model ?? model };
-}
-
-async function mergeSummaries(
-  summaries: readonly string[],
-  previousSummary: Message | undefined,
-  directive: DirectiveOptions,
-  window: number,
-  request: CompactionRequest,
-  deps: CountingDeps,
-  depth: number,
-): Promise<{ text: string; model?: string }> {
-  const whole = buildMergeRequest(request.config.summary, summaries, previousSummary, directive);
-  if (countRequest(whole, deps.counter) <= window || summaries.length <= 1 || depth >= MERGE_DEPTH_LIMIT) {
-    const response = await callSummarizer(whole, request, deps);
-    return { text: response.text, model: response.model };
-  }
-  // Even the batch summaries do not fit together: merge them in halves first (a merge tree).
-  const middle = Math.ceil(summaries.length / 2);
-  const halves = [summaries.slice(0, middle), summaries.slice(middle)];
-  const partials: string[] = [];
-  for (const half of halves) {
-    const partial = await mergeSummaries(half, undefined, directive, window, request, deps, depth + 1);
-    partials.push(partial.text.trim());
-  }
-  return mergeSummaries(partials, previousSummary, directive, window, request, deps, depth + 1);
-}
-
-/** Builds a request, cutting message content harder until it fits the window (or cannot shrink more). */
-function fitToWindow(
-  build: (truncation: TruncationConfig) => SummaryRequest,
-  truncation: TruncationConfig,
-  window: number,
-  countTokens: (request: SummaryRequest) => number,
-): SummaryRequest {
-  let current = truncation;
-  let built = build(current);
-  for (let i = 0; i < 8 && countTokens(built) > window; i++) {
-    current = {
-      resultChars: Math.max(100, Math.floor(current.resultChars / 2)),
-      hugeResultChars: Math.max(100, Math.floor(current.hugeResultChars / 2)),
-      messageChars: Math.max(200, Math.floor(current.messageChars / 2)),
-    };
-    built = build(current);
-  }
-  return built;
-}
-
-/** One summarizer call with the configured timeout, abortable by the request's signal. */
-async function callSummarizer(summaryRequest: SummaryRequest, request: CompactionRequest, deps: CountingDeps) {
-  deps.counted.calls++;
-  const controller = new AbortController();
-  const outer = request.signal;
-  const onAbort = (): void => controller.abort(outer?.reason);
-  outer?.addEventListener('abort', onAbort, { once: true });
-  let cancelTimer: () => void = () => undefined;
-  const timeoutMs = request.config.summarizerTimeoutMs;
-  const timedOut = new Promise<never>((_, reject) => {
-    cancelTimer = deps.clock.setTimer(timeoutMs, () => {
-      const error = new SummarizerFailure(`the summarizer did not answer within ${Math.round(timeoutMs / 1000)} s`);
-      controller.abort(error);
-      reject(error);
-    });
-  });
-  let rejectAborted: (reason: unknown) => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    rejectAborted = reject;
-  });
-  const onOuterAbort = (): void => rejectAborted(new Error('cancelled'));
-  if (outer?.aborted) onOuterAbort();
-  outer?.addEventListener('abort', onOuterAbort, { once: true });
-  try {
-    return await Promise.race([deps.summarizer.summarize(summaryRequest, controller.signal), timedOut, aborted]);
-  } finally {
-    cancelTimer();
-    outer?.removeEventListener('abort', onAbort);
-    outer?.removeEventListener('abort', onOuterAbort);
-  }
 }

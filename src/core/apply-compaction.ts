@@ -1,0 +1,63 @@
+import type { CompactionConfig } from './config';
+import type { ApplyResult, ComputedCompaction } from './compaction-types';
+import { currentBasis, modelView, type ConversationLog } from './history';
+import type { Message } from './messages';
+
+/** Whether a compaction from `before` to `after` tokens frees less than the configured share of the view. */
+export function lowGain(before: number, after: number, config: CompactionConfig): boolean {
+  return (before > 0 ? (before - after) / before : 0) < config.minGainShare;
+}
+
+/**
+ * Applies a computed compaction to the current log. The snapshot it was computed from must still
+ * be a prefix of the log (same messages, no compaction or undo since); messages appended after it
+ * stay in the view as recent messages.
+ */
+export function applyCompaction(current: ConversationLog, computed: ComputedCompaction): ApplyResult {
+  const check = applicable(current, computed);
+  if (!check.ok) return check;
+  const log = [...current, ...computed.records];
+  return { ok: true, log, view: modelView(log) };
+}
+
+/**
+ * Whether a compaction computed from a snapshot still applies to the log as it is now: the snapshot's
+ * messages are a prefix of the log's, and no compaction, pruning or undo came between.
+ */
+export function applicable(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+): { readonly ok: true } | { readonly ok: false; readonly reason: string } {
+  const ids = messageIds(current);
+  const basis = computed.basis;
+  if (ids.length < basis.messageIds.length || basis.messageIds.some((id, i) => ids[i] !== id)) {
+    return { ok: false, reason: 'The conversation changed in a way the compaction did not expect (its messages are no longer a prefix).' };
+  }
+  if (currentBasis(current) !== basis.lastEntryId) {
+    return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
+  }
+  return { ok: true };
+}
+
+/**
+ * Whether `computed`, applied to `current` as it is now (`tokensBefore` being the local count of its
+ * view), would free less than the configured share: a summary prepared on an older snapshot may cover
+ * too little of a log that grew meanwhile. False when it cannot be applied at all.
+ */
+export function lowGainAt(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+  tokensBefore: number,
+  countView: (view: readonly Message[]) => number,
+  config: CompactionConfig,
+): boolean {
+  const applied = applyCompaction(current, computed);
+  return applied.ok && lowGain(tokensBefore, countView(applied.view), config);
+}
+
+/** The ids of the log's messages, in order: the basis a compaction is computed on. */
+export function messageIds(log: ConversationLog): string[] {
+  const ids: string[] = [];
+  for (const record of log) if (record.type === 'message') ids.push(record.message.id);
+  return ids;
+}
