@@ -40,8 +40,30 @@ export interface CallCount {
 
 type CountingDeps = CompactionDeps & { readonly counted: CallCount };
 
-/** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
+/**
+ * One summary request. A summarizer that is the agent's own model is sent the conversation it has
+ * cached instead, when that fits its window with room for the summary (not after an overflow: it did
+ * not fit).
+ */
+async function summarizeInOneCall(
+  single: SummaryRequest,
+  window: number,
+  directive: DirectiveOptions,
+  request: CompactionRequest,
+  deps: CountingDeps,
+  continuation: readonly Message[] | undefined,
+): Promise<Produced> {
+  request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
+  const continueWith = deps.summarizer.continues && continuation && request.reason !== 'overflow' ? continuation : undefined;
+  const directiveText = continueWith ? buildDirective(directive) : '';
+  const fits = (messages: readonly Message[]): boolean =>
+    window <= 0 || deps.counter.countMessages(messages) + deps.counter.countText(directiveText) + single.maxOutputTokens <= window;
+  const continued = continueWith && fits(continueWith) ? { ...single, continuation: { messages: continueWith, directive: directiveText } } : single;
+  const response = await callSummarizer(continued, request, deps);
+  return { text: response.text, model: response.model };
+}
 
+/** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
 export async function summarize(
   items: readonly Positioned[],
   total: number,
@@ -65,18 +87,7 @@ export async function summarize(
     importance: config.importance,
     total,
   });
-  if (window <= 0 || countTokens(single) <= window) {
-    request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
-    // A summarizer that is the agent's own model is sent the conversation it has cached instead,
-    // when that fits its window with room for the summary (not after an overflow: it did not fit).
-    const continueWith = deps.summarizer.continues && continuation && request.reason !== 'overflow' ? continuation : undefined;
-    const directiveText = continueWith ? buildDirective(directive) : '';
-    const fits = (messages: readonly Message[]): boolean =>
-      window <= 0 || deps.counter.countMessages(messages) + deps.counter.countText(directiveText) + single.maxOutputTokens <= window;
-    const continued = continueWith && fits(continueWith) ? { ...single, continuation: { messages: continueWith, directive: directiveText } } : single;
-    const response = await callSummarizer(continued, request, deps);
-    return { text: response.text, model: response.model };
-  }
+  if (window <= 0 || countTokens(single) <= window) return summarizeInOneCall(single, window, directive, request, deps, continuation);
 
   // Too large for one request: batches by importance, then a merge of the batch summaries.
   const emptyBatch = buildSummaryRequest({
