@@ -600,7 +600,6 @@ interface CallCount {
 
 type CountingDeps = CompactionDeps & { readonly counted: CallCount };
 
-/** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
 /**
  * The messages a summary request continuing the conversation repeats: the view as sent, from its
  * start through the last message this summary replaces; undefined when there is nothing to continue.
@@ -615,6 +614,7 @@ function continuationOf(plan: SummaryPlan): readonly Message[] | undefined {
   return last >= 0 ? plan.sent.slice(0, last + 1) : undefined;
 }
 
+/** Summarizes the items in one call, or in batches and a merge when one call would not fit. */
 async function summarize(
   items: readonly Positioned[],
   total: number,
@@ -625,8 +625,6 @@ async function summarize(
   continuation?: readonly Message[],
 ): Promise<Produced> {
   const { config } = request;
-  // Rendered messages are counted once each, however often they are checked and packed.
-  const countTokens = (built: SummaryRequest): number => countRequest(built, deps.counter);
   const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : request.window.limit;
   const single = buildSummaryRequest({
     summary: config.summary,
@@ -638,20 +636,49 @@ async function summarize(
     importance: config.importance,
     total,
   });
-  if (window <= 0 || countTokens(single) <= window) {
-    request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
-    // A summarizer that is the agent's own model is sent the conversation it has cached instead,
-    // when that fits its window with room for the summary (not after an overflow: it did not fit).
-    const continueWith = deps.summarizer.continues && continuation && request.reason !== 'overflow' ? continuation : undefined;
-    const directiveText = continueWith ? buildDirective(directive) : '';
-    const fits = (messages: readonly Message[]): boolean =>
-      window <= 0 || deps.counter.countMessages(messages) + deps.counter.countText(directiveText) + single.maxOutputTokens <= window;
-    const continued = continueWith && fits(continueWith) ? { ...single, continuation: { messages: continueWith, directive: directiveText } } : single;
-    const response = await callSummarizer(continued, request, deps);
-    return { text: response.text, model: response.model };
+  if (window <= 0 || countRequest(single, deps.counter) <= window) {
+    return summarizeAtOnce(single, window, directive, request, deps, continuation);
   }
-
   // Too large for one request: batches by importance, then a merge of the batch summaries.
+  return summarizeInBatches(items, total, previousSummary, directive, window, request, deps);
+}
+
+/**
+ * Sends the one summary request; a summarizer that is the agent's own model is sent the
+ * conversation it has cached instead, when that fits its window with room for the summary.
+ */
+async function summarizeAtOnce(
+  single: SummaryRequest,
+  window: number,
+  directive: DirectiveOptions,
+  request: CompactionRequest,
+  deps: CountingDeps,
+  continuation: readonly Message[] | undefined,
+): Promise<Produced> {
+  request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
+  // Not after an overflow: the conversation did not fit.
+  const continueWith = deps.summarizer.continues && continuation && request.reason !== 'overflow' ? continuation : undefined;
+  const directiveText = continueWith ? buildDirective(directive) : '';
+  const fits = (messages: readonly Message[]): boolean =>
+    window <= 0 || deps.counter.countMessages(messages) + deps.counter.countText(directiveText) + single.maxOutputTokens <= window;
+  const continued = continueWith && fits(continueWith) ? { ...single, continuation: { messages: continueWith, directive: directiveText } } : single;
+  const response = await callSummarizer(continued, request, deps);
+  return { text: response.text, model: response.model };
+}
+
+/** Summarizes the items in batches planned by importance to fit `window`, then merges the batch summaries. */
+async function summarizeInBatches(
+  items: readonly Positioned[],
+  total: number,
+  previousSummary: Message | undefined,
+  directive: DirectiveOptions,
+  window: number,
+  request: CompactionRequest,
+  deps: CountingDeps,
+): Promise<Produced> {
+  const { config } = request;
+  // Rendered messages are counted once each, however often they are checked and packed.
+  const countTokens = (built: SummaryRequest): number => countRequest(built, deps.counter);
   const emptyBatch = buildSummaryRequest({
     summary: config.summary,
     truncation: config.truncation,
