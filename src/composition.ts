@@ -71,14 +71,88 @@ export interface Longrun {
 }
 
 export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Activation): Longrun {
-  const now = () => systemClock.now();
+  const base = buildBase(context, log);
+  const models = buildModels(base);
+  const views = buildViews(base, models.session);
+  const tools = buildTools(base, models.session);
+  const { controller, participant } = buildParticipant(base, models, views, tools);
+  const modelsChanged = modelsChangedHandler(models);
+  const gauge = buildGauge(base, models, gaugeItem);
+  const handlers = buildCommands(base, models, views, tools, controller, modelsChanged);
+  watchChanges(base, models, controller, gauge, modelsChanged);
+  return {
+    api: { session: models.session, gauge, participant, settings: base.settings, approvals: tools.approvals },
+    served: {
+      commands: handlers,
+      chat: participant.handler,
+      models: models.provider,
+      contents: new Map<string, vscode.TextDocumentContentProvider>([
+        [DOC_SCHEME, views.documents],
+        [PROPOSAL_SCHEME, tools.approvals],
+        [CHANGE_SCHEME, tools.changes],
+      ]),
+      summaries: views.summaries,
+    },
+  };
+}
 
+/** What every builder uses: the context, the log, the clock and the settings, read on first use. */
+interface Base {
+  readonly context: vscode.ExtensionContext;
+  readonly log: vscode.LogOutputChannel;
+  readonly now: () => number;
+  readonly settings: () => LongrunSettings;
+  /** Reads the settings again (they changed). */
+  readonly reloadSettings: () => void;
+}
+
+/** The storage and model side: keys, windows, the model provider and the session. */
+interface Models {
+  readonly keys: ApiKeys;
+  readonly windows: ModelWindows;
+  readonly provider: LongrunModelProvider;
+  readonly session: Session;
+}
+
+/** The documents the user opens: compaction reports and summaries, and the reporter that logs them. */
+interface Views {
+  readonly reporter: CompactionReporter;
+  readonly documents: ReportDocuments;
+  readonly summaries: SummaryDocuments;
+}
+
+/** The agent's tools on the workspace and the approvals they ask for. */
+interface Tools {
+  readonly roots: () => WorkspaceRoot[];
+  readonly approvals: Approvals;
+  readonly changes: ChangeDocuments;
+  readonly workspace: VsCodeWorkspace;
+  readonly commands: CommandRunner;
+  /** Answers an approval from a chat button, saying so when the question is no longer open. */
+  readonly answerApproval: (id: unknown, allow: unknown) => boolean;
+  /** Makes `controller` the one the workspace shows its changes through. */
+  readonly showChangesIn: (controller: TurnController) => void;
+}
+
+/** Makes the base every builder uses: settings are read on first use and their problems reported once. */
+function buildBase(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): Base {
   // Each settings problem is shown once per session, and logged whenever settings are read.
   // Read on first use: validating them builds the configuration's schemas, which activation need not wait for.
   const reported = new Set<string>();
   let read: LongrunSettings | undefined;
-  const currentSettings = (): LongrunSettings => (read ??= loadSettings(log, reported));
+  return {
+    context,
+    log,
+    now: () => systemClock.now(),
+    settings: () => (read ??= loadSettings(log, reported)),
+    reloadSettings: () => {
+      read = loadSettings(log, reported);
+    },
+  };
+}
 
+/** Builds the keys, the model windows, the model provider, the compaction engine and the session. */
+function buildModels({ context, log, now, settings }: Base): Models {
   const keys = new ApiKeys(context.secrets);
   // Windows servers state for their models: cached across sessions, asked again once per session.
   const windows = new ModelWindows(
@@ -93,11 +167,11 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   // Cleans provider error text of the stored keys; the session holds them once read.
   let redact = (text: string): string => text;
   const provider = new LongrunModelProvider(
-    () => currentSettings().endpoints,
+    () => settings().endpoints,
     keys,
     log,
     windows,
-    () => currentSettings().timeouts,
+    () => settings().timeouts,
     (text) => redact(text),
   );
 
@@ -114,11 +188,15 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   context.subscriptions.push({ dispose: () => engine.dispose() });
   // What each model's provider counts against the local count, learned across conversations.
   const calibrations = new ModelCalibrations(context.globalState, now, (message) => log.warn(message));
-  const session = new Session(storageDir, context.workspaceState, currentSettings, provider, keys, systemClock, log, windows, engine, calibrations);
+  const session = new Session(storageDir, context.workspaceState, settings, provider, keys, systemClock, log, windows, engine, calibrations);
   context.subscriptions.push(session);
   redact = (text) => session.redact(text);
+  return { keys, windows, provider, session };
+}
 
-  const reporter = new CompactionReporter(log, () => currentSettings().verboseLogging, now);
+/** Builds the compaction reporter, the report documents and the summary documents. */
+function buildViews({ context, log, now, settings }: Base, session: Session): Views {
+  const reporter = new CompactionReporter(log, () => settings().verboseLogging, now);
   const documents = new ReportDocuments();
   // Summaries to preview and edit: what the user saves is what the model gets.
   const summaries = new SummaryDocuments({
@@ -130,7 +208,11 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
     log,
   });
   context.subscriptions.push(summaries);
+  return { reporter, documents, summaries };
+}
 
+/** Builds the edit tracker, the approvals, the change documents, the workspace tools, the shell and the command runner. */
+function buildTools({ context, log, now, settings }: Base, session: Session): Tools {
   const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
   const recordFile = (event: FileEvent): void => {
     const conversation = session.currentIfLoaded();
@@ -155,9 +237,9 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   let shown: TurnController | undefined;
   const workspace = new VsCodeWorkspace({
     roots,
-    autoApprove: () => currentSettings().agent.autoApproveEdits,
-    protectedPaths: () => currentSettings().agent.protectedPaths,
-    commandsRunUnasked: () => currentSettings().agent.allowedCommands.length > 0,
+    autoApprove: () => settings().agent.autoApproveEdits,
+    protectedPaths: () => settings().agent.protectedPaths,
+    commandsRunUnasked: () => settings().agent.allowedCommands.length > 0,
     confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
     onChanged: (change) => shown?.showChange(change),
@@ -166,55 +248,84 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
   context.subscriptions.push(shell);
   const commands = new CommandRunner({
     shell,
-    allowedCommands: () => currentSettings().agent.allowedCommands,
+    allowedCommands: () => settings().agent.allowedCommands,
     lockedPackages: () => lockedPackages(vscode.workspace.workspaceFolders?.[0]?.uri.fsPath),
-    timeoutSeconds: () => currentSettings().agent.commandTimeoutSeconds,
+    timeoutSeconds: () => settings().agent.commandTimeoutSeconds,
     confirm: (command, signal) => approvals.askCommand(command, signal),
     // The command itself is conversation content, logged only when verbose logging is on.
     onAllowed: (command, entry) =>
-      log.info(
-        `Ran ${currentSettings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`,
-      ),
+      log.info(`Ran ${settings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
   });
+  const showChangesIn = (controller: TurnController): void => {
+    shown = controller;
+  };
+  return { roots, approvals, changes, workspace, commands, answerApproval, showChangesIn };
+}
 
+/** Builds the turn controller and the chat participant, and wires the approvals and the request overhead to them. */
+function buildParticipant(
+  { log, now, settings }: Base,
+  { session }: Models,
+  { reporter, summaries }: Views,
+  tools: Tools,
+): { controller: TurnController; participant: LongrunParticipant } {
   const controller = new TurnController({
     registry: session.registry,
     models: session,
     workspace: {
-      files: workspace,
-      commands,
+      files: tools.workspace,
+      commands: tools.commands,
       trusted: () => vscode.workspace.isTrusted,
-      roots,
+      roots: tools.roots,
     },
-    settings: currentSettings,
+    settings,
     reporter,
     log,
     now,
     summaries,
   });
-  shown = controller;
-  const participant = new LongrunParticipant(controller, session, changes, log);
-  approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
+  tools.showChangesIn(controller);
+  const participant = new LongrunParticipant(controller, session, tools.changes, log);
+  tools.approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
   session.setRequestOverhead(() => controller.requestOverheadText());
+  return { controller, participant };
+}
 
-  // An endpoint or a stored key changed: the models offered, the session's models and the keys kept
-  // out of error text are taken again.
-  const modelsChanged = (): void => {
+/**
+ * What to do when an endpoint or a stored key changed: the models offered, the session's models
+ * and the keys kept out of error text are taken again.
+ */
+function modelsChangedHandler({ provider, session }: Models): () => void {
+  return () => {
     provider.refresh();
     session.invalidateModels();
     void session.refreshSecrets();
   };
+}
 
-  const gauge = new ContextGauge(gaugeItem, session, currentSettings, now);
+/** Builds the context gauge and keeps it updated as the session, the windows and open documents change. */
+function buildGauge({ context, now, settings }: Base, { session, windows }: Models, gaugeItem: GaugeItem): ContextGauge {
+  const gauge = new ContextGauge(gaugeItem, session, settings, now);
   context.subscriptions.push(session.onDidChange(() => gauge.update()));
   context.subscriptions.push(windows.onDidChange(() => gauge.update()));
   // Edits to files the conversation holds change what the model would re-read: refresh the gauge.
   context.subscriptions.push(vscode.workspace.onDidChangeTextDocument(() => gauge.update()));
+  return gauge;
+}
 
-  const handlers = new Map<string, CommandHandler>([
+/** Builds the handlers of every command: the palette's and those the chat's buttons call. */
+function buildCommands(
+  { log, now, settings }: Base,
+  { session, keys }: Models,
+  { documents, reporter, summaries }: Views,
+  { workspace, changes, answerApproval }: Tools,
+  controller: TurnController,
+  modelsChanged: () => void,
+): Map<string, CommandHandler> {
+  return new Map<string, CommandHandler>([
     ...paletteCommands({
       session,
-      settings: currentSettings,
+      settings,
       keys,
       documents,
       reporter,
@@ -222,7 +333,7 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
       onKeysChanged: modelsChanged,
     }),
     editSummaryCommand(summaries),
-    chooseToolsCommand(currentSettings, () => controller.ownToolNames()),
+    chooseToolsCommand(settings, () => controller.ownToolNames()),
     [ANSWER_COMMAND, (id: unknown, compact: unknown) => controller.answerCompaction(id, compact)],
     [
       REVERT_COMMAND,
@@ -231,12 +342,25 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
     [ANSWER_APPROVAL_COMMAND, answerApproval],
     [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
   ]);
+}
+
+/**
+ * Follows changes to the keys and the settings, adopts a key handed over in the environment, and
+ * schedules the first settings read, the stored keys, tracing and the saved conversation.
+ */
+function watchChanges(
+  { context, log, reloadSettings }: Base,
+  { keys, provider, session }: Models,
+  controller: TurnController,
+  gauge: ContextGauge,
+  modelsChanged: () => void,
+): void {
   context.subscriptions.push(keys.onDidChange(modelsChanged));
 
   context.subscriptions.push(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('longrun')) return;
-      read = loadSettings(log, reported);
+      reloadSettings();
       session.configureTelemetry();
       // The tools offered are part of what every request carries.
       if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => controller.requestOverheadText());
@@ -263,20 +387,6 @@ export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Ac
       .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))
       .then(() => gauge.update());
   });
-  return {
-    api: { session, gauge, participant, settings: currentSettings, approvals },
-    served: {
-      commands: handlers,
-      chat: participant.handler,
-      models: provider,
-      contents: new Map<string, vscode.TextDocumentContentProvider>([
-        [DOC_SCHEME, documents],
-        [PROPOSAL_SCHEME, approvals],
-        [CHANGE_SCHEME, changes],
-      ]),
-      summaries,
-    },
-  };
 }
 
 /**

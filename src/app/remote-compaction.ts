@@ -252,57 +252,88 @@ export class WorkerCompactionEngine implements CompactionEngine {
  * compactions it is asked for, calling the summarizer through the host.
  */
 export function serveCompactions(port: PortLike): void {
-  const conversations = new Map<string, { records: LogRecord[]; turns: TurnIndex }>();
-  const counters = new Map<string, Promise<MessageTokenCounter>>();
-  const jobs = new Map<number, { controller: AbortController; calls: Map<number, (answer: ToWorker & { kind: 'summarized' }) => void> }>();
-  const post = (message: FromWorker): void => port.postMessage(message);
+  const server = new CompactionServer(port);
+  port.on('message', (raw) => server.receive(raw as ToWorker));
+}
 
-  const counterFor = (name: string): Promise<MessageTokenCounter> => {
-    let counter = counters.get(name);
+/** Hands the worker a summarizer's answer (or its error) to one call it made. */
+type SummaryCall = (answer: ToWorker & { kind: 'summarized' }) => void;
+
+/** The worker's state: the conversations' records, a counter per tokenizer, and the compactions under way. */
+class CompactionServer {
+  private readonly conversations = new Map<string, { records: LogRecord[]; turns: TurnIndex }>();
+  private readonly counters = new Map<string, Promise<MessageTokenCounter>>();
+  private readonly jobs = new Map<number, { controller: AbortController; calls: Map<number, SummaryCall> }>();
+
+  constructor(private readonly port: PortLike) {}
+
+  /** Acts on one message from the host. */
+  receive(message: ToWorker): void {
+    switch (message.kind) {
+      case 'sync':
+        this.sync(message);
+        break;
+      case 'drop':
+        this.conversations.delete(message.id);
+        break;
+      case 'compute':
+        void this.compute(message);
+        break;
+      case 'summarized':
+        this.jobs.get(message.job)?.calls.get(message.call)?.(message);
+        break;
+      case 'abort':
+        this.jobs.get(message.job)?.controller.abort();
+        break;
+      case 'count':
+        void this.counterFor(message.tokenizer).then((counter) => {
+          const records = this.conversations.get(message.id)?.records ?? [];
+          this.post({ kind: 'counted', job: message.job, counts: countIn(records, message.ids, counter) });
+        });
+        break;
+    }
+  }
+
+  private post(message: FromWorker): void {
+    this.port.postMessage(message);
+  }
+
+  /** The counter of the tokenizer named, loaded once. */
+  private counterFor(name: string): Promise<MessageTokenCounter> {
+    let counter = this.counters.get(name);
     if (!counter) {
       const tokenizer = name === 'o200k_base' || name === 'cl100k_base' ? loadTokenizer(name) : Promise.resolve(charEstimator);
       counter = tokenizer.then((t) => new MessageTokenCounter(t));
-      counters.set(name, counter);
+      this.counters.set(name, counter);
     }
     return counter;
-  };
+  }
 
-  const sync = (message: ToWorker & { kind: 'sync' }): void => {
-    let conversation = conversations.get(message.id);
-    if (message.from === 0) conversations.set(message.id, (conversation = { records: [], turns: new TurnIndex() }));
+  /** Adds a slice of records; a slice that does not follow what is held asks the host to send them all again. */
+  private sync(message: ToWorker & { kind: 'sync' }): void {
+    let conversation = this.conversations.get(message.id);
+    if (message.from === 0) this.conversations.set(message.id, (conversation = { records: [], turns: new TurnIndex() }));
     if (!conversation || conversation.records.length !== message.from) {
-      conversations.delete(message.id);
-      post({ kind: 'resync', id: message.id });
+      this.conversations.delete(message.id);
+      this.post({ kind: 'resync', id: message.id });
       return;
     }
     conversation.records.push(...message.records);
-  };
+  }
 
-  const compute = async (message: ToWorker & { kind: 'compute' }): Promise<void> => {
+  /** Computes one compaction and sends back its outcome (without the view) or its error. */
+  private async compute(message: ToWorker & { kind: 'compute' }): Promise<void> {
     const controller = new AbortController();
-    const calls = new Map<number, (answer: ToWorker & { kind: 'summarized' }) => void>();
-    jobs.set(message.job, { controller, calls });
+    const calls = new Map<number, SummaryCall>();
+    this.jobs.set(message.job, { controller, calls });
     try {
-      const conversation = conversations.get(message.id);
-      const counter = await counterFor(message.tokenizer);
+      const conversation = this.conversations.get(message.id);
+      const counter = await this.counterFor(message.tokenizer);
       if (!conversation) throw new Error(`the worker holds no records of conversation ${message.id}`);
       const snapshot = branchLog(conversation.records, message.leaf, conversation.turns).slice(0, message.length);
       // Counts stored with the records are taken as they are: only what has none is tokenized, here.
       for (const record of snapshot) if (record.type === 'message') counter.countMessage(record.message, record.tokens);
-      let call = 0;
-      const summarizer: Summarizer = {
-        ...message.summarizer,
-        summarize: (request) =>
-          new Promise<SummaryResponse>((resolve, reject) => {
-            const number = ++call;
-            calls.set(number, (answer) => {
-              calls.delete(number);
-              if (answer.response) resolve(answer.response);
-              else reject(new Error(answer.error ?? 'the summarizer failed'));
-            });
-            post({ kind: 'summarize', job: message.job, call: number, request });
-          }),
-      };
+      const summarizer = this.summarizerThroughHost(message, calls);
       const ids = [...message.ids];
       let extra = 0;
       const outcome = await computeCompaction(
@@ -311,49 +342,40 @@ export function serveCompactions(port: PortLike): void {
           log: snapshot,
           ledger: ledgerOf(snapshot),
           signal: controller.signal,
-          onProgress: (progress) => post({ kind: 'progress', job: message.job, progress }),
+          onProgress: (progress) => this.post({ kind: 'progress', job: message.job, progress }),
         },
         { counter, summarizer, clock: systemClock, newId: () => ids.shift() ?? `${message.ids[0] ?? 'entry'}-${++extra}` },
       );
       // The view is the host's to derive from its own records; it would only double what is sent back.
-      post({
+      this.post({
         kind: 'computed',
         job: message.job,
         outcome: outcome.status === 'compacted' ? { ...outcome, compaction: { ...outcome.compaction, view: [] } } : outcome,
       });
     } catch (error) {
-      post({ kind: 'failed', job: message.job, error: errorText(error) });
+      this.post({ kind: 'failed', job: message.job, error: errorText(error) });
     } finally {
-      jobs.delete(message.job);
+      this.jobs.delete(message.job);
     }
-  };
+  }
 
-  port.on('message', (raw) => {
-    const message = raw as ToWorker;
-    switch (message.kind) {
-      case 'sync':
-        sync(message);
-        break;
-      case 'drop':
-        conversations.delete(message.id);
-        break;
-      case 'compute':
-        void compute(message);
-        break;
-      case 'summarized':
-        jobs.get(message.job)?.calls.get(message.call)?.(message);
-        break;
-      case 'abort':
-        jobs.get(message.job)?.controller.abort();
-        break;
-      case 'count':
-        void counterFor(message.tokenizer).then((counter) => {
-          const records = conversations.get(message.id)?.records ?? [];
-          post({ kind: 'counted', job: message.job, counts: countIn(records, message.ids, counter) });
-        });
-        break;
-    }
-  });
+  /** A summarizer whose calls are made by the host: each is numbered, and answered through `calls`. */
+  private summarizerThroughHost(message: ToWorker & { kind: 'compute' }, calls: Map<number, SummaryCall>): Summarizer {
+    let call = 0;
+    return {
+      ...message.summarizer,
+      summarize: (request) =>
+        new Promise<SummaryResponse>((resolve, reject) => {
+          const number = ++call;
+          calls.set(number, (answer) => {
+            calls.delete(number);
+            if (answer.response) resolve(answer.response);
+            else reject(new Error(answer.error ?? 'the summarizer failed'));
+          });
+          this.post({ kind: 'summarize', job: message.job, call: number, request });
+        }),
+    };
+  }
 }
 
 /** Each message's count without its framing (as stored with a record), for those of `ids` that `records` hold. */

@@ -175,94 +175,119 @@ const runCommandInput = lazily(() =>
  */
 export function createAgentTools(port: WorkspacePort, options: AgentToolOptions): ToolSet {
   const maxChars = options.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
-  const emit = (kind: AgentFileEvent['kind'], path: string, written?: WrittenText): void =>
-    options.onFileEvent?.({ kind, path, ...(written ? { written } : {}) });
+  const emit: EmitFileEvent = (kind, path, written) => options.onFileEvent?.({ kind, path, ...(written ? { written } : {}) });
 
   const tools: ToolSet = {
-    [TOOL_NAMES.readFile]: tool({
-      description:
-        'Read a text file from the workspace. Returns a header line (path, line range, total lines) and the lines prefixed with their numbers ("12| code"). Large files are cut; read further with startLine/endLine.',
-      inputSchema: readFileInput(),
-      execute: (input, { abortSignal }) =>
-        run(async () => {
-          if (input.startLine !== undefined && input.endLine !== undefined && input.endLine < input.startLine) {
-            throw new ToolFailure(`endLine (${input.endLine}) is before startLine (${input.startLine}).`);
-          }
-          const result = await port.readFile(input.path, { start: input.startLine, end: input.endLine }, abortSignal ?? neverAborted());
-          emit('read', result.path);
-          return formatRead(result, maxChars);
-        }),
-    }),
-
-    [TOOL_NAMES.listFiles]: tool({
-      description:
-        'List workspace files matching a glob pattern (node_modules and .git are skipped). Returns one workspace-relative path per line, sorted.',
-      inputSchema: listFilesInput(),
-      execute: (input, { abortSignal }) =>
-        run(async () => {
-          const limit = input.limit ?? DEFAULT_LIST_LIMIT;
-          const { files, truncated } = await port.listFiles(input.glob, limit, abortSignal ?? neverAborted());
-          if (files.length === 0) return `No files match "${input.glob}".`;
-          const lines = [...files];
-          if (truncated) {
-            lines.push(`[More files match; showing the first ${files.length}. Use a narrower glob or a higher limit.]`);
-          }
-          return cut(lines.join('\n'), maxChars, 'Use a narrower glob or a lower limit.');
-        }),
-    }),
-
-    [TOOL_NAMES.searchText]: tool({
-      description:
-        'Search the text of workspace files for a string or regular expression. Returns one match per line as "path:line: text". Use read_file around a match to see more. A search that takes more than a few seconds is stopped: keep regular expressions simple.',
-      inputSchema: searchTextInput(),
-      execute: (input, { abortSignal }) =>
-        run(async () => {
-          const limit = input.limit ?? DEFAULT_SEARCH_LIMIT;
-          const { matches, truncated } = await port.searchText(
-            input.query,
-            {
-              ...(input.glob !== undefined ? { glob: input.glob } : {}),
-              isRegex: input.isRegex ?? false,
-              caseSensitive: input.caseSensitive ?? false,
-              limit,
-            },
-            abortSignal ?? neverAborted(),
-          );
-          if (matches.length === 0) {
-            return `No matches for "${input.query}"${input.glob !== undefined ? ` in files matching "${input.glob}"` : ''}.`;
-          }
-          const lines = matches.map(formatMatch);
-          if (truncated) {
-            lines.push(`[Stopped after ${matches.length} matches. Narrow the query or glob, or raise limit.]`);
-          }
-          return cut(lines.join('\n'), maxChars, 'Narrow the query or glob, or lower limit.');
-        }),
-    }),
+    [TOOL_NAMES.readFile]: readFileTool(port, maxChars, emit),
+    [TOOL_NAMES.listFiles]: listFilesTool(port, maxChars),
+    [TOOL_NAMES.searchText]: searchTextTool(port, maxChars),
   };
-
-  if (options.recall) {
-    const archive = options.recall;
-    tools[TOOL_NAMES.recall] = tool({
-      description:
-        'Search the earlier parts of this conversation that were summarized or pruned to save room (stubs say "[Pruned by Longrun: …]"), and get the original messages back: tool outputs, file contents as they were read, earlier answers. Give words, a file path, or both. The answer is cut to a token budget and says what it left out.',
-      inputSchema: recallInput(),
-      execute: (input) =>
-        run(async () => {
-          const query = input.query?.trim();
-          const path = input.path?.trim();
-          if (!query && !path) throw new ToolFailure('Give query (words to look for) or path (a file), or both.');
-          return archive.recall({
-            ...(query ? { query } : {}),
-            ...(path ? { path } : {}),
-            ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}),
-          });
-        }),
-    });
-  }
-
+  if (options.recall) tools[TOOL_NAMES.recall] = recallTool(options.recall);
   if (options.readOnly) return tools;
+  tools[TOOL_NAMES.createFile] = createFileTool(port, emit);
+  tools[TOOL_NAMES.editFile] = editFileTool(port, emit);
+  if (options.commands) tools[TOOL_NAMES.runCommand] = runCommandTool(options.commands, maxChars);
+  return tools;
+}
 
-  tools[TOOL_NAMES.createFile] = tool({
+/** One of the agent's tools, as the AI SDK takes it. */
+type AgentTool = ToolSet[string];
+
+/** Reports what a tool did to a file to the `onFileEvent` of the options, if any. */
+type EmitFileEvent = (kind: AgentFileEvent['kind'], path: string, written?: WrittenText) => void;
+
+/** `read_file`: numbered lines of a file, cut to `maxChars`, with where to continue. */
+function readFileTool(port: WorkspacePort, maxChars: number, emit: EmitFileEvent): AgentTool {
+  return tool({
+    description:
+      'Read a text file from the workspace. Returns a header line (path, line range, total lines) and the lines prefixed with their numbers ("12| code"). Large files are cut; read further with startLine/endLine.',
+    inputSchema: readFileInput(),
+    execute: (input, { abortSignal }) =>
+      run(async () => {
+        if (input.startLine !== undefined && input.endLine !== undefined && input.endLine < input.startLine) {
+          throw new ToolFailure(`endLine (${input.endLine}) is before startLine (${input.startLine}).`);
+        }
+        const result = await port.readFile(input.path, { start: input.startLine, end: input.endLine }, abortSignal ?? neverAborted());
+        emit('read', result.path);
+        return formatRead(result, maxChars);
+      }),
+  });
+}
+
+/** `list_files`: the workspace paths matching a glob, one a line. */
+function listFilesTool(port: WorkspacePort, maxChars: number): AgentTool {
+  return tool({
+    description:
+      'List workspace files matching a glob pattern (node_modules and .git are skipped). Returns one workspace-relative path per line, sorted.',
+    inputSchema: listFilesInput(),
+    execute: (input, { abortSignal }) =>
+      run(async () => {
+        const limit = input.limit ?? DEFAULT_LIST_LIMIT;
+        const { files, truncated } = await port.listFiles(input.glob, limit, abortSignal ?? neverAborted());
+        if (files.length === 0) return `No files match "${input.glob}".`;
+        const lines = [...files];
+        if (truncated) {
+          lines.push(`[More files match; showing the first ${files.length}. Use a narrower glob or a higher limit.]`);
+        }
+        return cut(lines.join('\n'), maxChars, 'Use a narrower glob or a lower limit.');
+      }),
+  });
+}
+
+/** `search_text`: the matching lines of workspace files, one a line as "path:line: text". */
+function searchTextTool(port: WorkspacePort, maxChars: number): AgentTool {
+  return tool({
+    description:
+      'Search the text of workspace files for a string or regular expression. Returns one match per line as "path:line: text". Use read_file around a match to see more. A search that takes more than a few seconds is stopped: keep regular expressions simple.',
+    inputSchema: searchTextInput(),
+    execute: (input, { abortSignal }) =>
+      run(async () => {
+        const limit = input.limit ?? DEFAULT_SEARCH_LIMIT;
+        const { matches, truncated } = await port.searchText(
+          input.query,
+          {
+            ...(input.glob !== undefined ? { glob: input.glob } : {}),
+            isRegex: input.isRegex ?? false,
+            caseSensitive: input.caseSensitive ?? false,
+            limit,
+          },
+          abortSignal ?? neverAborted(),
+        );
+        if (matches.length === 0) {
+          return `No matches for "${input.query}"${input.glob !== undefined ? ` in files matching "${input.glob}"` : ''}.`;
+        }
+        const lines = matches.map(formatMatch);
+        if (truncated) {
+          lines.push(`[Stopped after ${matches.length} matches. Narrow the query or glob, or raise limit.]`);
+        }
+        return cut(lines.join('\n'), maxChars, 'Narrow the query or glob, or lower limit.');
+      }),
+  });
+}
+
+/** `recall`: the originals of what compaction and pruning took out of the model's view. */
+function recallTool(archive: RecallPort): AgentTool {
+  return tool({
+    description:
+      'Search the earlier parts of this conversation that were summarized or pruned to save room (stubs say "[Pruned by Longrun: …]"), and get the original messages back: tool outputs, file contents as they were read, earlier answers. Give words, a file path, or both. The answer is cut to a token budget and says what it left out.',
+    inputSchema: recallInput(),
+    execute: (input) =>
+      run(async () => {
+        const query = input.query?.trim();
+        const path = input.path?.trim();
+        if (!query && !path) throw new ToolFailure('Give query (words to look for) or path (a file), or both.');
+        return archive.recall({
+          ...(query ? { query } : {}),
+          ...(path ? { path } : {}),
+          ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}),
+        });
+      }),
+  });
+}
+
+/** `create_file`: a new file with the given content. */
+function createFileTool(port: WorkspacePort, emit: EmitFileEvent): AgentTool {
+  return tool({
     description:
       'Create a new text file with the given content (parent folders are created). Fails if the file already exists: use edit_file to change existing files. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
     inputSchema: createFileInput(),
@@ -273,8 +298,11 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
         return `Created ${result.path} (${plural(countLines(input.content), 'line')}).`;
       }),
   });
+}
 
-  tools[TOOL_NAMES.editFile] = tool({
+/** `edit_file`: exact text replacements in an existing file, applied together or not at all. */
+function editFileTool(port: WorkspacePort, emit: EmitFileEvent): AgentTool {
+  return tool({
     description:
       'Edit an existing text file by exact text replacement. Each oldText must occur exactly once in the current file; all edits are applied together or not at all, and nothing else in the file changes. Read the file first. The user may be asked to approve; files that can make tools run programs (.git, .vscode, CI workflows, git hooks) always need approval.',
     inputSchema: editFileInput(),
@@ -289,19 +317,17 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
         return `Edited ${result.path}: ${applied}.`;
       }),
   });
+}
 
-  if (options.commands) {
-    const commands = options.commands;
-    tools[TOOL_NAMES.runCommand] = tool({
-      description:
-        "Run one shell command line in the user's VS Code terminal, in the workspace folder, and get its exit code and output (long output keeps its first and last lines). The user approves each command unless it is on their allow list. Use it to build, test, lint or inspect the repository; not for interactive programs (they wait for input until the time limit) or long-running servers. Prefer read_file, list_files and search_text for reading files.",
-      inputSchema: runCommandInput(),
-      execute: (input, { abortSignal }) =>
-        run(async () => formatRun(await commands.runCommand(input.command, abortSignal ?? neverAborted()), maxChars)),
-    });
-  }
-
-  return tools;
+/** `run_command`: one command line in the user's terminal, with its exit code and output. */
+function runCommandTool(commands: CommandPort, maxChars: number): AgentTool {
+  return tool({
+    description:
+      "Run one shell command line in the user's VS Code terminal, in the workspace folder, and get its exit code and output (long output keeps its first and last lines). The user approves each command unless it is on their allow list. Use it to build, test, lint or inspect the repository; not for interactive programs (they wait for input until the time limit) or long-running servers. Prefer read_file, list_files and search_text for reading files.",
+    inputSchema: runCommandInput(),
+    execute: (input, { abortSignal }) =>
+      run(async () => formatRun(await commands.runCommand(input.command, abortSignal ?? neverAborted()), maxChars)),
+  });
 }
 
 /** The command, how it ended, and its output within `maxChars`. */

@@ -1,4 +1,13 @@
-import { asSchema, stepCountIs, streamText, type LanguageModel, type ModelMessage, type TelemetryOptions, type ToolSet } from 'ai';
+import {
+  asSchema,
+  stepCountIs,
+  streamText,
+  type LanguageModel,
+  type ModelMessage,
+  type TelemetryOptions,
+  type TextStreamPart,
+  type ToolSet,
+} from 'ai';
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
 import { beginTurn, decideCompaction, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
@@ -203,51 +212,8 @@ interface Attempt {
 
 /** One `streamText` call of up to `maxSteps` steps, persisting each step's messages. */
 async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep: () => Promise<void>): Promise<Attempt> {
-  const { conversation, ui } = options;
-  let persisted = 0;
-  let steps = 0;
-  let pendingUsage: Omit<ReportedUsage, 'anchorMessageId'> | undefined;
-  let finishReason = 'unknown';
-  let streamError: unknown;
-  // What the step under way was built from: taken when its messages are made, before it is sent.
-  let sent = conversation.requestBasis();
-  let truncation: SilentTruncation | undefined;
-  // The step just finished ended without a finish reason: its answer may be cut short.
-  let cut = false;
-
-  // Appends the response messages not yet in the log, and the usage of the latest step.
-  const sync = async (responseMessages: readonly ModelMessage[]): Promise<void> => {
-    const fresh = responseMessages.slice(persisted).filter((m) => m.role === 'assistant' || m.role === 'tool');
-    persisted = responseMessages.length;
-    if (fresh.length === 0) return;
-    const converted = fromResponseMessages(fresh as Parameters<typeof fromResponseMessages>[0], () => conversation.newId());
-    const messages = cut ? markLastAnswerIncomplete(converted) : converted;
-    if (cut) ui.notice(CUT_ANSWER);
-    cut = false;
-    const records: LogRecord[] = messages.map((message) => ({ type: 'message', message }));
-    const anchor = lastAssistant(messages);
-    if (pendingUsage && anchor) {
-      records.push({ type: 'usage', usage: { anchorMessageId: anchor.id, ...pendingUsage } });
-      pendingUsage = undefined;
-    }
-    await conversation.append(records);
-  };
-
-  const onUsage = (inputTokens: number, outputTokens: number): void => {
-    const verdict = options.detectTruncation ? detectTruncation(inputTokens, sent.localTokens, sent.ratio) : undefined;
-    pendingUsage = {
-      inputTokens,
-      outputTokens,
-      basis: sent.basis,
-      localTokens: sent.localTokens,
-      ...(sent.localFraming !== undefined ? { localFraming: sent.localFraming } : {}),
-      ...(sent.localFixed !== undefined ? { localFixed: sent.localFixed } : {}),
-      ...(sent.model !== undefined ? { model: sent.model } : {}),
-      ...(verdict ? { truncated: true } : {}),
-    };
-    if (verdict) truncation ??= new SilentTruncation(verdict, inputTokens + outputTokens);
-  };
-
+  const { conversation } = options;
+  const steps = new StepRecorder(options);
   const maxOutputTokens = options.maxOutputTokens?.();
   try {
     const result = streamText({
@@ -264,57 +230,129 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       ...(options.timeouts ? { timeout: { chunkMs: options.timeouts.idleMs } } : {}),
       // Errors are handled below (overflow recovery, error details); keep the original error.
       onError: ({ error }) => {
-        streamError ??= error;
+        steps.streamError ??= error;
       },
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
       prepareStep: async ({ responseMessages }) => {
-        await sync(responseMessages);
+        await steps.sync(responseMessages);
         // The step the server cut has run its tools (kept above); the next one is not sent as is.
-        if (truncation) throw truncation;
+        if (steps.truncation) throw steps.truncation;
         await beforeStep();
         const messages = toModelMessages(viewOf(conversation));
-        sent = conversation.requestBasis();
+        steps.takeBasis();
         return { messages, ...(options.systemNow ? { instructions: options.systemNow() } : {}) };
       },
     });
-    for await (const part of result.fullStream) {
-      switch (part.type) {
-        case 'text-delta':
-          ui.text(part.text);
-          break;
-        case 'tool-call':
-          ui.toolCall(part.toolName, part.input);
-          break;
-        case 'tool-result':
-          ui.toolResult(part.toolName, part.output, false);
-          break;
-        case 'tool-error':
-          ui.toolResult(part.toolName, part.error, true);
-          break;
-        case 'finish-step':
-          steps++;
-          finishReason = part.finishReason;
-          cut = part.finishReason === 'interrupted';
-          if (part.usage.inputTokens !== undefined) onUsage(part.usage.inputTokens, part.usage.outputTokens ?? 0);
-          break;
-        case 'error':
-          streamError = part.error;
-          break;
-        default:
-          break;
-      }
-    }
+    for await (const part of result.fullStream) steps.see(part);
     // An answer written from a cut prompt is not kept: the turn asks again after compacting.
-    if (streamError === undefined && !truncation) {
-      await sync(await result.responseMessages);
+    if (steps.streamError === undefined && !steps.truncation) {
+      await steps.sync(await result.responseMessages);
     }
   } catch (error) {
-    streamError = error;
+    steps.streamError = error;
   }
-  if (truncation && (streamError === undefined || streamError === truncation || isWrapped(streamError, truncation))) {
-    return { steps, finishReason, error: truncation };
+  return steps.attempt();
+}
+
+/**
+ * What one `streamText` call has done so far: the steps finished, the messages and usage written to
+ * the log, what the step under way was built from, and how the call went wrong, if it did.
+ */
+class StepRecorder {
+  steps = 0;
+  finishReason = 'unknown';
+  streamError: unknown;
+  truncation: SilentTruncation | undefined;
+  private persisted = 0;
+  private pendingUsage: Omit<ReportedUsage, 'anchorMessageId'> | undefined;
+  // What the step under way was built from: taken when its messages are made, before it is sent.
+  private sent: ReturnType<AgentConversation['requestBasis']>;
+  // The step just finished ended without a finish reason: its answer may be cut short.
+  private cut = false;
+
+  constructor(private readonly options: AgentTurnOptions) {
+    this.sent = options.conversation.requestBasis();
   }
-  return streamError === undefined ? { steps, finishReason } : { steps, finishReason, error: streamError };
+
+  /** Takes what the next step is built from, once its messages are made. */
+  takeBasis(): void {
+    this.sent = this.options.conversation.requestBasis();
+  }
+
+  /** Appends the response messages not yet in the log, and the usage of the latest step. */
+  async sync(responseMessages: readonly ModelMessage[]): Promise<void> {
+    const { conversation, ui } = this.options;
+    const fresh = responseMessages.slice(this.persisted).filter((m) => m.role === 'assistant' || m.role === 'tool');
+    this.persisted = responseMessages.length;
+    if (fresh.length === 0) return;
+    const converted = fromResponseMessages(fresh as Parameters<typeof fromResponseMessages>[0], () => conversation.newId());
+    const messages = this.cut ? markLastAnswerIncomplete(converted) : converted;
+    if (this.cut) ui.notice(CUT_ANSWER);
+    this.cut = false;
+    const records: LogRecord[] = messages.map((message) => ({ type: 'message', message }));
+    const anchor = lastAssistant(messages);
+    if (this.pendingUsage && anchor) {
+      records.push({ type: 'usage', usage: { anchorMessageId: anchor.id, ...this.pendingUsage } });
+      this.pendingUsage = undefined;
+    }
+    await conversation.append(records);
+  }
+
+  /** Shows one part of the stream, and notes the end of a step and a stream error. */
+  see(part: TextStreamPart<ToolSet>): void {
+    const { ui } = this.options;
+    switch (part.type) {
+      case 'text-delta':
+        ui.text(part.text);
+        break;
+      case 'tool-call':
+        ui.toolCall(part.toolName, part.input);
+        break;
+      case 'tool-result':
+        ui.toolResult(part.toolName, part.output, false);
+        break;
+      case 'tool-error':
+        ui.toolResult(part.toolName, part.error, true);
+        break;
+      case 'finish-step':
+        this.steps++;
+        this.finishReason = part.finishReason;
+        this.cut = part.finishReason === 'interrupted';
+        if (part.usage.inputTokens !== undefined) this.onUsage(part.usage.inputTokens, part.usage.outputTokens ?? 0);
+        break;
+      case 'error':
+        this.streamError = part.error;
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Keeps a step's usage for the log, and notes a prompt the server cut when its report shows one. */
+  private onUsage(inputTokens: number, outputTokens: number): void {
+    const sent = this.sent;
+    const verdict = this.options.detectTruncation ? detectTruncation(inputTokens, sent.localTokens, sent.ratio) : undefined;
+    this.pendingUsage = {
+      inputTokens,
+      outputTokens,
+      basis: sent.basis,
+      localTokens: sent.localTokens,
+      ...(sent.localFraming !== undefined ? { localFraming: sent.localFraming } : {}),
+      ...(sent.localFixed !== undefined ? { localFixed: sent.localFixed } : {}),
+      ...(sent.model !== undefined ? { model: sent.model } : {}),
+      ...(verdict ? { truncated: true } : {}),
+    };
+    if (verdict) this.truncation ??= new SilentTruncation(verdict, inputTokens + outputTokens);
+  }
+
+  /** How the call ended: a cut prompt wins over the error it caused. */
+  attempt(): Attempt {
+    const { steps, finishReason, streamError, truncation } = this;
+    if (truncation && (streamError === undefined || streamError === truncation || isWrapped(streamError, truncation))) {
+      return { steps, finishReason, error: truncation };
+    }
+    return streamError === undefined ? { steps, finishReason } : { steps, finishReason, error: streamError };
+  }
 }
 
 /** Said in the chat when a model's stream ended without a finish reason. */

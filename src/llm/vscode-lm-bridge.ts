@@ -119,6 +119,7 @@ export function createVsCodeLanguageModel(model: VsCodeChatModel, api: VsCodeLmA
   };
 }
 
+/** Sends one call to `model` and streams its answer as AI SDK stream parts. */
 async function streamFromVsCode(model: VsCodeChatModel, api: VsCodeLmApi, options: CallOptions, bridge: VsCodeBridgeOptions): Promise<StreamResult> {
   const signal = options.abortSignal;
   if (signal?.aborted) throw abortError(signal);
@@ -142,11 +143,12 @@ async function streamFromVsCode(model: VsCodeChatModel, api: VsCodeLmApi, option
 
   const iterator = response.stream[Symbol.asyncIterator]();
   let consumerCancelled = false;
+  const source: ResponseSource = { model, iterator, cancellation, inputTokens, signal, consumerCancelled: () => consumerCancelled };
   const stream = new ReadableStream<StreamPart>({
     start(controller) {
       controller.enqueue({ type: 'stream-start', warnings });
       controller.enqueue({ type: 'response-metadata', modelId: model.id });
-      void pump(controller);
+      void pump(source, controller);
     },
     cancel() {
       consumerCancelled = true;
@@ -155,65 +157,81 @@ async function streamFromVsCode(model: VsCodeChatModel, api: VsCodeLmApi, option
     },
   });
 
-  async function pump(controller: ReadableStreamDefaultController<StreamPart>): Promise<void> {
-    let textId: string | undefined;
-    let blocks = 0;
-    let toolCalls = 0;
-    let produced = '';
-    const endText = (): void => {
-      if (textId === undefined) return;
-      controller.enqueue({ type: 'text-end', id: textId });
-      textId = undefined;
-    };
-    try {
-      for (;;) {
-        const next = await cancellation.race(iterator.next());
-        if (next.done) break;
-        const item = next.value;
-        if (isToolCall(item)) {
-          endText();
-          const input = JSON.stringify(item.input ?? {});
-          produced += input;
-          toolCalls += 1;
-          controller.enqueue({ type: 'tool-call', toolCallId: item.callId, toolName: item.name, input });
-        } else if (isText(item)) {
-          if (item.value === '') continue;
-          if (textId === undefined) {
-            textId = `txt-${blocks++}`;
-            controller.enqueue({ type: 'text-start', id: textId });
-          }
-          produced += item.value;
-          controller.enqueue({ type: 'text-delta', id: textId, delta: item.value });
-        }
-        // Anything else (data parts, parts of proposed APIs) has no place in the answer.
-      }
-      endText();
-      const usage = await estimateUsage(model, await inputTokens, produced, cancellation.token);
-      controller.enqueue({
-        type: 'finish',
-        finishReason: toolCalls > 0 ? reason('tool-calls') : reason('stop'),
-        usage,
-        providerMetadata: { 'vscode-lm': { usageEstimated: true } },
-      });
-      controller.close();
-    } catch (error) {
-      if (consumerCancelled) {
-        // Nobody is reading any more.
-      } else if (signal?.aborted) {
-        controller.error(abortError(signal));
-      } else {
-        endText();
-        controller.enqueue({ type: 'error', error: new VsCodeLmError(error) });
-        controller.enqueue({ type: 'finish', finishReason: reason('error'), usage: noUsage() });
-        controller.close();
-      }
-      void Promise.resolve(iterator.return?.()).catch(() => undefined);
-    } finally {
-      cancellation.dispose();
-    }
-  }
-
   return { stream, request: { body: { model: model.id, messageCount: messages.length, options: requestOptions } } };
+}
+
+/** What `pump` reads a response from, and how the call may end early. */
+interface ResponseSource {
+  readonly model: VsCodeChatModel;
+  readonly iterator: AsyncIterator<unknown>;
+  readonly cancellation: Cancellation;
+  /** The prompt's count, made while the request runs. */
+  readonly inputTokens: Promise<number | undefined>;
+  readonly signal: AbortSignal | undefined;
+  /** Whether the reader of the stream cancelled it. */
+  readonly consumerCancelled: () => boolean;
+}
+
+/** Turns the response's parts into stream parts until it ends, then reports the estimated usage; an error ends the stream. */
+async function pump(
+  { model, iterator, cancellation, inputTokens, signal, consumerCancelled }: ResponseSource,
+  controller: ReadableStreamDefaultController<StreamPart>,
+): Promise<void> {
+  let textId: string | undefined;
+  let blocks = 0;
+  let toolCalls = 0;
+  let produced = '';
+  const endText = (): void => {
+    if (textId === undefined) return;
+    controller.enqueue({ type: 'text-end', id: textId });
+    textId = undefined;
+  };
+  try {
+    for (;;) {
+      const next = await cancellation.race(iterator.next());
+      if (next.done) break;
+      const item = next.value;
+      if (isToolCall(item)) {
+        endText();
+        const input = JSON.stringify(item.input ?? {});
+        produced += input;
+        toolCalls += 1;
+        controller.enqueue({ type: 'tool-call', toolCallId: item.callId, toolName: item.name, input });
+      } else if (isText(item)) {
+        if (item.value === '') continue;
+        if (textId === undefined) {
+          textId = `txt-${blocks++}`;
+          controller.enqueue({ type: 'text-start', id: textId });
+        }
+        produced += item.value;
+        controller.enqueue({ type: 'text-delta', id: textId, delta: item.value });
+      }
+      // Anything else (data parts, parts of proposed APIs) has no place in the answer.
+    }
+    endText();
+    const usage = await estimateUsage(model, await inputTokens, produced, cancellation.token);
+    controller.enqueue({
+      type: 'finish',
+      finishReason: toolCalls > 0 ? reason('tool-calls') : reason('stop'),
+      usage,
+      providerMetadata: { 'vscode-lm': { usageEstimated: true } },
+    });
+    controller.close();
+  } catch (error) {
+    if (consumerCancelled()) {
+      // Nobody is reading any more.
+    } else if (signal?.aborted) {
+      controller.error(abortError(signal));
+    } else {
+      endText();
+      controller.enqueue({ type: 'error', error: new VsCodeLmError(error) });
+      controller.enqueue({ type: 'finish', finishReason: reason('error'), usage: noUsage() });
+      controller.close();
+    }
+    void Promise.resolve(iterator.return?.()).catch(() => undefined);
+  } finally {
+    cancellation.dispose();
+  }
 }
 
 /** Reads a whole stream into a generate result; an error part becomes a rejection. */
