@@ -67,6 +67,37 @@ const SYSTEM = "You are Longrun, a coding agent working in the user's VS Code wo
 /** The fixed framing of a summarizer message (role and separators), as the local count has it. */
 const PER_MESSAGE = 4;
 
+/** An agent UI that shows nothing: the benchmarks measure, nobody watches. */
+export const SILENT_UI: AgentUi = {
+  text: () => undefined,
+  toolCall: () => undefined,
+  toolResult: () => undefined,
+  compacting: () => undefined,
+  compacted: () => undefined,
+  notice: () => undefined,
+};
+
+/** The agent's port to `conversation`, as the extension gives it, telling `onCompacted` of each compaction the agent ran. */
+export function agentPort(
+  conversation: Conversation,
+  newId: () => string,
+  onCompacted: (outcome: Awaited<ReturnType<Conversation['compact']>>) => void,
+): AgentConversation {
+  return {
+    log: () => conversation.log(),
+    view: () => conversation.view(),
+    append: (records) => conversation.append(records),
+    assess: () => conversation.assess(),
+    compact: async (reason, signal) => {
+      const outcome = await conversation.compact(reason, { signal });
+      onCompacted(outcome);
+      return outcome;
+    },
+    requestBasis: () => conversation.requestBasis(),
+    newId,
+  };
+}
+
 /** A summary of the size Longrun asks for (about 800 tokens by default), its sections filled. */
 export function summaryText(request: SummaryRequest): string {
   const sections = ['Completed Work', 'Key Technical Decisions', 'Current State', 'Pending Work', 'Errors & Resolutions', 'Next Steps'];
@@ -198,26 +229,8 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
   const countCompaction = (outcome: { status: string; joined?: boolean }): void => {
     if (outcome.status === 'compacted' && !outcome.joined) compactions++;
   };
-  const agentConversation: AgentConversation = {
-    log: () => conversation.log(),
-    append: (records) => conversation.append(records),
-    assess: () => conversation.assess(),
-    compact: async (reason, signal) => {
-      const outcome = await conversation.compact(reason, { signal });
-      countCompaction(outcome);
-      return outcome;
-    },
-    requestBasis: () => conversation.requestBasis(),
-    newId,
-  };
-  const ui: AgentUi = {
-    text: () => undefined,
-    toolCall: () => undefined,
-    toolResult: () => undefined,
-    compacting: () => undefined,
-    compacted: () => undefined,
-    notice: () => undefined,
-  };
+  const agentConversation = agentPort(conversation, newId, countCompaction);
+  const ui = SILENT_UI;
 
   const waits: number[] = [];
   const session = turns(options.seed, TWO_K_TURNS);

@@ -25,13 +25,13 @@ import { MessageTokenCounter } from '../src/core/message-tokens';
 import { needleLedgerOf } from '../src/core/needles';
 import type { Summarizer } from '../src/core/ports';
 import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
-import { runAgentTurn, toolDefinitionsText, type AgentConversation, type AgentUi } from '../src/llm/agent';
+import { runAgentTurn, toolDefinitionsText } from '../src/llm/agent';
 import { createAgentTools } from '../src/llm/agent-tools';
 import { Conversation, type ConversationDeps } from '../src/app/conversation';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { BenchWorkspace } from './agentic-workspace';
-import { compactAfterTurn, summaryText, TrackedStore } from './agent-session';
+import { agentPort, compactAfterTurn, SILENT_UI, summaryText, TrackedStore } from './agent-session';
 import { random } from './sessions';
 import { median } from './stats';
 import { VirtualClock } from './virtual-time';
@@ -237,27 +237,8 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     if (outcome.status !== 'compacted' || outcome.joined) return;
     gains.push((outcome.compaction.tokensBefore - outcome.compaction.tokensAfter) / outcome.compaction.tokensBefore);
   };
-  const agentConversation: AgentConversation = {
-    log: () => c.log(),
-    view: () => c.view(),
-    append: (records) => c.append(records),
-    assess: () => c.assess(),
-    compact: async (reason, signal) => {
-      const outcome = await c.compact(reason, { signal });
-      counted(outcome);
-      return outcome;
-    },
-    requestBasis: () => c.requestBasis(),
-    newId,
-  };
-  const ui: AgentUi = {
-    text: () => undefined,
-    toolCall: () => undefined,
-    toolResult: () => undefined,
-    compacting: () => undefined,
-    compacted: () => undefined,
-    notice: () => undefined,
-  };
+  const agentConversation = agentPort(c, newId, counted);
+  const ui = SILENT_UI;
 
   for (let t = 0; t < TURNS; t++) {
     const calls = 30 + Math.floor(next() * 31);

@@ -1,6 +1,6 @@
 import type { BudgetAssessment } from '../core/budget';
 import { applyWithCurrentLedgers } from '../core/apply-ledgers';
-import { guardAfter, type GuardState } from '../core/compaction-guard';
+import { decideCompaction, guardAfter, type GuardState } from '../core/compaction-guard';
 import { lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
@@ -188,7 +188,7 @@ export class Conversation {
   guard(): GuardState {
     if (this.guardState) return this.guardState;
     const last = this.lastCompaction();
-    return guardAfter(last, last ? this.userMessagesSince(last.id) : 0);
+    return guardAfter(last, last?.lowGain ? this.userMessagesSince(last.id) : 0);
   }
 
   setGuard(guard: GuardState): void {
@@ -267,10 +267,10 @@ export class Conversation {
   private summarizeAheadIfDue(): void {
     if (this.ahead || this.compacting || !this.deps.summarizeAhead?.() || !this.deps.config().autoCompact) return;
     const budget = this.assess();
-    if (budget.level !== 'warning' && budget.level !== 'critical' && budget.level !== 'over') return;
+    if (decideCompaction(budget, this.guard(), { confirm: false, ahead: true }).kind !== 'ahead') return;
     // The last compaction could not get below the warning level: summarizing again now would only churn.
     const last = this.lastCompaction();
-    if (last && last.tokensAfter >= budget.warningAt && !this.userSpokeSince(last.id)) return;
+    if (last && last.tokensAfter >= budget.warningAt && this.userMessagesSince(last.id) === 0) return;
     const summarizer = this.deps.summarizer();
     if (!summarizer) return;
     const controller = new AbortController();
@@ -296,6 +296,7 @@ export class Conversation {
     this.ahead = { promise, controller };
   }
 
+  /** The user's messages on this branch since the compaction `entryId`. */
   private userMessagesSince(entryId: string): number {
     let count = 0;
     for (let i = this.records.length - 1; i >= 0; i--) {
@@ -304,15 +305,6 @@ export class Conversation {
       if (record.type === 'message' && record.message.role === 'user') count++;
     }
     return count;
-  }
-
-  private userSpokeSince(entryId: string): boolean {
-    for (let i = this.records.length - 1; i >= 0; i--) {
-      const record = this.records[i]!;
-      if (record.type === 'compaction' && record.entry.id === entryId) return false;
-      if (record.type === 'message' && record.message.role === 'user') return true;
-    }
-    return false;
   }
 
   /** Whether a summary is being prepared ahead of need (for the gauge and tests). */

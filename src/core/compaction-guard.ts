@@ -76,29 +76,29 @@ export interface CompactionMoment {
   readonly asked?: boolean;
   /** The user answered "Not now" in this turn. */
   readonly declined?: boolean;
-  /** A summary may be prepared in the background ahead of need. */
+  /** Asked in the background after an append: whether a summary may be prepared ahead of need. */
   readonly ahead?: boolean;
 }
 
 /**
  * The one rule for whether to compact now: at the compaction point, compact (or ask first, once,
  * when the user wants to be asked; nothing after "Not now"), unless the guard says automatic
- * compaction waits; past the warning level, a summary may be prepared ahead; otherwise nothing.
+ * compaction waits; otherwise nothing. Asked in the background (`moment.ahead`), after a record was
+ * appended, the answer is only whether a summary may be prepared ahead: past the warning level; the
+ * compaction that applies it is decided at the agent's next step.
  */
 export function decideCompaction(
   budget: { readonly level: BudgetLevel; readonly shouldCompact: boolean },
   guard: GuardState,
   moment: CompactionMoment,
 ): CompactionDecision {
-  if (budget.shouldCompact) {
-    if (moment.declined) return { kind: 'none' };
-    const verdict = mayAutoCompact(guard, budget);
-    if (!verdict.allowed) return { kind: 'blocked', reason: verdict.reason };
-    if (moment.confirm) return moment.asked ? { kind: 'none' } : { kind: 'ask' };
-    return { kind: 'compact' };
-  }
-  if (moment.ahead && (budget.level === 'warning' || budget.level === 'critical' || budget.level === 'over')) return { kind: 'ahead' };
-  return { kind: 'none' };
+  if (moment.ahead)
+    return budget.level === 'warning' || budget.level === 'critical' || budget.level === 'over' ? { kind: 'ahead' } : { kind: 'none' };
+  if (!budget.shouldCompact || moment.declined) return { kind: 'none' };
+  const verdict = mayAutoCompact(guard, budget);
+  if (!verdict.allowed) return { kind: 'blocked', reason: verdict.reason };
+  if (moment.confirm) return moment.asked ? { kind: 'none' } : { kind: 'ask' };
+  return { kind: 'compact' };
 }
 
 /**

@@ -68,10 +68,15 @@ describe('deciding whether to compact', () => {
     assert.deepEqual(decideCompaction(at('over'), waiting, { confirm: false }), { kind: 'compact' });
   });
 
-  it('prepares a summary ahead past the warning level only when that is on, and does nothing below it', () => {
+  it('in the background, prepares a summary ahead past the warning level, at the compaction point too, and nothing below it', () => {
     assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, { confirm: false, ahead: true }), { kind: 'ahead' });
-    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, { confirm: false }), { kind: 'none' });
+    assert.deepEqual(decideCompaction(at('critical'), waiting, { confirm: true, ahead: true }), { kind: 'ahead' });
     assert.deepEqual(decideCompaction(at('ok'), INITIAL_GUARD, { confirm: false, ahead: true }), { kind: 'none' });
+    assert.deepEqual(
+      decideCompaction(at('warning'), INITIAL_GUARD, { confirm: false }),
+      { kind: 'none' },
+      'at a step, nothing below the compaction point',
+    );
   });
 
   it('keeps waiting after a reload as it would have without one: the rest of the turn and the next turn', () => {
