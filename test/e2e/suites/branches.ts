@@ -2,14 +2,15 @@
  * VS Code owns the chat: what its buttons do to a chat (Restore Checkpoint, Fork, Retry, an edited
  * request, Start Over) decides what the model is sent next, checked on what the loopback scripted
  * model receives. Also: instruction files go into the system prompt once, and a message typed right
- * after the window opened is answered (the driver types it 1.5 s after the workbench appears).
+ * after the window opened is answered (the driver types it as soon as the chat's input is drawn, and
+ * not before 1.5 s after the workbench appears).
  */
 import * as assert from 'assert';
 import { existsSync, readFileSync } from 'fs';
 import { join } from 'path';
 import * as vscode from 'vscode';
 import { FIRST_MESSAGE } from '../phrases';
-import { api, chat, model, MODEL, SMALL_MODEL, ui, waitFor, type RecordedRequest } from './harness';
+import { api, chat, idle, model, MODEL, SMALL_MODEL, ui, waitFor, type RecordedRequest } from './harness';
 
 const workspaceUri = (path: string): vscode.Uri => vscode.Uri.joinPath(vscode.workspace.workspaceFolders![0]!.uri, path);
 const exists = async (path: string): Promise<boolean> =>
@@ -61,12 +62,11 @@ describe('Longrun follows what the user does to the chat', function () {
   });
 
   it('answers a message typed as soon as the chat takes input after a reload', async () => {
-    // The driver typed it 1.5 s after the workbench appeared, or once the chat's input was drawn.
-    const typedAt = await waitFor('the driver to type the message', () => {
-      const file = join(process.env.LONGRUN_E2E_DIR!, 'first-message-ms');
-      return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
+    // The driver began typing 1.5 s after the workbench appeared, or once the chat's input was drawn.
+    const typed = await waitFor('the driver to type the message', () => {
+      const file = join(process.env.LONGRUN_E2E_DIR!, 'first-message.json');
+      return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { inputMs: number; typingMs: number; sentMs: number }) : undefined;
     });
-    assert.ok(typedAt <= 4_000, `typed ${typedAt} ms after the workbench appeared`);
     const request = await waitFor(
       'the message typed after the reload to reach the model',
       async () => (await model.requests()).find((r) => !r.summary && userTexts(r).some((t) => t.includes(FIRST_MESSAGE))),
@@ -77,7 +77,13 @@ describe('Longrun follows what the user does to the chat', function () {
       const text = await chatText();
       return text.includes('Offline scripted model') ? text : undefined;
     });
+    await idle();
     assert.doesNotMatch(shown, /Language model unavailable/);
+    // Typed as soon as a user could: how soon the input is drawn depends on the machine, not on Longrun.
+    assert.ok(
+      typed.typingMs - Math.max(1_500, typed.inputMs) < 1_000,
+      `typing began ${typed.typingMs} ms, the input was drawn at ${typed.inputMs} ms`,
+    );
   });
 
   it("Restore Checkpoint: the removed turns are not sent again, and Longrun's edit in them is reverted on the click", async () => {

@@ -105,11 +105,21 @@ export async function waitFor<T>(what: string, probe: () => T | undefined | Prom
 }
 
 /**
+ * Waits until no request of the participant is running, so that a request still answering (one an
+ * earlier test left, or one the driver typed) is not taken for the next one.
+ */
+export async function idle(): Promise<void> {
+  const longrun = await api();
+  await waitFor('the participant to finish what it was answering', () => longrun.participant.turns().active === 0, 120_000);
+}
+
+/**
  * Sends a chat request to @longrun with a Longrun model selected, through the chat panel, and
  * waits until the participant has finished it.
  */
 export async function chat(prompt: string, selector = MODEL): Promise<void> {
   const longrun = await api();
+  await idle();
   const before = longrun.participant.turns().completed;
   await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: selector });
   await waitFor(
@@ -129,6 +139,7 @@ export async function startChat(
   extra: Record<string, unknown> = {},
 ): Promise<{ finished: Promise<void> }> {
   const longrun = await api();
+  await idle();
   const before = longrun.participant.turns().completed;
   await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${prompt}`, modelSelector: selector, ...extra });
   const finished = waitFor(
