@@ -27,6 +27,7 @@ export async function revertChanges(deps: RevertCommandDeps, conversationId: unk
     void vscode.window.showInformationMessage('Longrun: these changes are no longer recorded, so there is nothing to revert.');
     return undefined;
   }
+  deps.log.info(`Revert asked for ${changes.length} recorded change(s) to ${[...new Set(changes.map((c) => c.path))].join(', ')}.`);
   const signal = new AbortController().signal;
   const plans = await previewRevert(changes, deps.workspace, signal);
   const revertable = plans.filter((p) => p.kind === 'revert');

@@ -55,6 +55,28 @@ async function newChat(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 500));
 }
 
+/** Whether the diff of what a revert would write back is open: the revert command is running. */
+const revertShown = (): boolean => vscode.window.tabGroups.all.some((group) => group.tabs.some((tab) => tab.label.includes('Revert of Longrun')));
+
+/**
+ * Waits for the question the revert command asks. A click on an answer the chat was drawing again
+ * can be lost; when nothing came of it (no question, no diff open), the button is clicked again.
+ */
+async function questionBeforeReverting(): Promise<void> {
+  const asked = async (): Promise<true | undefined> => ((await ui<string[]>('dialog')).join(' ').includes('bravo-notes.txt') ? true : undefined);
+  for (let attempt = 1; ; attempt++) {
+    const shown = await waitFor('the question before reverting', asked, 15_000).catch(() => false);
+    if (shown) return;
+    if (revertShown()) {
+      await waitFor('the question before reverting, its diff open', asked);
+      return;
+    }
+    const notices = (await ui<string[]>('notifications')).join(' | ');
+    assert.ok(attempt < 3, `no question before reverting after ${attempt} clicks; notifications: ${notices || 'none'}`);
+    await ui<string>('chat-button', { text: "Revert Longrun's changes" });
+  }
+}
+
 describe('Longrun follows what the user does to the chat', function () {
   this.timeout(600_000);
   before(async () => {
@@ -105,9 +127,7 @@ describe('Longrun follows what the user does to the chat', function () {
     await vscode.workspace.fs.stat(workspaceUri('bravo-notes.txt'));
     const answer = await ui<string>('chat-button', { text: "Revert Longrun's changes" });
     assert.match(answer, /bravo-notes\.txt/);
-    await waitFor('the question before reverting', async () =>
-      (await ui<string[]>('dialog')).join(' ').includes('bravo-notes.txt') ? true : undefined,
-    );
+    await questionBeforeReverting();
     await ui('dialog-button', { button: 'Revert' });
     await waitFor('the created file to be removed', async () => ((await exists('bravo-notes.txt')) ? undefined : true));
   });
