@@ -1,7 +1,7 @@
 import type { BudgetAssessment } from '../core/budget';
-import { applyWithCurrentLedgers } from '../core/apply-ledgers';
+import { withCurrentLedgers, type AppliedWithLedgers } from '../core/apply-ledgers';
 import { decideCompaction, guardAfter, type GuardState } from '../core/compaction-guard';
-import { lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
+import { applyCompaction, lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
@@ -483,15 +483,7 @@ export class Conversation {
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
     const counter = this.deps.model().counter;
-    let check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
-    // The editor's thread is let go between making the ledgers and writing them; what was appended
-    // meanwhile is taken in by making them again (the last time without letting go).
-    for (let attempt = 0; check.ok && attempt < 2; attempt++) {
-      const length = this.records.length;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.records.length === length) break;
-      check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
-    }
+    const check = await this.withCurrentLedgers(outcome.compaction, (text) => counter.countText(text));
     if (!check.ok) return undefined;
     const computed = check.compaction;
     // Counted with the counts stored with the records: after a reload nothing is tokenized again here.
@@ -524,6 +516,30 @@ export class Conversation {
     }
     const compaction = { ...computed, records: written, view: this.view(), tokensBefore, tokensAfter };
     return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
+  }
+
+  /**
+   * `applyWithCurrentLedgers` on the log as it is now, in two halves with the editor's thread let go
+   * after each: the view first, then the ledgers. What was appended meanwhile is taken in by starting
+   * again (the last time without letting go), so the ledgers are those of the log the result is
+   * written to.
+   */
+  private async withCurrentLedgers(computed: ComputedCompaction, countText: (text: string) => number): Promise<AppliedWithLedgers> {
+    for (let attempt = 0; ; attempt++) {
+      const records = this.records;
+      const length = records.length;
+      const lettingGo = attempt < 2;
+      const unchanged = async (): Promise<boolean> => {
+        if (!lettingGo) return true;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        return this.records === records && records.length === length;
+      };
+      const applied = applyCompaction(records, computed);
+      if (!applied.ok) return applied;
+      if (!(await unchanged())) continue;
+      const check = withCurrentLedgers(records, computed, applied, countText);
+      if (await unchanged()) return check;
+    }
   }
 
   /**

@@ -29,8 +29,21 @@ export function applyWithCurrentLedgers(
   countText: (value: string) => number,
 ): AppliedWithLedgers {
   const applied = applyCompaction(current, computed);
+  return applied.ok ? withCurrentLedgers(current, computed, applied, countText) : applied;
+}
+
+/**
+ * The second half of `applyWithCurrentLedgers`: `applied` (what `applyCompaction` made of `current`
+ * and `computed`) with the summary's ledgers made from `current`. The two halves may run apart as long
+ * as `current` is the same log for both.
+ */
+export function withCurrentLedgers(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+  applied: ApplyResult & { readonly ok: true },
+  countText: (value: string) => number,
+): AppliedWithLedgers & { readonly ok: true } {
   const entry = computed.entry;
-  if (!applied.ok) return applied;
   if (!entry) return { ...applied, compaction: computed };
   const inView = applied.view.filter((m) => m.summaryOf !== entry.id);
   const refreshed = withLedgersOf(current, entry, {

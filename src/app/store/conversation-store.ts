@@ -90,6 +90,8 @@ const DEFAULT_OPTIONS: Required<ConversationStoreOptions> = {
 
 /** Ids become file names, so only characters that are safe on every platform are allowed. */
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,200}$/;
+/** How long checking records may hold the editor's thread before letting it go (ms). */
+const SERIALIZE_SLICE_MS = 4;
 
 /** How much of the file start is read to check its header before an append. */
 const HEAD_BYTES = 64 * 1024;
@@ -190,19 +192,20 @@ export class ConversationStore {
    */
   async appendAll(id: string, records: readonly LogRecord[]): Promise<LogRecord[]> {
     checkId(id);
-    const prepared = records.map((record) => this.serialize(record));
-    if (prepared.length > 0) {
-      await this.enqueue(id, async () => {
-        await this.locate(id);
-        await this.locked(id, 'write', () =>
-          this.writeLines(
-            id,
-            prepared.map((p) => p.line),
-          ),
-        );
-      });
-    }
-    return prepared.map((p) => p.stored);
+    if (records.length === 0) return [];
+    // Queued first, so that appends are written in the order they were asked for, however long a
+    // large record (a compaction of thousands of messages) takes to check.
+    return this.enqueue(id, async () => {
+      const prepared = await this.serializeAll(records);
+      await this.locate(id);
+      await this.locked(id, 'write', () =>
+        this.writeLines(
+          id,
+          prepared.map((p) => p.line),
+        ),
+      );
+      return prepared.map((p) => p.stored);
+    });
   }
 
   /**
@@ -411,6 +414,24 @@ export class ConversationStore {
 
   // -------------------------------------------------------------------------------------------
   // Writing
+
+  /**
+   * `serialize` for each record, letting the editor's thread go whenever a few milliseconds went by:
+   * checking a large record holds the thread for a while, and two of them should not hold it twice as
+   * long.
+   */
+  private async serializeAll(records: readonly LogRecord[]): Promise<Array<{ line: string; stored: LogRecord }>> {
+    const prepared: Array<{ line: string; stored: LogRecord }> = [];
+    let since = performance.now();
+    for (const record of records) {
+      if (performance.now() - since > SERIALIZE_SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        since = performance.now();
+      }
+      prepared.push(this.serialize(record));
+    }
+    return prepared;
+  }
 
   /** The line for a record, cut to `maxRecordBytes`, and checked to read back as a valid record. */
   private serialize(record: LogRecord): { line: string; stored: LogRecord } {

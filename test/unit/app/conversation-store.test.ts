@@ -158,6 +158,19 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     assert.deepEqual((await store.open('c1')).log, records);
   });
 
+  it('writes an append asked for while many large records are checked after them, in call order', async () => {
+    await store.create('c1');
+    const large = Array.from({ length: 40 }, (_, i) => message(`big${i}`, `line ${i} of a large answer\n`.repeat(4_000)));
+    const writing = store.appendAll('c1', large);
+    // Asked for on the next turn of the thread, while the large records are being checked.
+    const meanwhile = new Promise<void>((resolve, reject) =>
+      setImmediate(() => store.appendAll('c1', [message('m', 'meanwhile')]).then(() => resolve(), reject)),
+    );
+    await Promise.all([writing, meanwhile]);
+    const ids = (await store.open('c1')).log.map((r) => (r.type === 'message' ? r.message.id : r.type));
+    assert.deepEqual(ids, [...large.map((_, i) => `big${i}`), 'm']);
+  });
+
   it('skips a damaged middle line, reports its line number and keeps a copy aside', async () => {
     await store.append('c1', message('m1', 'first'));
     await fs.appendFile(fileOf('c1'), '{"v":1,"record":{"type":"message","message":{"id":"m2"}}}\n');
