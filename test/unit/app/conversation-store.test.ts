@@ -164,7 +164,9 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     const writing = store.appendAll('c1', large);
     // Asked for on the next turn of the thread, while the large records are being checked.
     const meanwhile = new Promise<void>((resolve, reject) =>
-      setImmediate(() => store.appendAll('c1', [message('m', 'meanwhile')]).then(() => resolve(), reject)),
+      setImmediate(() => {
+        store.appendAll('c1', [message('m', 'meanwhile')]).then(() => resolve(), reject);
+      }),
     );
     await Promise.all([writing, meanwhile]);
     const ids = (await store.open('c1')).log.map((r) => (r.type === 'message' ? r.message.id : r.type));
