@@ -441,8 +441,11 @@ export class ConversationStore {
       stored = capRecord(line, this.options.maxRecordBytes);
       line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record: stored });
     }
-    // Check what the reader will see, so a record that could not be read back is never written.
-    const check = recordLineSchema().safeParse(JSON.parse(line));
+    // A record that could not be read back is never written. The record is checked as it is rather
+    // than as its line parses back: the check takes an optional field left undefined, and refuses
+    // NaN, Infinity or an undefined array item, as it would their JSON; parsing a large line again
+    // would cost the editor's thread for nothing.
+    const check = recordLineSchema().safeParse({ v: CONVERSATION_FORMAT_VERSION, record: stored });
     if (!check.success) throw new Error(`Refusing to store an invalid log record: ${describeIssues(check.error)}`);
     return { line, stored };
   }
