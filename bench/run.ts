@@ -18,6 +18,7 @@ import { benchPrefixReuse } from './prefix-reuse';
 import { benchLongTurns, PROVIDER_RATIO } from './long-turns';
 import { round } from './stats';
 import { benchStore } from './store';
+import { benchMemory } from './memory';
 
 /** The measures `results.json` holds, in the order of the table. */
 type Key =
@@ -38,7 +39,9 @@ type Key =
   | 'long_turn_min_gain_pct'
   | 'long_turn_ledger_errors'
   | 'long_turn_summarizer_input_ratio'
-  | 'long_turn_host_ms_max';
+  | 'long_turn_host_ms_max'
+  | 'memory_open_rss_mb'
+  | 'memory_answer_rss_mb';
 
 interface Target {
   readonly what: string;
@@ -81,6 +84,12 @@ const TARGETS: Record<Key, Target> = {
   },
   long_turn_summarizer_input_ratio: { what: 'long agentic turns: tokens sent to the summarizer ÷ unique tokens (32k)', op: '≤', limit: 0.8 },
   long_turn_host_ms_max: { what: "long agentic turns: the host thread's ms for one compaction, computed and applied, max", op: '<', limit: 50 },
+  memory_open_rss_mb: {
+    what: 'resident memory an opened 500 MiB conversation holds (MB; target: twice its view plus 50)',
+    op: '<',
+    limit: 50,
+  },
+  memory_answer_rss_mb: { what: 'the same after a 40 MB answer was added (MB; target: twice the view plus 50)', op: '<', limit: 50 },
 };
 
 function met(key: Key, value: number): boolean {
@@ -125,6 +134,11 @@ async function main(): Promise<void> {
   const host = await step('compaction off the host thread', () => benchEngineHost(tokenizer));
   const prefix = await step('prefix reuse', () => benchPrefixReuse(tokenizer, 'continuation'));
   const structured = await step('prefix reuse, summaries by a model of their own', () => benchPrefixReuse(tokenizer, 'structured'));
+  const memory = await step('memory of a 500 MiB conversation', () => benchMemory());
+  // What the model sees bounds the memory, not how long the history is.
+  const memoryLimit = round(2 * memory.view_mb + 50, 1);
+  TARGETS.memory_open_rss_mb = { ...TARGETS.memory_open_rss_mb, limit: memoryLimit };
+  TARGETS.memory_answer_rss_mb = { ...TARGETS.memory_answer_rss_mb, limit: memoryLimit };
   // A compaction changes the view, so it breaks the cache once; nothing else may.
   TARGETS.cache_breaks_per_100_requests = {
     ...TARGETS.cache_breaks_per_100_requests,
@@ -150,6 +164,8 @@ async function main(): Promise<void> {
     long_turn_ledger_errors: turns.reduce((sum, t) => sum + t.ledger_errors, 0),
     long_turn_summarizer_input_ratio: round(turns[0]!.summarizer_input_ratio, 3),
     long_turn_host_ms_max: round(Math.max(...turns.map((t) => t.host_ms_max)), 1),
+    memory_open_rss_mb: round(memory.open_rss_mb, 1),
+    memory_answer_rss_mb: round(memory.answer_rss_mb, 1),
   };
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -201,6 +217,8 @@ async function main(): Promise<void> {
         `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
         `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; host ms per compaction median ${round(t.host_ms_median, 2)}, max ${round(t.host_ms_max, 1)}`,
     ),
+    `- memory: a conversation of ${round(memory.stored_mib, 0)} MiB on disk whose view is ${round(memory.view_mb, 2)} MB as JSON, opened in a fresh process: ` +
+      `${round(memory.open_rss_mb, 1)} MB resident after a collection, ${round(memory.answer_rss_mb, 1)} MB after a 40 MB answer`,
     '',
     'Conversation store (bench/store.ts):',
     '',

@@ -1,0 +1,187 @@
+/**
+ * Memory of an opened conversation. A conversation of about 500 MiB on disk (turns of long tool
+ * outputs, compacted as it went, as Longrun writes them) is opened in a fresh process the way a
+ * window opens it (read, then the model's view and its count), and the growth of the process's
+ * resident memory is reported after a garbage collection; then a 40 MB answer is appended and the
+ * growth reported again. The target is under twice the view plus 50 MB: what the model sees, not
+ * how long the history is. Run on its own with `npx tsx bench/memory.ts`.
+ */
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Conversation } from '../src/app/conversation';
+import { ConversationIndex } from '../src/app/store/conversation-index';
+import { ConversationStore } from '../src/app/store/conversation-store';
+import { DEFAULT_CONFIG } from '../src/core/config';
+import { EMPTY_LEDGER } from '../src/core/file-ledger';
+import type { LogRecord } from '../src/core/history';
+import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
+import { systemClock } from '../src/core/ports';
+import { charEstimator } from '../src/core/tokenizer';
+
+export interface MemoryBench {
+  /** Size of the conversation on disk (MiB). */
+  readonly stored_mib: number;
+  /** The model's view once opened, as JSON (MB). */
+  readonly view_mb: number;
+  /** Resident memory the opened conversation holds (MB). */
+  readonly open_rss_mb: number;
+  /** Resident memory it holds after a 40 MB answer was appended (MB). */
+  readonly answer_rss_mb: number;
+}
+
+const ID = 'long';
+const TARGET_BYTES = 500 * 1024 * 1024;
+/** Characters of each tool output: a file read whole. */
+const OUTPUT_CHARS = 24 * 1024;
+/** Messages between compactions; each takes out all but the last turns. */
+const COMPACT_EVERY = 400;
+const KEEP_MESSAGES = 40;
+const ANSWER_CHARS = 40 * 1024 * 1024;
+
+const CODE_LINE = '  const result = await handler.process(input, { retries: 3, timeoutMs: 5_000 }); // keep the order\n';
+
+/** A file's text, different for each read, so that nothing is shared between outputs. */
+function output(n: number): string {
+  const head = `// read ${n}: src/module${n % 37}/part${n % 11}.ts\n`;
+  return head + CODE_LINE.repeat(Math.ceil((OUTPUT_CHARS - head.length) / CODE_LINE.length)).slice(0, OUTPUT_CHARS - head.length);
+}
+
+function compaction(n: number, round: number, compacted: readonly string[], firstKept: string): LogRecord {
+  return {
+    type: 'compaction',
+    entry: {
+      id: `c${n}`,
+      round,
+      reason: 'threshold',
+      summary: `## Session Summary\n${'The handlers check their input before retrying. '.repeat(60)}`,
+      firstKeptMessageId: firstKept,
+      compactedMessageIds: compacted,
+      tokensBefore: 100_000,
+      tokensAfter: 20_000,
+      fileOperations: EMPTY_LEDGER,
+      model: 'bench',
+      durationMs: 1,
+      createdAt: 0,
+      summaryRole: 'user',
+      fallback: false,
+      lowGain: false,
+      splitTurn: false,
+      summarizerCalls: 1,
+    },
+  };
+}
+
+/** Writes the conversation through the store, in batches; resolves with its size on disk. */
+async function build(store: ConversationStore): Promise<number> {
+  const counter = new MessageTokenCounter(charEstimator);
+  let written = 0;
+  let batch: LogRecord[] = [];
+  let ids: string[] = [];
+  let round = 0;
+  const push = (record: LogRecord): void => {
+    const counted = withTokenCounts(record, counter);
+    batch.push(counted);
+    if (record.type === 'message') ids.push(record.message.id);
+  };
+  for (let turn = 0; written < TARGET_BYTES; turn++) {
+    const call = `call${turn}`;
+    push({
+      type: 'message',
+      message: { id: `u${turn}`, role: 'user', content: [{ type: 'text', text: `Turn ${turn}: read the module and fix it.` }] },
+    });
+    push({
+      type: 'message',
+      message: {
+        id: `a${turn}`,
+        role: 'assistant',
+        content: [{ type: 'tool-call', toolCallId: call, toolName: 'read_file', input: { path: `src/module${turn % 37}.ts` } }],
+      },
+    });
+    push({
+      type: 'message',
+      message: { id: `t${turn}`, role: 'tool', content: [{ type: 'tool-result', toolCallId: call, toolName: 'read_file', output: output(turn) }] },
+    });
+    push({ type: 'message', message: { id: `r${turn}`, role: 'assistant', content: [{ type: 'text', text: `Module ${turn % 37} is fixed.` }] } });
+    if (ids.length >= COMPACT_EVERY) {
+      const kept = ids.slice(-KEEP_MESSAGES);
+      batch.push(compaction(turn, ++round, ids.slice(0, -KEEP_MESSAGES), kept[0]!));
+      ids = kept;
+    }
+    if (batch.length >= 200) {
+      await store.appendAll(ID, batch);
+      batch = [];
+      written = await store.size(ID);
+    }
+  }
+  await store.appendAll(ID, batch);
+  return store.size(ID);
+}
+
+const CHILD = '--memory-child';
+
+/** Resident memory after a full collection (bytes). */
+function settledRss(): number {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with --expose-gc');
+  gc();
+  gc();
+  return process.memoryUsage().rss;
+}
+
+/** In the child: opens the conversation as a window does and measures what it holds. */
+async function child(dir: string): Promise<void> {
+  const store = new ConversationStore(dir, Date.now);
+  const state = new Map<string, unknown>();
+  const counter = new MessageTokenCounter(charEstimator);
+  let ids = 0;
+  const before = settledRss();
+  const opened = await store.open(ID);
+  const conversation = new Conversation(ID, opened.log, {
+    store,
+    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    clock: systemClock,
+    newId: () => `bench-${++ids}`,
+    config: () => DEFAULT_CONFIG,
+    model: () => ({ name: 'bench', window: { limit: 1_000_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+    summarizer: () => undefined,
+  });
+  const viewBytes = Buffer.byteLength(JSON.stringify(conversation.view()));
+  conversation.assess();
+  const open = settledRss() - before;
+  await conversation.append([
+    { type: 'message', message: { id: 'answer', role: 'assistant', content: [{ type: 'text', text: 'x'.repeat(ANSWER_CHARS) }] } },
+  ]);
+  conversation.assess();
+  const answer = settledRss() - before;
+  process.stdout.write(JSON.stringify({ viewBytes, open, answer, records: conversation.allRecords().length }));
+}
+
+export async function benchMemory(): Promise<MemoryBench> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'longrun-bench-memory-'));
+  try {
+    const stored = await build(new ConversationStore(dir, Date.now));
+    const out = await new Promise<string>((resolve, reject) => {
+      const run = spawn(process.execPath, [...process.execArgv, '--expose-gc', __filename, CHILD, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let text = '';
+      run.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      run.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`the memory child failed (exit code ${code})`))));
+    });
+    const measured = JSON.parse(out) as { viewBytes: number; open: number; answer: number };
+    return {
+      stored_mib: stored / 1024 / 1024,
+      view_mb: measured.viewBytes / 1e6,
+      open_rss_mb: measured.open / 1e6,
+      answer_rss_mb: measured.answer / 1e6,
+    };
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+// Run only when started as a script, not when another benchmark imports `benchMemory`.
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(__filename)) {
+  if (process.argv[2] === CHILD) void child(process.argv[3]!);
+  else void benchMemory().then((result) => console.table(result));
+}
