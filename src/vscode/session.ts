@@ -3,9 +3,9 @@ import * as vscode from 'vscode';
 import type { ContextWindow } from '../core/context-window';
 import { MessageTokenCounter } from '../core/message-tokens';
 import { redactSecrets } from '../core/redact';
-import type { Clock, Summarizer } from '../core/ports';
+import type { Clock } from '../core/ports';
 import { charEstimator, encodingForModel, loadTokenizer } from '../core/tokenizer';
-import { createAiSummarizer, type AgentPrefix } from '../llm/ai-summarizer';
+import type { AgentPrefix } from '../llm/ai-summarizer';
 import { createEndpointModel } from '../llm/openai-endpoint';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
@@ -17,7 +17,8 @@ import { ConversationIndex } from '../app/store/conversation-index';
 import { ConversationStore } from '../app/store/conversation-store';
 import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
-import { learnedWins, windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
+import { windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
+import { SummarizerSource, type SummarizerModel } from '../app/summarizer-source';
 import type { LongrunSettings } from '../app/settings';
 import { errorText } from '../core/errors';
 import type { CalibrationMemory } from '../core/usage-calibration';
@@ -166,7 +167,7 @@ export class Session implements vscode.Disposable {
       newId: () => this.newId(),
       config: () => this.settings().compaction,
       model: () => this.modelContext(),
-      summarizer: () => this.summarizer(),
+      summarizer: () => this.summarizers.summarizer(),
       telemetry: () => this.tracing,
       ...(this.engine ? { engine: this.engine } : {}),
       ...(this.calibrations ? { calibrations: this.calibrations } : {}),
@@ -188,7 +189,6 @@ export class Session implements vscode.Disposable {
     void this.tracing.shutdown().catch(() => undefined);
     this.tracing = NO_TELEMETRY;
     this.tracingEndpoint = endpoint;
-    this.summarizerModel = undefined;
     if (!endpoint) return;
     try {
       this.tracing = createTelemetry({ endpoint, serviceName: 'longrun' });
@@ -386,17 +386,20 @@ export class Session implements vscode.Disposable {
     );
   }
 
-  private summarizerModel: { key: string; summarizer: Summarizer } | undefined;
+  /** The summarizer compactions ask for, made for the model and settings as they are then. */
+  private readonly summarizers = new SummarizerSource({
+    choose: () => this.summarizerModel(),
+    conversationModel: () => this.modelKey(),
+    learnedWindow: (key) => this.windows.learnedWindow(key)?.limit,
+    settings: () => this.settings(),
+    telemetry: () => this.tracing,
+  });
 
   /**
-   * The summarizer: `longrun.compaction.model` when set (so summaries can use a cheaper model), else the
-   * conversation's model. Resolved ahead of time by `prepareSummarizer` since the engine asks synchronously.
+   * The model that writes summaries: `longrun.compaction.model` when set (so summaries can use a
+   * cheaper model) and available, else the conversation's.
    */
-  summarizer(): Summarizer | undefined {
-    return this.summarizerModel?.summarizer;
-  }
-
-  async prepareSummarizer(): Promise<void> {
+  private async summarizerModel(): Promise<SummarizerModel | undefined> {
     const reference = this.settings().summarizerModel;
     let chosen: ChatModel | undefined = this.chatModel;
     if (reference) {
@@ -414,45 +417,24 @@ export class Session implements vscode.Disposable {
         else this.log.warn(`longrun.compaction.model names "${reference}", which is not available; using the conversation's model.`);
       }
     }
-    if (!chosen) {
-      this.summarizerModel = undefined;
-      return;
-    }
-    const modelKey = keyOf(chosen);
-    // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
-    const declared =
-      chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
-    const learned = this.windows.learnedWindow(modelKey)?.limit;
-    const window = learnedWins(declared, learned) ? learned : declared;
-    // The conversation's own model is sent the summary request as a continuation of what it has cached.
-    const continues = this.settings().summaryContinuesConversation && modelKey === this.modelKey();
-    const firstTokenMs = this.settings().timeouts.firstChunkMs;
-    const key = `${modelKey}@${window}@${firstTokenMs}${continues ? '+continues' : ''}`;
-    if (this.summarizerModel?.key === key) return;
-    this.summarizerModel = {
-      key,
-      summarizer: createAiSummarizer({
-        model: await this.toLanguageModel(chosen),
-        name: modelKey,
-        telemetry: this.tracing.settings('longrun.summarizer'),
-        firstTokenMs,
-        ...(window > 0 ? { contextWindow: window } : {}),
-        ...(continues ? { continueFrom: () => this.agentPrefix } : {}),
-      }),
+    if (!chosen) return undefined;
+    const model = chosen;
+    return {
+      key: keyOf(model),
+      // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
+      declaredWindow: model.kind === 'vscode' ? model.model.maxInputTokens : (this.provider.find(model.resolved.id) ?? model.resolved).contextWindow,
+      languageModel: () => this.toLanguageModel(model),
     };
   }
 
-  /** What the agent's last request began with: its system prompt and tools (see `createAiSummarizer`). */
-  private agentPrefix: AgentPrefix | undefined;
-
   /** Records what the agent's requests begin with, for a summary request that continues them. */
   setAgentPrefix(prefix: AgentPrefix): void {
-    this.agentPrefix = prefix;
+    this.summarizers.setAgentPrefix(prefix);
   }
 
-  /** Forgets prepared models, e.g. after an API key or the endpoints changed. */
+  /** Forgets the models made, e.g. after an API key or the endpoints changed. */
   invalidateModels(): void {
-    this.summarizerModel = undefined;
+    this.summarizers.forget();
   }
 
   dispose(): void {
