@@ -33,6 +33,8 @@ import { ModelCalibrations } from './app/model-calibrations';
 import { ModelWindows } from './app/model-windows';
 import type { WorkspaceRoot } from './app/path-guard';
 import { Session } from './vscode/session';
+import { Redactor } from './app/redactor';
+import { Tracing } from './app/tracing';
 import type { LongrunSettings } from './app/settings';
 import { lazily } from './core/lazy';
 import { TerminalShell } from './vscode/terminal-tool';
@@ -106,10 +108,13 @@ interface Base {
   readonly reloadSettings: () => void;
 }
 
-/** The storage and model side: keys, windows, the model provider and the session. */
+/** The storage and model side: keys, windows, the redactor, tracing, the model provider and the session. */
 interface Models {
   readonly keys: ApiKeys;
   readonly windows: ModelWindows;
+  /** Cleans provider text of the stored API keys. */
+  readonly redactor: Redactor;
+  readonly tracing: Tracing;
   readonly provider: LongrunModelProvider;
   readonly session: Session;
 }
@@ -151,7 +156,7 @@ function buildBase(context: vscode.ExtensionContext, log: vscode.LogOutputChanne
   };
 }
 
-/** Builds the keys, the model windows, the model provider, the compaction engine and the session. */
+/** Builds the keys, the model windows, the redactor, tracing, the model provider, the compaction engine and the session. */
 function buildModels({ context, log, now, settings }: Base): Models {
   const keys = new ApiKeys(context.secrets);
   // Windows servers state for their models: cached across sessions, asked again once per session.
@@ -164,15 +169,17 @@ function buildModels({ context, log, now, settings }: Base): Models {
     now,
     (message) => log.info(message),
   );
-  // Cleans provider error text of the stored keys; the session holds them once read.
-  let redact = (text: string): string => text;
+  // Cleans provider error text of the stored keys, once read.
+  const redactor = new Redactor(() => settings().endpoints, keys);
+  const tracing = new Tracing(settings, log);
+  context.subscriptions.push(tracing);
   const provider = new LongrunModelProvider(
     () => settings().endpoints,
     keys,
     log,
     windows,
     () => settings().timeouts,
-    (text) => redact(text),
+    (text) => redactor.redact(text),
   );
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
@@ -188,10 +195,22 @@ function buildModels({ context, log, now, settings }: Base): Models {
   context.subscriptions.push({ dispose: () => engine.dispose() });
   // What each model's provider counts against the local count, learned across conversations.
   const calibrations = new ModelCalibrations(context.globalState, now, (message) => log.warn(message));
-  const session = new Session(storageDir, context.workspaceState, settings, provider, keys, systemClock, log, windows, engine, calibrations);
+  const session = new Session({
+    storageDir,
+    workspaceState: context.workspaceState,
+    settings,
+    provider,
+    keys,
+    clock: systemClock,
+    log,
+    windows,
+    redactor,
+    tracing,
+    engine,
+    calibrations,
+  });
   context.subscriptions.push(session);
-  redact = (text) => session.redact(text);
-  return { keys, windows, provider, session };
+  return { keys, windows, redactor, tracing, provider, session };
 }
 
 /** Builds the compaction reporter, the report documents and the summary documents. */
@@ -295,11 +314,11 @@ function buildParticipant(
  * What to do when an endpoint or a stored key changed: the models offered, the session's models
  * and the keys kept out of error text are taken again.
  */
-function modelsChangedHandler({ provider, session }: Models): () => void {
+function modelsChangedHandler({ provider, session, redactor }: Models): () => void {
   return () => {
     provider.refresh();
     session.invalidateModels();
-    void session.refreshSecrets();
+    void redactor.refresh();
   };
 }
 
@@ -350,7 +369,7 @@ function buildCommands(
  */
 function watchChanges(
   { context, log, reloadSettings }: Base,
-  { keys, provider, session }: Models,
+  { keys, provider, session, redactor, tracing }: Models,
   controller: TurnController,
   gauge: ContextGauge,
   modelsChanged: () => void,
@@ -361,7 +380,7 @@ function watchChanges(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('longrun')) return;
       reloadSettings();
-      session.configureTelemetry();
+      tracing.configure();
       // The tools offered are part of what every request carries.
       if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => controller.requestOverheadText());
       if (e.affectsConfiguration('longrun.endpoints')) modelsChanged();
@@ -372,15 +391,15 @@ function watchChanges(
   void adoptKeyFromEnvironment(keys, log).then((adopted) => {
     if (!adopted) return;
     provider.refresh();
-    void session.refreshSecrets();
+    void redactor.refresh();
   });
 
   // Next, once the call that loaded the composition has been served: with the first settings read,
   // the stored keys (to keep them out of error text) and tracing, when the settings ask for it; and
   // the saved conversation, shown in the gauge.
   setImmediate(() => {
-    void session.refreshSecrets();
-    session.configureTelemetry();
+    void redactor.refresh();
+    tracing.configure();
     void session
       .current()
       .then(() => session.useDefaultModel())
