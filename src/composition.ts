@@ -135,8 +135,6 @@ interface Tools {
   readonly commands: CommandRunner;
   /** Answers an approval from a chat button, saying so when the question is no longer open. */
   readonly answerApproval: (id: unknown, allow: unknown) => boolean;
-  /** Makes `controller` the one the workspace shows its changes through. */
-  readonly showChangesIn: (controller: TurnController) => void;
 }
 
 /** Makes the base every builder uses: settings are read on first use and their problems reported once. */
@@ -252,8 +250,6 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
     return answered;
   };
   const changes = new ChangeDocuments();
-
-  let shown: TurnController | undefined;
   const workspace = new VsCodeWorkspace({
     roots,
     autoApprove: () => settings().agent.autoApproveEdits,
@@ -261,7 +257,6 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
     commandsRunUnasked: () => settings().agent.allowedCommands.length > 0,
     confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
-    onChanged: (change) => shown?.showChange(change),
   });
   const shell = new TerminalShell({ cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri, log });
   context.subscriptions.push(shell);
@@ -275,15 +270,16 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
     onAllowed: (command, entry) =>
       log.info(`Ran ${settings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
   });
-  const showChangesIn = (controller: TurnController): void => {
-    shown = controller;
-  };
-  return { roots, approvals, changes, workspace, commands, answerApproval, showChangesIn };
+  return { roots, approvals, changes, workspace, commands, answerApproval };
 }
 
-/** Builds the turn controller and the chat participant, and wires the approvals and the request overhead to them. */
+/**
+ * Builds the turn controller and the chat participant over the tools, then subscribes them to what
+ * the tools report (the agent's writes, its questions about edits) and gives the session the
+ * request overhead.
+ */
 function buildParticipant(
-  { log, now, settings }: Base,
+  { context, log, now, settings }: Base,
   { session }: Models,
   { reporter, summaries }: Views,
   tools: Tools,
@@ -303,9 +299,12 @@ function buildParticipant(
     now,
     summaries,
   });
-  tools.showChangesIn(controller);
   const participant = new LongrunParticipant(controller, session, tools.changes, log);
-  tools.approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
+  // Shown in the chat of the request under way.
+  context.subscriptions.push(
+    tools.workspace.onDidWrite((change) => controller.showChange(change)),
+    tools.approvals.onDidAskEdit((approval) => participant.showApprovalRequest(approval)),
+  );
   session.setRequestOverhead(() => controller.requestOverheadText());
   return { controller, participant };
 }
