@@ -184,7 +184,7 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
       outputReserve: 0,
       key: 'bench',
     }),
-    summarizer: () => summarizer,
+    summarizer: async () => summarizer,
     // Longrun summarizes ahead of need past the warning level, as the extension does.
     summarizeAhead: () => options.design === 'longrun',
   });

@@ -85,7 +85,7 @@ async function coldCompaction(
     newId: () => `bench-${++ids}`,
     config: () => DEFAULT_CONFIG,
     model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-    summarizer: () => summarizer,
+    summarizer: async () => summarizer,
     engine,
   });
   // What the gauge does when the conversation opens: its count, from the stored counts.

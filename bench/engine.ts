@@ -108,7 +108,7 @@ async function assessAfterCompaction(tokenizer: TextTokenizer, runs: number): Pr
     newId,
     config: () => config,
     model: () => ({ name: 'bench', window, counter, fixedOverhead: 1_000, outputReserve: 0 }),
-    summarizer: () => undefined,
+    summarizer: async () => undefined,
   });
   const times: number[] = [];
   let tokens = 0;

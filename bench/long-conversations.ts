@@ -103,7 +103,7 @@ function conversationOver(
     newId: () => `extra-${id}-${n++}`,
     config: () => DEFAULT_CONFIG,
     model: () => ({ name: 'bench', window: WINDOW, counter, fixedOverhead: 1_000, outputReserve: 0 }),
-    summarizer: () => undefined,
+    summarizer: async () => undefined,
   });
 }
 

@@ -139,7 +139,7 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     newId,
     config: () => DEFAULT_CONFIG,
     model,
-    summarizer: () => summarizer,
+    summarizer: async () => summarizer,
     summarizeAhead: () => true,
   });
   const c = conversation;
@@ -335,7 +335,7 @@ async function hostMs(log: ConversationLog, model: ConversationDeps['model']): P
       newId: () => `replay${at}`,
       config: () => DEFAULT_CONFIG,
       model,
-      summarizer: () => instant,
+      summarizer: async () => instant,
     });
     conversation.count();
     const start = process.hrtime.bigint();

@@ -264,7 +264,7 @@ function controllerFor(
         fixedOverhead: counter.countText(overhead),
         outputReserve: OUTPUT_RESERVE,
       }),
-      summarizer: () => summarizer,
+      summarizer: async () => summarizer,
       summarizeAhead: () => true,
     }),
     warn: () => undefined,
@@ -274,7 +274,6 @@ function controllerFor(
   });
   const models: TurnModels = {
     languageModel: async () => model,
-    prepareSummarizer: async () => undefined,
     learnWindow: () => undefined,
     maxOutputTokens: () => OUTPUT_RESERVE,
     telemetry: () => NO_TELEMETRY,

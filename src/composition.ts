@@ -33,6 +33,8 @@ import { ModelCalibrations } from './app/model-calibrations';
 import { ModelWindows } from './app/model-windows';
 import type { WorkspaceRoot } from './app/path-guard';
 import { Session } from './vscode/session';
+import { Redactor } from './app/redactor';
+import { Tracing } from './app/tracing';
 import type { LongrunSettings } from './app/settings';
 import { lazily } from './core/lazy';
 import { TerminalShell } from './vscode/terminal-tool';
@@ -106,10 +108,13 @@ interface Base {
   readonly reloadSettings: () => void;
 }
 
-/** The storage and model side: keys, windows, the model provider and the session. */
+/** The storage and model side: keys, windows, the redactor, tracing, the model provider and the session. */
 interface Models {
   readonly keys: ApiKeys;
   readonly windows: ModelWindows;
+  /** Cleans provider text of the stored API keys. */
+  readonly redactor: Redactor;
+  readonly tracing: Tracing;
   readonly provider: LongrunModelProvider;
   readonly session: Session;
 }
@@ -130,8 +135,6 @@ interface Tools {
   readonly commands: CommandRunner;
   /** Answers an approval from a chat button, saying so when the question is no longer open. */
   readonly answerApproval: (id: unknown, allow: unknown) => boolean;
-  /** Makes `controller` the one the workspace shows its changes through. */
-  readonly showChangesIn: (controller: TurnController) => void;
 }
 
 /** Makes the base every builder uses: settings are read on first use and their problems reported once. */
@@ -151,7 +154,7 @@ function buildBase(context: vscode.ExtensionContext, log: vscode.LogOutputChanne
   };
 }
 
-/** Builds the keys, the model windows, the model provider, the compaction engine and the session. */
+/** Builds the keys, the model windows, the redactor, tracing, the model provider, the compaction engine and the session. */
 function buildModels({ context, log, now, settings }: Base): Models {
   const keys = new ApiKeys(context.secrets);
   // Windows servers state for their models: cached across sessions, asked again once per session.
@@ -164,15 +167,17 @@ function buildModels({ context, log, now, settings }: Base): Models {
     now,
     (message) => log.info(message),
   );
-  // Cleans provider error text of the stored keys; the session holds them once read.
-  let redact = (text: string): string => text;
+  // Cleans provider error text of the stored keys, once read.
+  const redactor = new Redactor(() => settings().endpoints, keys);
+  const tracing = new Tracing(settings, log);
+  context.subscriptions.push(tracing);
   const provider = new LongrunModelProvider(
     () => settings().endpoints,
     keys,
     log,
     windows,
     () => settings().timeouts,
-    (text) => redact(text),
+    (text) => redactor.redact(text),
   );
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
@@ -188,10 +193,22 @@ function buildModels({ context, log, now, settings }: Base): Models {
   context.subscriptions.push({ dispose: () => engine.dispose() });
   // What each model's provider counts against the local count, learned across conversations.
   const calibrations = new ModelCalibrations(context.globalState, now, (message) => log.warn(message));
-  const session = new Session(storageDir, context.workspaceState, settings, provider, keys, systemClock, log, windows, engine, calibrations);
+  const session = new Session({
+    storageDir,
+    workspaceState: context.workspaceState,
+    settings,
+    provider,
+    keys,
+    clock: systemClock,
+    log,
+    windows,
+    redactor,
+    tracing,
+    engine,
+    calibrations,
+  });
   context.subscriptions.push(session);
-  redact = (text) => session.redact(text);
-  return { keys, windows, provider, session };
+  return { keys, windows, redactor, tracing, provider, session };
 }
 
 /** Builds the compaction reporter, the report documents and the summary documents. */
@@ -233,8 +250,6 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
     return answered;
   };
   const changes = new ChangeDocuments();
-
-  let shown: TurnController | undefined;
   const workspace = new VsCodeWorkspace({
     roots,
     autoApprove: () => settings().agent.autoApproveEdits,
@@ -242,7 +257,6 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
     commandsRunUnasked: () => settings().agent.allowedCommands.length > 0,
     confirm: (request, signal) => approvals.askEdit(request, signal),
     beforeWrite: (path) => tracker.agentWriting(path),
-    onChanged: (change) => shown?.showChange(change),
   });
   const shell = new TerminalShell({ cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri, log });
   context.subscriptions.push(shell);
@@ -256,15 +270,16 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
     onAllowed: (command, entry) =>
       log.info(`Ran ${settings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
   });
-  const showChangesIn = (controller: TurnController): void => {
-    shown = controller;
-  };
-  return { roots, approvals, changes, workspace, commands, answerApproval, showChangesIn };
+  return { roots, approvals, changes, workspace, commands, answerApproval };
 }
 
-/** Builds the turn controller and the chat participant, and wires the approvals and the request overhead to them. */
+/**
+ * Builds the turn controller and the chat participant over the tools, then subscribes them to what
+ * the tools report (the agent's writes, its questions about edits) and gives the session the
+ * request overhead.
+ */
 function buildParticipant(
-  { log, now, settings }: Base,
+  { context, log, now, settings }: Base,
   { session }: Models,
   { reporter, summaries }: Views,
   tools: Tools,
@@ -284,9 +299,12 @@ function buildParticipant(
     now,
     summaries,
   });
-  tools.showChangesIn(controller);
   const participant = new LongrunParticipant(controller, session, tools.changes, log);
-  tools.approvals.onAskEdit = (approval) => participant.showApprovalRequest(approval);
+  // Shown in the chat of the request under way.
+  context.subscriptions.push(
+    tools.workspace.onDidWrite((change) => controller.showChange(change)),
+    tools.approvals.onDidAskEdit((approval) => participant.showApprovalRequest(approval)),
+  );
   session.setRequestOverhead(() => controller.requestOverheadText());
   return { controller, participant };
 }
@@ -295,11 +313,11 @@ function buildParticipant(
  * What to do when an endpoint or a stored key changed: the models offered, the session's models
  * and the keys kept out of error text are taken again.
  */
-function modelsChangedHandler({ provider, session }: Models): () => void {
+function modelsChangedHandler({ provider, session, redactor }: Models): () => void {
   return () => {
     provider.refresh();
     session.invalidateModels();
-    void session.refreshSecrets();
+    void redactor.refresh();
   };
 }
 
@@ -350,7 +368,7 @@ function buildCommands(
  */
 function watchChanges(
   { context, log, reloadSettings }: Base,
-  { keys, provider, session }: Models,
+  { keys, provider, session, redactor, tracing }: Models,
   controller: TurnController,
   gauge: ContextGauge,
   modelsChanged: () => void,
@@ -361,7 +379,7 @@ function watchChanges(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration('longrun')) return;
       reloadSettings();
-      session.configureTelemetry();
+      tracing.configure();
       // The tools offered are part of what every request carries.
       if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => controller.requestOverheadText());
       if (e.affectsConfiguration('longrun.endpoints')) modelsChanged();
@@ -372,15 +390,15 @@ function watchChanges(
   void adoptKeyFromEnvironment(keys, log).then((adopted) => {
     if (!adopted) return;
     provider.refresh();
-    void session.refreshSecrets();
+    void redactor.refresh();
   });
 
   // Next, once the call that loaded the composition has been served: with the first settings read,
   // the stored keys (to keep them out of error text) and tracing, when the settings ask for it; and
   // the saved conversation, shown in the gauge.
   setImmediate(() => {
-    void session.refreshSecrets();
-    session.configureTelemetry();
+    void redactor.refresh();
+    tracing.configure();
     void session
       .current()
       .then(() => session.useDefaultModel())

@@ -61,8 +61,6 @@ export interface TurnResult {
 /** The model in use and what goes with it: the editor's session implements it. */
 export interface TurnModels {
   languageModel(): Promise<LanguageModel | undefined>;
-  /** Makes the summarizer match the model and settings now. */
-  prepareSummarizer(): Promise<void>;
   learnWindow(limit: number, why?: string, lowerBound?: boolean): void;
   maxOutputTokens(): number | undefined;
   telemetry(): LongrunTelemetry;

@@ -49,8 +49,11 @@ export interface ConversationDeps {
   readonly newId: () => string;
   readonly config: () => CompactionConfig;
   readonly model: () => ModelContext;
-  /** The summarizer for the next compaction; undefined when no model can summarize. */
-  readonly summarizer: () => Summarizer | undefined;
+  /**
+   * The summarizer for a compaction, asked for when one is computed and made then for the model and
+   * settings as they are (see `summarizer-source.ts`); undefined when no model can summarize.
+   */
+  readonly summarizer: () => Promise<Summarizer | undefined>;
   /** Tracing of compactions (a span each, numbers only, never content). */
   readonly telemetry?: () => LongrunTelemetry;
   /** Cleans provider text (a summarizer's error) of API keys before it is stored or summarized. */
@@ -271,11 +274,28 @@ export class Conversation {
     // The last compaction could not get below the warning level: summarizing again now would only churn.
     const last = this.lastCompaction();
     if (last && last.tokensAfter >= budget.warningAt && this.userMessagesSince(last.id) === 0) return;
-    const summarizer = this.deps.summarizer();
-    if (!summarizer) return;
     const controller = new AbortController();
+    const ahead: Ahead = {
+      promise: this.computeAhead(controller.signal).catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) })),
+      controller,
+    };
+    this.ahead = ahead;
+  }
+
+  /**
+   * The summary prepared ahead, on a snapshot taken once the summarizer is at hand. Without a
+   * summarizer nothing is prepared: the next message past the warning level asks again.
+   */
+  private async computeAhead(signal: AbortSignal): Promise<CompactionOutcome> {
+    const summarizer = await this.deps.summarizer();
+    if (!summarizer) {
+      if (this.ahead?.controller.signal === signal) this.ahead = undefined;
+      return { status: 'failed', reason: NO_SUMMARIZER };
+    }
+    if (signal.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled.' };
     // Messages keep coming until the compaction point: keep that much less now, so that the kept
     // part is what the setting asks for when the summary is applied, not that plus the growth.
+    const budget = this.assess();
     const config = this.deps.config();
     const growth = Math.max(0, budget.compactAt - budget.used);
     const keepRecent =
@@ -286,14 +306,7 @@ export class Conversation {
             tokensShare: 1,
           }
         : config.keepRecent;
-    const promise = this.computeOn(
-      [...this.records],
-      'threshold',
-      { signal: controller.signal },
-      { ...config, keepRecent },
-      this.meter.pruneTarget(growth),
-    ).catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }));
-    this.ahead = { promise, controller };
+    return this.computeOn(summarizer, [...this.records], 'threshold', { signal }, { ...config, keepRecent }, this.meter.pruneTarget(growth));
   }
 
   /** The user's messages on this branch since the compaction `entryId`. */
@@ -396,9 +409,9 @@ export class Conversation {
     } else {
       ahead?.controller.abort();
     }
-    const summarizer = this.deps.summarizer();
+    const summarizer = await this.deps.summarizer();
     if (!summarizer) return { status: 'failed', reason: NO_SUMMARIZER };
-    const computed = await this.computeOn([...this.records], reason, options, this.deps.config(), this.meter.pruneTarget());
+    const computed = await this.computeOn(summarizer, [...this.records], reason, options, this.deps.config(), this.meter.pruneTarget());
     if (computed.status !== 'compacted') return computed;
     const outcome = await this.reviewed(computed, options);
     if (outcome.status !== 'compacted') return outcome;
@@ -439,14 +452,13 @@ export class Conversation {
   }
 
   private computeOn(
+    summarizer: Summarizer,
     snapshot: LogRecord[],
     reason: CompactionReason,
     options: CompactOptions,
-    config = this.deps.config(),
+    config: CompactionConfig,
     pruneTarget?: number,
   ): Promise<CompactionOutcome> {
-    const summarizer = this.deps.summarizer();
-    if (!summarizer) return Promise.resolve({ status: 'failed', reason: NO_SUMMARIZER });
     const model = this.deps.model();
     return (this.deps.engine ?? IN_THREAD_ENGINE).compute({
       conversationId: this.id,

@@ -177,7 +177,6 @@ export class TurnController {
     // A turn of its own: rewinding the chat past this request takes its compaction back too.
     await conversation.beginTurn(this.deps.models.newId(), request.chat);
     where.metadata = metadataOf(conversation);
-    await this.deps.models.prepareSummarizer();
     chat.progress('Compacting conversation…');
     const focus = request.prompt.trim();
     const outcome = await conversation.compact('manual', { ...(focus ? { focus } : {}), signal });
@@ -263,7 +262,6 @@ export class TurnController {
         metadata: where.metadata,
       };
     }
-    await models.prepareSummarizer();
     this.instructions = await resolveInstructions(request.instructions);
     const attachments = await this.attachmentsOf(request, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
@@ -311,11 +309,8 @@ export class TurnController {
         append: (records) => conversation.append(records),
         assess: () => conversation.assess(),
         compact: async (reason, compactSignal, stated) => {
-          if (stated !== undefined) {
-            models.learnWindow(stated.limit, stated.why, stated.lowerBound);
-            // The summary request must fit the stated window too.
-            await models.prepareSummarizer();
-          }
+          // A stated window binds the summary request too: the summarizer a compaction asks for is made for the window learned.
+          if (stated !== undefined) models.learnWindow(stated.limit, stated.why, stated.lowerBound);
           // Only the compaction the question allowed is previewed; an overflow cannot wait for the user.
           const review = state.preview && reason === 'threshold' ? this.dialog.previewIn(conversation, chat, compactSignal) : undefined;
           state.preview = false;

@@ -21,6 +21,7 @@ import {
 } from './confined-files';
 import { changeIsOnlyTheReplacements, decideApproval } from './approval-policy';
 import { unifiedDiff } from './diff-preview';
+import { Emitter, type Event } from './emitter';
 import { applyReplacements, locateEdits, type Replacement } from './exact-edits';
 import { lexicalTarget, locateReal, resolveInWorkspace, type RealLocation, type ResolvedPath, type WorkspaceRoot } from './path-guard';
 import { protectionOf } from './protected-paths';
@@ -93,8 +94,6 @@ export interface WorkspaceFilesDeps {
   readonly confirm: (request: ApprovalRequest, signal: AbortSignal) => Promise<boolean>;
   /** Called with the workspace-relative path just before the agent writes it (to tell agent edits from user edits). */
   readonly beforeWrite?: (path: string) => void;
-  /** Called after a successful write. */
-  readonly onChanged?: (change: WorkspaceChange) => void;
   readonly editor: EditorPort;
   /** Longest a `searchText` may take; default {@link SEARCH_DEADLINE_MS}. */
   readonly searchDeadlineMs?: number;
@@ -117,6 +116,10 @@ const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
 
 export class WorkspaceFiles implements WorkspacePort {
+  private readonly wrote = new Emitter<WorkspaceChange>();
+  /** Fires after each successful write, with the whole change, so the chat can show it. */
+  readonly onDidWrite: Event<WorkspaceChange> = this.wrote.event;
+
   constructor(private readonly deps: WorkspaceFilesDeps) {}
 
   async readFile(path: string, range: LineRange, signal: AbortSignal): Promise<ReadResult> {
@@ -184,7 +187,7 @@ export class WorkspaceFiles implements WorkspacePort {
     if ((await createConfined(target, encoder.encode(content), signal)) === 'exists') {
       throw new ToolFailure(`${target.relative} was created by someone else while waiting for approval. Read it, then use edit_file.`);
     }
-    this.deps.onChanged?.({ kind: 'created', path: target.relative, diff: unifiedDiff('', content, target.relative) });
+    this.wrote.fire({ kind: 'created', path: target.relative, diff: unifiedDiff('', content, target.relative) });
     return { path: target.relative, written: { before: '', after: content } };
   }
 
@@ -217,7 +220,7 @@ export class WorkspaceFiles implements WorkspacePort {
     } else if ((await overwriteConfined(target, bytes, encoder.encode(after), signal)) === 'changed') {
       throw new ToolFailure(changedMeanwhile);
     }
-    this.deps.onChanged?.({ kind: 'modified', path: target.relative, diff: unifiedDiff(before, after, target.relative) });
+    this.wrote.fire({ kind: 'modified', path: target.relative, diff: unifiedDiff(before, after, target.relative) });
     // An edit left unsaved in the editor is the editor's to undo; one written to disk can be reverted from its record.
     return {
       path: target.relative,

@@ -67,7 +67,6 @@ async function compactNow(deps: CommandDeps, focus?: unknown): Promise<unknown> 
     return undefined;
   }
   await session.useDefaultModel();
-  await session.prepareSummarizer();
   const outcome = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: 'Longrun: compacting conversation…', cancellable: true },
     async (progress, token) => {

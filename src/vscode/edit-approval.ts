@@ -1,6 +1,8 @@
 import * as vscode from 'vscode';
 import type { ApprovalRequest } from '../app/workspace-files';
 import { PROPOSAL_SCHEME } from '../app/contributions';
+import type { Event, Subscription } from '../app/emitter';
+import { OpenQuestions, type OpenQuestion } from '../app/open-questions';
 
 /**
  * The questions the agent asks before it writes a file or runs a command.
@@ -13,14 +15,8 @@ import { PROPOSAL_SCHEME } from '../app/contributions';
  * else to look at, and a modal cannot be missed.
  */
 
-/** A question waiting for the user's answer. */
-export interface PendingApproval {
-  readonly id: string;
-  readonly kind: 'edit' | 'command';
-  /** The question as shown. */
-  readonly question: string;
-  /** The file's workspace-relative path, or the command line. */
-  readonly subject: string;
+/** A question waiting for the user's answer, with the sides of the diff editor for an edit. */
+export interface PendingApproval extends OpenQuestion {
   /** For an edit: the file as it is (left side of the diff editor). */
   readonly original?: vscode.Uri;
   /** For an edit: the file as it will be once applied (right side). */
@@ -32,11 +28,8 @@ const REJECT = 'Reject';
 const RUN = 'Run';
 
 export class Approvals implements vscode.TextDocumentContentProvider, vscode.Disposable {
-  /** Called when an edit is asked for, so the chat can show the question with its buttons. */
-  onAskEdit: ((approval: PendingApproval) => void) | undefined;
-
   private readonly texts = new Map<string, string>();
-  private readonly waiting = new Map<string, { readonly approval: PendingApproval; readonly settle: (allow: boolean) => void }>();
+  private readonly questions = new OpenQuestions<PendingApproval>();
   private count = 0;
   /** Edits are asked for one at a time: one diff and one question on screen. */
   private editQueue: Promise<unknown> = Promise.resolve();
@@ -45,17 +38,20 @@ export class Approvals implements vscode.TextDocumentContentProvider, vscode.Dis
     return this.texts.get(uri.toString()) ?? '';
   }
 
+  /** Fires when an edit is asked for, as its diff opens, so the chat can show the question with its buttons. */
+  readonly onDidAskEdit: Event<PendingApproval> = (listener): Subscription =>
+    this.questions.onDidAsk((approval) => {
+      if (approval.kind === 'edit') listener(approval);
+    });
+
   /** The questions waiting for an answer, oldest first. */
   pending(): PendingApproval[] {
-    return [...this.waiting.values()].map((w) => w.approval);
+    return this.questions.pending();
   }
 
   /** Answers a question (the chat's buttons); false when it was answered already. */
   answer(id: unknown, allow: unknown): boolean {
-    const waiting = typeof id === 'string' ? this.waiting.get(id) : undefined;
-    if (!waiting) return false;
-    waiting.settle(allow === true);
-    return true;
+    return this.questions.answer(id, allow);
   }
 
   /** Shows the whole change in the diff editor and waits for Apply or Reject; Stop counts as Reject. */
@@ -78,7 +74,7 @@ export class Approvals implements vscode.TextDocumentContentProvider, vscode.Dis
         preview: false,
         preserveFocus: true,
       });
-      return await this.wait(approval, signal, async () => {
+      return await this.questions.ask(approval, signal, async () => {
         const answer = await vscode.window.showWarningMessage(`${request.question} The whole change is open in the diff editor.`, APPLY, REJECT);
         return answer === APPLY;
       });
@@ -93,7 +89,7 @@ export class Approvals implements vscode.TextDocumentContentProvider, vscode.Dis
   askCommand(command: string, signal: AbortSignal): Promise<boolean> {
     const id = `command-${++this.count}`;
     const question = 'Allow Longrun to run this command in the terminal?';
-    return this.wait({ id, kind: 'command', question, subject: command }, signal, async () => {
+    return this.questions.ask({ id, kind: 'command', question, subject: command }, signal, async () => {
       const answer = await vscode.window.showWarningMessage(
         question,
         { modal: true, detail: command },
@@ -120,26 +116,8 @@ export class Approvals implements vscode.TextDocumentContentProvider, vscode.Dis
   }
 
   dispose(): void {
-    for (const { settle } of [...this.waiting.values()]) settle(false);
+    this.questions.refuseAll();
     this.texts.clear();
-  }
-
-  /** Resolves with the first answer: the dialog's, a chat button's, or Stop's (false). */
-  private wait(approval: PendingApproval, signal: AbortSignal, ask: () => Promise<boolean>): Promise<boolean> {
-    return new Promise<boolean>((resolve) => {
-      const settle = (allow: boolean): void => {
-        if (!this.waiting.has(approval.id)) return;
-        this.waiting.delete(approval.id);
-        signal.removeEventListener('abort', onAbort);
-        resolve(allow);
-      };
-      const onAbort = (): void => settle(false);
-      this.waiting.set(approval.id, { approval, settle });
-      if (signal.aborted) return settle(false);
-      signal.addEventListener('abort', onAbort, { once: true });
-      if (approval.kind === 'edit') this.onAskEdit?.(approval);
-      ask().then(settle, () => settle(false));
-    });
   }
 }
 

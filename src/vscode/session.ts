@@ -2,12 +2,11 @@ import type { LanguageModel } from 'ai';
 import * as vscode from 'vscode';
 import type { ContextWindow } from '../core/context-window';
 import { MessageTokenCounter } from '../core/message-tokens';
-import { redactSecrets } from '../core/redact';
-import type { Clock, Summarizer } from '../core/ports';
+import type { Clock } from '../core/ports';
 import { charEstimator, encodingForModel, loadTokenizer } from '../core/tokenizer';
-import { createAiSummarizer, type AgentPrefix } from '../llm/ai-summarizer';
+import type { AgentPrefix } from '../llm/ai-summarizer';
 import { createEndpointModel } from '../llm/openai-endpoint';
-import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../llm/telemetry';
+import type { LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
 import type { ApiKeys } from './api-keys';
 import type { Conversation, ModelContext } from '../app/conversation';
@@ -17,9 +16,11 @@ import { ConversationIndex } from '../app/store/conversation-index';
 import { ConversationStore } from '../app/store/conversation-store';
 import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
-import { learnedWins, windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
+import { windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
+import { SummarizerSource, type SummarizerModel } from '../app/summarizer-source';
 import type { LongrunSettings } from '../app/settings';
-import { errorText } from '../core/errors';
+import type { Redactor } from '../app/redactor';
+import type { Tracing } from '../app/tracing';
 import type { CalibrationMemory } from '../core/usage-calibration';
 
 /**
@@ -51,6 +52,27 @@ const LAST_MODEL_KEY = 'longrun.lastModel';
 /** Shown by VS Code when it asks the user to let Longrun use a model that needs consent. */
 const MODEL_JUSTIFICATION = 'Longrun runs its coding agent with this model and uses it to summarize the conversation when the context window fills.';
 
+/** What the session is built from, each made before it. */
+export interface SessionDeps {
+  /** Where conversations are stored. */
+  readonly storageDir: string;
+  readonly workspaceState: vscode.Memento;
+  readonly settings: () => LongrunSettings;
+  readonly provider: LongrunModelProvider;
+  readonly keys: ApiKeys;
+  readonly clock: Clock;
+  readonly log: vscode.LogOutputChannel;
+  readonly windows: ModelWindows;
+  /** Cleans provider text of the stored API keys; the model provider is given the same one. */
+  readonly redactor: Redactor;
+  /** The tracing in use, for the agent, the summarizer and compactions. */
+  readonly tracing: Tracing;
+  /** Where compactions are computed: in a worker, or on the editor's thread when absent. */
+  readonly engine?: CompactionEngine;
+  /** What earlier conversations learned of each model's ratio of tokens. */
+  readonly calibrations?: CalibrationMemory;
+}
+
 export class Session implements vscode.Disposable {
   private chatModel: ChatModel | undefined;
   private counter = new MessageTokenCounter(charEstimator);
@@ -69,20 +91,10 @@ export class Session implements vscode.Disposable {
   /** The conversations this window has loaded, each on the branches its chats continue. */
   readonly registry: ConversationRegistry;
 
-  constructor(
-    storageDir: string,
-    private readonly workspaceState: vscode.Memento,
-    private readonly settings: () => LongrunSettings,
-    private readonly provider: LongrunModelProvider,
-    private readonly keys: ApiKeys,
-    private readonly clock: Clock,
-    private readonly log: vscode.LogOutputChannel,
-    private readonly windows: ModelWindows,
-    private readonly engine?: CompactionEngine,
-    private readonly calibrations?: CalibrationMemory,
-  ) {
-    this.store = new ConversationStore(storageDir, () => clock.now());
-    this.index = new ConversationIndex(workspaceState);
+  constructor(private readonly deps: SessionDeps) {
+    const { clock, log } = deps;
+    this.store = new ConversationStore(deps.storageDir, () => clock.now());
+    this.index = new ConversationIndex(deps.workspaceState);
     this.registry = new ConversationRegistry({
       store: this.store,
       index: this.index,
@@ -103,7 +115,7 @@ export class Session implements vscode.Disposable {
   }
 
   newId(): string {
-    return `${this.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    return `${this.deps.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   }
 
   /**
@@ -143,76 +155,48 @@ export class Session implements vscode.Disposable {
     return this.registry.conversations();
   }
 
-  private secrets: string[] = [];
-
-  /** Re-reads the stored API keys, so that error text can be cleaned of them. */
-  async refreshSecrets(): Promise<void> {
-    const found = await Promise.all(this.settings().endpoints.map((e) => Promise.resolve(this.keys.get(e.name)).catch(() => undefined)));
-    this.secrets = found.filter((k): k is string => typeof k === 'string' && k.length > 0);
-  }
-
   /** Text from a provider (an error, a failure reason) without API keys or anything shaped like one. */
   redact(text: string): string {
-    return redactSecrets(text, this.secrets);
+    return this.deps.redactor.redact(text);
   }
 
   private conversationDeps() {
     return {
-      redact: (text: string) => this.redact(text),
-      summarizeAhead: () => this.settings().compaction.autoCompact,
+      redact: (text: string) => this.deps.redactor.redact(text),
+      summarizeAhead: () => this.deps.settings().compaction.autoCompact,
       store: this.store,
       index: this.index,
-      clock: this.clock,
+      clock: this.deps.clock,
       newId: () => this.newId(),
-      config: () => this.settings().compaction,
+      config: () => this.deps.settings().compaction,
       model: () => this.modelContext(),
-      summarizer: () => this.summarizer(),
-      telemetry: () => this.tracing,
-      ...(this.engine ? { engine: this.engine } : {}),
-      ...(this.calibrations ? { calibrations: this.calibrations } : {}),
+      summarizer: () => this.summarizers.summarizer(),
+      telemetry: () => this.deps.tracing.telemetry(),
+      ...(this.deps.engine ? { engine: this.deps.engine } : {}),
+      ...(this.deps.calibrations ? { calibrations: this.deps.calibrations } : {}),
     };
   }
 
-  private tracing: LongrunTelemetry = NO_TELEMETRY;
-  private tracingEndpoint = '';
-
+  /** The tracing in use, for the agent's requests. */
   telemetry(): LongrunTelemetry {
-    return this.tracing;
-  }
-
-  /** Starts, changes or stops tracing to the OTLP endpoint as the settings say. */
-  configureTelemetry(): void {
-    const { enabled, otlpEndpoint } = this.settings().telemetry;
-    const endpoint = enabled && otlpEndpoint ? otlpEndpoint : '';
-    if (endpoint === this.tracingEndpoint) return;
-    void this.tracing.shutdown().catch(() => undefined);
-    this.tracing = NO_TELEMETRY;
-    this.tracingEndpoint = endpoint;
-    this.summarizerModel = undefined;
-    if (!endpoint) return;
-    try {
-      this.tracing = createTelemetry({ endpoint, serviceName: 'longrun' });
-      this.log.info(`Tracing to ${endpoint} (OpenTelemetry, OTLP/HTTP).`);
-    } catch (error) {
-      this.log.warn(`Tracing is off: ${errorText(error)}`);
-    }
+    return this.deps.tracing.telemetry();
   }
 
   /** Makes `model` the model in use (the one picked in the chat). */
   async useModel(model: vscode.LanguageModelChat): Promise<void> {
     const previous = this.modelKey();
     if (model.vendor === VENDOR) {
-      const resolved = this.provider.find(model.id);
+      const resolved = this.deps.provider.find(model.id);
       this.chatModel = resolved ? { kind: 'endpoint', resolved, name: model.name } : { kind: 'vscode', model };
-      if (resolved) this.provider.discoverWindows([resolved]);
+      if (resolved) this.deps.provider.discoverWindows([resolved]);
     } else {
       this.chatModel = { kind: 'vscode', model };
     }
     if (this.modelKey() !== previous) {
       // Remembered so that a reloaded window counts and gauges with the same model.
-      void this.workspaceState.update(LAST_MODEL_KEY, { vendor: model.vendor, id: model.id });
+      void this.deps.workspaceState.update(LAST_MODEL_KEY, { vendor: model.vendor, id: model.id });
       const tokenizer = await loadTokenizer(encodingForModel(model.family || model.id)).catch((error: unknown) => {
-        this.log.warn(`Falling back to the chars/4 estimate: the tokenizer did not load (${String(error)}).`);
+        this.deps.log.warn(`Falling back to the chars/4 estimate: the tokenizer did not load (${String(error)}).`);
         return charEstimator;
       });
       this.counter = new MessageTokenCounter(tokenizer);
@@ -226,7 +210,7 @@ export class Session implements vscode.Disposable {
    */
   async useDefaultModel(): Promise<void> {
     if (this.chatModel) return;
-    const last = this.workspaceState.get<{ vendor?: unknown; id?: unknown }>(LAST_MODEL_KEY);
+    const last = this.deps.workspaceState.get<{ vendor?: unknown; id?: unknown }>(LAST_MODEL_KEY);
     let model: vscode.LanguageModelChat | undefined;
     if (last && typeof last.vendor === 'string' && typeof last.id === 'string') {
       [model] = await vscode.lm.selectChatModels({ vendor: last.vendor, id: last.id });
@@ -242,8 +226,8 @@ export class Session implements vscode.Disposable {
   learnWindow(limit: number, why = 'stated by the server in an error', lowerBound = false): void {
     const key = this.modelKey();
     if (!key) return;
-    this.windows.learn(key, limit, why, lowerBound);
-    this.log.info(`The provider of ${key} stated a window of ${limit} tokens (${why}); compaction aims for it from now on.`);
+    this.deps.windows.learn(key, limit, why, lowerBound);
+    this.deps.log.info(`The provider of ${key} stated a window of ${limit} tokens (${why}); compaction aims for it from now on.`);
     this.changed.fire();
   }
 
@@ -274,11 +258,11 @@ export class Session implements vscode.Disposable {
    */
   observeUsage(usage: { inputTokens: number; outputTokens: number; truncated?: boolean } | undefined): void {
     const key = this.modelKey();
-    const learned = key ? this.windows.learnedWindow(key) : undefined;
+    const learned = key ? this.deps.windows.learnedWindow(key) : undefined;
     if (!key || learned === undefined || !usage || usage.truncated) return;
     const used = usage.inputTokens + usage.outputTokens;
-    if (this.windows.observe(key, used)) {
-      this.log.info(`${key} answered a request of ${used} tokens, more than the window learned earlier (${learned.limit}).`);
+    if (this.deps.windows.observe(key, used)) {
+      this.deps.log.info(`${key} answered a request of ${used} tokens, more than the window learned earlier (${learned.limit}).`);
       this.changed.fire();
     }
   }
@@ -306,28 +290,32 @@ export class Session implements vscode.Disposable {
   private endpointModel(): ResolvedEndpointModel | undefined {
     const m = this.chatModel;
     if (m?.kind !== 'endpoint') return undefined;
-    return this.provider.find(m.resolved.id) ?? m.resolved;
+    return this.deps.provider.find(m.resolved.id) ?? m.resolved;
   }
 
   /** The whole window of the model in use, the room kept for its answer, and where the numbers come from. */
   windowInUse(): { window: WindowInfo; outputReserve: number; inputLimit: number } | undefined {
     const m = this.chatModel;
     if (!m) return undefined;
-    const learned = this.windows.learnedWindow(keyOf(m));
+    const learned = this.deps.windows.learnedWindow(keyOf(m));
     if (m.kind === 'vscode') {
-      return windowFor({ kind: 'vscode', vendor: m.model.vendor, maxInputTokens: m.model.maxInputTokens }, this.settings().contextWindow, learned);
+      return windowFor(
+        { kind: 'vscode', vendor: m.model.vendor, maxInputTokens: m.model.maxInputTokens },
+        this.deps.settings().contextWindow,
+        learned,
+      );
     }
     const r = this.endpointModel()!;
-    const maxOutput = r.model.maxOutputTokens ?? this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens;
+    const maxOutput = r.model.maxOutputTokens ?? this.deps.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens;
     const resolved = { window: r.window, outputReserve: r.maxOutputTokens, inputLimit: r.inputLimit };
-    return windowFor({ kind: 'endpoint', resolved, ...(maxOutput !== undefined ? { maxOutput } : {}) }, this.settings().contextWindow, learned);
+    return windowFor({ kind: 'endpoint', resolved, ...(maxOutput !== undefined ? { maxOutput } : {}) }, this.deps.settings().contextWindow, learned);
   }
 
   /** How to give the model in use a larger context, by the server it runs on (for the notice of a cut prompt). */
   truncationAdvice(): string | undefined {
     const r = this.endpointModel();
     if (!r) return undefined;
-    const server = this.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.server ?? guessServer(r.endpoint.baseUrl);
+    const server = this.deps.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.server ?? guessServer(r.endpoint.baseUrl);
     const id = r.model.id;
     switch (server) {
       case 'ollama':
@@ -379,84 +367,68 @@ export class Session implements vscode.Disposable {
 
   private async toLanguageModel(m: ChatModel): Promise<LanguageModel> {
     if (m.kind === 'vscode') return createVsCodeLanguageModel(m.model, vscodeLmApi, { justification: MODEL_JUSTIFICATION });
-    const r = this.provider.find(m.resolved.id) ?? m.resolved;
+    const r = this.deps.provider.find(m.resolved.id) ?? m.resolved;
     return createEndpointModel(
       { endpoint: r.endpoint.name, baseUrl: r.endpoint.baseUrl, id: r.model.id, contextWindow: r.contextWindow, maxOutputTokens: r.maxOutputTokens },
-      await this.keys.get(r.endpoint.name),
+      await this.deps.keys.get(r.endpoint.name),
     );
   }
 
-  private summarizerModel: { key: string; summarizer: Summarizer } | undefined;
+  /** The summarizer compactions ask for, made for the model and settings as they are then. */
+  private readonly summarizers = new SummarizerSource({
+    choose: () => this.summarizerModel(),
+    conversationModel: () => this.modelKey(),
+    learnedWindow: (key) => this.deps.windows.learnedWindow(key)?.limit,
+    settings: () => this.deps.settings(),
+    telemetry: () => this.deps.tracing.telemetry(),
+  });
 
   /**
-   * The summarizer: `longrun.compaction.model` when set (so summaries can use a cheaper model), else the
-   * conversation's model. Resolved ahead of time by `prepareSummarizer` since the engine asks synchronously.
+   * The model that writes summaries: `longrun.compaction.model` when set (so summaries can use a
+   * cheaper model) and available, else the conversation's.
    */
-  summarizer(): Summarizer | undefined {
-    return this.summarizerModel?.summarizer;
-  }
-
-  async prepareSummarizer(): Promise<void> {
-    const reference = this.settings().summarizerModel;
+  private async summarizerModel(): Promise<SummarizerModel | undefined> {
+    const reference = this.deps.settings().summarizerModel;
     let chosen: ChatModel | undefined = this.chatModel;
     if (reference) {
       const slash = reference.indexOf('/');
       const vendor = slash > 0 ? reference.slice(0, slash) : VENDOR;
       const id = slash > 0 ? reference.slice(slash + 1) : reference;
       if (vendor === VENDOR) {
-        const resolved = this.provider.find(id);
+        const resolved = this.deps.provider.find(id);
         if (resolved) chosen = { kind: 'endpoint', resolved, name: resolved.model.name ?? resolved.model.id };
         else
-          this.log.warn(`longrun.compaction.model names "${reference}", which is not a configured endpoint model; using the conversation's model.`);
+          this.deps.log.warn(
+            `longrun.compaction.model names "${reference}", which is not a configured endpoint model; using the conversation's model.`,
+          );
       } else {
         const [found] = await vscode.lm.selectChatModels({ vendor, id });
         if (found) chosen = { kind: 'vscode', model: found };
-        else this.log.warn(`longrun.compaction.model names "${reference}", which is not available; using the conversation's model.`);
+        else this.deps.log.warn(`longrun.compaction.model names "${reference}", which is not available; using the conversation's model.`);
       }
     }
-    if (!chosen) {
-      this.summarizerModel = undefined;
-      return;
-    }
-    const modelKey = keyOf(chosen);
-    // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
-    const declared =
-      chosen.kind === 'vscode' ? chosen.model.maxInputTokens : (this.provider.find(chosen.resolved.id) ?? chosen.resolved).contextWindow;
-    const learned = this.windows.learnedWindow(modelKey)?.limit;
-    const window = learnedWins(declared, learned) ? learned : declared;
-    // The conversation's own model is sent the summary request as a continuation of what it has cached.
-    const continues = this.settings().summaryContinuesConversation && modelKey === this.modelKey();
-    const firstTokenMs = this.settings().timeouts.firstChunkMs;
-    const key = `${modelKey}@${window}@${firstTokenMs}${continues ? '+continues' : ''}`;
-    if (this.summarizerModel?.key === key) return;
-    this.summarizerModel = {
-      key,
-      summarizer: createAiSummarizer({
-        model: await this.toLanguageModel(chosen),
-        name: modelKey,
-        telemetry: this.tracing.settings('longrun.summarizer'),
-        firstTokenMs,
-        ...(window > 0 ? { contextWindow: window } : {}),
-        ...(continues ? { continueFrom: () => this.agentPrefix } : {}),
-      }),
+    if (!chosen) return undefined;
+    const model = chosen;
+    return {
+      key: keyOf(model),
+      // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
+      declaredWindow:
+        model.kind === 'vscode' ? model.model.maxInputTokens : (this.deps.provider.find(model.resolved.id) ?? model.resolved).contextWindow,
+      languageModel: () => this.toLanguageModel(model),
     };
   }
 
-  /** What the agent's last request began with: its system prompt and tools (see `createAiSummarizer`). */
-  private agentPrefix: AgentPrefix | undefined;
-
   /** Records what the agent's requests begin with, for a summary request that continues them. */
   setAgentPrefix(prefix: AgentPrefix): void {
-    this.agentPrefix = prefix;
+    this.summarizers.setAgentPrefix(prefix);
   }
 
-  /** Forgets prepared models, e.g. after an API key or the endpoints changed. */
+  /** Forgets the models made, e.g. after an API key or the endpoints changed. */
   invalidateModels(): void {
-    this.summarizerModel = undefined;
+    this.summarizers.forget();
   }
 
   dispose(): void {
-    void this.tracing.shutdown().catch(() => undefined);
     this.registry.dispose();
     this.changed.dispose();
   }

@@ -128,7 +128,7 @@ class Harness {
         newId: () => `entry${++this.entries}`,
         config: () => CONFIG,
         model: () => this.models[this.model]!,
-        summarizer: () => this.summarizer,
+        summarizer: async () => this.summarizer,
       }),
     );
   }

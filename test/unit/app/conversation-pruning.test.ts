@@ -63,7 +63,7 @@ describe('pruning in a conversation', () => {
       newId: () => `id${++n}`,
       config: () => cfg,
       model: () => testModel({ limit, counter, fixedOverhead: 100 }),
-      summarizer: () => summarizer,
+      summarizer: async () => summarizer,
     });
   }
 

@@ -200,7 +200,7 @@ class Session {
         newId: () => `entry${++this.entries}`,
         config: () => CONFIG,
         model: () => testModel({ name: 'fake', limit: 32_000, counter }),
-        summarizer: () => this.summarizer,
+        summarizer: async () => this.summarizer,
       }),
     );
   }

@@ -69,7 +69,7 @@ describe('a compaction on a small window whose tools take much of it', () => {
         newId: () => `e${ids++}`,
         config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
         model: () => testModel({ limit: 4_500, counter, fixedOverhead, outputReserve: 1_500 }),
-        summarizer: () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twenty turns of notes.') }) }),
+        summarizer: async () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twenty turns of notes.') }) }),
       }),
     );
     for (let i = 0; i < 20; i++) {
@@ -129,7 +129,7 @@ describe('a turn that ends at the critical level', () => {
           keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
         }),
         model: () => testModel({ limit: 10_000 }),
-        summarizer: () => ({
+        summarizer: async () => ({
           name: 's',
           summarize: async () => {
             await new Promise<void>((resolve) => releases.push(resolve));

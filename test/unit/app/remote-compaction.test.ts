@@ -67,7 +67,7 @@ describe('compactions computed in a worker', () => {
         newId: () => `e${++ids}`,
         config: () => settings,
         model: () => testModel({ limit: 100_000, counter }),
-        summarizer: () => summarizer,
+        summarizer: async () => summarizer,
         engine,
         redact: (text) => text.replaceAll('sk-secret', '[key]'),
       }),
@@ -208,7 +208,7 @@ describe('compactions computed in a worker', () => {
           newId: () => 'x',
           config: () => settings,
           model: () => testModel({ limit: 200_000, counter }),
-          summarizer: () => summarizer,
+          summarizer: async () => summarizer,
           engine,
         }),
       );

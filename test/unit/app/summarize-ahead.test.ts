@@ -59,7 +59,7 @@ describe('summarizing ahead of need', () => {
         config: () => cfg,
         // 10,000 tokens: warning from 7,500, compaction from 9,000.
         model: () => testModel({ limit: 10_000, counter, fixedOverhead }),
-        summarizer: () => summarizer,
+        summarizer: async () => summarizer,
         summarizeAhead: () => ahead,
       }),
     );

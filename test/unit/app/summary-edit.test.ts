@@ -81,7 +81,15 @@ describe('previewing and editing summaries', () => {
       new Conversation(
         'c1',
         log,
-        conversationDeps({ store, index, clock, newId, config: () => config, model: () => testModel({ counter }), summarizer: () => summarizer }),
+        conversationDeps({
+          store,
+          index,
+          clock,
+          newId,
+          config: () => config,
+          model: () => testModel({ counter }),
+          summarizer: async () => summarizer,
+        }),
       );
     const conversation = make([]);
     const say = async (c: Conversation, i: number): Promise<void> => {

@@ -168,7 +168,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
         newId,
         config: () => (typeof options.config === 'function' ? options.config() : (options.config ?? DEFAULT_CONFIG)),
         model: () => testModel({ name: 'mock', limit: options.window ?? 100_000, counter }),
-        summarizer: () => summarizer,
+        summarizer: async () => summarizer,
       }),
     warn: () => undefined,
     error: () => undefined,
@@ -178,7 +178,6 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
   const model = scriptedModel();
   const models: TurnModels = {
     languageModel: async () => model,
-    prepareSummarizer: async () => undefined,
     learnWindow: () => undefined,
     maxOutputTokens: () => undefined,
     telemetry: () => NO_TELEMETRY,

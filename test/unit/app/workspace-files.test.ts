@@ -42,10 +42,10 @@ describe('WorkspaceFiles: the agent tools on real folders', () => {
         asked.push(request);
         return answer;
       },
-      onChanged: (c) => changes.push(c),
       editor,
       ...overrides,
     });
+    port.onDidWrite((c) => changes.push(c));
     tools = createAgentTools(port, { readOnly: false });
   }
 

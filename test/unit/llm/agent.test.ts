@@ -96,7 +96,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
         clock,
         config: () => config,
         model: () => testModel({ name: 'mock', limit, counter }),
-        summarizer: () => summarizer,
+        summarizer: async () => summarizer,
       }),
     );
     const reads: string[] = [];

@@ -210,7 +210,7 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
         newId: () => `entry${++n}`,
         config: () => variant.config,
         model: () => testModel({ name: 'mock', limit: variant.limit, counter }),
-        summarizer: () => summarizer,
+        summarizer: async () => summarizer,
       }),
     );
   }

@@ -88,7 +88,7 @@ describe('long agentic turns on small windows', () => {
         newId: () => `id${++n}`,
         config: () => config,
         model: () => testModel({ name: 'mock', limit: options.limit, counter, fixedOverhead: options.overhead }),
-        summarizer: () => summarizer,
+        summarizer: async () => summarizer,
         summarizeAhead: () => options.ahead ?? false,
       }),
     );

@@ -149,7 +149,7 @@ async function compactableConversation(dir: string, telemetry: LongrunTelemetry)
       newId: () => `e${++ids}`,
       config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
       model: () => testModel({ limit: 8_000 }),
-      summarizer: () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) }),
+      summarizer: async () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) }),
       telemetry: () => telemetry,
     }),
   );

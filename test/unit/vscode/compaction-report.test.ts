@@ -47,7 +47,7 @@ describe('the compaction reporter', () => {
         newId: () => `e${++ids}`,
         config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
         model: () => testModel({ limit: 8_000 }),
-        summarizer: () => ({ name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) }),
+        summarizer: async () => ({ name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) }),
       }),
     );
     for (let i = 0; i < 12; i++) {
