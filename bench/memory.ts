@@ -145,7 +145,7 @@ async function child(dir: string): Promise<void> {
     newId: () => `bench-${++ids}`,
     config: () => DEFAULT_CONFIG,
     model: () => ({ name: 'bench', window: { limit: 1_000_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-    summarizer: () => undefined,
+    summarizer: () => Promise.resolve(undefined),
   });
   const viewBytes = Buffer.byteLength(JSON.stringify(conversation.view()));
   conversation.assess();
