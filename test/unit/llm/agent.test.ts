@@ -127,7 +127,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
       maxSteps,
       signal,
       conversation: {
-        log: () => s.conversation.log(),
+        view: () => s.conversation.view(),
         append: (r) => s.conversation.append(r),
         assess: () => s.conversation.assess(),
         compact: (reason, sig) => s.conversation.compact(reason, { signal: sig }),

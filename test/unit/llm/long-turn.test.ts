@@ -168,7 +168,6 @@ describe('long agentic turns on small windows', () => {
       maxSteps: options.reads + 5,
       signal: new AbortController().signal,
       conversation: {
-        log: () => conversation.log(),
         view: () => conversation.view(),
         append: (r) => conversation.append(r),
         assess: () => conversation.assess(),
