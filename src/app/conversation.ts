@@ -6,6 +6,7 @@ import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
 import type { ContextWindow } from '../core/context-window';
+import type { EngineMemo } from '../core/engine-memo';
 import {
   lastStep,
   summaryMessage,
@@ -125,6 +126,7 @@ export class Conversation {
       conversationId: id,
       records: () => this.records,
       all: () => this.shared.all,
+      memo: this.memo(),
       deps,
       changed: () => this.changed(),
     });
@@ -138,6 +140,11 @@ export class Conversation {
   /** Every record of the conversation, on every branch, in the order they were written. */
   allRecords(): ConversationLog {
     return this.shared.all;
+  }
+
+  /** What the compaction engine remembers of the conversation's records, shared with its other branches. */
+  memo(): EngineMemo {
+    return this.shared.memo;
   }
 
   /** The conversation's records, to make another branch of it that shares them. */
@@ -421,7 +428,8 @@ export class Conversation {
   /** Whether `computed`, applied to the log as it is now, would free less than the configured share of the view. */
   private freesTooLittle(computed: ComputedCompaction): boolean {
     const counter = this.deps.model().counter;
-    return lowGainAt(this.records, computed, this.meter.tokensOfView(counter).total(), (view) => this.countStored(view), this.deps.config());
+    const tokensBefore = this.meter.tokensOfView(counter).total();
+    return lowGainAt(this.records, computed, tokensBefore, (view) => this.countStored(view), this.deps.config(), this.memo());
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -434,7 +442,8 @@ export class Conversation {
     const edited = withSummary(outcome.compaction, summary);
     // The summary saved is the one counted after the compaction.
     const counter = this.deps.model().counter;
-    const delta = edited.entry ? counter.countMessage(summaryMessage(edited.entry)) - counter.countMessage(summaryMessage(entry)) : 0;
+    const memo = this.memo();
+    const delta = edited.entry ? counter.countMessage(summaryMessage(edited.entry, memo)) - counter.countMessage(summaryMessage(entry, memo)) : 0;
     return { status: 'compacted', compaction: { ...edited, tokensAfter: edited.tokensAfter + delta } };
   }
 
@@ -468,6 +477,7 @@ export class Conversation {
         summarizer,
         clock: this.deps.clock,
         newId: this.deps.newId,
+        memo: this.memo(),
         ...(this.deps.redact ? { redact: this.deps.redact } : {}),
       },
     });
@@ -483,14 +493,15 @@ export class Conversation {
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
     const counter = this.deps.model().counter;
-    let check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
+    const count = (text: string): number => counter.countText(text);
+    let check = applyWithCurrentLedgers(this.records, outcome.compaction, count, this.memo());
     // The editor's thread is let go between making the ledgers and writing them; what was appended
     // meanwhile is taken in by making them again (the last time without letting go).
     for (let attempt = 0; check.ok && attempt < 2; attempt++) {
       const length = this.records.length;
       await new Promise<void>((resolve) => setImmediate(resolve));
       if (this.records.length === length) break;
-      check = applyWithCurrentLedgers(this.records, outcome.compaction, (text) => counter.countText(text));
+      check = applyWithCurrentLedgers(this.records, outcome.compaction, count, this.memo());
     }
     if (!check.ok) return undefined;
     const computed = check.compaction;
