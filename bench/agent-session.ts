@@ -84,7 +84,6 @@ export function agentPort(
   onCompacted: (outcome: Awaited<ReturnType<Conversation['compact']>>) => void,
 ): AgentConversation {
   return {
-    log: () => conversation.log(),
     view: () => conversation.view(),
     append: (records) => conversation.append(records),
     assess: () => conversation.assess(),

@@ -5,6 +5,7 @@
  */
 import { applyCompaction, computeCompaction } from '../src/core/compaction';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../src/core/config';
+import { EngineMemo } from '../src/core/engine-memo';
 import { EMPTY_LEDGER } from '../src/core/file-ledger';
 import { modelView, type LogRecord } from '../src/core/history';
 import { MessageTokenCounter } from '../src/core/message-tokens';
@@ -59,7 +60,8 @@ const newId = (): string => `bench-entry-${ids++}`;
 async function engineToFirstCall(tokenizer: TextTokenizer, runs: number): Promise<{ ms: number; first: number; tokens: number; calls: number }> {
   const log = sessionLog(5_000, 5, SMALL_MESSAGES);
   const counter = new MessageTokenCounter(tokenizer);
-  const tokens = counter.countMessages(modelView(log));
+  const memo = new EngineMemo();
+  const tokens = counter.countMessages(modelView(log, memo));
   const times: number[] = [];
   let calls = 0;
   for (let run = 0; run < runs; run++) {
@@ -68,7 +70,7 @@ async function engineToFirstCall(tokenizer: TextTokenizer, runs: number): Promis
     // A target no pruning reaches: the engine prunes what is superseded, then calls the summarizer.
     const outcome = await computeCompaction(
       { log, reason: 'threshold', config: DEFAULT_CONFIG, window: { limit: MILLION_WINDOW, source: 'model' }, ledger: EMPTY_LEDGER, pruneTarget: 0 },
-      { counter, summarizer, clock: systemClock, newId },
+      { counter, summarizer, clock: systemClock, newId, memo },
     );
     if (outcome.status !== 'compacted' || summarizer.firstCallAt === undefined)
       throw new Error(`the 5,000-message compaction did not run: ${outcome.status}`);
@@ -90,12 +92,13 @@ async function assessAfterCompaction(tokenizer: TextTokenizer, runs: number): Pr
   const window = { limit: TWO_MILLION_WINDOW, source: 'model' as const };
   let log: readonly LogRecord[] = sessionLog(6_500, 6, SMALL_MESSAGES);
   const counter = new MessageTokenCounter(tokenizer);
+  const memo = new EngineMemo();
   const outcome = await computeCompaction(
     { log, reason: 'manual', config, window, ledger: EMPTY_LEDGER },
-    { counter, summarizer: timingSummarizer(), clock: systemClock, newId },
+    { counter, summarizer: timingSummarizer(), clock: systemClock, newId, memo },
   );
   if (outcome.status !== 'compacted') throw new Error(`the million-token compaction did not run: ${outcome.status}`);
-  const applied = applyCompaction(log, outcome.compaction);
+  const applied = applyCompaction(log, outcome.compaction, memo);
   if (!applied.ok) throw new Error(applied.reason);
   log = applied.log;
 

@@ -11,6 +11,7 @@
 import { applyCompaction, computeCompaction } from '../src/core/compaction';
 import { assessBudget } from '../src/core/budget';
 import { DEFAULT_CONFIG } from '../src/core/config';
+import { EngineMemo } from '../src/core/engine-memo';
 import { EMPTY_LEDGER } from '../src/core/file-ledger';
 import { currentBasis, lastUsage, modelView, usageReports, type LogRecord } from '../src/core/history';
 import { MessageTokenCounter } from '../src/core/message-tokens';
@@ -101,6 +102,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
   const o200k = await loadTokenizer('o200k_base');
   const cl100k = await loadTokenizer('cl100k_base');
   const counter = new MessageTokenCounter(o200k);
+  const memo = new EngineMemo();
   const overhead = counter.countText(`${SYSTEM}\n${TOOLS}`);
   const window = { limit: 32_000, source: 'model' as const };
   const summarizer: Summarizer = {
@@ -137,7 +139,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
     });
     const steps = 1 + Math.floor(next() * 3);
     for (let step = 0; step <= steps; step++) {
-      const view = modelView(log);
+      const view = modelView(log, memo);
       const basis = currentBasis(log);
       const gauge = countContext(view, counter, lastUsage(log), basis, overhead, ratioFor(usageReports(log), view, counter, overhead)).tokens;
       const truth = providerCount(view, cl100k);
@@ -181,7 +183,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
           message: { id: id(), role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: 'read_file', output: result }] },
         });
       }
-      const nowView = modelView(log);
+      const nowView = modelView(log, memo);
       const now = countContext(
         nowView,
         counter,
@@ -193,10 +195,10 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
       if (assessBudget(now, window, DEFAULT_CONFIG.trigger).shouldCompact) {
         const outcome = await computeCompaction(
           { log, reason: 'threshold', config: DEFAULT_CONFIG, window, ledger: EMPTY_LEDGER },
-          { counter, summarizer, clock: systemClock, newId: id },
+          { counter, summarizer, clock: systemClock, newId: id, memo },
         );
         if (outcome.status === 'compacted') {
-          const applied = applyCompaction(log, outcome.compaction);
+          const applied = applyCompaction(log, outcome.compaction, memo);
           if (applied.ok) {
             log = [...applied.log];
             compactions++;

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyCompaction, computeCompaction } from '../src/core/compaction';
 import { DEFAULT_CONFIG } from '../src/core/config';
+import { EngineMemo } from '../src/core/engine-memo';
 import { EMPTY_LEDGER } from '../src/core/file-ledger';
 import { compactionThreshold } from '../src/core/budget';
 import type { LogRecord } from '../src/core/history';
@@ -47,6 +48,7 @@ export interface LongConversationBench {
  */
 async function grownConversation(count: number, seed: number): Promise<{ log: LogRecord[]; compactions: number }> {
   const counter = new MessageTokenCounter(charEstimator);
+  const memo = new EngineMemo();
   const summarizer: Summarizer = { name: 'bench', summarize: async () => ({ text: SUMMARY }) };
   const threshold = compactionThreshold(WINDOW.limit, DEFAULT_CONFIG.trigger);
   let log: LogRecord[] = [];
@@ -66,10 +68,10 @@ async function grownConversation(count: number, seed: number): Promise<{ log: Lo
       continue;
     const outcome = await computeCompaction(
       { log, reason: 'threshold', config: DEFAULT_CONFIG, window: WINDOW, ledger: EMPTY_LEDGER },
-      { counter, summarizer, clock: systemClock, newId: () => `entry${seed}-${n++}` },
+      { counter, summarizer, clock: systemClock, newId: () => `entry${seed}-${n++}`, memo },
     );
     if (outcome.status !== 'compacted') continue;
-    const applied = applyCompaction(log, outcome.compaction);
+    const applied = applyCompaction(log, outcome.compaction, memo);
     if (!applied.ok) throw new Error(applied.reason);
     log = [...applied.log];
     tokens = outcome.compaction.tokensAfter;

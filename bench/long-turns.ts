@@ -19,6 +19,7 @@ import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { DEFAULT_CONFIG } from '../src/core/config';
 import { INITIAL_GUARD, noteCompaction, type GuardState } from '../src/core/compaction-guard';
 import { outputReserveFor } from '../src/core/context-window';
+import { EngineMemo } from '../src/core/engine-memo';
 import { renderFileOperations } from '../src/core/file-ledger';
 import { ledgerOf, type ConversationLog, type LogRecord } from '../src/core/history';
 import { MessageTokenCounter } from '../src/core/message-tokens';
@@ -27,7 +28,7 @@ import type { Summarizer } from '../src/core/ports';
 import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
 import { runAgentTurn, toolDefinitionsText } from '../src/llm/agent';
 import { createAgentTools } from '../src/llm/agent-tools';
-import { Conversation, type ConversationDeps } from '../src/app/conversation';
+import { Conversation, ConversationRecords, type ConversationDeps } from '../src/app/conversation';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { BenchWorkspace } from './agentic-workspace';
@@ -297,6 +298,7 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
  * is not that of the log.
  */
 export function ledgerErrors(log: ConversationLog): number {
+  const memo = new EngineMemo();
   let errors = 0;
   log.forEach((record, at) => {
     if (record.type !== 'compaction') return;
@@ -306,7 +308,7 @@ export function ledgerErrors(log: ConversationLog): number {
     const shown = new Set(start >= 0 ? record.entry.summary.slice(start).split('\n') : []);
     for (const line of expected) if (!shown.has(line)) errors++;
     for (const line of shown) if (!expected.has(line)) errors++;
-    if (JSON.stringify(record.entry.needles) !== JSON.stringify(needleLedgerOf(before))) errors++;
+    if (JSON.stringify(record.entry.needles) !== JSON.stringify(needleLedgerOf(before, memo))) errors++;
   });
   return errors;
 }
@@ -321,6 +323,9 @@ async function hostMs(log: ConversationLog, model: ConversationDeps['model']): P
   const instant: Summarizer = { name: 'instant', summarize: async (request) => ({ text: summaryText(request) }) };
   const times: number[] = [];
   const state = new Map<string, unknown>();
+  // One memo for the session, as the extension keeps one for a conversation: each compaction finds
+  // what the ones before it remembered.
+  const memo = new EngineMemo();
   for (let at = 0; at < log.length; at++) {
     const record = log[at]!;
     // The first record of each compaction: a pruning, or a summary not made with the pruning before it.
@@ -328,7 +333,8 @@ async function hostMs(log: ConversationLog, model: ConversationDeps['model']): P
       record.type === 'pruning' || (record.type === 'compaction' && !(log[at - 1]?.type === 'pruning' && record.entry.pruningId !== undefined));
     if (!first) continue;
     const reason = record.entry.reason;
-    const conversation = new Conversation('replay', log.slice(0, at), {
+    const records = log.slice(0, at);
+    const deps: ConversationDeps = {
       store: new NullStore(tmpdir(), () => 0),
       index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
       clock: { now: () => 0, setTimer: () => () => undefined },
@@ -336,7 +342,8 @@ async function hostMs(log: ConversationLog, model: ConversationDeps['model']): P
       config: () => DEFAULT_CONFIG,
       model,
       summarizer: async () => instant,
-    });
+    };
+    const conversation = new Conversation('replay', records, deps, { records: new ConversationRecords(records, memo) });
     conversation.count();
     const start = process.hrtime.bigint();
     await conversation.compact(reason === 'manual' ? 'threshold' : reason);

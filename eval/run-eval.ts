@@ -14,6 +14,7 @@ import { assessBudget } from '../src/core/budget';
 import { applyCompaction, computeCompaction, type CompactionDeps } from '../src/core/compaction';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../src/core/config';
 import type { ContextWindow } from '../src/core/context-window';
+import { EngineMemo } from '../src/core/engine-memo';
 import { stripFileOperations } from '../src/core/summary-repair';
 import { activeEntries, ledgerOf, modelView, type ConversationLog } from '../src/core/history';
 import { stringifyOutput, type Message } from '../src/core/messages';
@@ -95,6 +96,7 @@ async function runSession(session: EvalSession, options: EvalOptions): Promise<S
     summarizer: metered(options.summarizer, spend, countText),
     clock: evalClock,
     newId: () => `${session.name}-entry-${++ids}`,
+    memo: new EngineMemo(),
   };
 
   let log: ConversationLog = [...session.opening];
@@ -106,14 +108,14 @@ async function runSession(session: EvalSession, options: EvalOptions): Promise<S
   let turn = 0;
   for (; summaries < wanted && turn < MAX_TURNS; turn++) {
     log = [...log, ...session.turn(turn)];
-    const used = options.counter.countMessages(modelView(log));
+    const used = options.counter.countMessages(modelView(log, deps.memo));
     if (!assessBudget(used, window, config.trigger, config.autoCompact).shouldCompact) continue;
     const outcome = await computeCompaction({ log, reason: 'threshold', config, window, ledger: ledgerOf(log) }, deps);
     if (outcome.status !== 'compacted') {
       if (outcome.status === 'failed') failures.push(outcome.reason);
       continue;
     }
-    const applied = applyCompaction(log, outcome.compaction);
+    const applied = applyCompaction(log, outcome.compaction, deps.memo);
     if (!applied.ok) {
       failures.push(applied.reason);
       continue;
@@ -135,7 +137,7 @@ async function runSession(session: EvalSession, options: EvalOptions): Promise<S
     pruningOnly,
     turns: turn,
     fallbacks: entries.filter((e) => e.fallback).length,
-    needles: probe(log, session.planted, countText),
+    needles: probe(log, session.planted, countText, deps.memo),
     summaryTokens: spend.inputTokens + spend.outputTokens,
     summarizerCalls: spend.calls,
     freedTokens,
@@ -152,8 +154,8 @@ const evalClock: Clock = {
 };
 
 /** Probes each planted needle against the view (with and without the ledgers) and the archive. */
-function probe(log: ConversationLog, planted: readonly PlantedNeedle[], countText: (value: string) => number): NeedleOutcome[] {
-  const view = modelView(log);
+function probe(log: ConversationLog, planted: readonly PlantedNeedle[], countText: (value: string) => number, memo: EngineMemo): NeedleOutcome[] {
+  const view = modelView(log, memo);
   const request = normalised(view.map(searchable).join('\n'));
   const summaryOnly = normalised(
     view.map((m) => (m.summaryOf !== undefined ? stripKeptNeedles(stripFileOperations(searchable(m))) : searchable(m))).join('\n'),

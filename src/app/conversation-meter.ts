@@ -20,6 +20,7 @@ import type { CompactionConfig } from '../core/config';
 import type { ContextWindow } from '../core/context-window';
 import type { CalibrationMemory } from '../core/usage-calibration';
 import type { CompactionEngine } from './compaction-engine';
+import type { EngineMemo } from '../core/engine-memo';
 
 /** What the conversation needs to know about the model in use. */
 export interface ModelContext {
@@ -46,6 +47,8 @@ export interface MeterSource {
   records(): LogRecord[];
   /** Every record of the conversation, for the engine that counts off the editor's thread. */
   all(): LogRecord[];
+  /** What the engine remembers of the conversation, the view's summary and pruned messages among it. */
+  readonly memo: EngineMemo;
   readonly deps: {
     readonly model: () => ModelContext;
     readonly config: () => CompactionConfig;
@@ -64,7 +67,7 @@ export interface MeterSource {
 export class ConversationMeter {
   // What the gauge reads, kept up to date with the log by `sync` at the cost of what was appended,
   // so that an assessment costs the same at twenty messages and at twenty thousand.
-  private readonly liveView = new LiveModelView();
+  private readonly liveView: LiveModelView;
   private readonly storedTokens = new WeakMap<Message, StoredTokens>();
   private readonly viewTokens = new ViewTokens(
     (message) => this.storedTokens.get(message),
@@ -81,7 +84,9 @@ export class ConversationMeter {
   private synced: { log: ConversationLog; records: number } | undefined;
   private calibrationMemo: { key: string | undefined; reports: number; calibration: Calibration | undefined } | undefined;
 
-  constructor(private readonly source: MeterSource) {}
+  constructor(private readonly source: MeterSource) {
+    this.liveView = new LiveModelView(source.memo);
+  }
 
   /** The model's view as of the last record, brought up to date. */
   live(): LiveModelView {

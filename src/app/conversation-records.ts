@@ -1,16 +1,22 @@
 import { TurnIndex } from '../core/branches';
+import { EngineMemo } from '../core/engine-memo';
 import type { LogRecord } from '../core/history';
 
 /**
  * Every record of a conversation, on every branch, as on disk, and where each turn starts: shared
  * by the branches of the conversation a window has loaded, so that a new branch is made without
- * reading the file again.
+ * reading the file again. What the compaction engine remembers of the records goes with them: it
+ * lasts as long as the conversation is loaded, and every branch and compaction of it finds it.
  */
 export class ConversationRecords {
   readonly all: LogRecord[];
   private readonly index = new TurnIndex();
 
-  constructor(log: readonly LogRecord[]) {
+  /** `memo`: what the engine remembers of these records; given when they go on from records another object worked on. */
+  constructor(
+    log: readonly LogRecord[],
+    readonly memo: EngineMemo = new EngineMemo(),
+  ) {
     this.all = [...log];
   }
 

@@ -6,6 +6,7 @@ import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
 import type { ContextWindow } from '../core/context-window';
+import type { EngineMemo } from '../core/engine-memo';
 import {
   lastStep,
   summaryMessage,
@@ -128,6 +129,7 @@ export class Conversation {
       conversationId: id,
       records: () => this.records,
       all: () => this.shared.all,
+      memo: this.memo(),
       deps,
       changed: () => this.changed(),
     });
@@ -141,6 +143,11 @@ export class Conversation {
   /** Every record of the conversation, on every branch, in the order they were written. */
   allRecords(): ConversationLog {
     return this.shared.all;
+  }
+
+  /** What the compaction engine remembers of the conversation's records, shared with its other branches. */
+  memo(): EngineMemo {
+    return this.shared.memo;
   }
 
   /** The conversation's records, to make another branch of it that shares them. */
@@ -434,7 +441,8 @@ export class Conversation {
   /** Whether `computed`, applied to the log as it is now, would free less than the configured share of the view. */
   private freesTooLittle(computed: ComputedCompaction): boolean {
     const counter = this.deps.model().counter;
-    return lowGainAt(this.records, computed, this.meter.tokensOfView(counter).total(), (view) => this.countStored(view), this.deps.config());
+    const tokensBefore = this.meter.tokensOfView(counter).total();
+    return lowGainAt(this.records, computed, tokensBefore, (view) => this.countStored(view), this.deps.config(), this.memo());
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -447,7 +455,8 @@ export class Conversation {
     const edited = withSummary(outcome.compaction, summary);
     // The summary saved is the one counted after the compaction.
     const counter = this.deps.model().counter;
-    const delta = edited.entry ? counter.countMessage(summaryMessage(edited.entry)) - counter.countMessage(summaryMessage(entry)) : 0;
+    const memo = this.memo();
+    const delta = edited.entry ? counter.countMessage(summaryMessage(edited.entry, memo)) - counter.countMessage(summaryMessage(entry, memo)) : 0;
     return { status: 'compacted', compaction: { ...edited, tokensAfter: edited.tokensAfter + delta } };
   }
 
@@ -480,6 +489,7 @@ export class Conversation {
         summarizer,
         clock: this.deps.clock,
         newId: this.deps.newId,
+        memo: this.memo(),
         ...(this.deps.redact ? { redact: this.deps.redact } : {}),
       },
     });
@@ -546,10 +556,10 @@ export class Conversation {
         await new Promise<void>((resolve) => setImmediate(resolve));
         return this.records === records && records.length === length;
       };
-      const applied = applyCompaction(records, computed);
+      const applied = applyCompaction(records, computed, this.memo());
       if (!applied.ok) return applied;
       if (!(await unchanged())) continue;
-      const check = withCurrentLedgers(records, computed, applied, countText);
+      const check = withCurrentLedgers(records, computed, applied, countText, this.memo());
       if (await unchanged()) return check;
     }
   }

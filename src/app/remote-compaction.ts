@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { branchLog, TurnIndex } from '../core/branches';
 import { computeCompaction, type CompactionOutcome, type CompactionProgress, type CompactionRequest } from '../core/compaction';
+import { EngineMemo } from '../core/engine-memo';
 import { ledgerOf, type ConversationLog, type LogRecord } from '../core/history';
 import { MessageTokenCounter } from '../core/message-tokens';
 import { systemClock, type Summarizer, type SummaryRequest, type SummaryResponse } from '../core/ports';
@@ -259,10 +260,15 @@ export function serveCompactions(port: PortLike): void {
 /** Hands the worker a summarizer's answer (or its error) to one call it made. */
 type SummaryCall = (answer: ToWorker & { kind: 'summarized' }) => void;
 
-/** The worker's state: the conversations' records, a counter per tokenizer, and the compactions under way. */
+/**
+ * The worker's state: the conversations' records, a counter per tokenizer, what the engine remembers
+ * of the records (for the worker's lifetime: a compaction takes in only what came since the last),
+ * and the compactions under way.
+ */
 class CompactionServer {
   private readonly conversations = new Map<string, { records: LogRecord[]; turns: TurnIndex }>();
   private readonly counters = new Map<string, Promise<MessageTokenCounter>>();
+  private readonly memo = new EngineMemo();
   private readonly jobs = new Map<number, { controller: AbortController; calls: Map<number, SummaryCall> }>();
 
   constructor(private readonly port: PortLike) {}
@@ -344,7 +350,7 @@ class CompactionServer {
           signal: controller.signal,
           onProgress: (progress) => this.post({ kind: 'progress', job: message.job, progress }),
         },
-        { counter, summarizer, clock: systemClock, newId: () => ids.shift() ?? `${message.ids[0] ?? 'entry'}-${++extra}` },
+        { counter, summarizer, clock: systemClock, newId: () => ids.shift() ?? `${message.ids[0] ?? 'entry'}-${++extra}`, memo: this.memo },
       );
       // The view is the host's to derive from its own records; it would only double what is sent back.
       this.post({

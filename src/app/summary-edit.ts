@@ -1,4 +1,5 @@
 import type { ComputedCompaction } from '../core/compaction';
+import type { EngineMemo } from '../core/engine-memo';
 import { renderFileOperations, type FileLedger } from '../core/file-ledger';
 import { activeEntries, lastEntry, ledgerOf, type CompactionEntry, type ConversationLog, type LogRecord } from '../core/history';
 import { needleLedgerOf } from '../core/needles';
@@ -159,6 +160,8 @@ export function editEntry(current: CompactionEntry, summary: string, deps: EditD
 export interface EditedConversation {
   isCompacting(): boolean;
   log(): ConversationLog;
+  /** What the compaction engine remembers of the conversation. */
+  memo(): EngineMemo;
   /** Drops a summary being prepared ahead of need. */
   cancelAhead(): void;
   append(records: readonly LogRecord[]): Promise<unknown>;
@@ -179,7 +182,7 @@ export async function editSummary(conversation: EditedConversation, compactionId
   const saved = savedSummary(documentText, fileOperations);
   if ('error' in saved) return { ok: false, reason: saved.error };
   if (saved.summary === current.entry.summary) return { ok: true };
-  const entry = { ...editEntry(current.entry, saved.summary, deps), fileOperations, needles: needleLedgerOf(log) };
+  const entry = { ...editEntry(current.entry, saved.summary, deps), fileOperations, needles: needleLedgerOf(log, conversation.memo()) };
   // A summary prepared ahead was written from the summary being replaced: the next one must start from the edit.
   conversation.cancelAhead();
   await conversation.append([{ type: 'compaction', entry }]);

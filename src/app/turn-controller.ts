@@ -304,7 +304,6 @@ export class TurnController {
       maxSteps: settings().agent.maxSteps,
       signal,
       conversation: {
-        log: () => conversation.log(),
         view: () => conversation.view(),
         append: (records) => conversation.append(records),
         assess: () => conversation.assess(),

@@ -1,5 +1,6 @@
 import type { CompactionConfig } from './config';
 import type { ApplyResult, ComputedCompaction } from './compaction-types';
+import type { EngineMemo } from './engine-memo';
 import { currentBasis, modelView, type ConversationLog } from './history';
 import type { Message } from './messages';
 
@@ -13,11 +14,11 @@ export function lowGain(before: number, after: number, config: CompactionConfig)
  * be a prefix of the log (same messages, no compaction or undo since); messages appended after it
  * stay in the view as recent messages.
  */
-export function applyCompaction(current: ConversationLog, computed: ComputedCompaction): ApplyResult {
+export function applyCompaction(current: ConversationLog, computed: ComputedCompaction, memo: EngineMemo): ApplyResult {
   const check = applicable(current, computed);
   if (!check.ok) return check;
   const log = [...current, ...computed.records];
-  return { ok: true, log, view: modelView(log) };
+  return { ok: true, log, view: modelView(log, memo) };
 }
 
 /**
@@ -50,8 +51,9 @@ export function lowGainAt(
   tokensBefore: number,
   countView: (view: readonly Message[]) => number,
   config: CompactionConfig,
+  memo: EngineMemo,
 ): boolean {
-  const applied = applyCompaction(current, computed);
+  const applied = applyCompaction(current, computed, memo);
   return applied.ok && lowGain(tokensBefore, countView(applied.view), config);
 }
 

@@ -1,4 +1,5 @@
 import { applyCompaction, type ApplyResult, type ComputedCompaction } from './compaction';
+import type { EngineMemo } from './engine-memo';
 import { renderFileOperations } from './file-ledger';
 import { ledgerOf, summaryMessage, type CompactionEntry, type ConversationLog, type LogRecord } from './history';
 import { keepNeedles, stripKeptNeedles } from './kept-needles';
@@ -27,9 +28,10 @@ export function applyWithCurrentLedgers(
   current: ConversationLog,
   computed: ComputedCompaction,
   countText: (value: string) => number,
+  memo: EngineMemo,
 ): AppliedWithLedgers {
-  const applied = applyCompaction(current, computed);
-  return applied.ok ? withCurrentLedgers(current, computed, applied, countText) : applied;
+  const applied = applyCompaction(current, computed, memo);
+  return applied.ok ? withCurrentLedgers(current, computed, applied, countText, memo) : applied;
 }
 
 /**
@@ -42,6 +44,7 @@ export function withCurrentLedgers(
   computed: ComputedCompaction,
   applied: ApplyResult & { readonly ok: true },
   countText: (value: string) => number,
+  memo: EngineMemo,
 ): AppliedWithLedgers & { readonly ok: true } {
   const entry = computed.entry;
   if (!entry) return { ...applied, compaction: computed };
@@ -50,11 +53,12 @@ export function withCurrentLedgers(
     inView,
     countText,
     needleBudgetTokens: computed.needleBudgetTokens ?? DEFAULT_NEEDLE_BUDGET,
+    memo,
   });
   const records: LogRecord[] = computed.records.map((r) =>
     r.type === 'compaction' && r.entry.id === entry.id ? { type: 'compaction', entry: refreshed } : r,
   );
-  const view = applied.view.map((m) => (m.summaryOf === entry.id ? summaryMessage(refreshed) : m));
+  const view = applied.view.map((m) => (m.summaryOf === entry.id ? summaryMessage(refreshed, memo) : m));
   return { ok: true, log: [...current, ...records], view, compaction: { ...computed, entry: refreshed, records, view } };
 }
 
@@ -64,13 +68,15 @@ export interface LedgerRefresh {
   readonly inView: Parameters<typeof keepNeedles>[0]['inView'];
   readonly countText: (value: string) => number;
   readonly needleBudgetTokens: number;
+  /** Where the needle scan of the log is remembered. */
+  readonly memo: EngineMemo;
 }
 
 /** `entry` with the file ledger and the needle ledger of `log`, and its summary's lists and kept needles made from them. */
 export function withLedgersOf(log: ConversationLog, entry: CompactionEntry, refresh: LedgerRefresh): CompactionEntry {
   const fileOperations = ledgerOf(log);
   // The entry's own ledger was made from a prefix of this log: only what came after it is scanned.
-  const needles = needleLedgerOf(log, entry.needles);
+  const needles = needleLedgerOf(log, refresh.memo, entry.needles);
   const body = stripKeptNeedles(stripFileOperations(entry.summary)).trimEnd();
   const kept = keepNeedles({
     ledger: needles,

@@ -1,4 +1,5 @@
 import type { ImportanceConfig, TruncationConfig } from './config';
+import type { EngineMemo } from './engine-memo';
 import { scoreGroup, scoreMessage } from './importance';
 import type { Message } from './messages';
 
@@ -24,9 +25,9 @@ export const BRIEF_TRUNCATION: TruncationConfig = { resultChars: 300, hugeResult
  * characters before it reaches the summarizer: a brief summary needs their gist only. User
  * messages are never cut this way, since the user's words are what a summary must keep.
  */
-export function briefTruncation(items: readonly Positioned[], total: number, importance: ImportanceConfig): Positioned[] {
+export function briefTruncation(items: readonly Positioned[], total: number, importance: ImportanceConfig, memo: EngineMemo): Positioned[] {
   const order = items
-    .map((item) => ({ item, score: scoreMessage(item.message, item.position, total, importance) }))
+    .map((item) => ({ item, score: scoreMessage(item.message, item.position, total, importance, memo) }))
     .sort((a, b) => a.score - b.score || a.item.position - b.item.position);
   const low = new Set(order.slice(0, Math.floor(order.length / 3)).map((s) => s.item.position));
   return items.map((item) => (low.has(item.position) && item.message.role !== 'user' ? { ...item, truncation: BRIEF_TRUNCATION } : item));
@@ -53,6 +54,7 @@ export function planBatches(
   budget: number,
   measure: (item: Positioned) => number,
   importance: ImportanceConfig,
+  memo: EngineMemo,
 ): Positioned[][] {
   const units = groupUnits(items).map((unit, order) => ({
     unit,
@@ -62,6 +64,7 @@ export function planBatches(
       unit[0]!.position,
       total,
       importance,
+      memo,
     ),
     tokens: unit.reduce((sum, item) => sum + measure(item), 0),
   }));

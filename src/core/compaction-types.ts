@@ -1,5 +1,6 @@
 import type { CompactionConfig } from './config';
 import type { ContextWindow } from './context-window';
+import type { EngineMemo } from './engine-memo';
 import type { FileLedger } from './file-ledger';
 import type { CompactionEntry, CompactionReason, ConversationLog, LogRecord, PruningEntry } from './log';
 import type { Message } from './messages';
@@ -13,6 +14,8 @@ export interface CompactionDeps {
   readonly summarizer: Summarizer;
   readonly clock: Clock;
   readonly newId: () => string;
+  /** What the engine remembers between compactions: the caller's, kept as long as the caller keeps its state. */
+  readonly memo: EngineMemo;
   /**
    * Cleans a summarizer's error text of the stored API keys; key-shaped text is removed in any case,
    * since the reason is stored, shown and quoted in fallback summaries sent to other providers.

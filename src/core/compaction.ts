@@ -61,7 +61,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   const started = deps.clock.now();
   if (request.signal?.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled.' };
 
-  const view = modelView(log);
+  const view = modelView(log, deps.memo);
   const tokensBefore = deps.counter.countMessages(view);
   const over = isOverWindow(request, tokensBefore);
   const conversational = view.filter((m) => m.role !== 'system' && !isSummaryMessage(m)).length;
@@ -84,6 +84,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     alreadyPruned: new Set(alreadyPruned),
     countOutput: (message, part) => deps.counter.countToolOutput(message, part),
     countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
+    memo: deps.memo,
   });
   const target = pruneTargetOf({ ...request, overWindow: over });
   const pruned = (taken: readonly PruneCandidate[]) => pruningOutcome(log, taken, request, deps, { tokensBefore, basis });
@@ -102,6 +103,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
         exclude: new Set([...alreadyPruned, ...taken]),
         countOutput: (message, part) => deps.counter.countToolOutput(message, part),
         countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
+        memo: deps.memo,
       });
       firstTier = [...plan.taken, ...cut];
       if (plan.freed + cut.reduce((sum, c) => sum + c.saved, 0) >= excess) return pruned(firstTier);
@@ -192,7 +194,7 @@ function pruningOutcome(
     createdAt: deps.clock.now(),
   };
   // The view does not depend on the entry's numbers: the one derived here is the final one.
-  const view = modelView([...log, { type: 'pruning', entry: provisional }]);
+  const view = modelView([...log, { type: 'pruning', entry: provisional }], deps.memo);
   const tokensAfter = deps.counter.countMessages(view);
   if (taken.length === 0 || tokensAfter >= tokensBefore) return { status: 'noop', reason: 'Not compacting: no tool output is worth pruning.' };
   const entry: PruningEntry = { ...provisional, tokensAfter };
@@ -221,7 +223,7 @@ async function summarizeLog(
   request: CompactionRequest,
   deps: CompactionDeps,
   started: number,
-  view: readonly Message[] = modelView(request.log),
+  view: readonly Message[] = modelView(request.log, deps.memo),
   sent: readonly Message[] = view,
 ): Promise<CompactionOutcome> {
   const tokensBefore = deps.counter.countMessages(view);
@@ -275,7 +277,7 @@ function planSummary(view: readonly Message[], selection: Selection, request: Co
   const summaryConfig: CompactionConfig = { ...config, summary: { ...config.summary, targetTokens: sized.targetFor(task) } };
   const positionOf = new Map(view.map((m, i) => [m.id, i] as const));
   const positioned: Positioned[] = selection.toCompact.map((message) => ({ message, position: positionOf.get(message.id) ?? 0 }));
-  const items = config.summary.depth === 'brief' ? briefTruncation(positioned, view.length, config.importance) : positioned;
+  const items = config.summary.depth === 'brief' ? briefTruncation(positioned, view.length, config.importance, deps.memo) : positioned;
   const directive: DirectiveOptions = {
     round,
     summary: summaryConfig.summary,
@@ -344,7 +346,7 @@ function finishCompaction(
   const { selection, round } = plan;
   const { tokensBefore } = timing;
   // The needle ledger, like the file ledger, is kept by the engine: what the summary dropped is appended.
-  const needles = needleLedgerOf(log);
+  const needles = needleLedgerOf(log, deps.memo);
   const repaired = repairSummary(written.text, round, plan.task?.text, {
     ledger: needles,
     inView: [...selection.pinned, ...selection.kept],
@@ -374,7 +376,7 @@ function finishCompaction(
     ...(written.failure ? { failure: written.failure } : {}),
   };
   // The view does not depend on the entry's numbers: the one derived here is the final one, but for its summary message.
-  const provisionalView = modelView([...log, { type: 'compaction', entry: provisional }]);
+  const provisionalView = modelView([...log, { type: 'compaction', entry: provisional }], deps.memo);
   const tokensAfter = deps.counter.countMessages(provisionalView);
   if (tokensAfter >= tokensBefore) {
     return {
@@ -395,7 +397,7 @@ function finishCompaction(
       entry,
       records: [record],
       basis: { messageIds: messageIds(log), lastEntryId: currentBasis(log) },
-      view: provisionalView.map((m) => (m.summaryOf === provisional.id ? summaryMessage(entry) : m)),
+      view: provisionalView.map((m) => (m.summaryOf === provisional.id ? summaryMessage(entry, deps.memo) : m)),
       repairs: repaired.repairs,
       compactedCount: selection.toCompact.length,
       tokensBefore,
@@ -435,7 +437,7 @@ const MIN_TARGET_TOKENS = 50;
 export async function compact(request: CompactionRequest, deps: CompactionDeps): Promise<CompactionOutcome & { readonly log?: ConversationLog }> {
   const outcome = await computeCompaction(request, deps);
   if (outcome.status !== 'compacted') return outcome;
-  const applied = applyCompaction(request.log, outcome.compaction);
+  const applied = applyCompaction(request.log, outcome.compaction, deps.memo);
   if (!applied.ok) return { status: 'failed', reason: applied.reason };
   return { ...outcome, log: applied.log };
 }

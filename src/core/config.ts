@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isRecord } from './errors';
-import { SUMMARY_ROLES } from './history';
+import { SUMMARY_ROLES } from './log-values';
 
 /**
  * Every option of the compaction engine, with Longrun's defaults. The README's defaults table

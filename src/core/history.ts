@@ -1,3 +1,4 @@
+import type { EngineMemo } from './engine-memo';
 import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
 import type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, PruningEntry, ReportedUsage, TurnInfo } from './log';
 import { text, type Message } from './messages';
@@ -34,11 +35,11 @@ export function isSummaryMessage(message: Message): boolean {
 
 /**
  * The message that carries an entry's summary into the view. The same entry always gives the same
- * message object: entries never change, and a token counter that remembers messages by identity then
- * counts each summary once, however often the view is derived.
+ * message object under one `memo`: entries never change, and a token counter that remembers messages
+ * by identity then counts each summary once, however often the view is derived.
  */
-export function summaryMessage(entry: CompactionEntry): Message {
-  let message = summaryMessages.get(entry);
+export function summaryMessage(entry: CompactionEntry, memo: EngineMemo): Message {
+  let message = memo.summaryMessages.get(entry);
   if (!message) {
     message = {
       id: `summary:${entry.id}`,
@@ -46,12 +47,10 @@ export function summaryMessage(entry: CompactionEntry): Message {
       content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`)],
       summaryOf: entry.id,
     };
-    summaryMessages.set(entry, message);
+    memo.summaryMessages.set(entry, message);
   }
   return message;
 }
-
-const summaryMessages = new WeakMap<CompactionEntry, Message>();
 
 /** A compaction or a pruning in force. */
 export type ActiveStep =
@@ -149,10 +148,11 @@ export function allMessages(log: ConversationLog): Message[] {
 /**
  * The history the model sees: the messages kept in front (system
  * messages), then the summary, then every message from the first kept one on that no active
- * compaction took out, including all appended since.
+ * compaction took out, including all appended since. The summary and pruned messages it is made of
+ * are remembered in `memo`, so that deriving the view again gives the same objects.
  */
-export function modelView(log: ConversationLog): Message[] {
-  const view = new LiveModelView();
+export function modelView(log: ConversationLog, memo: EngineMemo): Message[] {
+  const view = new LiveModelView(memo);
   view.update(log);
   return view.messages();
 }
@@ -266,6 +266,9 @@ export class LiveModelView {
   private generationCount = 0;
   private messageCount = 0;
 
+  /** `memo` remembers the summary and pruned messages the view is made of. */
+  constructor(private readonly memo: EngineMemo) {}
+
   /**
    * Takes in what was appended to `log` since the last update. A log that is not the one seen
    * before, or is shorter, is taken in from its start.
@@ -374,14 +377,14 @@ export class LiveModelView {
       if (index < keptFrom && (index < takenUpTo || record.message.role === 'system')) this.pairing.push(this.shown(record.message));
       else after.push(this.shown(record.message));
     });
-    this.pairing.push(summaryMessage(last));
+    this.pairing.push(summaryMessage(last, this.memo));
     for (const message of after) this.pairing.push(message);
   }
 
   /** A message as the view shows it: with the outputs a pruning in force replaced by their stubs. */
   private shown(message: Message): Message {
     const stubs = this.stubs.get(message.id);
-    return stubs ? withStubs(message, stubs) : message;
+    return stubs ? withStubs(message, stubs, this.memo) : message;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { ImportanceConfig } from './config';
+import type { ContentScore, EngineMemo } from './engine-memo';
 import { messageText, toolCalls, toolResults, type Message, type Role } from './messages';
 import { plainText } from './text';
 
@@ -35,12 +36,13 @@ export const DECISION_PHRASES: readonly string[] = [
  * Scores one message at position `index` of a conversation of `total` messages: the sum of its role
  * weight, a recency term that decays exponentially with age, and bonuses for a question, tool
  * calls, configured keywords, length, a fenced code block, a file path and a stated decision.
+ * What depends on the message's content alone is remembered in `memo`.
  */
-export function scoreMessage(message: Message, index: number, total: number, config: ImportanceConfig): number {
+export function scoreMessage(message: Message, index: number, total: number, config: ImportanceConfig, memo: EngineMemo): number {
   // An index at or past the newest position is treated as the newest, so a caller's off-by-one
   // can never lift a message above the full recency weight.
   const age = Math.max(0, total - 1 - index);
-  return roleWeight(message.role, config) + config.recencyWeight * config.recencyDecay ** age + contentScore(message, config);
+  return roleWeight(message.role, config) + config.recencyWeight * config.recencyDecay ** age + contentScore(message, config, memo);
 }
 
 /**
@@ -49,40 +51,30 @@ export function scoreMessage(message: Message, index: number, total: number, con
  * remembered per message and configuration: a compaction scores the same thousands of messages a
  * previous one did, and a conversation's history only grows.
  */
-function contentScore(message: Message, config: ImportanceConfig): number {
-  const entry = remembered(message, config);
-  return (entry.score ??= computeContentScore(message, config));
+function contentScore(message: Message, config: ImportanceConfig, memo: EngineMemo): number {
+  const entry = remembered(message, config, memo);
+  return (entry.score ??= computeContentScore(message, config, memo));
 }
 
 /** A content score no lower than {@link contentScore}'s, from cheap checks; remembered like it. */
-function contentBound(message: Message, config: ImportanceConfig): number {
-  const entry = remembered(message, config);
-  return entry.score ?? (entry.bound ??= computeContentBound(message, config));
+function contentBound(message: Message, config: ImportanceConfig, memo: EngineMemo): number {
+  const entry = remembered(message, config, memo);
+  return entry.score ?? (entry.bound ??= computeContentBound(message, config, memo));
 }
 
-interface Remembered {
-  readonly key: string;
-  score?: number;
-  bound?: number;
-}
-
-const contentScores = new WeakMap<Message, Remembered>();
-
-function remembered(message: Message, config: ImportanceConfig): Remembered {
-  const key = configKey(config);
-  let entry = contentScores.get(message);
+function remembered(message: Message, config: ImportanceConfig, memo: EngineMemo): ContentScore {
+  const key = configKey(config, memo);
+  let entry = memo.contentScores.get(message);
   if (entry?.key !== key) {
     entry = { key };
-    contentScores.set(message, entry);
+    memo.contentScores.set(message, entry);
   }
   return entry;
 }
 
-const configKeys = new WeakMap<ImportanceConfig, string>();
-
 /** What identifies a configuration's content weights: equal settings read twice give the same key. */
-function configKey(config: ImportanceConfig): string {
-  let key = configKeys.get(config);
+function configKey(config: ImportanceConfig, memo: EngineMemo): string {
+  let key = memo.importanceKeys.get(config);
   if (key === undefined) {
     key = JSON.stringify([
       config.questionBonus,
@@ -95,12 +87,12 @@ function configKey(config: ImportanceConfig): string {
       config.filePathBonus,
       config.decisionBonus,
     ]);
-    configKeys.set(config, key);
+    memo.importanceKeys.set(config, key);
   }
   return key;
 }
 
-function computeContentScore(message: Message, config: ImportanceConfig): number {
+function computeContentScore(message: Message, config: ImportanceConfig, memo: EngineMemo): number {
   const prose = messageText(message);
   const calls = toolCalls(message);
   const resultTexts = toolResults(message).map((r) => plainText(r.output));
@@ -110,7 +102,7 @@ function computeContentScore(message: Message, config: ImportanceConfig): number
   if (asksQuestion(message)) score += config.questionBonus;
   if (calls.length > 0) score += config.toolCallBonus;
 
-  const keywordHits = countKeywords([prose, ...resultTexts].join('\n'), config.keywords);
+  const keywordHits = countKeywords([prose, ...resultTexts].join('\n'), config.keywords, memo);
   score += keywordHits * config.keywordBonus;
 
   score += Math.min(config.lengthCap, Math.floor(prose.length / 100) * config.lengthPer100Chars);
@@ -129,10 +121,10 @@ function computeContentScore(message: Message, config: ImportanceConfig): number
  * be summarized away early just because the call itself looked unremarkable. An empty group scores
  * `-Infinity`, the maximum of nothing, as `Math.max()` does.
  */
-export function scoreGroup(messages: readonly Message[], firstIndex: number, total: number, config: ImportanceConfig): number {
+export function scoreGroup(messages: readonly Message[], firstIndex: number, total: number, config: ImportanceConfig, memo: EngineMemo): number {
   let best = -Infinity;
   messages.forEach((message, offset) => {
-    best = Math.max(best, scoreMessage(message, firstIndex + offset, total, config));
+    best = Math.max(best, scoreMessage(message, firstIndex + offset, total, config, memo));
   });
   return best;
 }
@@ -149,14 +141,15 @@ export function selectToKeep(
   total: number,
   config: ImportanceConfig,
   measure: (message: Message, position: number) => number,
+  memo: EngineMemo,
 ): number[] {
   if (config.keepBudgetTokens <= 0) return [];
   const candidates: { position: number; score: number; message: Message }[] = [];
   for (const { message, position } of items) {
     const toolTraffic = config.keepToolResults && (toolCalls(message).length > 0 || toolResults(message).length > 0);
     // Most messages cannot reach the threshold: a bound from cheap checks spares them the full score.
-    if (!toolTraffic && scoreBound(message, position, total, config) < config.keepThreshold) continue;
-    const score = scoreMessage(message, position, total, config);
+    if (!toolTraffic && scoreBound(message, position, total, config, memo) < config.keepThreshold) continue;
+    const score = scoreMessage(message, position, total, config, memo);
     if (score >= config.keepThreshold || toolTraffic)
       candidates.push({ position, score: toolTraffic ? Math.max(score, config.keepThreshold) : score, message });
   }
@@ -178,13 +171,15 @@ export function selectToKeep(
  * has a dot or a slash, a code block when it has a fence, a question when it has a question mark, a
  * decision whenever there is prose. Negative bonuses count as 0.
  */
-function scoreBound(message: Message, index: number, total: number, config: ImportanceConfig): number {
+function scoreBound(message: Message, index: number, total: number, config: ImportanceConfig, memo: EngineMemo): number {
   return (
-    roleWeight(message.role, config) + config.recencyWeight * config.recencyDecay ** Math.max(0, total - 1 - index) + contentBound(message, config)
+    roleWeight(message.role, config) +
+    config.recencyWeight * config.recencyDecay ** Math.max(0, total - 1 - index) +
+    contentBound(message, config, memo)
   );
 }
 
-function computeContentBound(message: Message, config: ImportanceConfig): number {
+function computeContentBound(message: Message, config: ImportanceConfig, memo: EngineMemo): number {
   const prose = messageText(message);
   const calls = toolCalls(message);
   const haystack = [prose, ...toolResults(message).map((r) => plainText(r.output))].join('\n');
@@ -195,7 +190,7 @@ function computeContentBound(message: Message, config: ImportanceConfig): number
   if (prose.includes('?')) bound += bonus(config.questionBonus);
   if (calls.length > 0) bound += config.toolCallBonus;
   let hits = 0;
-  for (const keyword of lowerKeywords(config.keywords)) if (lower.includes(keyword)) hits++;
+  for (const keyword of lowerKeywords(config.keywords, memo)) if (lower.includes(keyword)) hits++;
   bound += hits * bonus(config.keywordBonus);
   bound += Math.min(config.lengthCap, Math.floor(prose.length / 100) * config.lengthPer100Chars);
   if (prose.includes('```')) bound += bonus(config.codeBlockBonus);
@@ -204,14 +199,12 @@ function computeContentBound(message: Message, config: ImportanceConfig): number
   return bound;
 }
 
-const lowerKeywordLists = new WeakMap<readonly string[], readonly string[]>();
-
 /** The distinct keywords in lower case, made once per configuration. */
-function lowerKeywords(keywords: readonly string[]): readonly string[] {
-  let lower = lowerKeywordLists.get(keywords);
+function lowerKeywords(keywords: readonly string[], memo: EngineMemo): readonly string[] {
+  let lower = memo.lowerKeywords.get(keywords);
   if (lower === undefined) {
     lower = [...new Set(keywords.map((k) => k.toLowerCase()))];
-    lowerKeywordLists.set(keywords, lower);
+    memo.lowerKeywords.set(keywords, lower);
   }
   return lower;
 }
@@ -250,21 +243,19 @@ function asksQuestion(message: Message): boolean {
 
 const WORD_CHAR = String.raw`[\p{L}\p{N}_]`;
 
-const keywordPatterns = new WeakMap<readonly string[], RegExp[]>();
-
 /**
  * Counts distinct configured keywords present in `haystack`. A keyword matches at the start of a
  * word, so 'fail' finds "failed" and "failing" but not the "fix" inside "prefix". Keywords that
  * differ only in case count once.
  */
-function countKeywords(haystack: string, keywords: readonly string[]): number {
-  let patterns = keywordPatterns.get(keywords);
+function countKeywords(haystack: string, keywords: readonly string[], memo: EngineMemo): number {
+  let patterns = memo.keywordPatterns.get(keywords);
   if (patterns === undefined) {
     const distinct = [...new Set(keywords.map((k) => k.toLowerCase()))];
     patterns = distinct.map((k) => new RegExp(`(?<!${WORD_CHAR})${escapeRegExp(k)}`, 'iu'));
-    // Configurations are long-lived objects; caching keeps scoring a long history from compiling
+    // Configurations are long-lived objects; remembering keeps scoring a long history from compiling
     // the same expressions once per message.
-    keywordPatterns.set(keywords, patterns);
+    memo.keywordPatterns.set(keywords, patterns);
   }
   return patterns.filter((p) => p.test(haystack)).length;
 }

@@ -1,5 +1,6 @@
 import { lazily } from './lazy';
 import { z } from 'zod';
+import type { EngineMemo, Scan } from './engine-memo';
 import { isRecord } from './errors';
 import { allMessages, isSummaryMessage, lastEntry, type ConversationLog } from './history';
 import type { Needle, NeedleKind, NeedleLedger } from './log';
@@ -74,15 +75,16 @@ const MAX_ERROR_LINES = 3;
  * log), else the one stored with the compaction in force, brought up to date with the messages after
  * the last one it took in. A log without one (no compaction yet, or entries from before needles were
  * kept), or whose messages no longer hold the one it ends at, is scanned from its first message.
+ * The scan so far is remembered in `memo`.
  */
-export function needleLedgerOf(log: ConversationLog, start?: NeedleLedger): NeedleLedger {
+export function needleLedgerOf(log: ConversationLog, memo: EngineMemo, start?: NeedleLedger): NeedleLedger {
   const messages = allMessages(log);
   const stored = start ?? lastEntry(log)?.needles;
   if (stored?.through) {
     const at = messages.findIndex((m) => m.id === stored.through);
-    if (at >= 0) return scanOnce(stored, messages.slice(at + 1));
+    if (at >= 0) return scanOnce(stored, messages.slice(at + 1), memo);
   }
-  return scanOnce(EMPTY_NEEDLES, messages);
+  return scanOnce(EMPTY_NEEDLES, messages, memo);
 }
 
 /**
@@ -91,13 +93,13 @@ export function needleLedgerOf(log: ConversationLog, start?: NeedleLedger): Need
  * ahead and the one applied read the same long history again and again). The needles are capped
  * only at the end, so the answer is the same as one scan of everything.
  */
-function scanOnce(from: NeedleLedger, messages: readonly Message[]): NeedleLedger {
+function scanOnce(from: NeedleLedger, messages: readonly Message[], memo: EngineMemo): NeedleLedger {
   const last = messages.at(-1);
   if (last === undefined) return scanNeedles(from, messages);
   let scan: Scan | undefined;
   let start = 0;
   for (let i = messages.length - 1; i >= 0; i--) {
-    const known = scanned.get(messages[i]!);
+    const known = memo.needleScans.get(messages[i]!);
     if (known?.from !== from) continue;
     if (i === messages.length - 1) return known.ledger;
     scan = copy(known.scan);
@@ -106,23 +108,13 @@ function scanOnce(from: NeedleLedger, messages: readonly Message[]): NeedleLedge
   }
   const done = take(scan ?? open(from), messages.slice(start));
   const ledger = finish(done);
-  scanned.set(last, { from, scan: done, ledger });
+  memo.needleScans.set(last, { from, scan: done, ledger });
   return ledger;
 }
-
-/** For a message: where a scan that started from `from` stood after it. */
-const scanned = new WeakMap<Message, { readonly from: NeedleLedger; readonly scan: Scan; readonly ledger: NeedleLedger }>();
 
 /** Returns a new ledger with `messages` (the ones after `ledger.through`, in order) taken in. */
 export function scanNeedles(ledger: NeedleLedger, messages: readonly Message[]): NeedleLedger {
   return finish(take(open(ledger), messages));
-}
-
-/** A ledger while messages are taken in: needles not capped yet. */
-interface Scan {
-  readonly needles: Needle[];
-  readonly openCalls: Map<string, string>;
-  through: string | null;
 }
 
 function open(ledger: NeedleLedger): Scan {

@@ -2,6 +2,7 @@ import type { PrunedOutput, PruneKind, PruningEntry } from './log';
 
 export type { PrunedOutput, PruneKind, PruningEntry };
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
+import type { CallFacts, EngineMemo, LineRange } from './engine-memo';
 import { isRecord } from './errors';
 import { normalizePath } from './text';
 import { TOOL_NAMES } from './tool-names';
@@ -57,6 +58,8 @@ export interface PruningOptions {
    * output may get (a counter may remember the count by part and key, as `countDerived` does).
    */
   readonly countStub: (part: ToolResultPart, key: string, stub: string) => number;
+  /** Where what pruning works out of each call is remembered. */
+  readonly memo: EngineMemo;
 }
 
 /** A stub is worth its line only when it frees at least this many tokens. */
@@ -71,7 +74,7 @@ export function prunedKey(messageId: string, toolCallId: string): string {
 
 /** Every output of `view` that may be pruned, in the order they are taken: by kind, then oldest first. */
 export function pruningCandidates(view: readonly Message[], options: PruningOptions): PruneCandidate[] {
-  const outputs = collectOutputs(view);
+  const outputs = collectOutputs(view, options.memo);
   const lastByKey = new Map<string, number>();
   const readsByPath = new Map<string, Array<{ at: number; range: LineRange }>>();
   const lastWrite = new Map<string, number>();
@@ -140,6 +143,7 @@ export interface TruncationOptions {
   readonly exclude: ReadonlySet<string>;
   readonly countOutput: (message: Message, part: ToolResultPart) => number;
   readonly countStub: (part: ToolResultPart, key: string, stub: string) => number;
+  readonly memo: EngineMemo;
 }
 
 /** A cut output keeps at least this many tokens of its head and tail. */
@@ -158,7 +162,7 @@ const HEAD_SHARE = 0.7;
  */
 export function truncationCandidates(view: readonly Message[], options: TruncationOptions): PruneCandidate[] {
   const sized: Array<{ o: Output; tokens: number }> = [];
-  for (const o of collectOutputs(view)) {
+  for (const o of collectOutputs(view, options.memo)) {
     if (o.summary || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     if (stringifyOutput(o.part.output).length < MIN_TRUNCATED_TOKENS * 2) continue;
     const tokens = options.countOutput(o.message, o.part);
@@ -237,10 +241,10 @@ function lineStartAfter(text: string, at: number): number {
 
 /**
  * `message` with the outputs named in `stubs` (by tool call id) replaced by their stubs; the same
- * object when none applies. The same message and stubs always give the same object, so that a
- * token counter that remembers messages by identity counts each pruned message once.
+ * object when none applies. The same message and stubs always give the same object under one
+ * `memo`, so that a token counter that remembers messages by identity counts each pruned message once.
  */
-export function withStubs(message: Message, stubs: ReadonlyMap<string, string>): Message {
+export function withStubs(message: Message, stubs: ReadonlyMap<string, string>, memo: EngineMemo): Message {
   if (message.role !== 'tool') return message;
   let signature = '';
   for (const part of message.content) {
@@ -249,8 +253,8 @@ export function withStubs(message: Message, stubs: ReadonlyMap<string, string>):
     if (stub !== undefined) signature += `${part.toolCallId}\u0000${stub}\u0001`;
   }
   if (signature === '') return message;
-  let made = pruned.get(message);
-  if (!made) pruned.set(message, (made = new Map()));
+  let made = memo.stubbedMessages.get(message);
+  if (!made) memo.stubbedMessages.set(message, (made = new Map()));
   let copy = made.get(signature);
   if (!copy) {
     copy = {
@@ -265,8 +269,6 @@ export function withStubs(message: Message, stubs: ReadonlyMap<string, string>):
   }
   return copy;
 }
-
-const pruned = new WeakMap<Message, Map<string, Message>>();
 
 /** The path a file tool's arguments name, normalized; undefined for other tools. */
 export function filePathOf(toolName: string, input: unknown): string | undefined {
@@ -284,11 +286,6 @@ export function callKey(toolName: string, input: unknown): string {
 
 // ---------------------------------------------------------------------------------------------
 
-interface LineRange {
-  readonly start: number;
-  readonly end: number;
-}
-
 interface Output {
   readonly message: Message;
   readonly messageId: string;
@@ -298,7 +295,7 @@ interface Output {
   /** Whether the tool succeeded: only a successful call supersedes or changes anything. */
   readonly ok: boolean;
   readonly summary: boolean;
-  readonly file?: { readonly access: 'read' | 'write'; readonly path: string; readonly range: LineRange };
+  readonly file?: CallFacts['file'];
 }
 
 interface Later {
@@ -320,14 +317,14 @@ function kindOf(o: Output, later: Later, options: PruningOptions): PruneKind | u
 }
 
 /** Every tool output of the view with the call it answers (the nearest call of its id before it). */
-function collectOutputs(view: readonly Message[]): Output[] {
+function collectOutputs(view: readonly Message[], memo: EngineMemo): Output[] {
   const calls = new Map<string, ToolCallPart>();
   const outputs: Output[] = [];
   view.forEach((message, at) => {
     for (const part of message.content) {
       if (part.type === 'tool-call') calls.set(part.toolCallId, part);
       if (part.type !== 'tool-result') continue;
-      const facts = callFacts(part.toolName, calls.get(part.toolCallId));
+      const facts = callFacts(part.toolName, calls.get(part.toolCallId), memo);
       outputs.push({
         message,
         messageId: message.id,
@@ -344,18 +341,12 @@ function collectOutputs(view: readonly Message[]): Output[] {
   return outputs;
 }
 
-interface CallFacts {
-  readonly toolName: string;
-  readonly key: string;
-  readonly file?: Output['file'];
-}
-
 /**
  * What pruning compares of a call answered by a `toolName` result: its key and the file it reads or
  * writes. Remembered per call, since parts are never changed and every compaction looks at them all.
  */
-function callFacts(toolName: string, call: ToolCallPart | undefined): CallFacts {
-  const known = call && factsOfCalls.get(call);
+function callFacts(toolName: string, call: ToolCallPart | undefined, memo: EngineMemo): CallFacts {
+  const known = call && memo.callFacts.get(call);
   if (known?.toolName === toolName) return known;
   const input = call?.input;
   const access = FILE_TOOLS[toolName];
@@ -365,11 +356,9 @@ function callFacts(toolName: string, call: ToolCallPart | undefined): CallFacts 
     key: callKey(toolName, input),
     ...(access && path !== undefined ? { file: { access, path, range: lineRange(input) } } : {}),
   };
-  if (call) factsOfCalls.set(call, facts);
+  if (call) memo.callFacts.set(call, facts);
   return facts;
 }
-
-const factsOfCalls = new WeakMap<ToolCallPart, CallFacts>();
 
 function lineRange(input: unknown): LineRange {
   const o = isRecord(input) ? input : {};

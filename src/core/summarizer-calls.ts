@@ -75,7 +75,7 @@ export async function summarize(
 ): Promise<Produced> {
   const { config } = request;
   // Rendered messages are counted once each, however often they are checked and packed.
-  const countTokens = (built: SummaryRequest): number => countRequest(built, deps.counter);
+  const countTokens = (built: SummaryRequest): number => countRequest(built, deps.counter, deps.memo);
   const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : request.window.limit;
   const single = buildSummaryRequest({
     summary: config.summary,
@@ -86,6 +86,7 @@ export async function summarize(
     purpose: 'summary',
     importance: config.importance,
     total,
+    memo: deps.memo,
   });
   if (window <= 0 || countTokens(single) <= window) return summarizeInOneCall(single, window, directive, request, deps, continuation);
 
@@ -96,14 +97,15 @@ export async function summarize(
     messages: [],
     directive: { ...directive, batch: { index: 1, count: 99 } },
     purpose: 'batch',
+    memo: deps.memo,
   });
   const budget = window - countTokens(emptyBatch);
   if (budget < MIN_BATCH_BUDGET) {
     throw new SummarizerFailure(`the summarizer's window (${window} tokens) is too small to hold a summary request`);
   }
   const measure = (item: Positioned): number =>
-    renderedMessageTokens(item.message, item.position, item.truncation ?? config.truncation, deps.counter) + 4;
-  const batches = planBatches(items, total, budget, measure, config.importance);
+    renderedMessageTokens(item.message, item.position, item.truncation ?? config.truncation, deps.counter, deps.memo) + 4;
+  const batches = planBatches(items, total, budget, measure, config.importance, deps.memo);
   const planned = batches.length + 1;
   const summaries: string[] = [];
   let model: string | undefined;
@@ -119,6 +121,7 @@ export async function summarize(
           purpose: 'batch',
           importance: config.importance,
           total,
+          memo: deps.memo,
         }),
       config.truncation,
       window,
@@ -145,7 +148,7 @@ async function mergeSummaries(
   depth: number,
 ): Promise<{ text: string; model?: string }> {
   const whole = buildMergeRequest(request.config.summary, summaries, previousSummary, directive);
-  if (countRequest(whole, deps.counter) <= window || summaries.length <= 1 || depth >= MERGE_DEPTH_LIMIT) {
+  if (countRequest(whole, deps.counter, deps.memo) <= window || summaries.length <= 1 || depth >= MERGE_DEPTH_LIMIT) {
     const response = await callSummarizer(whole, request, deps);
     return { text: response.text, model: response.model };
   }

@@ -1,4 +1,5 @@
 import type { ImportanceConfig, SummaryConfig, TruncationConfig } from './config';
+import type { EngineMemo } from './engine-memo';
 import { isSummaryMessage, SUMMARY_PREFIX } from './history';
 import { selectToKeep } from './importance';
 import type { MessageTokenCounter } from './message-tokens';
@@ -157,8 +158,11 @@ function sectionHint(section: SummarySection): string {
   }
 }
 
-/** Renders one conversation message for the summarizer, keeping its role and numbering it. */
-export function renderMessage(message: Message, position: number, truncation: TruncationConfig): SummaryRequestMessage {
+/**
+ * Renders one conversation message for the summarizer, keeping its role and numbering it. `memo`
+ * remembers what the rendering was made from, so that `countRequest` counts it as its message.
+ */
+export function renderMessage(message: Message, position: number, truncation: TruncationConfig, memo: EngineMemo): SummaryRequestMessage {
   const pieces: string[] = [];
   for (const part of message.content) {
     switch (part.type) {
@@ -191,7 +195,7 @@ export function renderMessage(message: Message, position: number, truncation: Tr
   const role = message.role === 'tool' ? 'user' : message.role;
   const header = headerOf(message, position);
   const rendered: SummaryRequestMessage = { role, content: `${header} ${content}` };
-  renderings.set(rendered, { message, truncation, header });
+  memo.renderings.set(rendered, { message, truncation, header });
   return rendered;
 }
 
@@ -199,12 +203,6 @@ export function renderMessage(message: Message, position: number, truncation: Tr
 function headerOf(message: Message, position: number): string {
   return `[#${position} ${message.role}]`;
 }
-
-/** What each rendered message was rendered from, so that its count is reused wherever it is numbered. */
-const renderings = new WeakMap<
-  SummaryRequestMessage,
-  { readonly message: Message; readonly truncation: TruncationConfig; readonly header: string }
->();
 
 /**
  * Encodings whose tokenizer cuts text into pieces by a pattern before encoding each piece, and whose
@@ -216,26 +214,30 @@ const renderings = new WeakMap<
 const COUNTS_APART: ReadonlySet<string> = new Set(['o200k_base', 'cl100k_base']);
 
 /** The cache key of a set of limits; most messages share one limits object, so it is made once. */
-function limitsKey(truncation: TruncationConfig): string {
-  let key = limitsKeys.get(truncation);
+function limitsKey(truncation: TruncationConfig, memo: EngineMemo): string {
+  let key = memo.limitsKeys.get(truncation);
   if (key === undefined) {
     key = `${truncation.resultChars}/${truncation.hugeResultChars}/${truncation.messageChars}`;
-    limitsKeys.set(truncation, key);
+    memo.limitsKeys.set(truncation, key);
   }
   return key;
 }
-
-const limitsKeys = new WeakMap<TruncationConfig, string>();
 
 /**
  * The tokens of `renderMessage(message, position, truncation).content`, as `counter` counts text;
  * a message counted before with the same limits is neither rendered nor tokenized again.
  */
-export function renderedMessageTokens(message: Message, position: number, truncation: TruncationConfig, counter: MessageTokenCounter): number {
-  if (!COUNTS_APART.has(counter.tokenizer.name)) return counter.countText(renderMessage(message, position, truncation).content);
+export function renderedMessageTokens(
+  message: Message,
+  position: number,
+  truncation: TruncationConfig,
+  counter: MessageTokenCounter,
+  memo: EngineMemo,
+): number {
+  if (!COUNTS_APART.has(counter.tokenizer.name)) return counter.countText(renderMessage(message, position, truncation, memo).content);
   const header = headerOf(message, position);
-  const rest = (): string => renderMessage(message, position, truncation).content.slice(header.length);
-  return counter.countRemembered(header) + counter.countDerived(message, limitsKey(truncation), rest);
+  const rest = (): string => renderMessage(message, position, truncation, memo).content.slice(header.length);
+  return counter.countRemembered(header) + counter.countDerived(message, limitsKey(truncation, memo), rest);
 }
 
 /**
@@ -273,6 +275,8 @@ export interface RequestParts {
   readonly importance?: ImportanceConfig;
   /** Messages in the model's view, for the recency of each position; the highest position + 1 when absent. */
   readonly total?: number;
+  /** Where the renderings and the scores are remembered. */
+  readonly memo: EngineMemo;
 }
 
 /** Limits that cut nothing: how a message on the keep list is rendered in a whole summary's request. */
@@ -306,7 +310,8 @@ export function buildSummaryRequest(parts: RequestParts): SummaryRequest {
   // from the configured limits and must not grow past what was measured.
   const uncut = parts.purpose === 'summary' ? new Set(keep) : new Set<number>();
   for (const item of parts.messages) {
-    messages.push(renderMessage(item.message, item.position, uncut.has(item.position) ? UNCUT : (item.truncation ?? parts.truncation)));
+    const truncation = uncut.has(item.position) ? UNCUT : (item.truncation ?? parts.truncation);
+    messages.push(renderMessage(item.message, item.position, truncation, parts.memo));
   }
   messages.push({ role: 'user', content: buildDirective(keep.length > 0 ? { ...parts.directive, keep } : parts.directive) });
   return {
@@ -324,8 +329,8 @@ function keepList(parts: RequestParts): number[] {
   const total = parts.total ?? Math.max(...parts.messages.map((item) => item.position)) + 1;
   // Measured as they would be sent uncut, by the chars/4 estimate: the budget is a bound on what the
   // summary is asked to copy, not an exact count.
-  const measure = (message: Message, position: number): number => estimateTokens(renderMessage(message, position, UNCUT).content);
-  return selectToKeep(parts.messages, total, parts.importance, measure);
+  const measure = (message: Message, position: number): number => estimateTokens(renderMessage(message, position, UNCUT, parts.memo).content);
+  return selectToKeep(parts.messages, total, parts.importance, measure, parts.memo);
 }
 
 /**
@@ -369,22 +374,22 @@ export function requestTokens(
 
 /**
  * The tokens a request will take in the summarizer's window, as `requestTokens` counts them with
- * `counter`, but with each rendered message counted once (see `renderedMessageTokens`) and the
- * prompt and directive remembered: checking whether a request fits, and fitting it, tokenize little.
+ * `counter`, but with each message rendered under `memo` counted once (see `renderedMessageTokens`)
+ * and the prompt and directive remembered: checking whether a request fits, and fitting it, tokenize little.
  */
-export function countRequest(request: SummaryRequest, counter: MessageTokenCounter): number {
+export function countRequest(request: SummaryRequest, counter: MessageTokenCounter, memo: EngineMemo): number {
   const apart = COUNTS_APART.has(counter.tokenizer.name);
   return requestTokens(
     request,
     (value) => counter.countRemembered(value),
     (message) => {
-      const from = renderings.get(message);
+      const from = memo.renderings.get(message);
       if (!from) return counter.countRemembered(message.content);
       if (!apart) return counter.countText(message.content);
       // The content is only cut (which copies it) when its count is not known yet.
       return (
         counter.countRemembered(from.header) +
-        counter.countDerived(from.message, limitsKey(from.truncation), () => message.content.slice(from.header.length))
+        counter.countDerived(from.message, limitsKey(from.truncation, memo), () => message.content.slice(from.header.length))
       );
     },
   );

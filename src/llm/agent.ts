@@ -11,7 +11,7 @@ import {
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
 import { beginTurn, decideCompaction, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
-import { modelView, type CompactionReason, type ConversationLog, type LogRecord } from '../core/history';
+import type { CompactionReason, LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
@@ -28,9 +28,8 @@ import { withFirstTokenDeadline } from './first-token-deadline';
 
 /** The conversation as the agent sees it; implemented by the extension over its store. */
 export interface AgentConversation {
-  log(): ConversationLog;
-  /** The model's view of the log, when the conversation keeps it up to date (else derived from the log). */
-  view?(): readonly Message[];
+  /** The model's view of the log, kept up to date by the conversation. */
+  view(): readonly Message[];
   append(records: readonly LogRecord[]): Promise<void>;
   /** The budget of the model's current view. */
   assess(): BudgetAssessment;
@@ -376,7 +375,7 @@ function isWrapped(error: unknown, inner: unknown): boolean {
 }
 
 function viewOf(conversation: AgentConversation): Message[] {
-  return conversation.view ? [...conversation.view()] : modelView(conversation.log());
+  return [...conversation.view()];
 }
 
 function lastAssistant(messages: readonly Message[]): Message | undefined {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
 import { WorkerCompactionEngine } from '../../src/app/remote-compaction';
+import { EngineMemo } from '../../src/core/engine-memo';
 import { DEFAULT_CONFIG } from '../../src/core/config';
 import { MessageTokenCounter } from '../../src/core/message-tokens';
 import { systemClock } from '../../src/core/ports';
@@ -248,6 +249,7 @@ describe('extension manifest', () => {
             summarizer: { name: 's', summarize: async () => ({ text: `## Session Summary\n### Completed Work\n${'done. '.repeat(80)}` }) },
             clock: systemClock,
             newId: () => 'e1',
+            memo: new EngineMemo(),
           },
         });
         assert.equal(outcome.status, 'compacted', JSON.stringify(outcome));

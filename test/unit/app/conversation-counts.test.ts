@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { currentBasis, lastEntry, lastUsage, modelView, usageReports, type CompactionEntry, type LogRecord } from '../../../src/core/history';
@@ -207,7 +208,7 @@ class Harness {
     const log = c.log();
     const model = this.models[this.model]!;
     const fresh = new MessageTokenCounter(model.counter.tokenizer);
-    const view = modelView(log);
+    const view = modelView(log, new EngineMemo());
     assert.deepEqual(c.view(), view, 'the view');
     const localTokens = fresh.countMessages(view) + model.fixedOverhead;
     const localFraming = view.reduce((total, m) => total + fresh.framing(m), 0);

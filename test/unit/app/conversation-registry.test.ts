@@ -61,6 +61,21 @@ describe('the conversations a window has loaded', () => {
     );
   });
 
+  it('keeps one engine memo per conversation while it is loaded: its branches share it, another conversation has its own', async () => {
+    const { registry: r } = registry();
+    const conversation = await r.startNew();
+    const memo = conversation.memo();
+    await conversation.beginTurn('t1');
+    await conversation.append([{ type: 'message', message: user('u1', 'one') }]);
+    await conversation.beginTurn('t2');
+    assert.equal(conversation.memo(), memo, 'the same memo as the conversation grows');
+    const rewound = await r.branch(conversation.id, 't1');
+    assert.notEqual(rewound, conversation);
+    assert.equal(rewound?.memo(), memo, 'a branch shares the memo of its records');
+    const other = await r.startNew();
+    assert.notEqual(other.memo(), memo, 'another conversation remembers for itself');
+  });
+
   it('opens a conversation on the turn started last after a reload, and remembers which one was current', async () => {
     const state = new Map<string, unknown>();
     const first = registry(state);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Conversation } from '../../../src/app/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { textHash } from '../../../src/app/revert-changes';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { fileChange } from '../../../src/core/file-changes';
 import { modelView, type LogRecord } from '../../../src/core/history';
 import { messageText } from '../../../src/core/messages';
@@ -51,9 +52,9 @@ describe('turns and file changes on disk', () => {
     assert.deepEqual(log, first.allRecords().concat(rewound.allRecords().slice(first.allRecords().length)));
     const reopened = conversation(store, log);
     assert.equal(reopened.leaf(), 't2');
-    assert.deepEqual(modelView(reopened.log()).map(messageText), ['remember BRAVO-9', 'noted']);
+    assert.deepEqual(modelView(reopened.log(), new EngineMemo()).map(messageText), ['remember BRAVO-9', 'noted']);
     const other = conversation(store, log, 't1');
-    assert.deepEqual(modelView(other.log()).map(messageText), ['remember ALPHA-7']);
+    assert.deepEqual(modelView(other.log(), new EngineMemo()).map(messageText), ['remember ALPHA-7']);
     assert.ok(log.some((r) => r.type === 'change' && r.turnId === 't1' && r.change.inserted === 'y'));
   });
 
@@ -70,6 +71,6 @@ describe('turns and file changes on disk', () => {
     await old.beginTurn('t1');
     await old.append([{ type: 'message', message: user('u2', 'and now?') }]);
     const reopened = conversation(store, (await store.open('c1')).log);
-    assert.deepEqual(modelView(reopened.log()).map(messageText), ['remember OLD-1', 'noted OLD-1', 'and now?']);
+    assert.deepEqual(modelView(reopened.log(), new EngineMemo()).map(messageText), ['remember OLD-1', 'noted OLD-1', 'and now?']);
   });
 });

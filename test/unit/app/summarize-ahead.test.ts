@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { renderFileOperations } from '../../../src/core/file-ledger';
 import { ledgerOf, type LogRecord } from '../../../src/core/history';
@@ -230,7 +231,7 @@ describe('summarizing ahead of need', () => {
     assert.ok(entry.summary.endsWith(renderFileOperations(ledgerOf(before))), entry.summary.slice(-300));
     assert.match(entry.summary, /<read-files>\nsrc\/a\.ts\nsrc\/d\.ts\n<\/read-files>/);
     assert.match(entry.summary, /src\/b\.ts \(modified\)\nsrc\/c\.ts \(created\)/);
-    assert.deepEqual(entry.needles, needleLedgerOf(before));
+    assert.deepEqual(entry.needles, needleLedgerOf(before, new EngineMemo()));
     assert.equal(entry.needles?.through, 'a4');
   });
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER, recordFileEvents, renderFileOperations } from '../../../src/core/file-ledger';
 import { activeEntries, ledgerOf, modelView, undoLastStep, type CompactionEntry, type LogRecord } from '../../../src/core/history';
@@ -224,7 +225,7 @@ describe('previewing and editing summaries', () => {
         'the kept messages are the same',
       );
       assert.equal(edit.tokensAfter, entry.tokensAfter + counter.countText(edit.summary) - counter.countText(entry.summary));
-      assert.deepEqual(modelView(conversation.log()), after, 'the view derived from the log agrees');
+      assert.deepEqual(modelView(conversation.log(), new EngineMemo()), after, 'the view derived from the log agrees');
     });
 
     it('is persisted as a record of its own and survives a reload', async () => {
@@ -322,7 +323,7 @@ describe('previewing and editing summaries', () => {
       const log = conversation.log().slice(0, -1);
       assert.deepEqual(saved.entry.fileOperations, ledgerOf(log));
       assert.match(saved.entry.summary, /<read-files>[\s\S]*src\/later\.ts[\s\S]*<modified-files>[\s\S]*src\/new\.ts \(created\)/);
-      assert.deepEqual(saved.entry.needles, needleLedgerOf(log));
+      assert.deepEqual(saved.entry.needles, needleLedgerOf(log, new EngineMemo()));
     });
 
     it('changes nothing when the text was saved unchanged', async () => {

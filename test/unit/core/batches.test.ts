@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { planBatches, type Positioned } from '../../../src/core/batches';
 import { assistant, config, sys, toolResult, user } from './fixtures';
 
@@ -16,7 +17,8 @@ const view = [
   assistant('done', 'done'),
 ];
 const items: Positioned[] = view.map((message, position) => ({ message, position }));
-const plan = (budget: number) => planBatches(items, view.length, budget, () => 1, importance).map((batch) => batch.map((item) => item.message.id));
+const plan = (budget: number) =>
+  planBatches(items, view.length, budget, () => 1, importance, new EngineMemo()).map((batch) => batch.map((item) => item.message.id));
 
 describe('planning summary batches', () => {
   it('sends the least important units first, oldest first among equals, a tool call with its result', () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { branchLog, leftBehind, onTurn, TurnIndex } from '../../../src/core/branches';
 import { modelView, type CompactionEntry, type LogRecord } from '../../../src/core/history';
 import { messageText } from '../../../src/core/messages';
@@ -13,7 +14,7 @@ function turnRecords(id: string, parent: string | null, words: string): LogRecor
   ];
 }
 
-const seen = (log: readonly LogRecord[]): string[] => modelView(log).map(messageText);
+const seen = (log: readonly LogRecord[]): string[] => modelView(log, new EngineMemo()).map(messageText);
 
 function entry(id: string, compacted: string[], firstKept: string | null, summary: string): CompactionEntry {
   return {

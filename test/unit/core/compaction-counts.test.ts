@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { computeCompaction } from '../../../src/core/compaction';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { modelView, SUMMARY_PREFIX } from '../../../src/core/history';
@@ -27,13 +28,13 @@ describe('compaction: counting the summary request', () => {
     }
     const log = asLog(messages);
     // The gauge counted the messages as they came.
-    counter.countMessages(modelView(log));
+    counter.countMessages(modelView(log, new EngineMemo()));
     const cfg = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 3 } }));
     const compute = async (summarizer: RecordingSummarizer) => {
       counted.length = 0;
       const outcome = await computeCompaction(
         { log, reason: 'manual', config: cfg, window: { limit: 200_000, source: 'model' }, ledger: EMPTY_LEDGER },
-        { counter, summarizer, clock: new FakeClock(), newId: idGenerator() },
+        { counter, summarizer, clock: new FakeClock(), newId: idGenerator(), memo: new EngineMemo() },
       );
       assert.equal(outcome.status, 'compacted');
       return [...counted];

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { applyCompaction, computeCompaction, type CompactionDeps } from '../../../src/core/compaction';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { activeEntries, lastEntry, modelView, type CompactionEntry, type ConversationLog, type LogRecord } from '../../../src/core/history';
@@ -39,7 +40,7 @@ const opening: Message[] = [
 const dropping = () => new RecordingSummarizer(() => ({ text: templateSummary('The retry job was looked into; modules were fixed.') }));
 
 function deps(summarizer: RecordingSummarizer): CompactionDeps {
-  return { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator() };
+  return { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator(), memo: new EngineMemo() };
 }
 
 async function compactOnce(log: ConversationLog, d: CompactionDeps): Promise<{ log: ConversationLog; entry: CompactionEntry }> {
@@ -49,7 +50,7 @@ async function compactOnce(log: ConversationLog, d: CompactionDeps): Promise<{ l
   );
   assert.equal(outcome.status, 'compacted', outcome.status !== 'compacted' ? outcome.reason : '');
   if (outcome.status !== 'compacted' || !outcome.compaction.entry) throw new Error('no summary');
-  const applied = applyCompaction(log, outcome.compaction);
+  const applied = applyCompaction(log, outcome.compaction, d.memo);
   assert.ok(applied.ok);
   return { log: applied.log, entry: outcome.compaction.entry };
 }
@@ -89,7 +90,7 @@ describe('compaction: needles kept outside the model', () => {
   it('keeps the needles of messages summarized in the first round through four more rounds that all drop them, once each', async () => {
     const { log, entries } = await rounds(5, deps(dropping()));
     assert.equal(entries.length, 5);
-    const view = modelView(log);
+    const view = modelView(log, new EngineMemo());
     assert.ok(!view.some((m) => m.id === 'u1' || m.id === 't0'), "the needles' messages are long summarized");
     const summary = lastEntry(log)!.summary;
     for (const needle of [CONSTRAINT, ERROR, TASK]) assert.equal(summary.split(needle).length - 1, 1, `${needle} exactly once`);

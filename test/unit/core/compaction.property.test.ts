@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { computeCompaction, type CompactionDeps } from '../../../src/core/compaction';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
@@ -132,8 +133,14 @@ describe('compaction properties over 10,000 random histories', function () {
         const summarizer = new RecordingSummarizer(() =>
           options.fail ? Promise.reject(new Error('down')) : { text: templateSummary('A short summary of the work so far, for the test.') },
         );
-        const deps: CompactionDeps = { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator() };
-        const before = modelView(log);
+        const deps: CompactionDeps = {
+          counter: estimatingCounter(),
+          summarizer,
+          clock: new FakeClock(),
+          newId: idGenerator(),
+          memo: new EngineMemo(),
+        };
+        const before = modelView(log, new EngineMemo());
         const outcome = await computeCompaction(
           {
             log,

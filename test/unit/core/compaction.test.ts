@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { applyCompaction, compact, computeCompaction, type CompactionDeps, type CompactionRequest } from '../../../src/core/compaction';
 import { resolveConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER, recordFileEvent } from '../../../src/core/file-ledger';
@@ -21,7 +22,7 @@ import {
 const messagesConfig = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, minMessages: 4 }));
 
 function setup(summarizer = new RecordingSummarizer(), clock = new FakeClock()) {
-  const deps: CompactionDeps = { counter: estimatingCounter(), summarizer, clock, newId: idGenerator() };
+  const deps: CompactionDeps = { counter: estimatingCounter(), summarizer, clock, newId: idGenerator(), memo: new EngineMemo() };
   return { deps, summarizer, clock };
 }
 
@@ -60,7 +61,7 @@ describe("compaction: result, entry and the model's view", () => {
     const first = view[1]!.content[0];
     assert.ok(first?.type === 'text' && first.text.startsWith(SUMMARY_PREFIX));
     assert.equal(view[2]!.id, outcome.compaction.entry!.firstKeptMessageId);
-    assert.deepEqual(outcome.log && modelView(outcome.log), view);
+    assert.deepEqual(outcome.log && modelView(outcome.log, new EngineMemo()), view);
   });
 
   it('records an entry with everything needed to show, undo or re-run it', async () => {
@@ -368,7 +369,7 @@ describe('compaction: computed in the background, applied later', () => {
     const outcome = await computeCompaction(request(snapshot), deps);
     assert.ok(outcome.status === 'compacted');
     const current = [...snapshot, ...asLog([user('late-1', 'one more thing'), user('late-2', 'and another')])];
-    const applied = applyCompaction(current, outcome.compaction);
+    const applied = applyCompaction(current, outcome.compaction, deps.memo);
     assert.ok(applied.ok);
     assert.deepEqual(
       applied.view.slice(-2).map((m) => m.id),
@@ -382,10 +383,10 @@ describe('compaction: computed in the background, applied later', () => {
     const outcome = await computeCompaction(request(snapshot), deps);
     assert.ok(outcome.status === 'compacted');
     const rewritten = asLog([conversation[0]!, user('other', 'different'), ...conversation.slice(1)]);
-    assert.equal(applyCompaction(rewritten, outcome.compaction).ok, false);
+    assert.equal(applyCompaction(rewritten, outcome.compaction, deps.memo).ok, false);
     const other = await compact(request(snapshot), deps);
     assert.ok(other.status === 'compacted' && other.log);
-    const stale = applyCompaction(other.log, outcome.compaction);
+    const stale = applyCompaction(other.log, outcome.compaction, deps.memo);
     assert.equal(stale.ok, false);
     assert.match(!stale.ok ? stale.reason : '', /Another compaction/);
   });

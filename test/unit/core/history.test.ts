@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import {
   activeEntries,
@@ -38,7 +39,7 @@ function entry(id: string, round: number, firstKept: string | null, compacted: s
 
 describe("history: the model's view of an append-only log", () => {
   const messages = [sys('s', 'system'), ...turn('t1', 'build it', 2), ...turn('t2', 'test it', 1)];
-  const ids = (log: readonly LogRecord[]) => modelView(log).map((m) => m.id);
+  const ids = (log: readonly LogRecord[]) => modelView(log, new EngineMemo()).map((m) => m.id);
 
   it('shows every message when nothing was compacted', () => {
     assert.deepEqual(
@@ -54,7 +55,7 @@ describe("history: the model's view of an append-only log", () => {
       { type: 'compaction', entry: entry('e1', 1, 't2-u', compacted) },
       ...asLog([user('later', 'more')]),
     ];
-    const view = modelView(log);
+    const view = modelView(log, new EngineMemo());
     assert.deepEqual(
       view.map((m) => m.id),
       ['s', 'summary:e1', 't2-u', 't2-a0', 't2-t0', 't2-done', 'later'],
@@ -137,7 +138,7 @@ describe("history: the model's view of an append-only log", () => {
       { id: 't9', role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c9', toolName: 'read_file', output: 'orphan' }] },
       { id: 'a2', role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c3', toolName: 'read_file', input: {} }] },
     ]);
-    const view = modelView(log);
+    const view = modelView(log, new EngineMemo());
     assert.deepEqual(ids(log), ['u', 'a1', 't1', 'interrupted:a1', 'u2', 'a2', 'interrupted:a2']);
     const synthetic = view.find((m) => m.id === 'interrupted:a1')!;
     assert.deepEqual(synthetic.content, [
@@ -162,7 +163,7 @@ describe('history: usage and file records', () => {
     assert.match(renderFileOperations(ledgerOf(log)), /<read-files>\na\.ts\n<\/read-files>\n<modified-files>\nb\.ts \(modified; user\)/);
     assert.equal(lastUsage(log)?.inputTokens, 20);
     assert.deepEqual(
-      modelView(log).map((m) => m.id),
+      modelView(log, new EngineMemo()).map((m) => m.id),
       ['u'],
     );
   });

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type ImportanceConfig } from '../../../src/core/config';
 import { scoreGroup, scoreMessage, selectToKeep } from '../../../src/core/importance';
 import { text, type Message, type Part, type Role } from '../../../src/core/messages';
 
 const config: ImportanceConfig = DEFAULT_CONFIG.importance;
+/** The memo these tests score under. */
+const memo = new EngineMemo();
 
 let nextId = 0;
 function message(role: Role, ...content: Part[]): Message {
@@ -25,7 +28,7 @@ function result(output: unknown, toolCallId = 'c1'): Part {
  * point and can be compared with strict equality.
  */
 function newest(m: Message, c: ImportanceConfig = config): number {
-  return scoreMessage(m, 0, 1, c);
+  return scoreMessage(m, 0, 1, c, memo);
 }
 /** Role weight plus full recency: the score of a message with no other signal. */
 function base(role: 'user' | 'assistant' | 'tool', c: ImportanceConfig = config): number {
@@ -55,20 +58,20 @@ describe('importance', () => {
 
   describe('recency', () => {
     it('scores a newer message higher than an older one with the same content', () => {
-      const older = scoreMessage(say('user', 'ok'), 3, 10, config);
-      const newer = scoreMessage(say('user', 'ok'), 7, 10, config);
+      const older = scoreMessage(say('user', 'ok'), 3, 10, config, memo);
+      const newer = scoreMessage(say('user', 'ok'), 7, 10, config, memo);
       assert.ok(newer > older);
     });
 
     it('gives the newest message the full weight and decays older ones exponentially', () => {
       const m = say('user', 'ok');
-      assert.equal(scoreMessage(m, 4, 5, config), config.roleUser + config.recencyWeight);
-      assertClose(scoreMessage(m, 0, 5, config), config.roleUser + config.recencyWeight * config.recencyDecay ** 4);
-      assertClose(scoreMessage(m, 3, 5, config), config.roleUser + config.recencyWeight * config.recencyDecay);
+      assert.equal(scoreMessage(m, 4, 5, config, memo), config.roleUser + config.recencyWeight);
+      assertClose(scoreMessage(m, 0, 5, config, memo), config.roleUser + config.recencyWeight * config.recencyDecay ** 4);
+      assertClose(scoreMessage(m, 3, 5, config, memo), config.roleUser + config.recencyWeight * config.recencyDecay);
     });
 
     it('never gives more than the full weight to an index past the newest position', () => {
-      assert.equal(scoreMessage(say('user', 'ok'), 9, 5, config), config.roleUser + config.recencyWeight);
+      assert.equal(scoreMessage(say('user', 'ok'), 9, 5, config, memo), config.roleUser + config.recencyWeight);
     });
   });
 
@@ -229,8 +232,8 @@ describe('importance', () => {
       // A message too plain to be kept under one configuration is kept under another.
       const plain = say('user', 'ok');
       const measure = (): number => 1;
-      assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, config, measure), []);
-      assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, { ...config, keepThreshold: -100 }, measure), [0]);
+      assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, config, measure, memo), []);
+      assert.deepEqual(selectToKeep([{ message: plain, position: 0 }], 1, { ...config, keepThreshold: -100 }, measure, memo), [0]);
     });
   });
 
@@ -240,19 +243,19 @@ describe('importance', () => {
       const response = message('tool', result('ok'));
       const total = 6;
       const first = 3;
-      const expected = Math.max(scoreMessage(request, first, total, config), scoreMessage(response, first + 1, total, config));
-      assert.equal(scoreGroup([request, response], first, total, config), expected);
-      assert.equal(expected, scoreMessage(request, first, total, config), 'the call should be the stronger member here');
+      const expected = Math.max(scoreMessage(request, first, total, config, memo), scoreMessage(response, first + 1, total, config, memo));
+      assert.equal(scoreGroup([request, response], first, total, config, memo), expected);
+      assert.equal(expected, scoreMessage(request, first, total, config, memo), 'the call should be the stronger member here');
     });
 
     it('takes a member that outscores the first one', () => {
       const plain = say('assistant', 'ok');
       const important = say('user', 'There is a bug, what now?');
-      assert.equal(scoreGroup([plain, important], 0, 2, config), scoreMessage(important, 1, 2, config));
+      assert.equal(scoreGroup([plain, important], 0, 2, config, memo), scoreMessage(important, 1, 2, config, memo));
     });
 
     it('scores an empty group as -Infinity', () => {
-      assert.equal(scoreGroup([], 0, 0, config), -Infinity);
+      assert.equal(scoreGroup([], 0, 0, config, memo), -Infinity);
     });
   });
 });
@@ -269,32 +272,32 @@ describe('importance: the keep list (messages kept in full)', () => {
   const length = (m: Message): number => JSON.stringify(m.content).length / 4;
 
   it('keeps the messages at or above the threshold, in conversation order', () => {
-    const scores = items.map((i) => scoreMessage(i.message, i.position, 10, config));
+    const scores = items.map((i) => scoreMessage(i.message, i.position, 10, config, memo));
     const threshold = scores[0]! - 0.01;
     assert.ok(
       scores.slice(1).every((s) => s < threshold),
       `the decision outscores the rest: ${scores.join(', ')}`,
     );
-    assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: threshold }, length), [0]);
-    assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: -100 }, length), [0, 1, 2, 3]);
+    assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: threshold }, length, memo), [0]);
+    assert.deepEqual(selectToKeep(items, 10, { ...config, keepThreshold: -100 }, length, memo), [0, 1, 2, 3]);
   });
 
   it('keeps the default threshold out of reach of routine chatter and of a routine tool call, and within reach of a decision with code and a path', () => {
-    assert.deepEqual(selectToKeep(items, 10, config, length), [0]);
+    assert.deepEqual(selectToKeep(items, 10, config, length, memo), [0]);
   });
 
   it('fits the budget, the most important first, and skips what does not fit for what does', () => {
     const all = { ...config, keepThreshold: -100 };
     const budget = length(decision) + length(chatter);
-    const kept = selectToKeep(items, 10, { ...all, keepBudgetTokens: budget }, length);
+    const kept = selectToKeep(items, 10, { ...all, keepBudgetTokens: budget }, length, memo);
     assert.ok(kept.includes(0), 'the decision, most important, is kept');
     assert.ok(kept.reduce((sum, p) => sum + length(items[p]!.message), 0) <= budget);
-    assert.deepEqual(selectToKeep(items, 10, { ...all, keepBudgetTokens: 0 }, length), [], 'a budget of 0 keeps nothing');
+    assert.deepEqual(selectToKeep(items, 10, { ...all, keepBudgetTokens: 0 }, length, memo), [], 'a budget of 0 keeps nothing');
   });
 
   it('keeps tool calls and results whatever their score when asked to (keep_tool_results)', () => {
     const high = { ...config, keepThreshold: 1_000 };
-    assert.deepEqual(selectToKeep(items, 10, high, length), []);
-    assert.deepEqual(selectToKeep(items, 10, { ...high, keepToolResults: true }, length), [2, 3]);
+    assert.deepEqual(selectToKeep(items, 10, high, length, memo), []);
+    assert.deepEqual(selectToKeep(items, 10, { ...high, keepToolResults: true }, length, memo), [2, 3]);
   });
 });

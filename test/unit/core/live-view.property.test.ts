@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { LiveModelView, modelView, summaryMessage, type CompactionEntry, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -147,7 +148,9 @@ class LogBuilder {
         // Mostly outputs the view shows (random ones were mostly compacted already, or strays the
         // view leaves out), now and then any output.
         const shown = new Set(
-          modelView(this.log).flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [`${m.id}/${p.toolCallId}`] : []))),
+          modelView(this.log, new EngineMemo()).flatMap((m) =>
+            m.content.flatMap((p) => (p.type === 'tool-result' ? [`${m.id}/${p.toolCallId}`] : [])),
+          ),
         );
         const visible = results.filter((r) => shown.has(`${r.messageId}/${r.toolCallId}`));
         const outputs = op.picks.map((pick, k) => {
@@ -197,7 +200,8 @@ describe('the live view of a growing log', () => {
     fc.assert(
       fc.property(fc.array(opArb, { minLength: 1, maxLength: 60, size: 'medium' }), fc.boolean(), (ops, switchCounters) => {
         const builder = new LogBuilder();
-        const live = new LiveModelView();
+        const memo = new EngineMemo();
+        const live = new LiveModelView(memo);
         const tokens = new ViewTokens();
         const counters = [new MessageTokenCounter(words), new MessageTokenCounter(charEstimator)];
         for (const [index, op] of ops.entries()) {
@@ -205,7 +209,7 @@ describe('the live view of a growing log', () => {
           // Several records may arrive between two looks, as when a step and its results land together.
           if (op.kind !== 'update' && index !== ops.length - 1) continue;
           live.update(builder.log);
-          const expected = modelView(builder.log);
+          const expected = modelView(builder.log, memo);
           const actual = live.messages();
           assert.deepEqual(actual, expected);
           // Messages the view shows as logged are the log's own objects, not copies.
@@ -245,7 +249,7 @@ describe('the live view of a growing log', () => {
   it('takes a log that was replaced by another array from its start', () => {
     const a: Message = { id: 'a', role: 'user', content: [{ type: 'text', text: 'first' }] };
     const b: Message = { id: 'b', role: 'user', content: [{ type: 'text', text: 'second' }] };
-    const live = new LiveModelView();
+    const live = new LiveModelView(new EngineMemo());
     live.update([{ type: 'message', message: a }]);
     live.update([{ type: 'message', message: b }]);
     assert.deepEqual(live.messages(), [b]);
@@ -253,7 +257,8 @@ describe('the live view of a growing log', () => {
 
   it('gives one summary message per compaction entry, so it is counted once', () => {
     const e = entry('e1', [], null, 'user');
-    assert.equal(summaryMessage(e), summaryMessage(e));
-    assert.notEqual(summaryMessage(e), summaryMessage({ ...e }));
+    const memo = new EngineMemo();
+    assert.equal(summaryMessage(e, memo), summaryMessage(e, memo));
+    assert.notEqual(summaryMessage(e, memo), summaryMessage({ ...e }, memo));
   });
 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { keepNeedles, renderBlock, stripKeptNeedles } from '../../../src/core/kept-needles';
 import {
   EMPTY_NEEDLES,
@@ -221,9 +222,9 @@ describe('needles: a cumulative ledger', () => {
     for (let i = 1; i <= 10; i++) messages.push(...command(`fix${i}`, `make t${i}`, 0, 'ok'));
     for (let end = 1; end <= messages.length; end += 3) {
       // Asked again after every few appends, as the gauge and prepared summaries do.
-      assert.deepEqual(needleLedgerOf(asLog(messages.slice(0, end))), scan(messages.slice(0, end)), `after ${end} messages`);
+      assert.deepEqual(needleLedgerOf(asLog(messages.slice(0, end)), new EngineMemo()), scan(messages.slice(0, end)), `after ${end} messages`);
     }
-    assert.deepEqual(needleLedgerOf(asLog(messages)), scan(messages));
+    assert.deepEqual(needleLedgerOf(asLog(messages), new EngineMemo()), scan(messages));
   });
 
   it('reads back a stored ledger and refuses a malformed one', () => {

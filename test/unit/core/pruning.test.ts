@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { applyCompaction, computeCompaction, type CompactionDeps, type CompactionRequest } from '../../../src/core/compaction';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { activePrunings, currentBasis, modelView, undoLastStep, type LogRecord } from '../../../src/core/history';
@@ -15,6 +16,7 @@ function options(over: Partial<PruningOptions> = {}): PruningOptions {
     alreadyPruned: new Set(),
     countOutput: (_message: Message, part: ToolResultPart) => counter.countText(stringifyOutput(part.output)),
     countStub: (_part, _key, stub) => counter.countText(stub),
+    memo: new EngineMemo(),
     ...over,
   };
 }
@@ -161,7 +163,7 @@ const newId = idGenerator('step');
 
 function tiers(log: readonly LogRecord[], over: Partial<CompactionRequest> = {}) {
   const summarizer = new RecordingSummarizer();
-  const deps: CompactionDeps = { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId };
+  const deps: CompactionDeps = { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId, memo: new EngineMemo() };
   const request: CompactionRequest = {
     log,
     reason: 'threshold',
@@ -175,7 +177,7 @@ function tiers(log: readonly LogRecord[], over: Partial<CompactionRequest> = {})
 
 describe('compaction in tiers: pruning first, a summary only when pruning is not enough', () => {
   const log = asLog(rereading(4));
-  const before = estimatingCounter().countMessages(modelView(log));
+  const before = estimatingCounter().countMessages(modelView(log, new EngineMemo()));
 
   it('asks no summary of an automatic compaction that pruning brings under its target', async () => {
     const target = before - 5_000;
@@ -197,7 +199,7 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
     // Every message stays in the view; the pruned outputs read as their stubs.
     assert.deepEqual(
       outcome.compaction.view.map((m) => m.id),
-      modelView(log).map((m) => m.id),
+      modelView(log, new EngineMemo()).map((m) => m.id),
     );
     const shown = outcome.compaction.view.find((m) => m.id === 't0-a')!.content[0];
     assert.ok(shown?.type === 'tool-result' && String(shown.output).startsWith('[Pruned by Longrun'));
@@ -311,7 +313,7 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
     const outcome = await tiers(log, { pruneTarget: before - 2_000 }).run();
     assert.ok(outcome.status === 'compacted');
     const grown = [...log, ...asLog([...call('late', 'read_file', { path: 'src/a.ts' }, big('z'))])];
-    const applied = applyCompaction(grown, outcome.compaction);
+    const applied = applyCompaction(grown, outcome.compaction, new EngineMemo());
     assert.ok(applied.ok);
     const late = applied.view.find((m) => m.id === 'late')!.content[0];
     assert.ok(late?.type === 'tool-result' && late.output === big('z'));
@@ -321,7 +323,9 @@ describe('compaction in tiers: pruning first, a summary only when pruning is not
 
 /** A view in short: each message's id and the start of its tool outputs, so that a failing comparison stays readable. */
 function brief(log: readonly LogRecord[]): string[] {
-  return modelView(log).map((m) => `${m.id} ${m.content.map((p) => (p.type === 'tool-result' ? String(p.output).slice(0, 24) : '')).join('')}`);
+  return modelView(log, new EngineMemo()).map(
+    (m) => `${m.id} ${m.content.map((p) => (p.type === 'tool-result' ? String(p.output).slice(0, 24) : '')).join('')}`,
+  );
 }
 
 /** Numbered lines, as read_file answers, of about `tokens` tokens in all. */
@@ -337,6 +341,7 @@ describe('cutting the largest tool outputs to fit the window', () => {
     exclude,
     countOutput: (_message: Message, part: ToolResultPart) => counter.countText(stringifyOutput(part.output)),
     countStub: (_part: ToolResultPart, _key: string, stub: string) => counter.countText(stub),
+    memo: new EngineMemo(),
   });
 
   it('cuts the largest outputs down to one common size that frees what is asked, keeping their first and last lines', () => {
@@ -399,7 +404,7 @@ describe('a view over the window', () => {
 
   it('prunes its outputs outside the recent part first, whatever its message count, without a summary', async () => {
     const { summarizer, deps, run } = tiers(twoReads, { window, config: defaults });
-    assert.ok(deps.counter.countMessages(modelView(twoReads)) > window.limit, 'the view is over the window');
+    assert.ok(deps.counter.countMessages(modelView(twoReads, new EngineMemo())) > window.limit, 'the view is over the window');
     const outcome = await run();
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
@@ -414,7 +419,7 @@ describe('a view over the window', () => {
   it('then cuts its largest tool outputs evenly until it fits, without a summary', async () => {
     const small = { limit: 8_000, source: 'model' as const };
     const { summarizer, deps, run } = tiers(tenReads, { window: small, config: defaults });
-    assert.ok(deps.counter.countMessages(modelView(tenReads)) > small.limit, 'the view is over the window');
+    assert.ok(deps.counter.countMessages(modelView(tenReads, new EngineMemo())) > small.limit, 'the view is over the window');
     const outcome = await run();
     assert.equal(outcome.status, 'compacted');
     if (outcome.status !== 'compacted') return;
@@ -449,7 +454,7 @@ describe('undoing a pruning', () => {
   const log = asLog(rereading(3));
 
   it('brings the pruned outputs back into the view', async () => {
-    const outcome = await tiers(log, { pruneTarget: estimatingCounter().countMessages(modelView(log)) - 3_000 }).run();
+    const outcome = await tiers(log, { pruneTarget: estimatingCounter().countMessages(modelView(log, new EngineMemo())) - 3_000 }).run();
     assert.ok(outcome.status === 'compacted' && outcome.compaction.pruning && !outcome.compaction.entry);
     const pruned = [...log, ...outcome.compaction.records];
     assert.notDeepEqual(brief(pruned), brief(log));
@@ -461,7 +466,7 @@ describe('undoing a pruning', () => {
   });
 
   it('undoes a summary and the pruning made with it together, and an earlier pruning only on the next undo', async () => {
-    const first = await tiers(log, { pruneTarget: estimatingCounter().countMessages(modelView(log)) - 1_000 }).run();
+    const first = await tiers(log, { pruneTarget: estimatingCounter().countMessages(modelView(log, new EngineMemo())) - 1_000 }).run();
     assert.ok(first.status === 'compacted' && !first.compaction.entry);
     const afterFirst = [...log, ...first.compaction.records];
     const second = await tiers(afterFirst, { pruneTarget: 10 }).run();

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { compact, type CompactionDeps, type CompactionRequest } from '../../../src/core/compaction';
 import { outputReserveFor } from '../../../src/core/context-window';
 import { EMPTY_LEDGER, recordFileEvent, type FileLedger } from '../../../src/core/file-ledger';
@@ -15,7 +16,7 @@ import { asLog, config, estimatingCounter, FakeClock, idGenerator, RecordingSumm
 const messagesConfig = config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, minMessages: 4 }));
 
 function deps(summarizer: RecordingSummarizer): CompactionDeps {
-  return { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator() };
+  return { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator(), memo: new EngineMemo() };
 }
 
 function request(log: readonly LogRecord[], over: Partial<CompactionRequest> = {}): CompactionRequest {

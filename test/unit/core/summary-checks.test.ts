@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { computeCompaction } from '../../../src/core/compaction';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { estimateTokens } from '../../../src/core/tokenizer';
@@ -68,7 +69,13 @@ describe('summary checks: a rejected summary is replaced by the extractive fallb
         window: { limit: 100_000, source: 'model' },
         ledger: EMPTY_LEDGER,
       },
-      { counter: estimatingCounter(), summarizer: new RecordingSummarizer(() => ({ text })), clock: new FakeClock(), newId: idGenerator() },
+      {
+        counter: estimatingCounter(),
+        summarizer: new RecordingSummarizer(() => ({ text })),
+        clock: new FakeClock(),
+        newId: idGenerator(),
+        memo: new EngineMemo(),
+      },
     );
 
   it('uses the fallback for 90 control characters and stores the reason', async () => {

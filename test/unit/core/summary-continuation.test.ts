@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { computeCompaction, type CompactionDeps, type CompactionRequest } from '../../../src/core/compaction';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { modelView, type LogRecord } from '../../../src/core/history';
@@ -35,6 +36,7 @@ describe('a summary request that continues the conversation', () => {
     summarizer,
     clock: new FakeClock(),
     newId: idGenerator(),
+    memo: new EngineMemo(),
   });
   const continuing = (window?: number): RecordingSummarizer => Object.assign(new RecordingSummarizer(undefined, window), { continues: true });
 
@@ -45,7 +47,7 @@ describe('a summary request that continues the conversation', () => {
     if (outcome.status !== 'compacted') return;
     const sent = summarizer.requests[0]!.continuation;
     assert.ok(sent);
-    const view = modelView(asLog(conversation));
+    const view = modelView(asLog(conversation), new EngineMemo());
     const compacted = new Set(outcome.compaction.entry!.compactedMessageIds);
     const last = view.map((m) => compacted.has(m.id)).lastIndexOf(true);
     assert.deepEqual(sent.messages, view.slice(0, last + 1));

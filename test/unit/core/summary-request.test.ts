@@ -13,6 +13,7 @@ import {
   SUMMARY_SECTIONS,
   summarySections,
 } from '../../../src/core/summary-request';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
 import { SUMMARY_PREFIX } from '../../../src/core/history';
@@ -20,6 +21,8 @@ import type { Message } from '../../../src/core/messages';
 import { assistant, config, toolResult, user } from './fixtures';
 
 const base = config();
+/** The memo these tests render and count under. */
+const memo = new EngineMemo();
 const positioned = (messages: Message[]) => messages.map((message, position) => ({ message, position }));
 const directive = { round: 3, summary: base.summary, originalTask: 'Build a flashcard app with SM-2' };
 
@@ -37,6 +40,7 @@ describe('summary request: structured messages, not string interpolation', () =>
       messages: positioned(conversation),
       directive,
       purpose: 'summary',
+      memo,
     });
     assert.equal(request.system, DEFAULT_SYSTEM_PROMPT);
   });
@@ -49,6 +53,7 @@ describe('summary request: structured messages, not string interpolation', () =>
       messages: positioned(conversation),
       directive,
       purpose: 'summary',
+      memo,
     });
     assert.equal(request.system, custom);
     assert.ok(!request.messages.some((m) => m.content.includes('Lasa')), 'the prompt appears only as the system prompt');
@@ -68,6 +73,7 @@ describe('summary request: structured messages, not string interpolation', () =>
       previousSummary: previous,
       directive,
       purpose: 'summary',
+      memo,
     });
     assert.equal(withPrevious.messages[0]!.role, 'system');
     assert.match(withPrevious.messages[0]!.content, /old facts/);
@@ -78,6 +84,7 @@ describe('summary request: structured messages, not string interpolation', () =>
       messages: positioned(conversation),
       directive,
       purpose: 'summary',
+      memo,
     });
     assert.ok(!without.messages.some((m) => m.role === 'system'));
   });
@@ -89,6 +96,7 @@ describe('summary request: structured messages, not string interpolation', () =>
       messages: positioned(conversation),
       directive,
       purpose: 'summary',
+      memo,
     });
     const [u, a, t] = request.messages;
     assert.equal(u!.role, 'user');
@@ -105,6 +113,7 @@ describe('summary request: structured messages, not string interpolation', () =>
       messages: positioned(conversation),
       directive,
       purpose: 'summary',
+      memo,
     });
     const last = request.messages.at(-1)!;
     assert.equal(last.role, 'user');
@@ -138,6 +147,7 @@ describe('summary request: structured messages, not string interpolation', () =>
       messages: [],
       directive,
       purpose: 'summary',
+      memo,
     });
     assert.equal(request.temperature, 0.1);
     assert.equal(request.maxOutputTokens, 1000);
@@ -146,10 +156,10 @@ describe('summary request: structured messages, not string interpolation', () =>
   it('truncates results over 2,000 characters and cuts single huge results with a marker', () => {
     const medium = 'm'.repeat(5_000);
     const huge = 'h'.repeat(50_000) + 'TAIL';
-    const mediumOut = renderMessage(toolResult('t', 'c', 'grep', medium), 0, base.truncation).content;
+    const mediumOut = renderMessage(toolResult('t', 'c', 'grep', medium), 0, base.truncation, memo).content;
     assert.match(mediumOut, /truncated: 3000 more characters/);
     assert.ok(mediumOut.length < 2_200);
-    const hugeOut = renderMessage(toolResult('t', 'c', 'grep', huge), 0, base.truncation).content;
+    const hugeOut = renderMessage(toolResult('t', 'c', 'grep', huge), 0, base.truncation, memo).content;
     assert.match(hugeOut, /characters cut/);
     assert.ok(hugeOut.endsWith('TAIL'), 'the end of a huge output is kept');
     assert.ok(hugeOut.length < 2_200);
@@ -195,15 +205,22 @@ describe('summary request: counting what is sent to the summarizer', () => {
           );
           const counter = new MessageTokenCounter(tokenizer);
           const items = messages.map((message, i) => ({ message, position: offset + i }));
-          const request = buildSummaryRequest({ summary: base.summary, truncation: base.truncation, messages: items, directive, purpose: 'summary' });
+          const request = buildSummaryRequest({
+            summary: base.summary,
+            truncation: base.truncation,
+            messages: items,
+            directive,
+            purpose: 'summary',
+            memo,
+          });
           assert.equal(
-            countRequest(request, counter),
+            countRequest(request, counter, memo),
             requestTokens(request, (value) => tokenizer.count(value)),
           );
           for (const { message, position } of items) {
             assert.equal(
-              renderedMessageTokens(message, position, base.truncation, counter),
-              tokenizer.count(renderMessage(message, position, base.truncation).content),
+              renderedMessageTokens(message, position, base.truncation, counter, memo),
+              tokenizer.count(renderMessage(message, position, base.truncation, memo).content),
             );
           }
         }),
@@ -219,18 +236,25 @@ describe('summary request: counting what is sent to the summarizer', () => {
     const counter = new MessageTokenCounter(spy);
     const long = toolResult('t1', 'c1', 'read_file', 'const answer = 42;\n'.repeat(300));
     const build = (offset: number, truncation = base.truncation) =>
-      buildSummaryRequest({ summary: base.summary, truncation, messages: [{ message: long, position: offset }], directive, purpose: 'summary' });
-    const first = countRequest(build(3), counter);
+      buildSummaryRequest({
+        summary: base.summary,
+        truncation,
+        messages: [{ message: long, position: offset }],
+        directive,
+        purpose: 'summary',
+        memo,
+      });
+    const first = countRequest(build(3), counter, memo);
     const longest = () => Math.max(...counted.map((text) => text.length));
     assert.ok(longest() > 1_000);
     counted.length = 0;
-    assert.equal(countRequest(build(3), counter), first);
+    assert.equal(countRequest(build(3), counter, memo), first);
     assert.equal(
-      countRequest(build(5_000), counter),
+      countRequest(build(5_000), counter, memo),
       requestTokens(build(5_000), (value) => o200k.count(value)),
     );
     assert.ok(longest() < 20, `only a number was tokenized, not ${longest()} characters`);
-    countRequest(build(3, { ...base.truncation, resultChars: 500, hugeResultChars: 500 }), counter);
+    countRequest(build(3, { ...base.truncation, resultChars: 500, hugeResultChars: 500 }), counter, memo);
     assert.ok(longest() > 500, 'tighter limits render another text, counted anew');
   });
 
@@ -242,9 +266,10 @@ describe('summary request: counting what is sent to the summarizer', () => {
       messages: positioned(conversation()),
       directive,
       purpose: 'summary',
+      memo,
     });
     assert.equal(
-      countRequest(request, counter),
+      countRequest(request, counter, memo),
       requestTokens(request, (value) => charEstimator.count(value)),
     );
   });
@@ -302,6 +327,7 @@ describe('summary request: the keep list', () => {
       messages,
       directive,
       purpose,
+      memo,
       ...(importance ? { importance, total: 10 } : {}),
     });
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { applyCompaction, computeCompaction, type CompactionDeps } from '../../../src/core/compaction';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
@@ -48,11 +49,11 @@ describe('gauge property: stale usage never inflates the budget', function () {
         const counter = estimatingCounter();
         const clock = new FakeClock();
         const summarizer = new RecordingSummarizer(() => ({ text: templateSummary('The work so far, in a few words, for the test.') }));
-        const deps: CompactionDeps = { counter, summarizer, clock, newId: idGenerator() };
+        const deps: CompactionDeps = { counter, summarizer, clock, newId: idGenerator(), memo: new EngineMemo() };
         let log: LogRecord[] = [];
         let n = 0;
         const id = (): string => `m${++n}`;
-        const truth = (): number => counter.countMessages(modelView(log)) + OVERHEAD;
+        const truth = (): number => counter.countMessages(modelView(log, new EngineMemo())) + OVERHEAD;
 
         const compactNow = async (): Promise<void> => {
           const outcome = await computeCompaction(
@@ -60,7 +61,7 @@ describe('gauge property: stale usage never inflates the budget', function () {
             deps,
           );
           if (outcome.status !== 'compacted') return;
-          const applied = applyCompaction(log, outcome.compaction);
+          const applied = applyCompaction(log, outcome.compaction, deps.memo);
           if (applied.ok) log = [...applied.log];
         };
         const undoNow = (): void => {
@@ -96,7 +97,7 @@ describe('gauge property: stale usage never inflates the budget', function () {
             ];
           }
           const ratio = learnedRatio(usageReports(log), undefined) ?? 1;
-          const budget = countContext(modelView(log), counter, lastUsage(log), currentBasis(log), OVERHEAD, ratio).tokens;
+          const budget = countContext(modelView(log, new EngineMemo()), counter, lastUsage(log), currentBasis(log), OVERHEAD, ratio).tokens;
           const exact = truth();
           assert.ok(
             budget <= exact * 1.02,
@@ -123,6 +124,7 @@ describe('gauge property: stale usage never inflates the budget', function () {
       summarizer: new RecordingSummarizer(() => ({ text: templateSummary('Short.') })),
       clock,
       newId: idGenerator(),
+      memo: new EngineMemo(),
     };
     let log: LogRecord[] = [];
     for (let i = 0; i < 8; i++)
@@ -148,7 +150,7 @@ describe('gauge property: stale usage never inflates the budget', function () {
     assert.ok(!('error' in undo));
     log.push(undo);
     const second = await compactNow();
-    const view = modelView(log);
+    const view = modelView(log, new EngineMemo());
     const counted = countContext(view, counter, lastUsage(log), currentBasis(log));
     assert.notEqual(second, first);
     assert.equal(counted.source, 'local');

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { APICallError, tool, type ToolSet } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
+import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
 import { modelView } from '../../../src/core/history';
@@ -127,7 +128,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
       maxSteps,
       signal,
       conversation: {
-        log: () => s.conversation.log(),
+        view: () => s.conversation.view(),
         append: (r) => s.conversation.append(r),
         assess: () => s.conversation.assess(),
         compact: (reason, sig) => s.conversation.compact(reason, { signal: sig }),
@@ -158,7 +159,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     assert.equal(result.steps, 3);
     assert.deepEqual(s.reads, ['a.ts', 'b.ts']);
     assert.equal(s.ui.texts.join(''), 'Reading a.ts. Reading b.ts. Both files read.');
-    const roles = modelView(s.conversation.log()).map((m) => m.role);
+    const roles = modelView(s.conversation.log(), new EngineMemo()).map((m) => m.role);
     assert.deepEqual(roles, ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
     assert.ok(
       s.conversation.log().some((r) => r.type === 'usage'),
@@ -267,7 +268,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     await ask(s, 'loop forever');
     const result = await run(s, model, 10, controller.signal);
     assert.equal(result.cancelled, true);
-    const view = modelView(s.conversation.log());
+    const view = modelView(s.conversation.log(), new EngineMemo());
     const callIds = view.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-call' ? [p.toolCallId] : [])));
     const resultIds = new Set(view.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool-result' ? [p.toolCallId] : []))));
     for (const id of callIds) assert.ok(resultIds.has(id), `call ${id} has its result`);
@@ -302,7 +303,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
       s.ui.notices.join('\n'),
     );
     assert.equal(model.doStreamCalls.length, 2);
-    const answers = modelView(s.conversation.log())
+    const answers = modelView(s.conversation.log(), new EngineMemo())
       .filter((m) => m.role === 'assistant')
       .map((m) => JSON.stringify(m.content));
     assert.ok(answers.some((a) => a.includes('The real answer.')));
@@ -424,7 +425,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
       assert.ok(isModelTimeout(result.error), String(result.error));
       assert.ok(Date.now() - started < 3_000, `stopped after ${Date.now() - started} ms`);
       assert.deepEqual(
-        modelView(s.conversation.log()).map((m) => m.role),
+        modelView(s.conversation.log(), new EngineMemo()).map((m) => m.role),
         ['user'],
       );
     } finally {
@@ -483,7 +484,7 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     const second = await run(s, stalled, 10, undefined, { timeouts: { firstChunkMs: 50, idleMs: 50 } });
     assert.ok(isModelTimeout(second.error), String(second.error));
     assert.deepEqual(
-      modelView(s.conversation.log()).map((m) => m.role),
+      modelView(s.conversation.log(), new EngineMemo()).map((m) => m.role),
       ['user'],
       'nothing half-written was kept',
     );

@@ -236,7 +236,7 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
       maxSteps: 10,
       signal: new AbortController().signal,
       conversation: {
-        log: () => conversation.log(),
+        view: () => conversation.view(),
         append: (r) => conversation.append(r),
         assess: () => conversation.assess(),
         compact: (reason, signal) => conversation.compact(reason, { signal }),

@@ -156,7 +156,7 @@ describe('long agentic turns on small windows', () => {
           after: c.tokensAfter,
           lowGain: c.lowGain,
           // What left the view for the summary: what was freed, plus what the summary itself takes.
-          ...(c.entry ? { summarized: c.tokensBefore - c.tokensAfter + counter.countMessage(summaryMessage(c.entry)) } : {}),
+          ...(c.entry ? { summarized: c.tokensBefore - c.tokensAfter + counter.countMessage(summaryMessage(c.entry, conversation.memo())) } : {}),
         });
       },
       notice: () => undefined,
@@ -168,7 +168,6 @@ describe('long agentic turns on small windows', () => {
       maxSteps: options.reads + 5,
       signal: new AbortController().signal,
       conversation: {
-        log: () => conversation.log(),
         view: () => conversation.view(),
         append: (r) => conversation.append(r),
         assess: () => conversation.assess(),
