@@ -449,18 +449,13 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       return true;
     }
     case 'chat-text': {
-      // The chat's list draws only the rows in sight: its end is brought into sight first, as a user
-      // reading the latest answer would (the list may have been left scrolled up).
-      const list = page.locator('.interactive-session .interactive-list').first();
-      if (await list.isVisible().catch(() => false)) {
-        const scrolled = await list.hover({ timeout: 2_000 }).then(
-          () => true,
-          () => false,
-        );
-        if (scrolled) {
-          await page.mouse.wheel(0, 100_000);
-          await page.waitForTimeout(200);
-        }
+      // The chat's list draws only the rows in sight: when it was left scrolled up, its "scroll
+      // down" button brings the end into sight first, as a user reading the latest answer would
+      // (clicked by event, since notifications may cover it).
+      const down = page.locator('.interactive-session.show-scroll-down .chat-scroll-down').first();
+      if (await down.isVisible().catch(() => false)) {
+        await down.dispatchEvent('click').catch(() => undefined);
+        await page.waitForTimeout(300);
       }
       return page.$$eval('.interactive-item-container', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
     }
