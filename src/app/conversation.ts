@@ -113,6 +113,8 @@ export class Conversation {
   private guardState: GuardState | undefined;
   /** The view, its count and the provider's reports, kept up to date with this branch's records. */
   private readonly meter: ConversationMeter;
+  /** The generation of the shared records `records` was made from (see `ConversationRecords.generation`). */
+  private branchGeneration: number;
 
   constructor(
     readonly id: string,
@@ -125,6 +127,7 @@ export class Conversation {
     const leaf = where.leaf === undefined ? turns.latest() : where.leaf;
     this.leafTurn = leaf !== null && turns.has(leaf) ? leaf : null;
     this.records = branchLog(this.shared.all, this.leafTurn, turns);
+    this.branchGeneration = this.shared.generation;
     this.meter = new ConversationMeter({
       conversationId: id,
       records: () => this.records,
@@ -153,6 +156,62 @@ export class Conversation {
   /** The conversation's records, to make another branch of it that shares them. */
   sharedRecords(): ConversationRecords {
     return this.shared;
+  }
+
+  /**
+   * Drops from memory the content of the messages no view of this branch needs: those its compactions
+   * took out, and those of branches left behind. Each is read back from disk when a view needs it
+   * again (`loadView`). Returns how many were dropped.
+   */
+  releaseArchived(): number {
+    const last = this.meter.live().entries().at(-1);
+    // A summary from before needle ledgers were kept makes the next compaction scan every message.
+    if (last && !last.needles) return 0;
+    const removed = this.removedIds();
+    const onBranch = new Set<string>();
+    let first: string | undefined;
+    for (const record of this.records) {
+      if (record.type !== 'message') continue;
+      onBranch.add(record.message.id);
+      // The first request names the conversation.
+      if (first === undefined && record.message.role === 'user') first = record.message.id;
+    }
+    const released = this.shared.release((id) => id === first || (onBranch.has(id) && !removed.has(id)));
+    if (released > 0) {
+      this.rebranch();
+      this.deps.engine?.forget(this.id);
+    }
+    return released;
+  }
+
+  /**
+   * Reads back from disk the messages this branch's view needs that are held without their content
+   * (after an undo, a rewind, or another branch was used); resolves once the view is whole.
+   */
+  async loadView(): Promise<void> {
+    if (this.branchGeneration !== this.shared.generation) this.rebranch();
+    if (this.shared.awayCount() === 0) return;
+    const removed = this.removedIds();
+    const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && !removed.has(r.message.id));
+    if (wanted.length === 0) return;
+    await this.shared.fill(wanted, (locations) => this.deps.store.readAt(this.id, locations));
+    this.rebranch();
+    // The worker's copy holds these records without their content: it is sent the log again.
+    this.deps.engine?.forget(this.id);
+    this.changed();
+  }
+
+  /** The messages the compactions in force on this branch took out of its view. */
+  private removedIds(): Set<string> {
+    const removed = new Set<string>();
+    for (const entry of this.meter.live().entries()) for (const id of entry.compactedMessageIds) removed.add(id);
+    return removed;
+  }
+
+  /** Makes this branch's log again from the shared records (some were replaced in place). */
+  private rebranch(): void {
+    this.records = branchLog(this.shared.all, this.leafTurn, this.shared.turns());
+    this.branchGeneration = this.shared.generation;
   }
 
   /** The turn at the tip of this branch; null before the first turn (or for a conversation from before turns). */
@@ -223,13 +282,16 @@ export class Conversation {
   /**
    * Searches what compaction and pruning took out of the model's view (the `recall` tool). The
    * answer is cut to `maxTokens`, at most a tenth of the window when the window is known, since it
-   * joins the view as a tool result.
+   * joins the view as a tool result. Messages held without their content are read from disk for the
+   * search, and not kept.
    */
-  recall(query: RecallQuery): string {
+  async recall(query: RecallQuery): Promise<string> {
     const model = this.deps.model();
     const cap = model.window.limit > 0 ? Math.max(RECALL_MIN_TOKENS, Math.floor(model.window.limit * RECALL_WINDOW_SHARE)) : RECALL_DEFAULT_TOKENS;
     const maxTokens = Math.min(query.maxTokens ?? RECALL_DEFAULT_TOKENS, cap);
-    const result = recall(archivedItems(this.records), { ...query, maxTokens }, (text) => model.counter.countText(text));
+    if (this.branchGeneration !== this.shared.generation) this.rebranch();
+    const log = await this.shared.readThrough(this.records, (locations) => this.deps.store.readAt(this.id, locations));
+    const result = recall(archivedItems(log), { ...query, maxTokens }, (text) => model.counter.countText(text));
     return formatRecall(result);
   }
 
@@ -576,6 +638,8 @@ export class Conversation {
     this.cancelAhead();
     await this.write(undo.records);
     if (undo.step.compaction) await this.deps.index.removeSummary(this.id, undo.step.compaction.id);
+    // The originals are back in the view: those held without their content are read again.
+    await this.loadView();
     this.changed();
     return { ok: true, step: undo.step };
   }
