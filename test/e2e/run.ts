@@ -448,8 +448,22 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       await page.keyboard.press('Enter');
       return true;
     }
-    case 'chat-text':
+    case 'chat-text': {
+      // The chat's list draws only the rows in sight: its end is brought into sight first, as a user
+      // reading the latest answer would (the list may have been left scrolled up).
+      const list = page.locator('.interactive-session .interactive-list').first();
+      if (await list.isVisible().catch(() => false)) {
+        const scrolled = await list.hover({ timeout: 2_000 }).then(
+          () => true,
+          () => false,
+        );
+        if (scrolled) {
+          await page.mouse.wheel(0, 100_000);
+          await page.waitForTimeout(200);
+        }
+      }
       return page.$$eval('.interactive-item-container', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
+    }
     case 'notifications':
       return page.$$eval('.notification-list-item-message', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
     case 'notification-button': {
