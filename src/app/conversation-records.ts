@@ -28,15 +28,22 @@ export class ConversationRecords {
 
   /**
    * `memo`: what the engine remembers of these records; given when they go on from records another
-   * object worked on. `locations`: where the records of `log` are in the files, as `open` found them.
+   * object worked on. `stored`: where the records of `log` are in the files, as `open` found them,
+   * and whether it gave those records without their content.
    */
   constructor(
     log: readonly LogRecord[],
     readonly memo: EngineMemo = new EngineMemo(),
-    locations: ReadonlyMap<LogRecord, RecordLocation> = new Map(),
+    stored: { readonly locations: ReadonlyMap<LogRecord, RecordLocation>; readonly withoutContent: boolean } = {
+      locations: new Map(),
+      withoutContent: false,
+    },
   ) {
     this.all = [...log];
-    for (const [record, location] of locations) this.located.set(record, location);
+    for (const [record, location] of stored.locations) {
+      this.located.set(record, location);
+      if (stored.withoutContent) this.away.add(record);
+    }
   }
 
   /** The turns, up to date with the records. */
@@ -57,27 +64,6 @@ export class ConversationRecords {
   /** How many records are held without their content. */
   awayCount(): number {
     return this.away.size;
-  }
-
-  /**
-   * Drops the content of every located message whose id `needed` does not hold; returns how many were
-   * dropped. Everything else about the record stays.
-   */
-  release(needed: (messageId: string) => boolean): number {
-    let released = 0;
-    for (let i = 0; i < this.all.length; i++) {
-      const record = this.all[i]!;
-      if (record.type !== 'message' || this.away.has(record) || needed(record.message.id)) continue;
-      const location = this.located.get(record);
-      if (!location) continue;
-      const hollow: LogRecord = { ...record, message: { ...record.message, content: [] } };
-      this.located.delete(record);
-      this.located.set(hollow, location);
-      this.away.add(hollow);
-      this.all[i] = hollow;
-      released++;
-    }
-    return released;
   }
 
   /**

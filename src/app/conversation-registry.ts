@@ -184,15 +184,15 @@ export class ConversationRegistry {
   private async read(id: string): Promise<Loaded | undefined> {
     if (!(await this.deps.store.exists(id))) return undefined;
     try {
-      const { log, problems, locations } = await this.deps.store.open(id);
+      // What only the archive holds stays on disk: a branch reads back what its view needs.
+      const { log, problems, locations } = await this.deps.store.open(id, { withoutContent: true });
       for (const problem of problems) this.deps.warn(problem, true);
       // Another request may have loaded it meanwhile: one set of records per conversation.
       const known = this.loaded.get(id);
       if (known) return known;
-      const loaded: Loaded = { records: new ConversationRecords(log, undefined, locations), branches: [], subscriptions: new Map() };
+      const records = new ConversationRecords(log, undefined, { locations, withoutContent: true });
+      const loaded: Loaded = { records, branches: [], subscriptions: new Map() };
       this.loaded.set(id, loaded);
-      // Memory follows the view of the branch used last: what only the archive holds stays on disk.
-      this.add(id, loaded, undefined).releaseArchived();
       return loaded;
     } catch (error) {
       this.deps.error(`Longrun could not open the saved conversation: ${errorText(error)}`);

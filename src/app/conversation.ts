@@ -159,39 +159,15 @@ export class Conversation {
   }
 
   /**
-   * Drops from memory the content of the messages no view of this branch needs: those its compactions
-   * took out, and those of branches left behind. Each is read back from disk when a view needs it
-   * again (`loadView`). Returns how many were dropped.
-   */
-  releaseArchived(): number {
-    const last = this.meter.live().entries().at(-1);
-    // A summary from before needle ledgers were kept makes the next compaction scan every message.
-    if (last && !last.needles) return 0;
-    const removed = this.removedIds();
-    const onBranch = new Set<string>();
-    let first: string | undefined;
-    for (const record of this.records) {
-      if (record.type !== 'message') continue;
-      onBranch.add(record.message.id);
-      // The first request names the conversation.
-      if (first === undefined && record.message.role === 'user') first = record.message.id;
-    }
-    const released = this.shared.release((id) => id === first || (onBranch.has(id) && !removed.has(id)));
-    if (released > 0) {
-      this.rebranch();
-      this.deps.engine?.forget(this.id);
-    }
-    return released;
-  }
-
-  /**
    * Reads back from disk the messages this branch's view needs that are held without their content
    * (after an undo, a rewind, or another branch was used); resolves once the view is whole.
    */
   async loadView(): Promise<void> {
     if (this.branchGeneration !== this.shared.generation) this.rebranch();
     if (this.shared.awayCount() === 0) return;
-    const removed = this.removedIds();
+    const last = this.meter.live().entries().at(-1);
+    // A summary from before needle ledgers were kept makes the next compaction scan every message.
+    const removed = last && !last.needles ? new Set<string>() : this.removedIds();
     const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && !removed.has(r.message.id));
     if (wanted.length === 0) return;
     await this.shared.fill(wanted, (locations) => this.deps.store.readAt(this.id, locations));

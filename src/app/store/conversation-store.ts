@@ -52,6 +52,16 @@ export interface OpenedConversation {
   readonly locations: ReadonlyMap<LogRecord, RecordLocation>;
 }
 
+/** How `open` reads. */
+export interface OpenOptions {
+  /**
+   * Give the located records (see `OpenedConversation.locations`) without their content: an empty
+   * `content`, everything else as stored. The conversation is then never all in memory at once, and
+   * `readAt` gives the content back where it is needed.
+   */
+  readonly withoutContent?: boolean;
+}
+
 /** Where a record's line is: its part, and the bytes of that part's file it takes (newline apart). */
 export interface RecordLocation {
   readonly part: number;
@@ -178,11 +188,11 @@ export class ConversationStore {
    * header has a newer format is refused with `ConversationVersionError`. Lines that cannot be read
    * are skipped and kept aside; only those not reported before come back as problems.
    */
-  async open(id: string): Promise<OpenedConversation> {
+  async open(id: string, options: OpenOptions = {}): Promise<OpenedConversation> {
     checkId(id);
     return this.enqueue(id, async () => {
       await this.locate(id);
-      return this.locked(id, 'read', () => this.read(id));
+      return this.locked(id, 'read', () => this.read(id, options));
     });
   }
 
@@ -395,7 +405,7 @@ export class ConversationStore {
     return parts;
   }
 
-  private async read(id: string): Promise<OpenedConversation> {
+  private async read(id: string, options: OpenOptions): Promise<OpenedConversation> {
     const parts = await this.parts(id);
     if (parts.length === 0) {
       this.tails.delete(id);
@@ -416,10 +426,12 @@ export class ConversationStore {
         const parsed = parseLine(raw.text, raw.number === 1, id, part);
         if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
         if (parsed.kind === 'record') {
-          log.push(parsed.record);
-          if (parsed.record.type === 'message' && raw.bytes > this.options.locateOverBytes) {
-            locations.set(parsed.record, { part, offset: raw.offset, bytes: raw.bytes });
+          let record = parsed.record;
+          if (record.type === 'message' && raw.bytes > this.options.locateOverBytes) {
+            if (options.withoutContent) record = { ...record, message: { ...record.message, content: [] } };
+            locations.set(record, { part, offset: raw.offset, bytes: raw.bytes });
           }
+          log.push(record);
         } else if (parsed.kind === 'damaged') {
           const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;
           skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
