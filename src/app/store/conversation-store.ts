@@ -62,6 +62,18 @@ export interface OpenOptions {
   readonly withoutContent?: boolean;
 }
 
+/** The content of every record `open` gives without it. */
+const NO_CONTENT: readonly never[] = Object.freeze([]);
+
+/**
+ * A message record as `open` gives it without its content: its id, role and turn, nothing else (its
+ * stored token counts come back with the content).
+ */
+function withoutContent(record: LogRecord & { type: 'message' }): LogRecord {
+  const { tokens: _tokens, ...rest } = record;
+  return { ...rest, message: { ...record.message, content: NO_CONTENT as never[] } };
+}
+
 /** Where a record's line is: its part, and the bytes of that part's file it takes (newline apart). */
 export interface RecordLocation {
   readonly part: number;
@@ -428,7 +440,7 @@ export class ConversationStore {
         if (parsed.kind === 'record') {
           let record = parsed.record;
           if (record.type === 'message' && raw.bytes > this.options.locateOverBytes) {
-            if (options.withoutContent) record = { ...record, message: { ...record.message, content: [] } };
+            if (options.withoutContent) record = withoutContent(record);
             locations.set(record, { part, offset: raw.offset, bytes: raw.bytes });
           }
           log.push(record);
