@@ -1,7 +1,6 @@
 import type { BudgetAssessment } from '../core/budget';
-import { withCurrentLedgers, type AppliedWithLedgers } from '../core/apply-ledgers';
 import { decideCompaction, guardAfter, type GuardState } from '../core/compaction-guard';
-import { applyCompaction, lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
+import { lowGainAt, type CompactionOutcome, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
@@ -19,20 +18,19 @@ import {
 } from '../core/history';
 import { withTokenCounts } from '../core/message-tokens';
 import type { Message } from '../core/messages';
-import type { Clock, Summarizer } from '../core/ports';
+import type { Summarizer } from '../core/ports';
 import type { PruningEntry } from '../core/pruning';
 import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/recall';
-import type { CalibrationMemory, ContextCount, RequestBasis } from '../core/usage-calibration';
-import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
+import type { ContextCount, RequestBasis } from '../core/usage-calibration';
+import { IN_THREAD_ENGINE } from './compaction-engine';
 import { branchLog, onTurn } from '../core/branches';
-import type { ConversationIndex } from './store/conversation-index';
-import type { ConversationStore } from './store/conversation-store';
 import { ConversationMeter, type ModelContext } from './conversation-meter';
+import type { CompactOptions, ConversationDeps } from './conversation-deps';
+import { ledgersAtApply } from './ledgers-at-apply';
 import { ConversationRecords, type BranchOptions } from './conversation-records';
 
 export { ConversationRecords, type BranchOptions };
 import { withSummary } from './summary-edit';
-import type { LongrunTelemetry } from '../llm/telemetry';
 import { errorText } from '../core/errors';
 
 /**
@@ -43,44 +41,7 @@ import { errorText } from '../core/errors';
 
 export type { ModelContext };
 
-export interface ConversationDeps {
-  readonly store: ConversationStore;
-  readonly index: ConversationIndex;
-  readonly clock: Clock;
-  readonly newId: () => string;
-  readonly config: () => CompactionConfig;
-  readonly model: () => ModelContext;
-  /**
-   * The summarizer for a compaction, asked for when one is computed and made then for the model and
-   * settings as they are (see `summarizer-source.ts`); undefined when no model can summarize.
-   */
-  readonly summarizer: () => Promise<Summarizer | undefined>;
-  /** Tracing of compactions (a span each, numbers only, never content). */
-  readonly telemetry?: () => LongrunTelemetry;
-  /** Cleans provider text (a summarizer's error) of API keys before it is stored or summarized. */
-  readonly redact?: (text: string) => string;
-  /**
-   * Whether to start summarizing in the background once the view passes the warning level, so that
-   * the swap at the compaction point costs no wait. Off when absent.
-   */
-  readonly summarizeAhead?: () => boolean;
-  /** Where compactions are computed: in a worker, or on this thread when absent. */
-  readonly engine?: CompactionEngine;
-  /** What earlier conversations learned of each model's ratio, and where this one's is kept. Absent: the family table alone. */
-  readonly calibrations?: CalibrationMemory;
-}
-
-export interface CompactOptions {
-  readonly focus?: string;
-  readonly signal?: AbortSignal;
-  readonly onProgress?: (progress: CompactionProgress) => void;
-  /**
-   * Shows the computed summary to the user before it is applied (the preview): resolves with the
-   * summary to apply instead (whole, file lists included, see `summary-edit.ts`), or undefined to
-   * apply nothing. Absent: the summary is applied as computed.
-   */
-  readonly review?: (entry: CompactionEntry) => Promise<string | undefined>;
-}
+export type { CompactOptions, ConversationDeps };
 
 type Listener = () => void;
 
@@ -543,7 +504,12 @@ export class Conversation {
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
     const counter = this.deps.model().counter;
-    const check = await this.withCurrentLedgers(outcome.compaction, (text) => counter.countText(text));
+    const check = await ledgersAtApply(
+      () => this.records,
+      outcome.compaction,
+      (text) => counter.countText(text),
+      this.memo(),
+    );
     if (!check.ok) return undefined;
     const computed = check.compaction;
     // Counted with the counts stored with the records: after a reload nothing is tokenized again here.
@@ -576,30 +542,6 @@ export class Conversation {
     }
     const compaction = { ...computed, records: written, view: this.view(), tokensBefore, tokensAfter };
     return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
-  }
-
-  /**
-   * `applyWithCurrentLedgers` on the log as it is now, in two halves with the editor's thread let go
-   * after each: the view first, then the ledgers. What was appended meanwhile is taken in by starting
-   * again (the last time without letting go), so the ledgers are those of the log the result is
-   * written to.
-   */
-  private async withCurrentLedgers(computed: ComputedCompaction, countText: (text: string) => number): Promise<AppliedWithLedgers> {
-    for (let attempt = 0; ; attempt++) {
-      const records = this.records;
-      const length = records.length;
-      const lettingGo = attempt < 2;
-      const unchanged = async (): Promise<boolean> => {
-        if (!lettingGo) return true;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        return this.records === records && records.length === length;
-      };
-      const applied = applyCompaction(records, computed, this.memo());
-      if (!applied.ok) return applied;
-      if (!(await unchanged())) continue;
-      const check = withCurrentLedgers(records, computed, applied, countText, this.memo());
-      if (await unchanged()) return check;
-    }
   }
 
   /**
