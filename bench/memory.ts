@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { Conversation } from '../src/app/conversation';
+import { ConversationRegistry } from '../src/app/conversation-registry';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { DEFAULT_CONFIG } from '../src/core/config';
@@ -69,6 +69,7 @@ function compaction(n: number, round: number, compacted: readonly string[], firs
       lowGain: false,
       splitTurn: false,
       summarizerCalls: 1,
+      needles: { version: 1, through: compacted.at(-1) ?? null, needles: [], openCalls: {} },
     },
   };
 }
@@ -134,19 +135,31 @@ function settledRss(): number {
 async function child(dir: string): Promise<void> {
   const store = new ConversationStore(dir, Date.now);
   const state = new Map<string, unknown>();
+  const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
   const counter = new MessageTokenCounter(charEstimator);
   let ids = 0;
   const before = settledRss();
-  const opened = await store.open(ID);
-  const conversation = new Conversation(ID, opened.log, {
+  const registry = new ConversationRegistry({
     store,
-    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    index,
     clock: systemClock,
     newId: () => `bench-${++ids}`,
-    config: () => DEFAULT_CONFIG,
-    model: () => ({ name: 'bench', window: { limit: 1_000_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
-    summarizer: () => Promise.resolve(undefined),
+    conversationDeps: () => ({
+      store,
+      index,
+      clock: systemClock,
+      newId: () => `bench-${++ids}`,
+      config: () => DEFAULT_CONFIG,
+      model: () => ({ name: 'bench', window: { limit: 1_000_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+      summarizer: () => Promise.resolve(undefined),
+    }),
+    warn: (message) => void process.stderr.write(`${message}\n`),
+    error: (message) => void process.stderr.write(`${message}\n`),
+    info: () => undefined,
+    changed: () => undefined,
   });
+  const conversation = await registry.open(ID);
+  if (!conversation) throw new Error('the conversation did not open');
   const viewBytes = Buffer.byteLength(JSON.stringify(conversation.view()));
   conversation.assess();
   const open = settledRss() - before;

@@ -85,7 +85,9 @@ export class ConversationRegistry {
   async find(id: string): Promise<Conversation | undefined> {
     const loaded = await this.load(id);
     if (!loaded) return undefined;
-    return loaded.branches.at(-1) ?? this.add(id, loaded, undefined);
+    const conversation = loaded.branches.at(-1) ?? this.add(id, loaded, undefined);
+    await conversation.loadView();
+    return conversation;
   }
 
   /**
@@ -100,6 +102,7 @@ export class ConversationRegistry {
     const known = loaded.branches.find((b) => b.leaf() === leaf);
     if (!known) this.cancelAheadBelow(loaded, leaf);
     const conversation = known ?? this.add(id, loaded, leaf);
+    await conversation.loadView();
     await this.makeCurrent(conversation);
     return conversation;
   }
@@ -181,12 +184,14 @@ export class ConversationRegistry {
   private async read(id: string): Promise<Loaded | undefined> {
     if (!(await this.deps.store.exists(id))) return undefined;
     try {
-      const { log, problems } = await this.deps.store.open(id);
+      // What only the archive holds stays on disk: a branch reads back what its view needs.
+      const { log, problems, locations } = await this.deps.store.open(id, { withoutContent: true });
       for (const problem of problems) this.deps.warn(problem, true);
       // Another request may have loaded it meanwhile: one set of records per conversation.
       const known = this.loaded.get(id);
       if (known) return known;
-      const loaded: Loaded = { records: new ConversationRecords(log), branches: [], subscriptions: new Map() };
+      const records = new ConversationRecords(log, undefined, { locations, withoutContent: true });
+      const loaded: Loaded = { records, branches: [], subscriptions: new Map() };
       this.loaded.set(id, loaded);
       return loaded;
     } catch (error) {

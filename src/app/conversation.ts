@@ -1,7 +1,6 @@
 import type { BudgetAssessment } from '../core/budget';
-import { withCurrentLedgers, type AppliedWithLedgers } from '../core/apply-ledgers';
 import { decideCompaction, guardAfter, type GuardState } from '../core/compaction-guard';
-import { applyCompaction, lowGainAt, type CompactionOutcome, type CompactionProgress, type ComputedCompaction } from '../core/compaction';
+import { lowGainAt, type CompactionOutcome, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import { keepRecentTokens } from '../core/cut-point';
 import type { UsageBreakdown } from '../core/budget';
@@ -19,20 +18,19 @@ import {
 } from '../core/history';
 import { withTokenCounts } from '../core/message-tokens';
 import type { Message } from '../core/messages';
-import type { Clock, Summarizer } from '../core/ports';
+import type { Summarizer } from '../core/ports';
 import type { PruningEntry } from '../core/pruning';
 import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/recall';
-import type { CalibrationMemory, ContextCount, RequestBasis } from '../core/usage-calibration';
-import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
+import type { ContextCount, RequestBasis } from '../core/usage-calibration';
+import { IN_THREAD_ENGINE } from './compaction-engine';
 import { branchLog, onTurn } from '../core/branches';
-import type { ConversationIndex } from './store/conversation-index';
-import type { ConversationStore } from './store/conversation-store';
 import { ConversationMeter, type ModelContext } from './conversation-meter';
+import type { CompactOptions, ConversationDeps } from './conversation-deps';
+import { ledgersAtApply } from './ledgers-at-apply';
 import { ConversationRecords, type BranchOptions } from './conversation-records';
 
 export { ConversationRecords, type BranchOptions };
 import { withSummary } from './summary-edit';
-import type { LongrunTelemetry } from '../llm/telemetry';
 import { errorText } from '../core/errors';
 
 /**
@@ -43,44 +41,7 @@ import { errorText } from '../core/errors';
 
 export type { ModelContext };
 
-export interface ConversationDeps {
-  readonly store: ConversationStore;
-  readonly index: ConversationIndex;
-  readonly clock: Clock;
-  readonly newId: () => string;
-  readonly config: () => CompactionConfig;
-  readonly model: () => ModelContext;
-  /**
-   * The summarizer for a compaction, asked for when one is computed and made then for the model and
-   * settings as they are (see `summarizer-source.ts`); undefined when no model can summarize.
-   */
-  readonly summarizer: () => Promise<Summarizer | undefined>;
-  /** Tracing of compactions (a span each, numbers only, never content). */
-  readonly telemetry?: () => LongrunTelemetry;
-  /** Cleans provider text (a summarizer's error) of API keys before it is stored or summarized. */
-  readonly redact?: (text: string) => string;
-  /**
-   * Whether to start summarizing in the background once the view passes the warning level, so that
-   * the swap at the compaction point costs no wait. Off when absent.
-   */
-  readonly summarizeAhead?: () => boolean;
-  /** Where compactions are computed: in a worker, or on this thread when absent. */
-  readonly engine?: CompactionEngine;
-  /** What earlier conversations learned of each model's ratio, and where this one's is kept. Absent: the family table alone. */
-  readonly calibrations?: CalibrationMemory;
-}
-
-export interface CompactOptions {
-  readonly focus?: string;
-  readonly signal?: AbortSignal;
-  readonly onProgress?: (progress: CompactionProgress) => void;
-  /**
-   * Shows the computed summary to the user before it is applied (the preview): resolves with the
-   * summary to apply instead (whole, file lists included, see `summary-edit.ts`), or undefined to
-   * apply nothing. Absent: the summary is applied as computed.
-   */
-  readonly review?: (entry: CompactionEntry) => Promise<string | undefined>;
-}
+export type { CompactOptions, ConversationDeps };
 
 type Listener = () => void;
 
@@ -113,6 +74,8 @@ export class Conversation {
   private guardState: GuardState | undefined;
   /** The view, its count and the provider's reports, kept up to date with this branch's records. */
   private readonly meter: ConversationMeter;
+  /** The generation of the shared records `records` was made from (see `ConversationRecords.generation`). */
+  private branchGeneration: number;
 
   constructor(
     readonly id: string,
@@ -125,6 +88,7 @@ export class Conversation {
     const leaf = where.leaf === undefined ? turns.latest() : where.leaf;
     this.leafTurn = leaf !== null && turns.has(leaf) ? leaf : null;
     this.records = branchLog(this.shared.all, this.leafTurn, turns);
+    this.branchGeneration = this.shared.generation;
     this.meter = new ConversationMeter({
       conversationId: id,
       records: () => this.records,
@@ -153,6 +117,38 @@ export class Conversation {
   /** The conversation's records, to make another branch of it that shares them. */
   sharedRecords(): ConversationRecords {
     return this.shared;
+  }
+
+  /**
+   * Reads back from disk the messages this branch's view needs that are held without their content
+   * (after an undo, a rewind, or another branch was used); resolves once the view is whole.
+   */
+  async loadView(): Promise<void> {
+    if (this.branchGeneration !== this.shared.generation) this.rebranch();
+    if (this.shared.awayCount() === 0) return;
+    const last = this.meter.live().entries().at(-1);
+    // A summary from before needle ledgers were kept makes the next compaction scan every message.
+    const removed = last && !last.needles ? new Set<string>() : this.removedIds();
+    const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && !removed.has(r.message.id));
+    if (wanted.length === 0) return;
+    await this.shared.fill(wanted, (locations) => this.deps.store.readAt(this.id, locations));
+    this.rebranch();
+    // The worker's copy holds these records without their content: it is sent the log again.
+    this.deps.engine?.forget(this.id);
+    this.changed();
+  }
+
+  /** The messages the compactions in force on this branch took out of its view. */
+  private removedIds(): Set<string> {
+    const removed = new Set<string>();
+    for (const entry of this.meter.live().entries()) for (const id of entry.compactedMessageIds) removed.add(id);
+    return removed;
+  }
+
+  /** Makes this branch's log again from the shared records (some were replaced in place). */
+  private rebranch(): void {
+    this.records = branchLog(this.shared.all, this.leafTurn, this.shared.turns());
+    this.branchGeneration = this.shared.generation;
   }
 
   /** The turn at the tip of this branch; null before the first turn (or for a conversation from before turns). */
@@ -223,13 +219,16 @@ export class Conversation {
   /**
    * Searches what compaction and pruning took out of the model's view (the `recall` tool). The
    * answer is cut to `maxTokens`, at most a tenth of the window when the window is known, since it
-   * joins the view as a tool result.
+   * joins the view as a tool result. Messages held without their content are read from disk for the
+   * search, and not kept.
    */
-  recall(query: RecallQuery): string {
+  async recall(query: RecallQuery): Promise<string> {
     const model = this.deps.model();
     const cap = model.window.limit > 0 ? Math.max(RECALL_MIN_TOKENS, Math.floor(model.window.limit * RECALL_WINDOW_SHARE)) : RECALL_DEFAULT_TOKENS;
     const maxTokens = Math.min(query.maxTokens ?? RECALL_DEFAULT_TOKENS, cap);
-    const result = recall(archivedItems(this.records), { ...query, maxTokens }, (text) => model.counter.countText(text));
+    if (this.branchGeneration !== this.shared.generation) this.rebranch();
+    const log = await this.shared.readThrough(this.records, (locations) => this.deps.store.readAt(this.id, locations));
+    const result = recall(archivedItems(log), { ...query, maxTokens }, (text) => model.counter.countText(text));
     return formatRecall(result);
   }
 
@@ -505,7 +504,12 @@ export class Conversation {
     reason: CompactionReason,
   ): Promise<CompactionOutcome | undefined> {
     const counter = this.deps.model().counter;
-    const check = await this.withCurrentLedgers(outcome.compaction, (text) => counter.countText(text));
+    const check = await ledgersAtApply(
+      () => this.records,
+      outcome.compaction,
+      (text) => counter.countText(text),
+      this.memo(),
+    );
     if (!check.ok) return undefined;
     const computed = check.compaction;
     // Counted with the counts stored with the records: after a reload nothing is tokenized again here.
@@ -541,30 +545,6 @@ export class Conversation {
   }
 
   /**
-   * `applyWithCurrentLedgers` on the log as it is now, in two halves with the editor's thread let go
-   * after each: the view first, then the ledgers. What was appended meanwhile is taken in by starting
-   * again (the last time without letting go), so the ledgers are those of the log the result is
-   * written to.
-   */
-  private async withCurrentLedgers(computed: ComputedCompaction, countText: (text: string) => number): Promise<AppliedWithLedgers> {
-    for (let attempt = 0; ; attempt++) {
-      const records = this.records;
-      const length = records.length;
-      const lettingGo = attempt < 2;
-      const unchanged = async (): Promise<boolean> => {
-        if (!lettingGo) return true;
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        return this.records === records && records.length === length;
-      };
-      const applied = applyCompaction(records, computed, this.memo());
-      if (!applied.ok) return applied;
-      if (!(await unchanged())) continue;
-      const check = withCurrentLedgers(records, computed, applied, countText, this.memo());
-      if (await unchanged()) return check;
-    }
-  }
-
-  /**
    * Undoes the last compaction: the originals come back into the model's view. A summary made
    * right after a pruning, in the same compaction, is undone with it.
    */
@@ -576,6 +556,8 @@ export class Conversation {
     this.cancelAhead();
     await this.write(undo.records);
     if (undo.step.compaction) await this.deps.index.removeSummary(this.id, undo.step.compaction.id);
+    // The originals are back in the view: those held without their content are read again.
+    await this.loadView();
     this.changed();
     return { ok: true, step: undo.step };
   }

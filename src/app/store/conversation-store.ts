@@ -45,6 +45,40 @@ export interface OpenedConversation {
    * aside), naming its line number. A line reported once is skipped silently afterwards.
    */
   readonly problems: string[];
+  /**
+   * Where the line of each message record longer than `locateOverBytes` is, by record: such a record
+   * can be dropped from memory and read again with `readAt`.
+   */
+  readonly locations: ReadonlyMap<LogRecord, RecordLocation>;
+}
+
+/** How `open` reads. */
+export interface OpenOptions {
+  /**
+   * Give the located records (see `OpenedConversation.locations`) without their content: an empty
+   * `content`, everything else as stored. The conversation is then never all in memory at once, and
+   * `readAt` gives the content back where it is needed.
+   */
+  readonly withoutContent?: boolean;
+}
+
+/** The content of every record `open` gives without it. */
+const NO_CONTENT: readonly never[] = Object.freeze([]);
+
+/**
+ * A message record as `open` gives it without its content: its id, role and turn, nothing else (its
+ * stored token counts come back with the content).
+ */
+function withoutContent(record: LogRecord & { type: 'message' }): LogRecord {
+  const { tokens: _tokens, ...rest } = record;
+  return { ...rest, message: { ...record.message, content: NO_CONTENT as never[] } };
+}
+
+/** Where a record's line is: its part, and the bytes of that part's file it takes (newline apart). */
+export interface RecordLocation {
+  readonly part: number;
+  readonly offset: number;
+  readonly bytes: number;
 }
 
 /** One skipped line, as kept in `<id>.damaged.jsonl`. */
@@ -77,6 +111,8 @@ export interface ConversationStoreOptions {
    * id reused after a crash). Locks last milliseconds, so this can be generous. Default 2 min.
    */
   readonly lockStaleMs?: number;
+  /** Message lines longer than this are located when read (see `OpenedConversation.locations`). Default 2 KiB. */
+  readonly locateOverBytes?: number;
 }
 
 const DEFAULT_OPTIONS: Required<ConversationStoreOptions> = {
@@ -86,6 +122,7 @@ const DEFAULT_OPTIONS: Required<ConversationStoreOptions> = {
   maxLineBytes: 256 * 1024 * 1024,
   lockWaitMs: 10_000,
   lockStaleMs: 120_000,
+  locateOverBytes: 2 * 1024,
 };
 
 /** Ids become file names, so only characters that are safe on every platform are allowed. */
@@ -163,11 +200,11 @@ export class ConversationStore {
    * header has a newer format is refused with `ConversationVersionError`. Lines that cannot be read
    * are skipped and kept aside; only those not reported before come back as problems.
    */
-  async open(id: string): Promise<OpenedConversation> {
+  async open(id: string, options: OpenOptions = {}): Promise<OpenedConversation> {
     checkId(id);
     return this.enqueue(id, async () => {
       await this.locate(id);
-      return this.locked(id, 'read', () => this.read(id));
+      return this.locked(id, 'read', () => this.read(id, options));
     });
   }
 
@@ -223,6 +260,38 @@ export class ConversationStore {
         if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, this.partFile(id, part));
         return parsed.kind === 'record' ? onRecord(parsed.record) : undefined;
       });
+    }
+  }
+
+  /**
+   * The records at `locations` (as `open` gave them), read again from the conversation's files, in
+   * the order asked. Lines are only ever appended, so a location stays right; a line that no longer
+   * reads as a record there (the files were replaced) rejects with an error saying so.
+   */
+  async readAt(id: string, locations: readonly RecordLocation[]): Promise<LogRecord[]> {
+    checkId(id);
+    const records: LogRecord[] = [];
+    const handles = new Map<number, fs.FileHandle>();
+    try {
+      for (const location of locations) {
+        let handle = handles.get(location.part);
+        if (!handle) {
+          handle = await fs.open(this.partFile(id, location.part), 'r');
+          handles.set(location.part, handle);
+        }
+        const buffer = Buffer.alloc(location.bytes);
+        const { bytesRead } = await handle.read(buffer, 0, location.bytes, location.offset);
+        const parsed = bytesRead === location.bytes ? parseLine(buffer.toString('utf8'), false, id, location.part) : undefined;
+        if (parsed?.kind !== 'record') {
+          throw new Error(
+            `Conversation "${id}" no longer holds the record Longrun read at byte ${location.offset} of part ${location.part}: its files were changed by something else.`,
+          );
+        }
+        records.push(parsed.record);
+      }
+      return records;
+    } finally {
+      await Promise.all([...handles.values()].map((h) => h.close().catch(() => undefined)));
     }
   }
 
@@ -348,13 +417,14 @@ export class ConversationStore {
     return parts;
   }
 
-  private async read(id: string): Promise<OpenedConversation> {
+  private async read(id: string, options: OpenOptions): Promise<OpenedConversation> {
     const parts = await this.parts(id);
     if (parts.length === 0) {
       this.tails.delete(id);
-      return { log: [], problems: [] };
+      return { log: [], problems: [], locations: new Map() };
     }
     const log: LogRecord[] = [];
+    const locations = new Map<LogRecord, RecordLocation>();
     const skipped: Skipped[] = [];
     let tail: Tail = { part: 1, size: 0 };
     for (const part of parts) {
@@ -367,8 +437,14 @@ export class ConversationStore {
         }
         const parsed = parseLine(raw.text, raw.number === 1, id, part);
         if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
-        if (parsed.kind === 'record') log.push(parsed.record);
-        else if (parsed.kind === 'damaged') {
+        if (parsed.kind === 'record') {
+          let record = parsed.record;
+          if (record.type === 'message' && raw.bytes > this.options.locateOverBytes) {
+            if (options.withoutContent) record = withoutContent(record);
+            locations.set(record, { part, offset: raw.offset, bytes: raw.bytes });
+          }
+          log.push(record);
+        } else if (parsed.kind === 'damaged') {
           const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;
           skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
         }
@@ -376,8 +452,8 @@ export class ConversationStore {
       tail = { part, size: size ?? 0 };
     }
     this.tails.set(id, tail);
-    if (skipped.length === 0) return { log, problems: [] };
-    return { log, problems: await this.reportOnce(id, skipped) };
+    if (skipped.length === 0) return { log, problems: [], locations };
+    return { log, problems: await this.reportOnce(id, skipped), locations };
   }
 
   /** Keeps skipped lines aside and describes those not kept aside before: each is reported once. */

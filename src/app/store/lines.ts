@@ -19,6 +19,10 @@ export type ParsedLine =
 export interface RawLine {
   /** 1-based. */
   readonly number: number;
+  /** Where the line starts in the file, in bytes. */
+  readonly offset: number;
+  /** The line's length in bytes, without its newline. */
+  readonly bytes: number;
   /** The line without its newline; only its start when it is too long. */
   readonly text: string;
   /** False for a last line without a newline (a write cut off, or one under way). */
@@ -47,6 +51,8 @@ export async function forEachLine(
     let pending = 0;
     let number = 1;
     let total = 0;
+    /** Where the line being gathered in `pieces` starts. */
+    let lineStart = 0;
     const keep = (piece: Buffer): void => {
       if (pending + piece.length <= maxLineBytes) pieces.push(Buffer.from(piece));
       // Over the limit: from here on only the line's start is kept (copied, so the rest can go).
@@ -56,7 +62,8 @@ export async function forEachLine(
     };
     const finish = async (complete: boolean): Promise<void> => {
       const text = Buffer.concat(pieces).toString('utf8');
-      const line = pending > maxLineBytes ? { number, text, complete, tooLong: pending } : { number, text, complete };
+      const where = { number, offset: lineStart, bytes: pending };
+      const line = pending > maxLineBytes ? { ...where, text, complete, tooLong: pending } : { ...where, text, complete };
       pieces = [];
       pending = 0;
       number++;
@@ -65,6 +72,7 @@ export async function forEachLine(
     for (;;) {
       const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
       if (bytesRead === 0) break;
+      const chunkStart = total;
       total += bytesRead;
       let start = 0;
       while (start < bytesRead) {
@@ -73,11 +81,13 @@ export async function forEachLine(
         if (end >= 0 && pending === 0 && end - start <= maxLineBytes) {
           // The usual case, a whole line inside one chunk: decoded in place. A caller that returns a
           // promise (an export writing as it reads) is waited for, so reading keeps its pace.
-          const waiting = onLine({ number: number++, text: chunk.toString('utf8', start, end), complete: true });
+          const text = chunk.toString('utf8', start, end);
+          const waiting = onLine({ number: number++, offset: chunkStart + start, bytes: end - start, text, complete: true });
           if (waiting) await waiting;
           start = end + 1;
           continue;
         }
+        if (pending === 0) lineStart = chunkStart + start;
         keep(chunk.subarray(start, end >= 0 ? end : bytesRead));
         if (end < 0) break;
         await finish(true);

@@ -173,14 +173,14 @@ describe('pruning in a conversation', () => {
 
   it('finds the pruned originals again with recall, within a budget bounded by the window', async () => {
     const { conversation } = await setup(4, 4_600);
-    assert.match(conversation.recall({ path: 'src/app.ts' }), /^Nothing of this conversation has been compacted or pruned yet/);
+    assert.match(await conversation.recall({ path: 'src/app.ts' }), /^Nothing of this conversation has been compacted or pruned yet/);
     await conversation.compact('threshold');
-    const found = conversation.recall({ path: 'src/app.ts' });
+    const found = await conversation.recall({ path: 'src/app.ts' });
     assert.match(found, /archived messages? match(es)? the path "src\/app\.ts"\./);
     assert.match(found, /app v\d app v\d/);
-    assert.match(conversation.recall({ query: 'app v0' }), /app v0 app v0/, 'the oldest read is found by its words');
+    assert.match(await conversation.recall({ query: 'app v0' }), /app v0 app v0/, 'the oldest read is found by its words');
     // A tenth of the window (at least 500 tokens), whatever the model asks for.
-    const capped = conversation.recall({ query: 'v0', maxTokens: 16_000 });
+    const capped = await conversation.recall({ query: 'v0', maxTokens: 16_000 });
     assert.match(capped, /budget of 500 tokens/);
   });
 });

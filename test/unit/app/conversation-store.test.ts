@@ -282,7 +282,7 @@ describe('conversation store: one append-only JSONL file per conversation', () =
   });
 
   it('reads a missing conversation as empty', async () => {
-    assert.deepEqual(await store.open('nothing-here'), { log: [], problems: [] });
+    assert.deepEqual(await store.open('nothing-here'), { log: [], problems: [], locations: new Map() });
     assert.deepEqual(await store.list(), []);
   });
 
@@ -492,6 +492,26 @@ describe('conversation store: large conversations, large records, newer lines', 
     await storeWith({ partBytes: 4_096 }).append('c1', message('m40', 'last'));
     const last = (await linesOf(fileOf('c1', names.length))).at(-1)!;
     assert.deepEqual(JSON.parse(last), { v: 1, record: message('m40', 'last') });
+  });
+
+  it('locates each long message line, in any part and read in chunks smaller than a line, and reads it again there', async () => {
+    const store = storeWith({ partBytes: 4_096 });
+    const records = Array.from({ length: 30 }, (_, i) => message(`m${i}`, `message ${i} é `.repeat(i % 3 === 0 ? 5 : 40)));
+    await store.appendAll('c1', records.slice(0, 10));
+    for (const record of records.slice(10)) await store.append('c1', record);
+    const opened = await storeWith({ locateOverBytes: 200, readChunkBytes: 97 }).open('c1');
+    const located = opened.log.filter((r) => opened.locations.has(r));
+    assert.deepEqual(
+      located.map((r) => (r.type === 'message' ? r.message.id : '')),
+      records.filter((_, i) => i % 3 !== 0).map((r) => (r.type === 'message' ? r.message.id : '')),
+      'the long lines, and only those',
+    );
+    assert.ok(new Set([...opened.locations.values()].map((l) => l.part)).size >= 2, 'in more than one part');
+    const again = await store.readAt(
+      'c1',
+      located.map((r) => opened.locations.get(r)!),
+    );
+    assert.deepEqual(again, located);
   });
 });
 

@@ -1,0 +1,33 @@
+import { withCurrentLedgers, type AppliedWithLedgers } from '../core/apply-ledgers';
+import { applyCompaction, type ComputedCompaction } from '../core/compaction';
+import type { EngineMemo } from '../core/engine-memo';
+import type { LogRecord } from '../core/history';
+
+/**
+ * `applyWithCurrentLedgers` on the log as `records()` gives it now, in two halves with the editor's
+ * thread let go after each: the view first, then the ledgers. What was appended meanwhile (or a log
+ * replaced by another branch's) is taken in by starting again, the last time without letting go, so
+ * the ledgers are those of the log the result is written to.
+ */
+export async function ledgersAtApply(
+  records: () => readonly LogRecord[],
+  computed: ComputedCompaction,
+  countText: (text: string) => number,
+  memo: EngineMemo,
+): Promise<AppliedWithLedgers> {
+  for (let attempt = 0; ; attempt++) {
+    const log = records();
+    const length = log.length;
+    const lettingGo = attempt < 2;
+    const unchanged = async (): Promise<boolean> => {
+      if (!lettingGo) return true;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return records() === log && log.length === length;
+    };
+    const applied = applyCompaction(log, computed, memo);
+    if (!applied.ok) return applied;
+    if (!(await unchanged())) continue;
+    const check = withCurrentLedgers(log, computed, applied, countText, memo);
+    if (await unchanged()) return check;
+  }
+}

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { promises as fs } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Conversation } from '../../../src/app/conversation';
+import { ConversationRegistry } from '../../../src/app/conversation-registry';
+import { ConversationStore } from '../../../src/app/store/conversation-store';
+import type { LogRecord } from '../../../src/core/history';
+import type { Message } from '../../../src/core/messages';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import type { Summarizer } from '../../../src/core/ports';
+import { charEstimator } from '../../../src/core/tokenizer';
+import { assistant, FakeClock, toolResult, user } from '../core/fixtures';
+import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+
+/** A file's text as a tool read it, long enough to be held on disk once archived, and unique to `n`. */
+const fileText = (n: number): string => `// file ${n}: marker-${n}-word\n${`export const value${n} = ${n};\n`.repeat(150)}`;
+
+const summarizer: Summarizer = { name: 'test-summarizer', summarize: async () => ({ text: 'The files were read and nothing was changed.' }) };
+
+describe('an opened conversation holds its view, and reads the archive from disk when needed', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'longrun-archived-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function registry(state: Map<string, unknown>) {
+    const clock = new FakeClock();
+    const store = new ConversationStore(dir, () => clock.now());
+    const index = memoryIndex(state);
+    const counter = new MessageTokenCounter(charEstimator);
+    let ids = 0;
+    const newId = (): string => `id${++ids}`;
+    return new ConversationRegistry({
+      store,
+      index,
+      clock,
+      newId,
+      conversationDeps: () =>
+        conversationDeps({
+          store,
+          index,
+          clock,
+          newId,
+          model: () => testModel({ limit: 200_000, counter }),
+          summarizer: async () => summarizer,
+        }),
+      warn: () => undefined,
+      error: () => undefined,
+      info: () => undefined,
+      changed: () => undefined,
+    });
+  }
+
+  /** Six turns of one file read each, compacted once the sixth is in: what the view was before and after. */
+  async function compacted(state: Map<string, unknown>): Promise<{ id: string; before: Message[]; after: Message[] }> {
+    const conversation = await registry(state).startNew();
+    for (let n = 1; n <= 6; n++) {
+      await conversation.beginTurn(`t${n}`);
+      await conversation.append([
+        { type: 'message', message: user(`u${n}`, `read file ${n}`) },
+        { type: 'message', message: assistant(`a${n}`, '', { callId: `c${n}`, tool: 'read_file', input: { path: `f${n}.ts` } }) },
+        { type: 'message', message: toolResult(`r${n}`, `c${n}`, 'read_file', fileText(n)) },
+        { type: 'message', message: assistant(`d${n}`, `File ${n} read.`) },
+      ]);
+    }
+    const before = conversation.view();
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    return { id: conversation.id, before, after: conversation.view() };
+  }
+
+  const awayIds = (conversation: Conversation): string[] =>
+    conversation
+      .allRecords()
+      .filter((r): r is LogRecord & { type: 'message' } => r.type === 'message' && r.message.content.length === 0)
+      .map((r) => r.message.id);
+
+  it('opens with the same view, holding the compacted file contents on disk only', async () => {
+    const state = new Map<string, unknown>();
+    const { id, after } = await compacted(state);
+    const reopened = (await registry(state).find(id))!;
+    assert.deepEqual(reopened.view(), after);
+    const away = awayIds(reopened);
+    const compactedIds = new Set(reopened.lastCompaction()!.compactedMessageIds);
+    assert.ok(away.length > 0, 'some archived messages are held without their content');
+    assert.ok(
+      away.every((m) => compactedIds.has(m)),
+      `only archived messages are: ${away.join(', ')}`,
+    );
+    assert.ok(away.includes('r1'), 'the first file read is on disk only');
+  });
+
+  it("finds an archived file's text with recall, read from disk", async () => {
+    const state = new Map<string, unknown>();
+    const { id } = await compacted(state);
+    const reopened = (await registry(state).find(id))!;
+    const found = await reopened.recall({ query: 'marker-1-word' });
+    assert.match(found, /marker-1-word/);
+    assert.match(found, /export const value1 = 1;/);
+    assert.ok(awayIds(reopened).includes('r1'), 'what recall read is not kept');
+  });
+
+  it('brings the originals back whole on undo, as they were before the compaction', async () => {
+    const state = new Map<string, unknown>();
+    const { id, before } = await compacted(state);
+    const reopened = (await registry(state).find(id))!;
+    const undone = await reopened.undo();
+    assert.equal(undone.ok, true);
+    assert.deepEqual(reopened.view(), before);
+    assert.deepEqual(awayIds(reopened), []);
+  });
+
+  it('gives a rewind to before the compaction the originals whole', async () => {
+    const state = new Map<string, unknown>();
+    const { id, before } = await compacted(state);
+    const reopened = registry(state);
+    await reopened.find(id);
+    const rewound = (await reopened.branch(id, 't3'))!;
+    const expected = before.filter((m) => /^[uard][123]$/.test(m.id));
+    assert.deepEqual(rewound.view(), expected);
+  });
+
+  it('says clearly when the files were replaced under a record it reads again', async () => {
+    const state = new Map<string, unknown>();
+    const { id } = await compacted(state);
+    const reopened = (await registry(state).find(id))!;
+    const file = join(dir, 'conversations', `${id}.jsonl`);
+    const text = await fs.readFile(file, 'utf8');
+    await fs.writeFile(file, text.replace(/marker-1-word/g, 'marker-1-wordXYZ'));
+    await assert.rejects(reopened.recall({ query: 'marker-1-word' }), /no longer holds the record Longrun read/);
+  });
+});
