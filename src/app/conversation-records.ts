@@ -71,30 +71,33 @@ export class ConversationRecords {
    * how many were read. Branches made before must make their log again (see `generation`).
    */
   async fill(wanted: Iterable<LogRecord>, read: ReadRecordsAt): Promise<number> {
-    const hollow = [...new Set(wanted)].filter((r) => this.away.has(r));
-    if (hollow.length === 0) return 0;
-    const full = await read(hollow.map((r) => this.located.get(r)!));
-    const replacing = new Map(hollow.map((r, i) => [r, full[i]!]));
+    const replacing = await this.readBack(new Set(wanted), read);
+    if (replacing.size === 0) return 0;
     for (let i = 0; i < this.all.length; i++) {
-      const now = replacing.get(this.all[i]!);
-      if (now === undefined) continue;
       const was = this.all[i]!;
+      const now = replacing.get(was);
+      if (now === undefined) continue;
       this.located.set(now, this.located.get(was)!);
       this.located.delete(was);
       this.away.delete(was);
       this.all[i] = now;
     }
     this.generationCount++;
-    return hollow.length;
+    return replacing.size;
   }
 
   /** `records` with those held without content read back, in order, without keeping them in memory. */
-  async readThrough(records: readonly LogRecord[], read: ReadRecordsAt): Promise<LogRecord[]> {
-    const hollow = records.filter((r) => this.away.has(r));
-    if (hollow.length === 0) return [...records];
+  async readThrough(records: readonly LogRecord[], read: ReadRecordsAt): Promise<readonly LogRecord[]> {
+    const replacing = await this.readBack(records, read);
+    return replacing.size === 0 ? records : records.map((r) => replacing.get(r) ?? r);
+  }
+
+  /** The records of `records` held without content, each with its full record read from disk. */
+  private async readBack(records: Iterable<LogRecord>, read: ReadRecordsAt): Promise<Map<LogRecord, LogRecord>> {
+    const hollow = [...records].filter((r) => this.away.has(r));
+    if (hollow.length === 0) return new Map();
     const full = await read(hollow.map((r) => this.located.get(r)!));
-    const replacing = new Map(hollow.map((r, i) => [r, full[i]!]));
-    return records.map((r) => replacing.get(r) ?? r);
+    return new Map(hollow.map((r, i) => [r, full[i]!]));
   }
 }
 

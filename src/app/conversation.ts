@@ -124,12 +124,13 @@ export class Conversation {
    * (after an undo, a rewind, or another branch was used); resolves once the view is whole.
    */
   async loadView(): Promise<void> {
-    if (this.branchGeneration !== this.shared.generation) this.rebranch();
+    this.rebranchIfStale();
     if (this.shared.awayCount() === 0) return;
-    const last = this.meter.live().entries().at(-1);
+    const live = this.meter.live();
+    const last = live.entries().at(-1);
     // A summary from before needle ledgers were kept makes the next compaction scan every message.
-    const removed = last && !last.needles ? new Set<string>() : this.removedIds();
-    const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && !removed.has(r.message.id));
+    const scansAll = last !== undefined && !last.needles;
+    const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && (scansAll || !live.removes(r.message.id)));
     if (wanted.length === 0) return;
     await this.shared.fill(wanted, (locations) => this.deps.store.readAt(this.id, locations));
     this.rebranch();
@@ -138,17 +139,15 @@ export class Conversation {
     this.changed();
   }
 
-  /** The messages the compactions in force on this branch took out of its view. */
-  private removedIds(): Set<string> {
-    const removed = new Set<string>();
-    for (const entry of this.meter.live().entries()) for (const id of entry.compactedMessageIds) removed.add(id);
-    return removed;
-  }
-
   /** Makes this branch's log again from the shared records (some were replaced in place). */
   private rebranch(): void {
     this.records = branchLog(this.shared.all, this.leafTurn, this.shared.turns());
     this.branchGeneration = this.shared.generation;
+  }
+
+  /** `rebranch` when another branch read records back since this one's log was made. */
+  private rebranchIfStale(): void {
+    if (this.branchGeneration !== this.shared.generation) this.rebranch();
   }
 
   /** The turn at the tip of this branch; null before the first turn (or for a conversation from before turns). */
@@ -226,7 +225,7 @@ export class Conversation {
     const model = this.deps.model();
     const cap = model.window.limit > 0 ? Math.max(RECALL_MIN_TOKENS, Math.floor(model.window.limit * RECALL_WINDOW_SHARE)) : RECALL_DEFAULT_TOKENS;
     const maxTokens = Math.min(query.maxTokens ?? RECALL_DEFAULT_TOKENS, cap);
-    if (this.branchGeneration !== this.shared.generation) this.rebranch();
+    this.rebranchIfStale();
     const log = await this.shared.readThrough(this.records, (locations) => this.deps.store.readAt(this.id, locations));
     const result = recall(archivedItems(log), { ...query, maxTokens }, (text) => model.counter.countText(text));
     return formatRecall(result);

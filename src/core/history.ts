@@ -319,6 +319,11 @@ export class LiveModelView {
     return this.messageCount > 0;
   }
 
+  /** Whether a compaction in force took message `id` out of the view. */
+  removes(id: string): boolean {
+    return this.removed.has(id);
+  }
+
   private reset(log: ConversationLog): void {
     this.log = log;
     this.seen = 0;

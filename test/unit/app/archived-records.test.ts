@@ -4,15 +4,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Conversation } from '../../../src/app/conversation';
-import { ConversationRegistry } from '../../../src/app/conversation-registry';
-import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { LogRecord } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
-import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Summarizer } from '../../../src/core/ports';
-import { charEstimator } from '../../../src/core/tokenizer';
-import { assistant, FakeClock, toolResult, user } from '../core/fixtures';
-import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+import { assistant, toolResult, user } from '../core/fixtures';
+import { testRegistry } from '../fixtures/conversation-deps';
 
 /** A file's text as a tool read it, long enough to be held on disk once archived, and unique to `n`. */
 const fileText = (n: number): string => `// file ${n}: marker-${n}-word\n${`export const value${n} = ${n};\n`.repeat(150)}`;
@@ -28,33 +24,7 @@ describe('an opened conversation holds its view, and reads the archive from disk
     await rm(dir, { recursive: true, force: true });
   });
 
-  function registry(state: Map<string, unknown>) {
-    const clock = new FakeClock();
-    const store = new ConversationStore(dir, () => clock.now());
-    const index = memoryIndex(state);
-    const counter = new MessageTokenCounter(charEstimator);
-    let ids = 0;
-    const newId = (): string => `id${++ids}`;
-    return new ConversationRegistry({
-      store,
-      index,
-      clock,
-      newId,
-      conversationDeps: () =>
-        conversationDeps({
-          store,
-          index,
-          clock,
-          newId,
-          model: () => testModel({ limit: 200_000, counter }),
-          summarizer: async () => summarizer,
-        }),
-      warn: () => undefined,
-      error: () => undefined,
-      info: () => undefined,
-      changed: () => undefined,
-    });
-  }
+  const registry = (state: Map<string, unknown>) => testRegistry(dir, { state, limit: 200_000, summarizer }).registry;
 
   /** Six turns of one file read each, compacted once the sixth is in: what the view was before and after. */
   async function compacted(state: Map<string, unknown>): Promise<{ id: string; before: Message[]; after: Message[] }> {

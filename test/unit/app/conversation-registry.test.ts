@@ -2,12 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConversationRegistry } from '../../../src/app/conversation-registry';
-import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { MessageTokenCounter } from '../../../src/core/message-tokens';
-import { charEstimator } from '../../../src/core/tokenizer';
-import { FakeClock, user } from '../core/fixtures';
-import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+import { user } from '../core/fixtures';
+import { testRegistry } from '../fixtures/conversation-deps';
 
 describe('the conversations a window has loaded', () => {
   let dir: string;
@@ -18,28 +14,7 @@ describe('the conversations a window has loaded', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function registry(state = new Map<string, unknown>()) {
-    const clock = new FakeClock();
-    const store = new ConversationStore(dir, () => clock.now());
-    const index = memoryIndex(state);
-    const counter = new MessageTokenCounter(charEstimator);
-    let ids = 0;
-    const newId = (): string => `id${++ids}`;
-    const warnings: string[] = [];
-    let changes = 0;
-    const made = new ConversationRegistry({
-      store,
-      index,
-      clock,
-      newId,
-      conversationDeps: () => conversationDeps({ store, index, clock, newId, model: () => testModel({ limit: 10_000, counter }) }),
-      warn: (message) => void warnings.push(message),
-      error: (message) => void warnings.push(message),
-      info: () => undefined,
-      changed: () => void changes++,
-    });
-    return { registry: made, state, warnings, changes: () => changes };
-  }
+  const registry = (state = new Map<string, unknown>()) => testRegistry(dir, { state });
 
   it('gives each leaf turn one branch object, reused while the chat goes on, and a new one for an earlier turn', async () => {
     const { registry: r } = registry();
