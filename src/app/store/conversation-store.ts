@@ -1,14 +1,15 @@
-import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { errorText, isRecord } from '../../core/errors';
 import type { LogRecord } from '../../core/history';
-import { capRecord, thousands } from './cap';
-import { ConversationConflictError, ConversationVersionError } from './errors';
-import { appendWhole, byteAt, isCode, isFile, safeJson, writeAll } from './files';
-import { forEachLine, futureVersionOf, parseLine } from './lines';
+import { thousands } from './cap';
+import { reportOnce, type SkippedLine } from './damaged-lines';
+import { ConversationVersionError } from './errors';
+import { isCode, isFile } from './files';
+import { forEachLine, parseLine } from './lines';
 import { ConversationLock } from './lock';
-import { CONVERSATION_FORMAT_VERSION, PART_END_KIND, PART_END_VERSION, describeIssues, recordLineSchema } from './schemas';
+import { recordLines, withoutContent } from './record-lines';
+import { PartWriter, type Tail } from './part-writer';
+import { CONVERSATION_FORMAT_VERSION } from './schemas';
 
 /**
  * Where conversations live between sessions. Deliberately free of `vscode`: the extension passes
@@ -36,6 +37,8 @@ import { CONVERSATION_FORMAT_VERSION, PART_END_KIND, PART_END_VERSION, describeI
  * it is stored, so one huge tool output or answer cannot make a huge line.
  */
 
+export type { DamagedLine } from './damaged-lines';
+
 /** What `open` read back. */
 export interface OpenedConversation {
   /** Every record that could be read, in the order it was written. */
@@ -62,36 +65,11 @@ export interface OpenOptions {
   readonly withoutContent?: boolean;
 }
 
-/** The content of every record `open` gives without it. */
-const NO_CONTENT: readonly never[] = Object.freeze([]);
-
-/**
- * A message record as `open` gives it without its content: its id, role and turn, nothing else (its
- * stored token counts come back with the content).
- */
-function withoutContent(record: LogRecord & { type: 'message' }): LogRecord {
-  const { tokens: _tokens, ...rest } = record;
-  return { ...rest, message: { ...record.message, content: NO_CONTENT as never[] } };
-}
-
 /** Where a record's line is: its part, and the bytes of that part's file it takes (newline apart). */
 export interface RecordLocation {
   readonly part: number;
   readonly offset: number;
   readonly bytes: number;
-}
-
-/** One skipped line, as kept in `<id>.damaged.jsonl`. */
-export interface DamagedLine {
-  /** The part of the conversation the line is in; absent in entries written before parts (part 1). */
-  readonly part?: number;
-  /** 1-based line number in its part's file. */
-  readonly line: number;
-  /** The line; only its start when it was too long to read. */
-  readonly text: string;
-  readonly error: string;
-  /** When it was found, in milliseconds since the epoch. */
-  readonly at: number;
 }
 
 /** Limits of a `ConversationStore`. The defaults are meant for real use; tests set small ones. */
@@ -127,54 +105,13 @@ const DEFAULT_OPTIONS: Required<ConversationStoreOptions> = {
 
 /** Ids become file names, so only characters that are safe on every platform are allowed. */
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,200}$/;
-/** How long checking records may hold the editor's thread before letting it go (ms). */
-const SERIALIZE_SLICE_MS = 4;
-
-/** How much of the file start is read to check its header before an append. */
-const HEAD_BYTES = 64 * 1024;
-
-/** A part is closed only once it holds more than a header, so a record larger than a part still lands somewhere. */
-const HEADER_ROOM = 1024;
-
-interface Skipped {
-  readonly part: number;
-  readonly line: number;
-  readonly text: string;
-  readonly error: string;
-  readonly cutOff: boolean;
-}
-
-/** Where a store last left the end of a conversation: the last part and its size in bytes. */
-interface Tail {
-  readonly part: number;
-  readonly size: number;
-  /**
-   * After a failed write whose end could not be read back: how many of this store's own bytes may
-   * have landed after `size`. The part may then end anywhere from `size` to `size + unknownBytes`.
-   */
-  readonly unknownBytes?: number;
-}
-
-/**
- * The tail after a write of `attempted` bytes at `size` failed: the part's size as it is now, or,
- * when even that cannot be read, the range the failed write may have left it in.
- */
-async function tailAfterFailure(handle: fs.FileHandle, part: number, size: number, attempted: number): Promise<Tail> {
-  try {
-    return { part, size: (await handle.stat()).size };
-  } catch {
-    return { part, size, unknownBytes: attempted };
-  }
-}
 
 /** The per-workspace conversation files. One instance per storage folder (per window). */
 export class ConversationStore {
   /** The tail of each conversation's queue of file operations. */
   private readonly queues = new Map<string, Promise<unknown>>();
-  /** Parts (`id#part`) whose header this instance has already checked for a newer version. */
-  private readonly checked = new Set<string>();
-  /** The end of each conversation as this instance last read or wrote it; see `ConversationConflictError`. */
-  private readonly tails = new Map<string, Tail>();
+  /** Appends lines across each conversation's parts, knowing where this instance last left each. */
+  private readonly writer: PartWriter;
   /** This instance's lock files: see `ConversationLock`. */
   private readonly lock: ConversationLock;
   private readonly options: Required<ConversationStoreOptions>;
@@ -193,6 +130,7 @@ export class ConversationStore {
   ) {
     this.options = { ...DEFAULT_OPTIONS, ...options };
     this.lock = new ConversationLock(this.options.lockWaitMs, this.options.lockStaleMs);
+    this.writer = new PartWriter(this.options.partBytes);
   }
 
   /**
@@ -233,7 +171,7 @@ export class ConversationStore {
     // Queued first, so that appends are written in the order they were asked for, however long a
     // large record (a compaction of thousands of messages) takes to check.
     return this.enqueue(id, async () => {
-      const prepared = await this.serializeAll(records);
+      const prepared = await recordLines(records, this.options.maxRecordBytes);
       await this.locate(id);
       await this.locked(id, 'write', () =>
         this.writeLines(
@@ -304,7 +242,7 @@ export class ConversationStore {
         const header = `${this.header(id, 1)}\n`;
         try {
           await fs.writeFile(file, header, { flag: 'wx' });
-          this.tails.set(id, { part: 1, size: Buffer.byteLength(header) });
+          this.writer.setTail(id, { part: 1, size: Buffer.byteLength(header) });
         } catch (error) {
           if (!isCode(error, 'EEXIST')) throw error;
         }
@@ -420,12 +358,12 @@ export class ConversationStore {
   private async read(id: string, options: OpenOptions): Promise<OpenedConversation> {
     const parts = await this.parts(id);
     if (parts.length === 0) {
-      this.tails.delete(id);
+      this.writer.forget(id);
       return { log: [], problems: [], locations: new Map() };
     }
     const log: LogRecord[] = [];
     const locations = new Map<LogRecord, RecordLocation>();
-    const skipped: Skipped[] = [];
+    const skipped: SkippedLine[] = [];
     let tail: Tail = { part: 1, size: 0 };
     for (const part of parts) {
       const file = this.partFile(id, part);
@@ -451,145 +389,17 @@ export class ConversationStore {
       });
       tail = { part, size: size ?? 0 };
     }
-    this.tails.set(id, tail);
+    this.writer.setTail(id, tail);
     if (skipped.length === 0) return { log, problems: [], locations };
-    return { log, problems: await this.reportOnce(id, skipped), locations };
-  }
-
-  /** Keeps skipped lines aside and describes those not kept aside before: each is reported once. */
-  private async reportOnce(id: string, skipped: readonly Skipped[]): Promise<string[]> {
-    const damagedFile = this.damagedFileOf(id);
-    let kept: Set<string>;
-    try {
-      kept = await keptAside(damagedFile, this.options);
-    } catch {
-      // Unreadable: every line is reported, and the copy below will likely fail and say why.
-      kept = new Set();
-    }
-    const fresh = skipped.filter((s) => !kept.has(keyOf(s.part, s.line, s.text)));
-    if (fresh.length === 0) return [];
-
-    const problems = fresh.map((s) => {
-      const where = s.part === 1 ? `Line ${s.line} of conversation "${id}"` : `Line ${s.line} of part ${s.part} of conversation "${id}"`;
-      return s.cutOff
-        ? `${where} is incomplete (its write was probably cut off by a crash) and was skipped; a copy is kept in ${damagedFile}.`
-        : `${where} could not be read (${s.error}) and was skipped; a copy is kept in ${damagedFile}.`;
-    });
-    const at = this.now();
-    const entries = fresh.map((s): DamagedLine => ({ part: s.part, line: s.line, text: s.text, error: s.error, at }));
-    try {
-      await appendWhole(damagedFile, entries.map((e) => JSON.stringify(e)).join('\n') + '\n');
-    } catch (error) {
-      problems.push(
-        `The ${fresh.length} unreadable line(s) of conversation "${id}" could not be copied to ${damagedFile} (${errorText(error)}); ` +
-          `they remain in the conversation's files and will be reported again.`,
-      );
-    }
-    return problems;
+    return { log, problems: await reportOnce(id, this.damagedFileOf(id), skipped, this.options, this.now()), locations };
   }
 
   // -------------------------------------------------------------------------------------------
   // Writing
 
-  /**
-   * `serialize` for each record, letting the editor's thread go whenever a few milliseconds went by:
-   * checking a large record holds the thread for a while, and two of them should not hold it twice as
-   * long.
-   */
-  private async serializeAll(records: readonly LogRecord[]): Promise<Array<{ line: string; stored: LogRecord }>> {
-    const prepared: Array<{ line: string; stored: LogRecord }> = [];
-    let since = performance.now();
-    for (const record of records) {
-      if (performance.now() - since > SERIALIZE_SLICE_MS) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        since = performance.now();
-      }
-      prepared.push(this.serialize(record));
-    }
-    return prepared;
-  }
-
-  /** The line for a record, cut to `maxRecordBytes`, and checked to read back as a valid record. */
-  private serialize(record: LogRecord): { line: string; stored: LogRecord } {
-    let line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record });
-    let stored = record;
-    if (Buffer.byteLength(line) > this.options.maxRecordBytes) {
-      stored = capRecord(line, this.options.maxRecordBytes);
-      line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record: stored });
-    }
-    // A record that could not be read back is never written. The record is checked as it is rather
-    // than as its line parses back: the check takes an optional field left undefined, and refuses
-    // NaN, Infinity or an undefined array item, as it would their JSON; parsing a large line again
-    // would cost the editor's thread for nothing.
-    const check = recordLineSchema().safeParse({ v: CONVERSATION_FORMAT_VERSION, record: stored });
-    if (!check.success) throw new Error(`Refusing to store an invalid log record: ${describeIssues(check.error)}`);
-    return { line, stored };
-  }
-
   private async writeLines(id: string, lines: readonly string[]): Promise<void> {
-    const bodies = lines.map((line) => Buffer.from(`${line}\n`, 'utf8'));
-    let next = 0;
-    let part = this.tails.get(id)?.part ?? (await this.parts(id)).at(-1) ?? 1;
-    while (next < bodies.length) {
-      const file = this.partFile(id, part);
-      const handle = await fs.open(file, 'a+');
-      try {
-        const { size } = await handle.stat();
-        const known = this.tails.get(id);
-        if (known !== undefined && known.part === part && !(size >= known.size && size <= known.size + (known.unknownBytes ?? 0))) {
-          throw new ConversationConflictError(id, 'changed');
-        }
-        let lead = '';
-        if (size === 0) lead = `${this.header(id, part)}\n`;
-        else {
-          await this.checkHeader(id, part, file, handle, size);
-          if ((await byteAt(handle, size - 1)) !== 0x0a) lead = '\n';
-        }
-        // As many records as fit in the part; at least one when it holds no record yet.
-        let end = next;
-        let bytes = Buffer.byteLength(lead);
-        while (end < bodies.length && (size + bytes + bodies[end]!.length <= this.options.partBytes || (end === next && size <= HEADER_ROOM))) {
-          bytes += bodies[end]!.length;
-          end++;
-        }
-        if (end === next) {
-          const close = Buffer.from(`${lead}${JSON.stringify({ v: PART_END_VERSION, kind: PART_END_KIND, next: part + 1 })}\n`, 'utf8');
-          try {
-            await writeAll(handle, close);
-            await handle.datasync();
-          } catch (error) {
-            this.tails.set(id, await tailAfterFailure(handle, part, size, close.length));
-            throw error;
-          }
-          part += 1;
-          continue;
-        }
-        const data = Buffer.concat([Buffer.from(lead, 'utf8'), ...bodies.slice(next, end)]);
-        try {
-          await writeAll(handle, data);
-          await handle.datasync();
-        } catch (error) {
-          // Part of the data may have landed. Still holding the lock, read where the file ends now, so
-          // the next append keeps checking that no other window continued the conversation.
-          this.tails.set(id, await tailAfterFailure(handle, part, size, data.length));
-          throw error;
-        }
-        this.tails.set(id, { part, size: size + data.length });
-        next = end;
-      } finally {
-        await handle.close();
-      }
-    }
-  }
-
-  private async checkHeader(id: string, part: number, file: string, handle: fs.FileHandle, size: number): Promise<void> {
-    const key = `${id}#${part}`;
-    if (this.checked.has(key)) return;
-    const head = Buffer.alloc(Math.min(size, HEAD_BYTES));
-    const { bytesRead } = await handle.read(head, 0, head.length, 0);
-    const version = futureVersionOf(head.subarray(0, bytesRead).toString('utf8'));
-    if (version !== undefined) throw new ConversationVersionError(id, version, file);
-    this.checked.add(key);
+    const part = this.writer.tailOf(id)?.part ?? (await this.parts(id)).at(-1) ?? 1;
+    await this.writer.write({ id, file: (n) => this.partFile(id, n), header: (n) => this.header(id, n) }, part, lines);
   }
 
   /** Runs `task` holding the conversation's lock (see `ConversationLock.run`); a write first makes the folder. */
@@ -597,22 +407,6 @@ export class ConversationStore {
     if (mode === 'write') await fs.mkdir(this.folder(id), { recursive: true });
     return this.lock.run(id, this.lockFile(id), mode, task);
   }
-}
-
-/** The lines already kept in a damaged file, as `keyOf` keys. */
-async function keptAside(damagedFile: string, options: Required<ConversationStoreOptions>): Promise<Set<string>> {
-  const kept = new Set<string>();
-  await forEachLine(damagedFile, options.readChunkBytes, options.maxLineBytes, (raw) => {
-    const entry = safeJson(raw.text);
-    if (!isRecord(entry) || typeof entry.line !== 'number' || typeof entry.text !== 'string') return;
-    kept.add(keyOf(typeof entry.part === 'number' ? entry.part : 1, entry.line, entry.text));
-  });
-  return kept;
-}
-
-/** Identifies a skipped line; a digest of its text keeps the set small when lines are long. */
-function keyOf(part: number, line: number, text: string): string {
-  return `${part}:${line}:${createHash('sha256').update(text).digest('base64')}`;
 }
 
 /** `dir` first, then the other storage folders VS Code may give the same workspace (`<base>`, `<base>-1` … `<base>-9`). */
