@@ -1,11 +1,11 @@
 import { withCurrentLedgers, type AppliedWithLedgers } from '../core/apply-ledgers';
-import { applyCompaction, type ComputedCompaction } from '../core/compaction';
+import { applicable, appliedTo, type ComputedCompaction } from '../core/compaction';
 import type { EngineMemo } from '../core/engine-memo';
 import type { LogRecord } from '../core/history';
 
 /**
- * `applyWithCurrentLedgers` on the log as `records()` gives it now, in two halves with the editor's
- * thread let go after each: the view first, then the ledgers. What was appended meanwhile (or a log
+ * `applyWithCurrentLedgers` on the log as `records()` gives it now, in three parts with the editor's
+ * thread let go after each: whether it still applies, the view, then the ledgers. What was appended meanwhile (or a log
  * replaced by another branch's) is taken in by starting again, the last time without letting go, so
  * the ledgers are those of the log the result is written to.
  */
@@ -24,10 +24,12 @@ export async function ledgersAtApply(
       await new Promise<void>((resolve) => setImmediate(resolve));
       return records() === log && log.length === length;
     };
-    const applied = applyCompaction(log, computed, memo);
-    if (!applied.ok) return applied;
+    const check = applicable(log, computed);
+    if (!check.ok) return check;
     if (!(await unchanged())) continue;
-    const check = withCurrentLedgers(log, computed, applied, countText, memo);
-    if (await unchanged()) return check;
+    const applied = appliedTo(log, computed, memo);
+    if (!(await unchanged())) continue;
+    const withLedgers = withCurrentLedgers(log, computed, applied, countText, memo);
+    if (await unchanged()) return withLedgers;
   }
 }

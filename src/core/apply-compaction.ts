@@ -16,7 +16,11 @@ export function lowGain(before: number, after: number, config: CompactionConfig)
  */
 export function applyCompaction(current: ConversationLog, computed: ComputedCompaction, memo: EngineMemo): ApplyResult {
   const check = applicable(current, computed);
-  if (!check.ok) return check;
+  return check.ok ? appliedTo(current, computed, memo) : check;
+}
+
+/** The log and view `computed` makes of `current`, once `applicable` said it applies. */
+export function appliedTo(current: ConversationLog, computed: ComputedCompaction, memo: EngineMemo): ApplyResult & { readonly ok: true } {
   const log = [...current, ...computed.records];
   return { ok: true, log, view: modelView(log, memo) };
 }
@@ -29,15 +33,25 @@ export function applicable(
   current: ConversationLog,
   computed: ComputedCompaction,
 ): { readonly ok: true } | { readonly ok: false; readonly reason: string } {
-  const ids = messageIds(current);
-  const basis = computed.basis;
-  if (ids.length < basis.messageIds.length || basis.messageIds.some((id, i) => ids[i] !== id)) {
+  if (!startsWithMessages(current, computed.basis.messageIds)) {
     return { ok: false, reason: 'The conversation changed in a way the compaction did not expect (its messages are no longer a prefix).' };
   }
-  if (currentBasis(current) !== basis.lastEntryId) {
+  if (currentBasis(current) !== computed.basis.lastEntryId) {
     return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
   }
   return { ok: true };
+}
+
+/** Whether the log's messages begin with the messages `ids` names, in that order. */
+function startsWithMessages(log: ConversationLog, ids: readonly string[]): boolean {
+  let next = 0;
+  for (let i = 0; i < log.length && next < ids.length; i++) {
+    const record = log[i]!;
+    if (record.type !== 'message') continue;
+    if (record.message.id !== ids[next]) return false;
+    next++;
+  }
+  return next === ids.length;
 }
 
 /**

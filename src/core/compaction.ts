@@ -1,4 +1,4 @@
-import { applicable, applyCompaction, lowGain, lowGainAt, messageIds } from './apply-compaction';
+import { applicable, appliedTo, applyCompaction, lowGain, lowGainAt, messageIds } from './apply-compaction';
 import { briefTruncation, type Positioned } from './batches';
 import type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress, CompactionRequest, ComputedCompaction } from './compaction-types';
 import { assessBudget } from './budget';
@@ -35,7 +35,7 @@ import {
 import type { DirectiveOptions } from './summary-request';
 import { describeFailure, summarize, SummarizerFailure, type CallCount } from './summarizer-calls';
 
-export { applicable, applyCompaction, lowGain, lowGainAt };
+export { applicable, appliedTo, applyCompaction, lowGain, lowGainAt };
 export type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress, CompactionRequest, ComputedCompaction };
 
 /**

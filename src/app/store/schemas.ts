@@ -102,7 +102,7 @@ const compactionEntrySchema = lazily(() =>
     reason: reasonSchema(),
     summary: z.string(),
     firstKeptMessageId: z.string().nullable(),
-    compactedMessageIds: z.array(z.string()),
+    compactedMessageIds: z.array(compactedIdSchema()),
     tokensBefore: countSchema(),
     tokensAfter: countSchema(),
     fileOperations: ledgerSchema(),
@@ -128,23 +128,27 @@ const compactionEntrySchema = lazily(() =>
 
 // Added with pruning. A Longrun from before it keeps such a line aside as an unknown kind of record
 // and shows the pruned outputs in full, which is what undoing the pruning would do.
+/** One output a pruning replaced by its stub. */
+export const prunedOutputSchema = lazily(() =>
+  z.object({
+    messageId: z.string().min(1),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    // 'truncated' came later: a Longrun from before it keeps such a line aside and shows the outputs whole.
+    kind: pruneKindSchema(),
+    stub: z.string(),
+    tokens: countSchema(),
+  }),
+);
+
+/** The id of a message a compaction took out of the view. */
+export const compactedIdSchema = lazily(() => z.string());
+
 const pruningEntrySchema = lazily(() =>
   z.object({
     id: z.string().min(1),
     reason: reasonSchema(),
-    outputs: z
-      .array(
-        z.object({
-          messageId: z.string().min(1),
-          toolCallId: z.string(),
-          toolName: z.string(),
-          // 'truncated' came later: a Longrun from before it keeps such a line aside and shows the outputs whole.
-          kind: pruneKindSchema(),
-          stub: z.string(),
-          tokens: countSchema(),
-        }),
-      )
-      .min(1),
+    outputs: z.array(prunedOutputSchema()).min(1),
     tokensBefore: countSchema(),
     tokensAfter: countSchema(),
     createdAt: z.number(),
@@ -257,7 +261,7 @@ export const headerSchema = lazily(() =>
 export const recordLineSchema = lazily(() => z.object({ v: z.literal(CONVERSATION_FORMAT_VERSION), record: logRecordSchema() }));
 
 /** The first problem zod found, with where it is, and how many more there are. */
-export function describeIssues(error: z.ZodError): string {
+export function describeIssues(error: Pick<z.ZodError, 'issues'>): string {
   const [first, ...rest] = error.issues;
   if (!first) return 'invalid';
   const where = first.path.length > 0 ? `${first.path.map(String).join('.')}: ` : '';

@@ -299,6 +299,39 @@ describe('conversation store: one append-only JSONL file per conversation', () =
     await assert.rejects(store.append('../escape', message('m1', 'x')), /Invalid conversation id/);
     assert.equal(await store.exists('c1'), false);
   });
+
+  it('checks every item of a pruning or a compaction of thousands of messages, and names the bad one', async () => {
+    const compaction = sampleLog().find((r) => r.type === 'compaction')!;
+    assert.ok(compaction.type === 'compaction');
+    const ids = Array.from({ length: 3_000 }, (_, i) => `m${i}`);
+    const outputs = ids.map((id) => ({
+      messageId: id,
+      toolCallId: `c-${id}`,
+      toolName: 'read_file',
+      kind: 'old' as const,
+      stub: '[read]',
+      tokens: 40,
+    }));
+    const pruning: LogRecord = { type: 'pruning', entry: { id: 'p1', reason: 'manual', outputs, tokensBefore: 9, tokensAfter: 1, createdAt: NOW } };
+    const bigCompaction: LogRecord = { type: 'compaction', entry: { ...compaction.entry, compactedMessageIds: ids } };
+    // Whole, both are stored and read back as they were.
+    await store.appendAll('c1', [pruning, bigCompaction]);
+    assert.deepEqual((await store.open('c1')).log, [pruning, bigCompaction]);
+
+    const badOutputs = outputs.map((o, i) => (i === 2_345 ? { ...o, tokens: Number.NaN } : o));
+    await assert.rejects(
+      store.appendAll('c1', [message('m-after', 'x'), { ...pruning, entry: { ...pruning.entry, outputs: badOutputs } }]),
+      /invalid log record: record\.entry\.outputs\.2345\.tokens/,
+    );
+    const badIds: unknown[] = [...ids];
+    badIds[2_999] = 7;
+    await assert.rejects(
+      store.append('c1', { type: 'compaction', entry: { ...compaction.entry, compactedMessageIds: badIds as string[] } }),
+      /invalid log record: record\.entry\.compactedMessageIds\.2999/,
+    );
+    // Nothing of a refused write lands, not even the valid records before the bad one.
+    assert.deepEqual((await store.open('c1')).log, [pruning, bigCompaction]);
+  });
 });
 
 describe('conversation store: large conversations, large records, newer lines', () => {

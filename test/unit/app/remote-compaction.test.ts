@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -234,22 +235,55 @@ describe('compactions computed in a worker', () => {
 
   it('runs in a real worker thread', async function () {
     this.timeout(60_000);
+    const nicenessBefore = process.platform === 'linux' ? nicenessOfThreads() : [];
     let worker: Worker | undefined;
-    const engine = new WorkerCompactionEngine(() => {
-      worker = new Worker(join(__dirname, '..', '..', '..', 'src', 'app', 'compaction-worker.ts'));
-      return worker;
-    });
+    let failed: string | undefined;
+    const entry = join(__dirname, '..', '..', '..', 'src', 'app', 'compaction-worker.ts');
+    const engine = new WorkerCompactionEngine(
+      () => {
+        // The worker loads the TypeScript entry as the built one would load its bundle.
+        worker = new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(entry)});`, { eval: true });
+        return worker;
+      },
+      (message) => void (failed = message),
+    );
     try {
       const conversation = await conversationWith(engine, summarizer);
       const outcome = await conversation.compact('manual');
       assert.equal(outcome.status, 'compacted');
       assert.ok(worker, 'a worker was started');
+      assert.equal(failed, undefined, 'computed in the worker, not on this thread after it failed');
       assert.match(JSON.stringify(conversation.view()[0] ?? {}), /SUMMARY of/);
+      if (process.platform === 'linux') {
+        // The worker's thread gives way to the editor's: its priority alone is lowered.
+        assert.deepEqual(nicenessOfThreads().slice().sort(), [...nicenessBefore, 10].sort(), 'one more thread, the worker, at niceness 10');
+        assert.equal(nicenessOf('/proc/thread-self/stat'), 0, "the editor's thread keeps its priority");
+      }
     } finally {
       engine.dispose();
     }
   });
 });
+
+/** The niceness of a thread, from its `stat` file in `/proc`. */
+function nicenessOf(statFile: string): number {
+  // Fields after the command's closing parenthesis; niceness is the 19th field of the line.
+  const fields = readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ');
+  return Number(fields[16]);
+}
+
+/** The niceness of each of this process's threads that has one other than 0. */
+function nicenessOfThreads(): number[] {
+  return readdirSync('/proc/self/task')
+    .map((task) => {
+      try {
+        return nicenessOf(`/proc/self/task/${task}/stat`);
+      } catch {
+        return 0; // a thread that ended meanwhile
+      }
+    })
+    .filter((nice) => nice !== 0);
+}
 
 function syncedRecords(posted: readonly unknown[]): number {
   let count = 0;
