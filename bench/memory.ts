@@ -74,7 +74,13 @@ function compaction(n: number, round: number, compacted: readonly string[], firs
   };
 }
 
-/** Writes the conversation through the store, in batches; resolves with its size on disk. */
+/** An id as Longrun makes one: the time in base 36, a dash, eight random characters (here drawn from `n`). */
+function idOf(n: number): string {
+  const random = ((n * 2_654_435_761) >>> 0).toString(36).padStart(8, '0').slice(-8);
+  return `${(1_760_000_000_000 + n * 997).toString(36)}-${random}`;
+}
+
+/** Writes the conversation through the store, in batches, one turn per request; resolves with its size on disk. */
 async function build(store: ConversationStore): Promise<number> {
   const counter = new MessageTokenCounter(charEstimator);
   let written = 0;
@@ -86,28 +92,48 @@ async function build(store: ConversationStore): Promise<number> {
     batch.push(counted);
     if (record.type === 'message') ids.push(record.message.id);
   };
+  let parent: string | null = null;
   for (let turn = 0; written < TARGET_BYTES; turn++) {
-    const call = `call${turn}`;
-    push({
-      type: 'message',
-      message: { id: `u${turn}`, role: 'user', content: [{ type: 'text', text: `Turn ${turn}: read the module and fix it.` }] },
-    });
-    push({
-      type: 'message',
-      message: {
-        id: `a${turn}`,
-        role: 'assistant',
-        content: [{ type: 'tool-call', toolCallId: call, toolName: 'read_file', input: { path: `src/module${turn % 37}.ts` } }],
-      },
-    });
-    push({
-      type: 'message',
-      message: { id: `t${turn}`, role: 'tool', content: [{ type: 'tool-result', toolCallId: call, toolName: 'read_file', output: output(turn) }] },
-    });
-    push({ type: 'message', message: { id: `r${turn}`, role: 'assistant', content: [{ type: 'text', text: `Module ${turn % 37} is fixed.` }] } });
+    const call = `call_${idOf(turn * 8 + 7)}`;
+    const turnId = idOf(turn * 8);
+    batch.push({ type: 'turn', turn: { id: turnId, parent, at: turn } });
+    parent = turnId;
+    const on = (record: LogRecord): LogRecord => ({ ...record, turnId });
+    push(
+      on({
+        type: 'message',
+        message: { id: idOf(turn * 8 + 1), role: 'user', content: [{ type: 'text', text: `Turn ${turn}: read the module and fix it.` }] },
+      }),
+    );
+    push(
+      on({
+        type: 'message',
+        message: {
+          id: idOf(turn * 8 + 2),
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: call, toolName: 'read_file', input: { path: `src/module${turn % 37}.ts` } }],
+        },
+      }),
+    );
+    push(
+      on({
+        type: 'message',
+        message: {
+          id: idOf(turn * 8 + 3),
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: call, toolName: 'read_file', output: output(turn) }],
+        },
+      }),
+    );
+    push(
+      on({
+        type: 'message',
+        message: { id: idOf(turn * 8 + 4), role: 'assistant', content: [{ type: 'text', text: `Module ${turn % 37} is fixed.` }] },
+      }),
+    );
     if (ids.length >= COMPACT_EVERY) {
       const kept = ids.slice(-KEEP_MESSAGES);
-      batch.push(compaction(turn, ++round, ids.slice(0, -KEEP_MESSAGES), kept[0]!));
+      batch.push(on(compaction(turn, ++round, ids.slice(0, -KEEP_MESSAGES), kept[0]!)));
       ids = kept;
     }
     if (batch.length >= 200) {

@@ -9,6 +9,7 @@ import { forEachLine, parseLine } from './lines';
 import { ConversationLock } from './lock';
 import { recordLines, withoutContent } from './record-lines';
 import { PartWriter, type Tail } from './part-writer';
+import { SharedIds } from './shared-ids';
 import { CONVERSATION_FORMAT_VERSION } from './schemas';
 
 /**
@@ -365,6 +366,7 @@ export class ConversationStore {
     const locations = new Map<LogRecord, RecordLocation>();
     const skipped: SkippedLine[] = [];
     let tail: Tail = { part: 1, size: 0 };
+    const shared = new SharedIds();
     for (const part of parts) {
       const file = this.partFile(id, part);
       const size = await forEachLine(file, this.options.readChunkBytes, this.options.maxLineBytes, (raw) => {
@@ -376,7 +378,7 @@ export class ConversationStore {
         const parsed = parseLine(raw.text, raw.number === 1, id, part);
         if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
         if (parsed.kind === 'record') {
-          let record = parsed.record;
+          let record = shared.share(parsed.record);
           if (record.type === 'message' && raw.bytes > this.options.locateOverBytes) {
             if (options.withoutContent) record = withoutContent(record);
             locations.set(record, { part, offset: raw.offset, bytes: raw.bytes });
