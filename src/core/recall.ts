@@ -1,4 +1,4 @@
-import { activeSteps, type ConversationLog } from './history';
+import { activeSteps, type ConversationLog, type LogRecord } from './history';
 import { stringifyOutput, type Message, type Role, type ToolCallPart } from './messages';
 import { filePathOf } from './pruning';
 import { normalizePath } from './text';
@@ -23,6 +23,9 @@ export interface ArchivedItem {
   /** The normalized paths its file tool calls (or the calls its results answer) name. */
   readonly paths: readonly string[];
 }
+
+/** An archived original without its text: what an answer says of a match it leaves out. */
+export type ArchivedItemHead = Omit<ArchivedItem, 'text'>;
 
 /** What the model asked for. At least one of `query` and `path` is needed. */
 export interface RecallQuery {
@@ -53,7 +56,7 @@ export interface RecallResult {
   /** What is shown, in conversation order. */
   readonly shown: readonly RecalledItem[];
   /** Matches left out for the budget, best first, with their size. */
-  readonly omitted: ReadonlyArray<{ readonly item: ArchivedItem; readonly tokens: number }>;
+  readonly omitted: ReadonlyArray<{ readonly item: ArchivedItemHead; readonly tokens: number }>;
   readonly maxTokens: number;
 }
 
@@ -64,82 +67,199 @@ export const NOTHING_ARCHIVED = 'Nothing of this conversation has been compacted
 const MIN_CUT_TOKENS = 200;
 const DEFAULT_MAX_TOKENS = 4_000;
 
-/** The archived originals of a log, in conversation order. */
-export function archivedItems(log: ConversationLog): ArchivedItem[] {
-  const summarized = new Set<string>();
-  const pruned = new Map<string, Set<string>>();
-  for (const step of activeSteps(log)) {
-    if (step.kind === 'compaction') for (const id of step.entry.compactedMessageIds) summarized.add(id);
-    else {
-      for (const o of step.entry.outputs) {
-        const ids = pruned.get(o.messageId) ?? new Set<string>();
-        pruned.set(o.messageId, ids.add(o.toolCallId));
+/**
+ * Takes the records of a log one at a time, in order, and gives the archived original each message
+ * is (or nothing): a log can be read in runs, from disk, without being held whole.
+ */
+export class ArchiveReader {
+  private readonly summarized = new Set<string>();
+  private readonly pruned = new Map<string, Set<string>>();
+  private readonly calls = new Map<string, ToolCallPart>();
+  private readonly seen = new Set<string>();
+  private number = 0;
+
+  /** `log`: the log the records come from; its steps decide what is archived (messages held without content will do). */
+  constructor(log: ConversationLog) {
+    for (const step of activeSteps(log)) {
+      if (step.kind === 'compaction') for (const id of step.entry.compactedMessageIds) this.summarized.add(id);
+      else {
+        for (const o of step.entry.outputs) {
+          const ids = this.pruned.get(o.messageId) ?? new Set<string>();
+          this.pruned.set(o.messageId, ids.add(o.toolCallId));
+        }
       }
     }
   }
-  const calls = new Map<string, ToolCallPart>();
-  const items: ArchivedItem[] = [];
-  const seen = new Set<string>();
-  let number = 0;
-  for (const record of log) {
-    if (record.type !== 'message') continue;
+
+  /** Whether nothing of the log is archived. */
+  get empty(): boolean {
+    return this.summarized.size === 0 && this.pruned.size === 0;
+  }
+
+  /**
+   * The archived original `record` is again, as message `number` (the number `take` gave it), its
+   * results shown with the calls taken since: a search's second read of the few items it shows.
+   */
+  again(record: LogRecord, number: number): ArchivedItem | undefined {
+    if (record.type !== 'message') return undefined;
+    const { message } = record;
+    if (this.summarized.has(message.id)) return item(message, number, 'summary', this.calls, undefined);
+    const outputs = this.pruned.get(message.id);
+    return outputs === undefined ? undefined : item(message, number, 'pruning', this.calls, outputs);
+  }
+
+  /** The archived original `record` is, given whole; undefined for anything else. */
+  take(record: LogRecord): ArchivedItem | undefined {
+    if (record.type !== 'message') return undefined;
     const message = record.message;
-    number++;
-    for (const part of message.content) if (part.type === 'tool-call') calls.set(part.toolCallId, part);
+    this.number++;
+    for (const part of message.content) if (part.type === 'tool-call') this.calls.set(part.toolCallId, part);
     // An id repeated by a damaged log is archived once.
-    if (seen.has(message.id)) continue;
-    if (summarized.has(message.id)) {
-      seen.add(message.id);
-      items.push(item(message, number, 'summary', calls, undefined));
-    } else if (pruned.has(message.id)) {
-      seen.add(message.id);
-      items.push(item(message, number, 'pruning', calls, pruned.get(message.id)));
+    if (this.seen.has(message.id)) return undefined;
+    if (this.summarized.has(message.id)) {
+      this.seen.add(message.id);
+      return item(message, this.number, 'summary', this.calls, undefined);
     }
+    const outputs = this.pruned.get(message.id);
+    if (outputs === undefined) return undefined;
+    this.seen.add(message.id);
+    return item(message, this.number, 'pruning', this.calls, outputs);
+  }
+}
+
+/** The archived originals of a log, in conversation order. */
+export function archivedItems(log: ConversationLog): ArchivedItem[] {
+  const reader = new ArchiveReader(log);
+  const items: ArchivedItem[] = [];
+  for (const record of log) {
+    const found = reader.take(record);
+    if (found) items.push(found);
   }
   return items;
 }
 
-/** Searches `items` and fits the best matches in the budget (`query.maxTokens`). */
-export function recall(items: readonly ArchivedItem[], query: RecallQuery, countText: (text: string) => number): RecallResult {
-  const maxTokens = query.maxTokens ?? DEFAULT_MAX_TOKENS;
-  const words = (query.query ?? '')
-    .toLowerCase()
-    .split(/\s+/)
-    .filter((w) => w !== '');
-  const path = query.path?.trim() ? normalizePath(query.path.trim()) : undefined;
-  const scored: Array<{ item: ArchivedItem; words: number; path: number }> = [];
-  for (const candidate of items) {
-    const lower = candidate.text.toLowerCase();
-    const pathScore = path === undefined ? 0 : pathMatch(candidate, lower, path);
-    if (path !== undefined && pathScore === 0) continue;
-    const wordHits = words.filter((w) => lower.includes(w)).length;
-    if (words.length > 0 && wordHits === 0) continue;
-    scored.push({ item: candidate, words: wordHits, path: pathScore });
-  }
-  const complete = scored.filter((s) => s.words === words.length);
-  const partial = complete.length === 0 && scored.length > 0;
-  const ranked = (partial ? scored : complete).sort((a, b) => b.path - a.path || b.words - a.words || b.item.number - a.item.number);
+/** A match: the item without its text, how well it matched, and its size. */
+interface Match {
+  readonly item: ArchivedItemHead;
+  readonly words: number;
+  readonly path: number;
+  readonly tokens: number;
+}
 
-  const shown: RecalledItem[] = [];
-  const omitted: Array<{ item: ArchivedItem; tokens: number }> = [];
-  let left = maxTokens;
-  for (const { item: match } of ranked) {
-    const tokens = countText(match.text);
-    if (tokens <= left) {
-      shown.push({ item: match, text: match.text, cut: false, tokens });
-      left -= tokens;
-    } else if (left >= MIN_CUT_TOKENS && shown.every((s) => !s.cut)) {
-      // The best match that does not fit is shown in part rather than not at all.
-      const text = cutToTokens(match.text, left, countText);
-      const used = countText(text);
-      shown.push({ item: match, text, cut: true, tokens: used });
-      left -= used;
-    } else {
-      omitted.push({ item: match, tokens });
-    }
+/** Negative when `a` ranks before `b`: a file tool on the path first, then more words, then the newer. */
+function rank(a: Match, b: Match): number {
+  return b.path - a.path || b.words - a.words || b.item.number - a.item.number;
+}
+
+function headOf(item: ArchivedItem): ArchivedItemHead {
+  const { text: _text, ...head } = item;
+  return head;
+}
+
+/**
+ * Searches archived items as they are given (see `ArchiveReader`), keeping of each match what ranks
+ * it and its size, not its text: a search of a long archive read in runs holds the archive's matches
+ * in a few numbers each. The answer takes the matches best first while they fit, and cuts the first
+ * that does not while enough of the budget is left; `wanted` says whose text that needs (about the
+ * budget), and `result` is given those texts.
+ */
+export class RecallSearch {
+  private readonly words: readonly string[];
+  private readonly path: string | undefined;
+  private readonly maxTokens: number;
+  private archived = 0;
+  private readonly complete: Match[] = [];
+  /** Matches of some of the words, kept only while no item holds them all. */
+  private partial: Match[] | undefined = [];
+
+  constructor(
+    private readonly query: RecallQuery,
+    private readonly countText: (text: string) => number,
+  ) {
+    this.maxTokens = query.maxTokens ?? DEFAULT_MAX_TOKENS;
+    this.words = (query.query ?? '')
+      .toLowerCase()
+      .split(/\s+/)
+      .filter((w) => w !== '');
+    this.path = query.path?.trim() ? normalizePath(query.path.trim()) : undefined;
   }
-  shown.sort((a, b) => a.item.number - b.item.number);
-  return { query, archived: items.length, matched: ranked.length, partial, shown, omitted, maxTokens };
+
+  add(candidate: ArchivedItem): void {
+    this.archived++;
+    const lower = candidate.text.toLowerCase();
+    const pathScore = this.path === undefined ? 0 : pathMatch(candidate, lower, this.path);
+    if (this.path !== undefined && pathScore === 0) return;
+    const wordHits = this.words.filter((w) => lower.includes(w)).length;
+    if (this.words.length > 0 && wordHits === 0) return;
+    const every = wordHits === this.words.length;
+    if (!every && !this.partial) return;
+    const match: Match = { item: headOf(candidate), words: wordHits, path: pathScore, tokens: this.countText(candidate.text) };
+    if (every) {
+      this.complete.push(match);
+      this.partial = undefined;
+    } else this.partial!.push(match);
+  }
+
+  /**
+   * The message ids whose text the answer may show, with their numbers: the matches that fit, the
+   * first that does not (cut), and those after it that fit in what was left before the cut.
+   */
+  wanted(): ReadonlyMap<string, number> {
+    const wanted = new Map<string, number>();
+    let left = this.maxTokens;
+    let cut = false;
+    for (const match of this.ranked()) {
+      if (match.tokens <= left) {
+        left -= match.tokens;
+        wanted.set(match.item.messageId, match.item.number);
+      } else if (!cut && left >= MIN_CUT_TOKENS) {
+        cut = true;
+        wanted.set(match.item.messageId, match.item.number);
+      }
+    }
+    return wanted;
+  }
+
+  /** The answer, given the text of the items `wanted` named, by message id. */
+  result(texts: ReadonlyMap<string, string>): RecallResult {
+    const ranked = this.ranked();
+    const shown: RecalledItem[] = [];
+    const omitted: Match[] = [];
+    let left = this.maxTokens;
+    for (const match of ranked) {
+      const text = texts.get(match.item.messageId);
+      if (text !== undefined && match.tokens <= left) {
+        shown.push({ item: { ...match.item, text }, text, cut: false, tokens: match.tokens });
+        left -= match.tokens;
+      } else if (text !== undefined && left >= MIN_CUT_TOKENS && shown.every((s) => !s.cut)) {
+        // The best match that does not fit is shown in part rather than not at all.
+        const part = cutToTokens(text, left, this.countText);
+        const used = this.countText(part);
+        shown.push({ item: { ...match.item, text }, text: part, cut: true, tokens: used });
+        left -= used;
+      } else omitted.push(match);
+    }
+    shown.sort((a, b) => a.item.number - b.item.number);
+    const partial = this.complete.length === 0 && ranked.length > 0;
+    return { query: this.query, archived: this.archived, matched: ranked.length, partial, shown, omitted, maxTokens: this.maxTokens };
+  }
+
+  /** The matches the answer is made of, best first. */
+  private ranked(): Match[] {
+    return (this.complete.length > 0 ? this.complete : (this.partial ?? [])).sort(rank);
+  }
+}
+
+/** Searches `items` and fits the best matches in the budget (`query.maxTokens`). */
+export function recall(items: Iterable<ArchivedItem>, query: RecallQuery, countText: (text: string) => number): RecallResult {
+  const search = new RecallSearch(query, countText);
+  const texts = new Map<string, string>();
+  for (const found of items) {
+    search.add(found);
+    texts.set(found.messageId, found.text);
+  }
+  const wanted = search.wanted();
+  return search.result(new Map([...texts].filter(([id]) => wanted.has(id))));
 }
 
 /** The answer as the model reads it: what was found, then what was cut or left out and how to get it. */
@@ -224,7 +344,7 @@ function pathMatch(candidate: ArchivedItem, lower: string, path: string): number
 }
 
 /** The start of `text` within `budget` tokens, cut at a line end when one is near. */
-function cutToTokens(text: string, budget: number, countText: (text: string) => number): string {
+export function cutToTokens(text: string, budget: number, countText: (text: string) => number): string {
   let low = 0;
   let high = text.length;
   while (low < high) {

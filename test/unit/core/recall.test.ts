@@ -3,7 +3,8 @@ import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { CompactionEntry, LogRecord } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import type { PruningEntry } from '../../../src/core/pruning';
-import { archivedItems, formatRecall, recall } from '../../../src/core/recall';
+import fc from 'fast-check';
+import { archivedItems, cutToTokens, formatRecall, recall, type ArchivedItem } from '../../../src/core/recall';
 import { asLog, assistant, estimatingCounter, toolResult, user } from './fixtures';
 
 const counter = estimatingCounter();
@@ -205,6 +206,65 @@ describe('recall: the archived originals of a conversation', () => {
     assert.match(
       formatRecall(recall(archivedItems(log), { query: 'kubernetes' }, countText)),
       /^No archived message matches the words "kubernetes" \(6 archived messages searched\)/,
+    );
+  });
+});
+
+describe('recall: a search given the archive one item at a time', () => {
+  /** The answer as ranking every match at once gives it: each match in rank order while it fits, the first that does not cut. */
+  function rankedAtOnce(items: readonly ArchivedItem[], words: readonly string[], maxTokens: number) {
+    const scored = items.flatMap((item) => {
+      const hits = words.filter((w) => item.text.toLowerCase().includes(w)).length;
+      return hits === 0 ? [] : [{ item, hits, tokens: countText(item.text) }];
+    });
+    const complete = scored.filter((s) => s.hits === words.length);
+    const ranked = (complete.length > 0 ? complete : scored).sort((a, b) => b.hits - a.hits || b.item.number - a.item.number);
+    const shown: Array<{ id: string; cut: boolean }> = [];
+    const omitted: string[] = [];
+    let left = maxTokens;
+    for (const m of ranked) {
+      if (m.tokens <= left) {
+        shown.push({ id: m.item.messageId, cut: false });
+        left -= m.tokens;
+      } else if (left >= 200 && shown.every((s) => !s.cut)) {
+        shown.push({ id: m.item.messageId, cut: true });
+        left -= countText(cutToTokens(m.item.text, left, countText));
+      } else omitted.push(m.item.messageId);
+    }
+    return { matched: ranked.length, partial: complete.length === 0 && scored.length > 0, shown, omitted };
+  }
+
+  it('answers as ranking every match at once does, holding whole only what may still be shown', () => {
+    const vocabulary = ['alpha', 'beta', 'gamma', 'delta'];
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ words: fc.subarray(vocabulary), size: fc.integer({ min: 0, max: 3_000 }) }), { maxLength: 60 }),
+        fc.subarray(vocabulary, { minLength: 1 }),
+        fc.integer({ min: 50, max: 4_000 }),
+        (made, words, maxTokens) => {
+          const items: ArchivedItem[] = made.map((m, i) => ({
+            messageId: `m${i}`,
+            number: i + 1,
+            role: 'tool',
+            archivedBy: 'summary',
+            text: `${m.words.join(' ')}\n${'x'.repeat(m.size)}`,
+            paths: [],
+          }));
+          const result = recall(items, { query: words.join(' '), maxTokens }, countText);
+          const expected = rankedAtOnce(items, words, maxTokens);
+          assert.equal(result.matched, expected.matched);
+          assert.equal(result.partial, expected.partial);
+          assert.deepEqual(
+            result.shown.map((s) => ({ id: s.item.messageId, cut: s.cut })),
+            [...expected.shown].sort((a, b) => Number(a.id.slice(1)) - Number(b.id.slice(1))),
+          );
+          assert.deepEqual(
+            result.omitted.map((o) => o.item.messageId),
+            expected.omitted,
+          );
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });
