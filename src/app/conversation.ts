@@ -15,12 +15,12 @@ import {
 import { withTokenCounts } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import type { PruningEntry } from '../core/pruning';
-import { archivedItems, formatRecall, recall, type RecallQuery } from '../core/recall';
+import { ArchiveReader, formatRecall, RecallSearch, type RecallQuery } from '../core/recall';
 import type { ContextCount, RequestBasis } from '../core/usage-calibration';
 import { ConversationCompactor } from './conversation-compactor';
 import type { CompactOptions, ConversationDeps } from './conversation-deps';
 import { ConversationMeter, type ModelContext } from './conversation-meter';
-import { ConversationRecords, type BranchOptions } from './conversation-records';
+import { ConversationRecords, type BranchOptions, type ReadRecordsAt } from './conversation-records';
 
 export { ConversationRecords, type BranchOptions };
 
@@ -161,7 +161,7 @@ export class Conversation {
     const made = records.map((record) => onTurn(record, this.leafTurn));
     // What is kept in memory is what was stored: a record cut to fit its line is held cut, as a reload
     // reads it, so memory does not grow with an answer larger than the store keeps.
-    const stored = await this.deps.store.appendAll(this.id, made);
+    const stored = await this.deps.store.appendAll(this.id, made, (record, location) => this.shared.locate(record, location));
     this.shared.all.push(...stored);
     this.records.push(...stored);
     return stored;
@@ -215,9 +215,31 @@ export class Conversation {
     const cap = model.window.limit > 0 ? Math.max(RECALL_MIN_TOKENS, Math.floor(model.window.limit * RECALL_WINDOW_SHARE)) : RECALL_DEFAULT_TOKENS;
     const maxTokens = Math.min(query.maxTokens ?? RECALL_DEFAULT_TOKENS, cap);
     this.rebranchIfStale();
-    const log = await this.shared.readThrough(this.records, (locations) => this.deps.store.readAt(this.id, locations));
-    const result = recall(archivedItems(log), { ...query, maxTokens }, (text) => model.counter.countText(text));
-    return formatRecall(result);
+    const records = this.records.slice();
+    const read: ReadRecordsAt = (locations) => this.deps.store.readAt(this.id, locations);
+    const archive = new ArchiveReader(records);
+    const search = new RecallSearch({ ...query, maxTokens }, (text) => model.counter.countText(text));
+    if (!archive.empty) {
+      for await (const run of this.shared.readInRuns(records, read)) {
+        for (const record of run) {
+          const found = archive.take(record);
+          if (found) search.add(found);
+        }
+      }
+    }
+    // Only what the answer shows is read a second time.
+    const wanted = search.wanted();
+    const shown = await this.shared.readThrough(
+      records.filter((r) => r.type === 'message' && wanted.has(r.message.id)),
+      read,
+    );
+    const texts = new Map<string, string>();
+    for (const record of shown) {
+      if (record.type !== 'message' || texts.has(record.message.id)) continue;
+      const again = archive.again(record, wanted.get(record.message.id)!);
+      if (again) texts.set(record.message.id, again.text);
+    }
+    return formatRecall(search.result(texts));
   }
 
   round(): number {
@@ -289,8 +311,30 @@ export class Conversation {
    * go on; it is then applied to the log as it is, keeping whatever was appended meanwhile.
    * One compaction runs at a time: a second request while one runs waits for it and gets its outcome.
    */
-  compact(reason: CompactionReason, options: CompactOptions = {}): Promise<CompactionOutcome & { readonly joined?: boolean }> {
-    return this.compactor.compact(reason, options);
+  async compact(reason: CompactionReason, options: CompactOptions = {}): Promise<CompactionOutcome & { readonly joined?: boolean }> {
+    const outcome = await this.compactor.compact(reason, options);
+    if (outcome.status === 'compacted') this.releaseArchived();
+    return outcome;
+  }
+
+  /**
+   * Lets go of the content of the messages a compaction took out of this branch's view, where their
+   * lines are known, as a reload would hold them: memory follows what the model sees. They are read
+   * back when a view needs them again (an undo, another branch, `recall`, an export).
+   */
+  private releaseArchived(): void {
+    this.rebranchIfStale();
+    const live = this.meter.live();
+    const last = live.entries().at(-1);
+    // A summary from before needle ledgers were kept makes the next compaction scan every message.
+    if (last !== undefined && !last.needles) return;
+    const letGo = [...this.shared.heldWithContent()].filter((r) => r.type === 'message' && live.removes(r.message.id));
+    if (letGo.length === 0) return;
+    const { replaced, positions } = this.shared.release(letGo);
+    // This branch's log is kept, its records replaced in place: its view is made of the same messages.
+    for (let i = 0; i < this.records.length; i++) this.records[i] = replaced.get(this.records[i]!) ?? this.records[i]!;
+    this.branchGeneration = this.shared.generation;
+    this.deps.engine?.release?.(this.id, positions);
   }
 
   /**

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { branchLog, TurnIndex } from '../core/branches';
 import { computeCompaction, type CompactionOutcome, type CompactionProgress, type CompactionRequest } from '../core/compaction';
 import { EngineMemo } from '../core/engine-memo';
-import { ledgerOf, type ConversationLog, type LogRecord } from '../core/history';
+import { ledgerOf, withoutContent, type ConversationLog, type LogRecord } from '../core/history';
 import { MessageTokenCounter } from '../core/message-tokens';
 import { systemClock, type Summarizer, type SummaryRequest, type SummaryResponse } from '../core/ports';
 import { charEstimator, loadTokenizer } from '../core/tokenizer';
@@ -41,6 +41,7 @@ const IDS_PER_JOB = 8;
 type ToWorker =
   | { readonly kind: 'sync'; readonly id: string; readonly from: number; readonly records: readonly LogRecord[] }
   | { readonly kind: 'drop'; readonly id: string }
+  | { readonly kind: 'release'; readonly id: string; readonly at: readonly number[] }
   | {
       readonly kind: 'compute';
       readonly job: number;
@@ -139,6 +140,14 @@ export class WorkerCompactionEngine implements CompactionEngine {
     const counted = new Promise<ReadonlyMap<string, number>>((resolve) => this.counts.set(job, { input, resolve }));
     this.post({ kind: 'count', job, id: input.conversationId, ids: input.ids, tokenizer: input.tokenizer });
     return counted;
+  }
+
+  release(conversationId: string, positions: readonly number[]): void {
+    const known = this.sent.get(conversationId);
+    if (!known || !this.worker || this.broken) return;
+    // Records not sent yet go as they are held now, without their content.
+    const at = positions.filter((p) => p < known.count);
+    if (at.length > 0) this.post({ kind: 'release', id: conversationId, at });
   }
 
   forget(conversationId: string): void {
@@ -282,6 +291,9 @@ class CompactionServer {
       case 'drop':
         this.conversations.delete(message.id);
         break;
+      case 'release':
+        this.release(message);
+        break;
       case 'compute':
         void this.compute(message);
         break;
@@ -325,6 +337,16 @@ class CompactionServer {
       return;
     }
     conversation.records.push(...message.records);
+  }
+
+  /** Holds the records named without their content, as the host now does. */
+  private release(message: ToWorker & { kind: 'release' }): void {
+    const records = this.conversations.get(message.id)?.records;
+    if (!records) return;
+    for (const at of message.at) {
+      const record = records[at];
+      if (record?.type === 'message') records[at] = withoutContent(record);
+    }
   }
 
   /** Computes one compaction and sends back its outcome (without the view) or its error. */

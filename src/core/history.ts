@@ -125,6 +125,18 @@ export interface CompactionStep {
   readonly pruning?: PruningEntry;
 }
 
+/** The content of every message record held without it. */
+const NO_CONTENT: readonly never[] = Object.freeze([]);
+
+/**
+ * A message record held without its content (its line's place in the files known, to read it back):
+ * its id, role and turn, nothing else; its stored token counts come back with the content.
+ */
+export function withoutContent(record: LogRecord & { type: 'message' }): LogRecord {
+  const { tokens: _tokens, ...rest } = record;
+  return { ...rest, message: { ...record.message, content: NO_CONTENT as never[] } };
+}
+
 /** The last compaction in force (see `CompactionStep`), from the steps in force oldest first. */
 export function lastStep(steps: readonly ActiveStep[]): CompactionStep | undefined {
   const last = steps.at(-1);

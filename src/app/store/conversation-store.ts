@@ -1,14 +1,14 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import type { LogRecord } from '../../core/history';
+import { withoutContent, type LogRecord } from '../../core/history';
 import { thousands } from './cap';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationVersionError } from './errors';
 import { isCode, isFile } from './files';
 import { forEachLine, parseLine } from './lines';
 import { ConversationLock } from './lock';
-import { recordLines, withoutContent } from './record-lines';
-import { PartWriter, type Tail } from './part-writer';
+import { recordLines } from './record-lines';
+import { PartWriter, type LineLocation, type Tail } from './part-writer';
 import { SharedIds } from './shared-ids';
 import { CONVERSATION_FORMAT_VERSION } from './schemas';
 
@@ -67,11 +67,7 @@ export interface OpenOptions {
 }
 
 /** Where a record's line is: its part, and the bytes of that part's file it takes (newline apart). */
-export interface RecordLocation {
-  readonly part: number;
-  readonly offset: number;
-  readonly bytes: number;
-}
+export type RecordLocation = LineLocation;
 
 /** Limits of a `ConversationStore`. The defaults are meant for real use; tests set small ones. */
 export interface ConversationStoreOptions {
@@ -164,9 +160,15 @@ export class ConversationStore {
   /**
    * Appends records in order, as `append` does each, but under one lock and with one write per part:
    * much faster for many records, and no other window's record lands between them. Every record is
-   * checked before any is written.
+   * checked before any is written. `onLocated` is told where each stored message record longer than
+   * `locateOverBytes` landed, as `open` locates it: such a record can be dropped from memory and read
+   * again with `readAt`.
    */
-  async appendAll(id: string, records: readonly LogRecord[]): Promise<LogRecord[]> {
+  async appendAll(
+    id: string,
+    records: readonly LogRecord[],
+    onLocated?: (stored: LogRecord, location: RecordLocation) => void,
+  ): Promise<LogRecord[]> {
     checkId(id);
     if (records.length === 0) return [];
     // Queued first, so that appends are written in the order they were asked for, however long a
@@ -174,13 +176,20 @@ export class ConversationStore {
     return this.enqueue(id, async () => {
       const prepared = await recordLines(records, this.options.maxRecordBytes);
       await this.locate(id);
-      await this.locked(id, 'write', () =>
+      const landed = await this.locked(id, 'write', () =>
         this.writeLines(
           id,
           prepared.map((p) => p.line),
         ),
       );
-      return prepared.map((p) => p.stored);
+      const stored = prepared.map((p) => p.stored);
+      if (onLocated) {
+        stored.forEach((record, i) => {
+          const location = landed[i]!;
+          if (record.type === 'message' && location.bytes > this.options.locateOverBytes) onLocated(record, location);
+        });
+      }
+      return stored;
     });
   }
 
@@ -399,9 +408,9 @@ export class ConversationStore {
   // -------------------------------------------------------------------------------------------
   // Writing
 
-  private async writeLines(id: string, lines: readonly string[]): Promise<void> {
+  private async writeLines(id: string, lines: readonly string[]): Promise<LineLocation[]> {
     const part = this.writer.tailOf(id)?.part ?? (await this.parts(id)).at(-1) ?? 1;
-    await this.writer.write({ id, file: (n) => this.partFile(id, n), header: (n) => this.header(id, n) }, part, lines);
+    return this.writer.write({ id, file: (n) => this.partFile(id, n), header: (n) => this.header(id, n) }, part, lines);
   }
 
   /** Runs `task` holding the conversation's lock (see `ConversationLock.run`); a write first makes the folder. */

@@ -21,6 +21,13 @@ export interface Tail {
   readonly unknownBytes?: number;
 }
 
+/** Where a line is: its part, and the bytes of that part's file it takes (newline apart). */
+export interface LineLocation {
+  readonly part: number;
+  readonly offset: number;
+  readonly bytes: number;
+}
+
 /** The files of one conversation, as the writer needs them. */
 export interface PartFiles {
   readonly id: string;
@@ -68,27 +75,40 @@ export class PartWriter {
     this.tails.delete(id);
   }
 
-  /** Appends `lines`, each a record's line without its newline, from part `part` on. */
-  async write(files: PartFiles, part: number, lines: readonly string[]): Promise<void> {
+  /**
+   * Appends `lines`, each a record's line without its newline, from part `part` on; resolves to
+   * where each line landed, in order.
+   */
+  async write(files: PartFiles, part: number, lines: readonly string[]): Promise<LineLocation[]> {
     const bodies = lines.map((line) => Buffer.from(`${line}\n`, 'utf8'));
+    const landed: LineLocation[] = [];
     let next = 0;
     while (next < bodies.length) {
       const handle = await fs.open(files.file(part), 'a+');
       try {
-        const written = await this.writeToPart(files, part, handle, bodies, next);
+        const written = await this.writeToPart(files, part, handle, bodies, next, landed);
         if (written === next) part += 1;
         next = written;
       } finally {
         await handle.close();
       }
     }
+    return landed;
   }
 
   /**
    * Writes as many of `bodies` from `next` on as fit in part `part` (at least one when it holds no
-   * record yet), or closes the part when none fits; resolves to the index of the first body left.
+   * record yet), or closes the part when none fits; resolves to the index of the first body left,
+   * once `landed` has where each body written went.
    */
-  private async writeToPart(files: PartFiles, part: number, handle: fs.FileHandle, bodies: readonly Buffer[], next: number): Promise<number> {
+  private async writeToPart(
+    files: PartFiles,
+    part: number,
+    handle: fs.FileHandle,
+    bodies: readonly Buffer[],
+    next: number,
+    landed: LineLocation[],
+  ): Promise<number> {
     const { id } = files;
     const { size } = await handle.stat();
     const known = this.tails.get(id);
@@ -122,6 +142,11 @@ export class PartWriter {
     }
     // A closed part is not this conversation's end any more: the next part's is checked from its start.
     if (end !== next) this.tails.set(id, { part, size: size + data.length });
+    let offset = size + Buffer.byteLength(lead);
+    for (let i = next; i < end; i++) {
+      landed.push({ part, offset, bytes: bodies[i]!.length - 1 });
+      offset += bodies[i]!.length;
+    }
     return end;
   }
 

@@ -15,9 +15,6 @@ const SERIALIZE_SLICE_MS = 4;
 /** Items of a record's long array checked in one go; a longer array is checked in runs of this many. */
 const CHECK_RUN = 256;
 
-/** The content of every record `open` gives without it. */
-const NO_CONTENT: readonly never[] = Object.freeze([]);
-
 /** A long array of a record, checked apart from the rest of it. */
 interface LongArray {
   /** The record with the array cut to its first item. */
@@ -100,13 +97,4 @@ export async function recordLines(records: readonly LogRecord[], maxRecordBytes:
     lines.push(made);
   }
   return lines;
-}
-
-/**
- * A message record as `open` gives it without its content: its id, role and turn, nothing else (its
- * stored token counts come back with the content).
- */
-export function withoutContent(record: LogRecord & { type: 'message' }): LogRecord {
-  const { tokens: _tokens, ...rest } = record;
-  return { ...rest, message: { ...record.message, content: NO_CONTENT as never[] } };
 }

@@ -27,8 +27,11 @@ describe('an opened conversation holds its view, and reads the archive from disk
   const registry = (state: Map<string, unknown>) => testRegistry(dir, { state, limit: 200_000, summarizer }).registry;
 
   /** Six turns of one file read each, compacted once the sixth is in: what the view was before and after. */
-  async function compacted(state: Map<string, unknown>): Promise<{ id: string; before: Message[]; after: Message[] }> {
-    const conversation = await registry(state).startNew();
+  async function compacted(
+    state: Map<string, unknown>,
+    window = registry(state),
+  ): Promise<{ conversation: Conversation; id: string; before: Message[]; after: Message[] }> {
+    const conversation = await window.startNew();
     for (let n = 1; n <= 6; n++) {
       await conversation.beginTurn(`t${n}`);
       await conversation.append([
@@ -41,7 +44,7 @@ describe('an opened conversation holds its view, and reads the archive from disk
     const before = conversation.view();
     const outcome = await conversation.compact('manual');
     assert.equal(outcome.status, 'compacted');
-    return { id: conversation.id, before, after: conversation.view() };
+    return { conversation, id: conversation.id, before, after: conversation.view() };
   }
 
   const awayIds = (conversation: Conversation): string[] =>
@@ -63,6 +66,34 @@ describe('an opened conversation holds its view, and reads the archive from disk
       `only archived messages are: ${away.join(', ')}`,
     );
     assert.ok(away.includes('r1'), 'the first file read is on disk only');
+  });
+
+  it('lets go in the session of what a compaction took out of the view, holding what a reload holds', async () => {
+    const state = new Map<string, unknown>();
+    const { conversation, id } = await compacted(state);
+    const reopened = (await registry(state).find(id))!;
+    assert.deepEqual(conversation.view(), reopened.view());
+    assert.ok(awayIds(conversation).includes('r1'), 'the first file read is on disk only');
+    assert.deepEqual(awayIds(conversation), awayIds(reopened));
+    const found = await conversation.recall({ query: 'marker-2-word' });
+    assert.match(found, /export const value2 = 2;/);
+  });
+
+  it('brings back whole, in the same session, what a compaction let go: on undo and on a rewind', async () => {
+    const state = new Map<string, unknown>();
+    const window = registry(state);
+    const { conversation, id, before } = await compacted(state, window);
+    const rewound = (await window.branch(id, 't3'))!;
+    assert.deepEqual(
+      rewound.view(),
+      before.filter((m) => /^[uard][123]$/.test(m.id)),
+    );
+    const back = (await window.branch(id, 't6'))!;
+    assert.equal(back, conversation, 'the branch the chat left');
+    const undone = await back.undo();
+    assert.equal(undone.ok, true);
+    assert.deepEqual(back.view(), before);
+    assert.deepEqual(awayIds(back), []);
   });
 
   it("finds an archived file's text with recall, read from disk", async () => {
@@ -93,6 +124,36 @@ describe('an opened conversation holds its view, and reads the archive from disk
     const rewound = (await reopened.branch(id, 't3'))!;
     const expected = before.filter((m) => /^[uard][123]$/.test(m.id));
     assert.deepEqual(rewound.view(), expected);
+  });
+
+  it('searches an archive larger than it reads at once in runs, and reads again only what it shows', async () => {
+    const { registry: window, store } = testRegistry(dir, { limit: 5_000_000, summarizer });
+    const conversation = await window.startNew();
+    const big = (n: number): string =>
+      `// big ${n}: ${n === 7 ? 'needle-in-the-archive' : 'hay'}\n${'const filler = 1; // padding the file\n'.repeat(24_000)}`;
+    for (let n = 1; n <= 14; n++) {
+      await conversation.beginTurn(`t${n}`);
+      await conversation.append([
+        { type: 'message', message: user(`u${n}`, `read big file ${n}`) },
+        { type: 'message', message: assistant(`a${n}`, '', { callId: `c${n}`, tool: 'read_file', input: { path: `big${n}.ts` } }) },
+        { type: 'message', message: toolResult(`r${n}`, `c${n}`, 'read_file', big(n)) },
+        { type: 'message', message: assistant(`d${n}`, `File ${n} read.`) },
+      ]);
+    }
+    assert.equal((await conversation.compact('manual')).status, 'compacted');
+    assert.ok(awayIds(conversation).includes('r7'));
+    const reads: number[] = [];
+    const readAt = store.readAt.bind(store);
+    store.readAt = async (id, locations) => {
+      reads.push(locations.reduce((sum, l) => sum + l.bytes, 0));
+      return readAt(id, locations);
+    };
+    const found = await conversation.recall({ query: 'needle-in-the-archive', maxTokens: 500 });
+    assert.match(found, /big7\.ts[\s\S]*needle-in-the-archive/);
+    const archive = reads.slice(0, -1).reduce((sum, bytes) => sum + bytes, 0);
+    assert.ok(archive > 10 * 1024 * 1024, `the archive was read whole (${archive} bytes)`);
+    assert.ok(Math.max(...reads) <= 9 * 1024 * 1024, `at most 8 MiB and a line at once: ${reads.join(', ')}`);
+    assert.ok(reads.at(-1)! < 1024 * 1024, `then the one message shown: ${reads.at(-1)} bytes`);
   });
 
   it('says clearly when the files were replaced under a record it reads again', async () => {

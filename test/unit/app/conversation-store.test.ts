@@ -12,7 +12,7 @@ import {
   type MementoLike,
   type StoredSummary,
 } from '../../../src/app/store/conversation-index';
-import { ConversationStore, type ConversationStoreOptions, type DamagedLine } from '../../../src/app/store/conversation-store';
+import { ConversationStore, type ConversationStoreOptions, type DamagedLine, type RecordLocation } from '../../../src/app/store/conversation-store';
 import { ConversationConflictError, ConversationVersionError } from '../../../src/app/store/errors';
 import { INDEX_KEY } from '../../../src/app/contributions';
 
@@ -545,6 +545,23 @@ describe('conversation store: large conversations, large records, newer lines', 
       located.map((r) => opened.locations.get(r)!),
     );
     assert.deepEqual(again, located);
+  });
+
+  it('says where each long message it appends lands, across parts and after a cut-off line, as a reopening locates it', async () => {
+    await storeWith().append('c1', message('m0', 'first'));
+    // A write cut off in the middle of a line by a crash: the next session starts a line of its own.
+    await fs.appendFile(fileOf('c1'), '{"v":1,"record":{"type":"mess');
+    const store = storeWith({ partBytes: 4_096, locateOverBytes: 200 });
+    const records = Array.from({ length: 30 }, (_, i) => message(`m${i + 1}`, `message ${i} é `.repeat(i % 3 === 0 ? 5 : 40)));
+    const landed = new Map<string, RecordLocation>();
+    const note = (record: LogRecord, location: RecordLocation) => void landed.set(record.type === 'message' ? record.message.id : '', location);
+    await store.appendAll('c1', records.slice(0, 10), note);
+    for (const record of records.slice(10)) await store.appendAll('c1', [record], note);
+    const opened = await storeWith({ locateOverBytes: 200 }).open('c1');
+    const found = new Map([...opened.locations].map(([r, l]) => [r.type === 'message' ? r.message.id : '', l]));
+    assert.ok(landed.size > 10);
+    assert.deepEqual(landed, found);
+    assert.ok(new Set([...landed.values()].map((l) => l.part)).size >= 2, 'in more than one part');
   });
 });
 

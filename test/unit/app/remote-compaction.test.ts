@@ -53,7 +53,7 @@ describe('compactions computed in a worker', () => {
     pruning: { ...c.pruning, enabled: false },
   }));
 
-  async function conversationWith(engine: CompactionEngine, summarizer: Summarizer, name = 'c1'): Promise<Conversation> {
+  async function conversationWith(engine: CompactionEngine, summarizer: Summarizer, name = 'c1', output = 'x'.repeat(1_500)): Promise<Conversation> {
     const clock = new FakeClock();
     const store = new ConversationStore(join(dir, name), () => clock.now());
     await store.create(name);
@@ -75,7 +75,7 @@ describe('compactions computed in a worker', () => {
     );
     await conversation.beginTurn('t1');
     for (const [i, request] of ['Build a flashcard app', 'Add SM-2 scheduling', 'Now add tests', 'And the docs'].entries()) {
-      await conversation.append(turn(`m${i}`, request, 2, 'x'.repeat(1_500)).map((message) => ({ type: 'message' as const, message })));
+      await conversation.append(turn(`m${i}`, request, 2, output).map((message) => ({ type: 'message' as const, message })));
     }
     return conversation;
   }
@@ -114,6 +114,30 @@ describe('compactions computed in a worker', () => {
     const before = conversation.allRecords().length;
     await conversation.compact('manual');
     assert.equal(syncedRecords(worker.posted), before, 'each record sent once');
+  });
+
+  it("has the worker's copy let go of what a compaction took out of the view, and computes the next as the host does", async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const long = 'y'.repeat(3_000);
+    const remote = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'remote', long);
+    const local = await conversationWith(IN_THREAD_ENGINE, summarizer, 'local', long);
+    for (const conversation of [remote, local]) {
+      assert.equal((await conversation.compact('manual')).status, 'compacted');
+      await conversation.append(turn('late', 'One more thing', 2, long).map((message) => ({ type: 'message' as const, message })));
+    }
+    const released = worker.posted.filter((m): m is { kind: 'release'; at: number[] } => (m as { kind: string }).kind === 'release');
+    assert.equal(released.length, 1, 'the worker is told once');
+    const hollow = (c: Conversation) => c.allRecords().flatMap((r, i) => (r.type === 'message' && r.message.content.length === 0 ? [i] : []));
+    assert.deepEqual(released[0]!.at, hollow(remote), 'the positions the host let go');
+    assert.ok(released[0]!.at.length > 0);
+    const [a, b] = [await remote.compact('manual'), await local.compact('manual')];
+    if (a.status !== 'compacted' || b.status !== 'compacted') return assert.fail(`not compacted: ${a.status}, ${b.status}`);
+    assert.equal(a.compaction.entry?.summary, b.compaction.entry?.summary);
+    assert.deepEqual(a.compaction.entry?.compactedMessageIds, b.compaction.entry?.compactedMessageIds);
+    // The worker takes its ids in a batch per compaction: the summary's differs.
+    const ids = (c: Conversation) => c.view().map((m) => (m.id.startsWith('summary:') ? 'summary' : m.id));
+    assert.deepEqual(ids(remote), ids(local));
   });
 
   it("carries the summarizer's failure back without the key it echoed, and falls back as on the host", async () => {
