@@ -1,7 +1,8 @@
 import { TurnIndex } from '../core/branches';
 import { EngineMemo } from '../core/engine-memo';
-import { withoutContent, type LogRecord } from '../core/history';
+import type { LogRecord } from '../core/history';
 import type { RecordLocation } from './store/conversation-store';
+import { awayAt, heldAway, isHeldAway } from './store/held-away';
 
 /** Reads records again from the conversation's files, at the locations given, in that order. */
 export type ReadRecordsAt = (locations: readonly RecordLocation[]) => Promise<LogRecord[]>;
@@ -21,43 +22,38 @@ export type ReadRecordsAt = (locations: readonly RecordLocation[]) => Promise<Lo
 export class ConversationRecords {
   readonly all: LogRecord[];
   private readonly index = new TurnIndex();
-  /** Where the line of each located record is, full or held without content. */
+  /**
+   * Where the line of each located record held with its content is: those `release` may let go. A
+   * record held without its content says where its line is itself (`awayAt`).
+   */
   private readonly located = new Map<LogRecord, RecordLocation>();
-  /** The records held without their content. */
-  private readonly away = new Set<LogRecord>();
-  /** The located records held with their content: those `release` may let go. */
-  private readonly held = new Set<LogRecord>();
+  /** How many records are held without their content. */
+  private away = 0;
   private generationCount = 0;
 
   /**
    * `memo`: what the engine remembers of these records; given when they go on from records another
-   * object worked on. `stored`: where the records of `log` are in the files, as `open` found them,
-   * and whether it gave those records without their content.
+   * object worked on. `locations`: where the lines of records of `log` held with their content are,
+   * as `open` found them (those it gave without their content say it themselves).
    */
   constructor(
     log: readonly LogRecord[],
     readonly memo: EngineMemo = new EngineMemo(),
-    stored: { readonly locations: ReadonlyMap<LogRecord, RecordLocation>; readonly withoutContent: boolean } = {
-      locations: new Map(),
-      withoutContent: false,
-    },
+    locations: ReadonlyMap<LogRecord, RecordLocation> = new Map(),
   ) {
     this.all = [...log];
-    for (const [record, location] of stored.locations) {
-      this.located.set(record, location);
-      (stored.withoutContent ? this.away : this.held).add(record);
-    }
+    for (const record of this.all) if (isHeldAway(record)) this.away++;
+    for (const [record, location] of locations) this.located.set(record, location);
   }
 
   /** Notes where the line of `record`, one of `all` held with its content, is in the files. */
   locate(record: LogRecord, location: RecordLocation): void {
     this.located.set(record, location);
-    this.held.add(record);
   }
 
   /** The located records held with their content. */
-  heldWithContent(): ReadonlySet<LogRecord> {
-    return this.held;
+  heldWithContent(): Iterable<LogRecord> {
+    return this.located.keys();
   }
 
   /**
@@ -68,13 +64,11 @@ export class ConversationRecords {
   release(records: Iterable<LogRecord>): { readonly replaced: Map<LogRecord, LogRecord>; readonly positions: number[] } {
     const replaced = new Map<LogRecord, LogRecord>();
     for (const record of records) {
-      if (record.type !== 'message' || !this.held.has(record)) continue;
-      const hollow = withoutContent(record);
-      replaced.set(record, hollow);
-      this.located.set(hollow, this.located.get(record)!);
+      const location = this.located.get(record);
+      if (record.type !== 'message' || location === undefined) continue;
+      replaced.set(record, heldAway(record, location));
       this.located.delete(record);
-      this.held.delete(record);
-      this.away.add(hollow);
+      this.away++;
     }
     const positions: number[] = [];
     if (replaced.size === 0) return { replaced, positions };
@@ -100,12 +94,12 @@ export class ConversationRecords {
 
   /** Whether `record` is held without its content. */
   isAway(record: LogRecord): boolean {
-    return this.away.has(record);
+    return isHeldAway(record);
   }
 
   /** How many records are held without their content. */
   awayCount(): number {
-    return this.away.size;
+    return this.away;
   }
 
   /**
@@ -119,10 +113,8 @@ export class ConversationRecords {
       const was = this.all[i]!;
       const now = replacing.get(was);
       if (now === undefined) continue;
-      this.located.set(now, this.located.get(was)!);
-      this.located.delete(was);
-      this.away.delete(was);
-      this.held.add(now);
+      this.located.set(now, awayAt(was)!);
+      this.away--;
       this.all[i] = now;
     }
     this.generationCount++;
@@ -145,7 +137,7 @@ export class ConversationRecords {
     let bytes = 0;
     for (let i = 0; i < records.length; i++) {
       const record = records[i]!;
-      if (this.away.has(record)) bytes += this.located.get(record)!.bytes;
+      bytes += awayAt(record)?.bytes ?? 0;
       if (bytes >= runBytes || i === records.length - 1) {
         yield await this.readThrough(records.slice(start, i + 1), read);
         start = i + 1;
@@ -156,9 +148,9 @@ export class ConversationRecords {
 
   /** The records of `records` held without content, each with its full record read from disk. */
   private async readBack(records: Iterable<LogRecord>, read: ReadRecordsAt): Promise<Map<LogRecord, LogRecord>> {
-    const hollow = [...records].filter((r) => this.away.has(r));
+    const hollow = [...records].filter(isHeldAway);
     if (hollow.length === 0) return new Map();
-    const full = await read(hollow.map((r) => this.located.get(r)!));
+    const full = await read(hollow.map((r) => awayAt(r)!));
     return new Map(hollow.map((r, i) => [r, full[i]!]));
   }
 }

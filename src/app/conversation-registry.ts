@@ -190,7 +190,7 @@ export class ConversationRegistry {
       // Another request may have loaded it meanwhile: one set of records per conversation.
       const known = this.loaded.get(id);
       if (known) return known;
-      const records = new ConversationRecords(log, undefined, { locations, withoutContent: true });
+      const records = new ConversationRecords(log, undefined, locations);
       const loaded: Loaded = { records, branches: [], subscriptions: new Map() };
       this.loaded.set(id, loaded);
       return loaded;

@@ -4,6 +4,7 @@ import type { GuardState } from '../core/compaction-guard';
 import type { CompactionOutcome } from '../core/compaction';
 import type { EngineMemo } from '../core/engine-memo';
 import {
+  isSummaryMessage,
   lastStep,
   undoLastStep,
   type CompactionEntry,
@@ -95,6 +96,12 @@ export class Conversation {
     return this.records;
   }
 
+  /** The records of this branch, with those held without their content read back from disk (not kept). */
+  async wholeLog(): Promise<readonly LogRecord[]> {
+    this.rebranchIfStale();
+    return this.shared.readThrough(this.records, (locations) => this.deps.store.readAt(this.id, locations));
+  }
+
   /** Every record of the conversation, on every branch, in the order they were written. */
   allRecords(): ConversationLog {
     return this.shared.all;
@@ -122,12 +129,22 @@ export class Conversation {
     // A summary from before needle ledgers were kept makes the next compaction scan every message.
     const scansAll = last !== undefined && !last.needles;
     const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && (scansAll || !live.removes(r.message.id)));
+    const task = this.originalRequest();
+    if (task && this.shared.isAway(task) && !wanted.includes(task)) wanted.push(task);
     if (wanted.length === 0) return;
     await this.shared.fill(wanted, (locations) => this.deps.store.readAt(this.id, locations));
     this.rebranch();
     // The worker's copy holds these records without their content: it is sent the log again.
     this.deps.engine?.forget(this.id);
     this.changed();
+  }
+
+  /**
+   * The branch's first request: the task summaries restate and the conversation's title, held with
+   * its content wherever it is.
+   */
+  private originalRequest(): LogRecord | undefined {
+    return this.records.find((r) => r.type === 'message' && r.message.role === 'user' && !isSummaryMessage(r.message));
   }
 
   /** Makes this branch's log again from the shared records (some were replaced in place). */
@@ -328,7 +345,8 @@ export class Conversation {
     const last = live.entries().at(-1);
     // A summary from before needle ledgers were kept makes the next compaction scan every message.
     if (last !== undefined && !last.needles) return;
-    const letGo = [...this.shared.heldWithContent()].filter((r) => r.type === 'message' && live.removes(r.message.id));
+    const task = this.originalRequest();
+    const letGo = [...this.shared.heldWithContent()].filter((r) => r !== task && r.type === 'message' && live.removes(r.message.id));
     if (letGo.length === 0) return;
     const { replaced, positions } = this.shared.release(letGo);
     // This branch's log is kept, its records replaced in place: its view is made of the same messages.

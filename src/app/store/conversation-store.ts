@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { withoutContent, type LogRecord } from '../../core/history';
+import type { LogRecord } from '../../core/history';
 import { thousands } from './cap';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationVersionError } from './errors';
@@ -8,6 +8,7 @@ import { isCode, isFile } from './files';
 import { forEachLine, parseLine } from './lines';
 import { ConversationLock } from './lock';
 import { recordLines } from './record-lines';
+import { CompactedAway, heldAway } from './held-away';
 import { PartWriter, type LineLocation, type Tail } from './part-writer';
 import { SharedIds } from './shared-ids';
 import { CONVERSATION_FORMAT_VERSION } from './schemas';
@@ -51,7 +52,8 @@ export interface OpenedConversation {
   readonly problems: string[];
   /**
    * Where the line of each message record longer than `locateOverBytes` is, by record: such a record
-   * can be dropped from memory and read again with `readAt`.
+   * can be dropped from memory and read again with `readAt`. Empty when opened without content: the
+   * records given without it say where their lines are (`awayAt`).
    */
   readonly locations: ReadonlyMap<LogRecord, RecordLocation>;
 }
@@ -59,9 +61,10 @@ export interface OpenedConversation {
 /** How `open` reads. */
 export interface OpenOptions {
   /**
-   * Give the located records (see `OpenedConversation.locations`) without their content: an empty
-   * `content`, everything else as stored. The conversation is then never all in memory at once, and
-   * `readAt` gives the content back where it is needed.
+   * Give without their content (an empty `content`, everything else as stored, and where the line
+   * is, see `awayAt`) the messages longer than `locateOverBytes` and those a compaction took out of
+   * the view (named by a compaction record after them). The conversation is then never all in memory
+   * at once, and `readAt` gives the content back where it is needed.
    */
   readonly withoutContent?: boolean;
 }
@@ -160,9 +163,8 @@ export class ConversationStore {
   /**
    * Appends records in order, as `append` does each, but under one lock and with one write per part:
    * much faster for many records, and no other window's record lands between them. Every record is
-   * checked before any is written. `onLocated` is told where each stored message record longer than
-   * `locateOverBytes` landed, as `open` locates it: such a record can be dropped from memory and read
-   * again with `readAt`.
+   * checked before any is written. `onLocated` is told where each stored message record landed, as
+   * `open` locates it: such a record can be dropped from memory and read again with `readAt`.
    */
   async appendAll(
     id: string,
@@ -186,7 +188,7 @@ export class ConversationStore {
       if (onLocated) {
         stored.forEach((record, i) => {
           const location = landed[i]!;
-          if (record.type === 'message' && location.bytes > this.options.locateOverBytes) onLocated(record, location);
+          if (record.type === 'message') onLocated(record, location);
         });
       }
       return stored;
@@ -376,6 +378,7 @@ export class ConversationStore {
     const skipped: SkippedLine[] = [];
     let tail: Tail = { part: 1, size: 0 };
     const shared = new SharedIds();
+    const compacted = new CompactedAway();
     for (const part of parts) {
       const file = this.partFile(id, part);
       const size = await forEachLine(file, this.options.readChunkBytes, this.options.maxLineBytes, (raw) => {
@@ -388,10 +391,12 @@ export class ConversationStore {
         if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
         if (parsed.kind === 'record') {
           let record = shared.share(parsed.record);
-          if (record.type === 'message' && raw.bytes > this.options.locateOverBytes) {
-            if (options.withoutContent) record = withoutContent(record);
-            locations.set(record, { part, offset: raw.offset, bytes: raw.bytes });
-          }
+          const at: RecordLocation = { part, offset: raw.offset, bytes: raw.bytes };
+          if (record.type === 'message' && options.withoutContent) {
+            if (raw.bytes > this.options.locateOverBytes) record = heldAway(record, at);
+            else compacted.note(record.message.id, log.length, at);
+          } else if (record.type === 'message' && raw.bytes > this.options.locateOverBytes) locations.set(record, at);
+          if (record.type === 'compaction' && options.withoutContent) compacted.takeOut(record.entry.compactedMessageIds, log);
           log.push(record);
         } else if (parsed.kind === 'damaged') {
           const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;

@@ -156,6 +156,44 @@ describe('an opened conversation holds its view, and reads the archive from disk
     assert.ok(reads.at(-1)! < 1024 * 1024, `then the one message shown: ${reads.at(-1)} bytes`);
   });
 
+  it('restates the first request, however long, in every later summary: in the session and after a reload', async () => {
+    const state = new Map<string, unknown>();
+    const asked: string[] = [];
+    const capturing: Summarizer = {
+      name: 'capturing',
+      summarize: async (request) => {
+        asked.push(JSON.stringify(request));
+        return { text: 'The files were read.' };
+      },
+    };
+    const window = () => testRegistry(dir, { state, limit: 200_000, summarizer: capturing }).registry;
+    const task = `Port the parser to the new grammar. ${'Keep every rule as it is. '.repeat(120)}`;
+    const turns = async (conversation: Conversation, from: number) => {
+      for (let n = from; n < from + 6; n++) {
+        await conversation.beginTurn(`t${n}`);
+        await conversation.append([
+          { type: 'message', message: user(`u${n}`, n === 1 ? task : `read file ${n}`) },
+          { type: 'message', message: assistant(`a${n}`, '', { callId: `c${n}`, tool: 'read_file', input: { path: `f${n}.ts` } }) },
+          { type: 'message', message: toolResult(`r${n}`, `c${n}`, 'read_file', fileText(n)) },
+          { type: 'message', message: assistant(`d${n}`, `File ${n} read.`) },
+        ]);
+      }
+    };
+    const conversation = await window().startNew();
+    await turns(conversation, 1);
+    for (const from of [7, 13]) {
+      assert.equal((await conversation.compact('manual')).status, 'compacted');
+      await turns(conversation, from);
+    }
+    assert.equal((await conversation.compact('manual')).status, 'compacted');
+    const reopened = (await window().find(conversation.id))!;
+    await turns(reopened, 19);
+    assert.equal((await reopened.compact('manual')).status, 'compacted');
+    assert.equal(asked.length, 4);
+    for (const [i, request] of asked.entries())
+      assert.match(request, /<original-task>\\nPort the parser to the new grammar\. Keep/, `summary ${i + 1}`);
+  });
+
   it('says clearly when the files were replaced under a record it reads again', async () => {
     const state = new Map<string, unknown>();
     const { id } = await compacted(state);

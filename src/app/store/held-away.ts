@@ -1,0 +1,64 @@
+import { withoutContent, type LogRecord } from '../../core/history';
+import type { LineLocation } from './part-writer';
+
+/*
+ * Where the line of a message record held without its content is, kept on the record itself as
+ * three numbers: a conversation of a hundred thousand records holds no table beside them, and no
+ * object per location. Symbol keys are left out of the record's JSON and of the copies sent to a
+ * worker.
+ */
+const PART = Symbol('longrun.part');
+const OFFSET = Symbol('longrun.offset');
+const BYTES = Symbol('longrun.bytes');
+
+interface Located {
+  readonly [PART]?: number;
+  readonly [OFFSET]?: number;
+  readonly [BYTES]?: number;
+}
+
+/** The record of a message held without its content (see `withoutContent`), knowing where its line is. */
+export function heldAway(record: LogRecord & { type: 'message' }, at: LineLocation): LogRecord {
+  const { message } = withoutContent(record);
+  // Written out, so that each such record is one small object of a shape they all share.
+  const held: LogRecord & Located =
+    record.turnId === undefined
+      ? { type: 'message', message, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes }
+      : { type: 'message', message, turnId: record.turnId, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes };
+  return held;
+}
+
+/** Where the line of `record` is when it is held without its content; undefined for any other record. */
+export function awayAt(record: LogRecord): LineLocation | undefined {
+  const located = record as Located;
+  const part = located[PART];
+  return part === undefined ? undefined : { part, offset: located[OFFSET]!, bytes: located[BYTES]! };
+}
+
+/** Whether `record` is held without its content. */
+export function isHeldAway(record: LogRecord): boolean {
+  return (record as Located)[PART] !== undefined;
+}
+
+/**
+ * While a conversation is read, its short messages not yet taken out of the view, by id: when a
+ * compaction record names them as compacted, they are given without their content from then on.
+ */
+export class CompactedAway {
+  private readonly pending = new Map<string, { readonly index: number; readonly at: LineLocation }>();
+
+  note(id: string, index: number, at: LineLocation): void {
+    this.pending.set(id, { index, at });
+  }
+
+  /** Replaces in `log` the messages of `ids` noted, held without their content. */
+  takeOut(ids: readonly string[], log: LogRecord[]): void {
+    for (const id of ids) {
+      const noted = this.pending.get(id);
+      if (noted === undefined) continue;
+      this.pending.delete(id);
+      const record = log[noted.index];
+      if (record?.type === 'message') log[noted.index] = heldAway(record, noted.at);
+    }
+  }
+}
