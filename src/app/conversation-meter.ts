@@ -1,3 +1,4 @@
+import { isHeldAway } from './store/held-away';
 import { assessBudget, type BudgetAssessment, type UsageBreakdown } from '../core/budget';
 import { compactionTarget } from '../core/compaction';
 import { LiveModelView, type ConversationLog, type LogRecord } from '../core/history';
@@ -159,7 +160,8 @@ export class ConversationMeter {
         this.usages.push(record.usage);
         this.latestUsage = record.usage;
       } else if (record.type === 'message') {
-        this.recordMessages.add(record.message);
+        // A message held without its content is read back before any view shows it.
+        if (!isHeldAway(record)) this.recordMessages.add(record.message);
         if (record.tokens) this.storedTokens.set(record.message, record.tokens);
       }
     }
