@@ -340,13 +340,15 @@ export class Conversation {
    * back when a view needs them again (an undo, another branch, `recall`, an export).
    */
   private releaseArchived(): void {
+    const held = [...this.shared.heldWithContent()];
+    if (held.length === 0) return;
     this.rebranchIfStale();
     const live = this.meter.live();
     const last = live.entries().at(-1);
     // A summary from before needle ledgers were kept makes the next compaction scan every message.
     if (last !== undefined && !last.needles) return;
     const task = this.originalRequest();
-    const letGo = [...this.shared.heldWithContent()].filter((r) => r !== task && r.type === 'message' && live.removes(r.message.id));
+    const letGo = held.filter((r) => r !== task && r.type === 'message' && live.removes(r.message.id));
     if (letGo.length === 0) return;
     const { replaced, positions } = this.shared.release(letGo);
     // This branch's log is kept, its records replaced in place: its view is made of the same messages.
