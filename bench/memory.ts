@@ -38,6 +38,8 @@ export interface MemoryBench {
   readonly session_mb: number;
   /** Resident memory held after that session (MB). */
   readonly session_rss_mb: number;
+  /** The heap (and memory it manages outside) held after that session (MB). */
+  readonly session_heap_mb: number;
 }
 
 const ID = 'long';
@@ -242,6 +244,7 @@ async function child(dir: string): Promise<void> {
       answer: answer.rss - before.rss,
       openHeap: open.heap - before.heap,
       session: afterSession.rss - before.rss,
+      sessionHeap: afterSession.heap - before.heap,
       sessionBytes,
       records: conversation.allRecords().length,
     }),
@@ -260,7 +263,10 @@ async function session(conversation: Conversation): Promise<number> {
     const call = `call_${idOf(n * 8 + 7)}`;
     await conversation.beginTurn(idOf(n * 8));
     const records: LogRecord[] = [
-      { type: 'message', message: { id: idOf(n * 8 + 1), role: 'user', content: [{ type: 'text', text: `Turn ${n}: read the module and fix it.` }] } },
+      {
+        type: 'message',
+        message: { id: idOf(n * 8 + 1), role: 'user', content: [{ type: 'text', text: `Turn ${n}: read the module and fix it.` }] },
+      },
       {
         type: 'message',
         message: {
@@ -269,7 +275,14 @@ async function session(conversation: Conversation): Promise<number> {
           content: [{ type: 'tool-call', toolCallId: call, toolName: 'read_file', input: { path: `src/module${n % 37}.ts` } }],
         },
       },
-      { type: 'message', message: { id: idOf(n * 8 + 3), role: 'tool', content: [{ type: 'tool-result', toolCallId: call, toolName: 'read_file', output: output(n) }] } },
+      {
+        type: 'message',
+        message: {
+          id: idOf(n * 8 + 3),
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: call, toolName: 'read_file', output: output(n) }],
+        },
+      },
       { type: 'message', message: { id: idOf(n * 8 + 4), role: 'assistant', content: [{ type: 'text', text: `Module ${n % 37} is fixed.` }] } },
     ];
     await conversation.append(records);
@@ -292,7 +305,15 @@ export async function benchMemory(): Promise<MemoryBench> {
       run.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
       run.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`the memory child failed (exit code ${code})`))));
     });
-    const measured = JSON.parse(out) as { viewBytes: number; open: number; answer: number; openHeap: number; session: number; sessionBytes: number };
+    const measured = JSON.parse(out) as {
+      viewBytes: number;
+      open: number;
+      answer: number;
+      openHeap: number;
+      session: number;
+      sessionHeap: number;
+      sessionBytes: number;
+    };
     return {
       stored_mib: stored / 1024 / 1024,
       view_mb: measured.viewBytes / 1e6,
@@ -301,6 +322,7 @@ export async function benchMemory(): Promise<MemoryBench> {
       answer_rss_mb: measured.answer / 1e6,
       session_mb: measured.sessionBytes / 1e6,
       session_rss_mb: measured.session / 1e6,
+      session_heap_mb: measured.sessionHeap / 1e6,
     };
   } finally {
     await fs.rm(dir, { recursive: true, force: true });

@@ -235,7 +235,7 @@ async function main(): Promise<void> {
     ),
     `- memory: a conversation of ${round(memory.stored_mib, 0)} MiB on disk whose view is ${round(memory.view_mb, 2)} MB as JSON, opened in a fresh process: ` +
       `${round(memory.open_rss_mb, 1)} MB resident once settled (${round(memory.open_heap_mb, 1)} MB of heap), ${round(memory.answer_rss_mb, 1)} MB after a 40 MB answer, ` +
-      `${round(memory.session_rss_mb, 1)} MB after a session that wrote ${round(memory.session_mb, 0)} MB more`,
+      `${round(memory.session_rss_mb, 1)} MB (${round(memory.session_heap_mb, 1)} MB of heap) after a session that wrote ${round(memory.session_mb, 0)} MB more`,
     '',
     'Conversation store (bench/store.ts):',
     '',
