@@ -57,6 +57,8 @@ export class Conversation {
   private readonly compactor: ConversationCompactor;
   /** The generation of the shared records `records` was made from (see `ConversationRecords.generation`). */
   private branchGeneration: number;
+  /** What `loadView` last found needing nothing read back: this branch's records, and the generations of the records and of the view. */
+  private wholeView: { readonly records: LogRecord[]; readonly shared: number; readonly view: number } | undefined;
 
   constructor(
     readonly id: string,
@@ -125,13 +127,19 @@ export class Conversation {
     this.rebranchIfStale();
     if (this.shared.awayCount() === 0) return;
     const live = this.meter.live();
+    // The view was found whole, and neither the branch's records nor the view have changed since.
+    const whole = this.wholeView;
+    if (whole?.records === this.records && whole.shared === this.shared.generation && whole.view === live.generation) return;
     const last = live.entries().at(-1);
     // A summary from before needle ledgers were kept makes the next compaction scan every message.
     const scansAll = last !== undefined && !last.needles;
     const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && (scansAll || !live.removes(r.message.id)));
     const task = this.originalRequest();
     if (task && this.shared.isAway(task) && !wanted.includes(task)) wanted.push(task);
-    if (wanted.length === 0) return;
+    if (wanted.length === 0) {
+      this.wholeView = { records: this.records, shared: this.shared.generation, view: live.generation };
+      return;
+    }
     await this.shared.fill(wanted, (locations) => this.deps.store.readAt(this.id, locations));
     this.rebranch();
     // The worker's copy holds these records without their content: it is sent the log again.
