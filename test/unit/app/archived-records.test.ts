@@ -71,6 +71,8 @@ describe('an opened conversation holds its view, and reads the archive from disk
   it('lets go in the session of what a compaction took out of the view, holding what a reload holds', async () => {
     const state = new Map<string, unknown>();
     const { conversation, id } = await compacted(state);
+    // The next request begins.
+    await conversation.beginTurn('t7');
     const reopened = (await registry(state).find(id))!;
     assert.deepEqual(conversation.view(), reopened.view());
     assert.ok(awayIds(conversation).includes('r1'), 'the first file read is on disk only');
@@ -141,6 +143,7 @@ describe('an opened conversation holds its view, and reads the archive from disk
       ]);
     }
     assert.equal((await conversation.compact('manual')).status, 'compacted');
+    await conversation.beginTurn('t15');
     assert.ok(awayIds(conversation).includes('r7'));
     const reads: number[] = [];
     const readAt = store.readAt.bind(store);
