@@ -101,11 +101,7 @@ export class ArchiveReader {
    * results shown with the calls taken since: a search's second read of the few items it shows.
    */
   again(record: LogRecord, number: number): ArchivedItem | undefined {
-    if (record.type !== 'message') return undefined;
-    const { message } = record;
-    if (this.summarized.has(message.id)) return item(message, number, 'summary', this.calls, undefined);
-    const outputs = this.pruned.get(message.id);
-    return outputs === undefined ? undefined : item(message, number, 'pruning', this.calls, outputs);
+    return record.type === 'message' ? this.itemOf(record.message, number) : undefined;
   }
 
   /** The archived original `record` is, given whole; undefined for anything else. */
@@ -116,14 +112,16 @@ export class ArchiveReader {
     for (const part of message.content) if (part.type === 'tool-call') this.calls.set(part.toolCallId, part);
     // An id repeated by a damaged log is archived once.
     if (this.seen.has(message.id)) return undefined;
-    if (this.summarized.has(message.id)) {
-      this.seen.add(message.id);
-      return item(message, this.number, 'summary', this.calls, undefined);
-    }
+    const found = this.itemOf(message, this.number);
+    if (found) this.seen.add(message.id);
+    return found;
+  }
+
+  /** `message` as archived original number `number`, as what took it out of the view left it; undefined when nothing did. */
+  private itemOf(message: Message, number: number): ArchivedItem | undefined {
+    if (this.summarized.has(message.id)) return item(message, number, 'summary', this.calls, undefined);
     const outputs = this.pruned.get(message.id);
-    if (outputs === undefined) return undefined;
-    this.seen.add(message.id);
-    return item(message, this.number, 'pruning', this.calls, outputs);
+    return outputs === undefined ? undefined : item(message, number, 'pruning', this.calls, outputs);
   }
 }
 

@@ -391,11 +391,13 @@ export class ConversationStore {
         if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
         if (parsed.kind === 'record') {
           let record = shared.share(parsed.record);
-          const at: RecordLocation = { part, offset: raw.offset, bytes: raw.bytes };
-          if (record.type === 'message' && options.withoutContent) {
-            if (raw.bytes > this.options.locateOverBytes) record = heldAway(record, at);
-            else compacted.note(record.message.id, log.length, at);
-          } else if (record.type === 'message' && raw.bytes > this.options.locateOverBytes) locations.set(record, at);
+          if (record.type === 'message') {
+            const at: RecordLocation = { part, offset: raw.offset, bytes: raw.bytes };
+            const long = raw.bytes > this.options.locateOverBytes;
+            if (options.withoutContent && long) record = heldAway(record, at);
+            else if (options.withoutContent) compacted.note(record.message.id, log.length, at);
+            else if (long) locations.set(record, at);
+          }
           if (record.type === 'compaction' && options.withoutContent) compacted.takeOut(record.entry.compactedMessageIds, log);
           log.push(record);
         } else if (parsed.kind === 'damaged') {
