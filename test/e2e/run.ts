@@ -7,7 +7,7 @@
  * `test-results/`.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -104,6 +104,14 @@ async function main(): Promise<number> {
     ],
   });
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  // What the workbench reports as errors in the page goes beside the extension host logs.
+  mkdirSync(RESULTS, { recursive: true });
+  const pageLog = join(RESULTS, 'workbench-errors.log');
+  writeFileSync(pageLog, '');
+  page.on('pageerror', (error) => appendFileSync(pageLog, `${new Date().toISOString()} uncaught: ${error.stack ?? error.message}\n`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') appendFileSync(pageLog, `${new Date().toISOString()} console.error: ${message.text()}\n`);
+  });
   uiAgent.attach(page);
   const results: TestResult[] = [];
   try {
@@ -457,7 +465,24 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
         await down.dispatchEvent('click').catch(() => undefined);
         await page.waitForTimeout(300);
       }
-      return page.$$eval('.interactive-item-container', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));
+      // Each item's text as shown, then the text of its closed folds (a finished answer folds what it
+      // said between tool calls under "Completed N steps"), as a user who opens them reads it.
+      return page.$$eval('.interactive-item-container', (items) =>
+        items.map((item) => {
+          type Element = {
+            innerText: string;
+            textContent: string | null;
+            tagName: string;
+            children: Iterable<Element>;
+            querySelectorAll(selector: string): Iterable<Element>;
+          };
+          const element = item as unknown as Element;
+          const folded = [...element.querySelectorAll('details:not([open])')].flatMap((details) =>
+            [...details.children].filter((child) => child.tagName !== 'SUMMARY').map((child) => child.textContent ?? ''),
+          );
+          return [element.innerText, ...folded].join('\n');
+        }),
+      );
     }
     case 'notifications':
       return page.$$eval('.notification-list-item-message', (items) => items.map((item) => (item as unknown as { innerText: string }).innerText));

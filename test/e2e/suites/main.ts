@@ -154,7 +154,7 @@ describe('Longrun in a real VS Code', function () {
           ? shown
           : undefined;
       }).catch((error: unknown) => {
-        throw new Error(`${error instanceof Error ? error.message : String(error)}; the chat ends with: ${shown.slice(-800)}`);
+        throw new Error(`${error instanceof Error ? error.message : String(error)}; the chat shows: ${shown}`);
       });
       await ui('screenshot', { name: 'compaction-in-chat', chat: true, docs: true });
     });

@@ -68,11 +68,14 @@ describe('memory: pruning before summarizing, and recall', function () {
       requests.every((r) => r.status === 200),
       'no request was refused',
     );
+    let shown = '';
     await waitFor('the pruning line in the chat', async () => {
-      const text = await chatText();
-      return /Pruned \d+ superseded tool outputs? \(−[\d,]+ tokens\); no summary needed/.test(text) && text.includes('The file read, again')
-        ? text
+      shown = await chatText();
+      return /Pruned \d+ superseded tool outputs? \(−[\d,]+ tokens\); no summary needed/.test(shown) && shown.includes('The file read, again')
+        ? shown
         : undefined;
+    }).catch((error: unknown) => {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; the chat shows: ${shown}`);
     });
     await ui('screenshot', { name: 'memory-pruned', chat: true });
   });
