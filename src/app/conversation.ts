@@ -57,8 +57,6 @@ export class Conversation {
   private readonly compactor: ConversationCompactor;
   /** The generation of the shared records `records` was made from (see `ConversationRecords.generation`). */
   private branchGeneration: number;
-  /** A compaction applied since the last turn began: what it took out is let go when the next begins. */
-  private releaseDue = false;
   /** What `loadView` last found needing nothing read back: this branch's records, and the generations of the records and of the view. */
   private wholeView: { readonly records: LogRecord[]; readonly shared: number; readonly view: number } | undefined;
 
@@ -178,10 +176,6 @@ export class Conversation {
    * appended from now on is made on it.
    */
   async beginTurn(id: string, chat?: string): Promise<void> {
-    if (this.releaseDue) {
-      this.releaseDue = false;
-      this.releaseArchived();
-    }
     const turn = { id, parent: this.leafTurn, at: this.deps.clock.now(), ...(chat !== undefined ? { chat } : {}) };
     await this.write([{ type: 'turn', turn }]);
     this.leafTurn = id;
@@ -344,8 +338,8 @@ export class Conversation {
    */
   async compact(reason: CompactionReason, options: CompactOptions = {}): Promise<CompactionOutcome & { readonly joined?: boolean }> {
     const outcome = await this.compactor.compact(reason, options);
-    // Let go of when the next request begins, not while the turn that compacted is still shown.
-    if (outcome.status === 'compacted') this.releaseDue = true;
+    // What it took out is let go at once: a long turn that compacts many times holds only its view.
+    if (outcome.status === 'compacted') this.releaseArchived();
     return outcome;
   }
 
