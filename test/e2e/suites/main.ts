@@ -292,13 +292,19 @@ describe('Longrun in a real VS Code', function () {
         offered.some((label) => label.includes('alphachat')),
         `the first chat is offered: ${JSON.stringify(offered)}`,
       );
+      // A user types once the chat picked shows its first request.
+      await waitFor('the first chat in the chat panel', async () => ((await chatText()).includes('alphachat first request') ? true : undefined));
       const before = (await model.requests()).length;
       const completed = longrun.participant.turns().completed;
       await ui('chat-type', { text: '@longrun alphachat second request' });
       await waitFor('the follow-up to finish', () => longrun.participant.turns().completed > completed && longrun.participant.turns().active === 0);
       const sent = (await model.requests()).slice(before).filter((r) => !r.summary && requestText(r).includes('alphachat second'));
       assert.equal(sent.length, 1);
-      assert.match(requestText(sent[0]!), /alphachat first request/, 'the first chat continues its own conversation');
+      assert.match(
+        requestText(sent[0]!),
+        /alphachat first request/,
+        `the first chat continues its own conversation: ${requestText(sent[0]!).slice(-600)}`,
+      );
       assert.doesNotMatch(requestText(sent[0]!), /betachat/, 'nothing of the other chat reaches it');
       assert.equal(longrun.session.currentIfLoaded()!.id, first, 'the gauge follows the chat used last');
       const titles = (await longrun.session.conversations()).map((c) => c.title);
