@@ -124,7 +124,6 @@ describe('compactions computed in a worker', () => {
     const local = await conversationWith(IN_THREAD_ENGINE, summarizer, 'local', long);
     for (const conversation of [remote, local]) {
       assert.equal((await conversation.compact('manual')).status, 'compacted');
-      await conversation.beginTurn('t2');
       await conversation.append(turn('late', 'One more thing', 2, long).map((message) => ({ type: 'message' as const, message })));
     }
     const released = worker.posted.filter((m): m is { kind: 'release'; at: number[] } => (m as { kind: string }).kind === 'release');
