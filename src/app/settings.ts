@@ -1,3 +1,4 @@
+import type { ProviderKind } from '../core/provider-kind';
 import { z } from 'zod';
 import { compactionConfigSchema, DEFAULT_CONFIG, resolveConfig, type CompactionConfig } from '../core/config';
 import { parseAllowRule } from './command-allowlist';
@@ -37,6 +38,8 @@ export interface EndpointSetting {
   readonly name: string;
   /** An http or https URL. */
   readonly baseUrl: string;
+  /** The wire format the endpoint speaks; `openai-compatible` when absent. */
+  readonly provider?: ProviderKind;
   readonly models: readonly EndpointModelSetting[];
 }
 

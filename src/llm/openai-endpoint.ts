@@ -8,6 +8,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { defaultSettingsMiddleware, wrapLanguageModel, type LanguageModel } from 'ai';
 import { z } from 'zod';
 import { errorText, hasMarker, mark } from '../core/errors';
+import type { ProviderKind } from '../core/provider-kind';
 
 /** One model of a configured endpoint. */
 export interface EndpointModel {
@@ -15,6 +16,8 @@ export interface EndpointModel {
   readonly endpoint: string;
   /** The API root, e.g. `http://localhost:11434/v1`; `/chat/completions` is appended to it. */
   readonly baseUrl: string;
+  /** The wire format the endpoint speaks; `openai-compatible` when absent. */
+  readonly provider?: ProviderKind;
   /** The model id the server knows, e.g. `qwen2.5-coder:14b`. */
   readonly id: string;
   /** Tokens the model's window holds, when configured. */
