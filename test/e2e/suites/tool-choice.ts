@@ -2,11 +2,14 @@
  * A small local model on a server that does not read `tool_choice` (Ollama's OpenAI layer): asked
  * for a summary as a continuation of the conversation, with its tools and `tool_choice: "none"`, the
  * model calls a tool instead. Longrun asks again without tools, remembers that this model needs it,
- * and the conversation compacts on its own with summaries the model wrote.
+ * and the conversation compacts on its own with summaries the model wrote. Summaries that keep failing
+ * are not asked for at every compaction, and the chat says so once.
  */
 import * as assert from 'assert';
 import * as vscode from 'vscode';
-import { CARELESS_MODEL, chat, entries, gaugeInDom, model, newConversation, type RecordedRequest } from './harness';
+import { api, CARELESS_MODEL, chat, entries, gaugeInDom, model, newConversation, SIX_K_MODEL, ui, type RecordedRequest } from './harness';
+
+const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');
 
 const offersTools = (r: RecordedRequest): boolean => Array.isArray(r.body?.tools) && r.body.tools.length > 0;
 
@@ -49,5 +52,34 @@ describe('Longrun against a server that ignores tool_choice', function () {
     const gauge = await gaugeInDom();
     assert.doesNotMatch(gauge.ariaLabel, /, (critical|over)$/, `the gauge came down: ${gauge.text}`);
     await vscode.commands.executeCommand('workbench.action.chat.newChat');
+  });
+
+  it('stops asking for summaries that keep failing, says so once in the chat, and still compacts', async () => {
+    await newConversation();
+    const longrun = await api();
+    await model.failSummaries({ error: { status: 500 } });
+    try {
+      const told = (): string[] => longrun.participant.recentNotices().filter((n) => n.includes('failed 2 times in a row'));
+      let seenInChat = false;
+      const rested = async () => (await entries()).filter((e) => /was not asked, since its last 2 summaries failed/.test(e.failure ?? ''));
+      for (let i = 1; i <= 30 && (await rested()).length === 0; i++) {
+        await chat(`step ${i}: ${padding(i)} ${padding(i + 100)}`, SIX_K_MODEL);
+        if (!seenInChat && told().length > 0) seenInChat = (await chatText()).includes('failed 2 times in a row');
+      }
+      await chat('one more step after the rest began', SIX_K_MODEL);
+      const all = await entries();
+      assert.ok((await rested()).length >= 1, `a compaction did not ask the summarizer: ${all.map((e) => e.failure).join(' | ')}`);
+      assert.ok(
+        all.every((e) => e.fallback),
+        'every summary is the extractive one',
+      );
+      assert.equal(told().length, 1, `said once: ${told().join(' | ')}`);
+      assert.match(told()[0]!, /Summaries by longrun\/offline\/scripted-6k failed 2 times in a row .*The next 4 automatic compactions do not ask it/);
+      assert.ok(seenInChat, 'shown in the chat');
+      const gauge = await gaugeInDom();
+      assert.doesNotMatch(gauge.ariaLabel, /, over$/, `the conversation still fits: ${gauge.text}`);
+    } finally {
+      await model.failSummaries(null);
+    }
   });
 });
