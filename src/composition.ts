@@ -30,6 +30,7 @@ import type { GaugeItem } from './vscode/gauge-item';
 import { discoverContextWindow } from './llm/window-discovery';
 import { LongrunModelProvider } from './vscode/model-provider';
 import { ModelCalibrations } from './app/model-calibrations';
+import { IgnoredToolChoice } from './app/ignored-tool-choice';
 import { ModelWindows } from './app/model-windows';
 import type { WorkspaceRoot } from './app/path-guard';
 import { Session } from './vscode/session';
@@ -193,6 +194,8 @@ function buildModels({ context, log, now, settings }: Base): Models {
   context.subscriptions.push({ dispose: () => engine.dispose() });
   // What each model's provider counts against the local count, learned across conversations.
   const calibrations = new ModelCalibrations(context.globalState, now, (message) => log.warn(message));
+  // Servers that let a model call tools when told not to: kept across windows, like what they state of their models.
+  const ignoredToolChoice = new IgnoredToolChoice(context.globalState, now, (message) => log.info(message));
   const session = new Session({
     storageDir,
     workspaceState: context.workspaceState,
@@ -206,6 +209,7 @@ function buildModels({ context, log, now, settings }: Base): Models {
     tracing,
     engine,
     calibrations,
+    ignoredToolChoice,
   });
   context.subscriptions.push(session);
   return { keys, windows, redactor, tracing, provider, session };

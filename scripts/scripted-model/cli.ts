@@ -2,15 +2,15 @@
  * Runs the offline scripted model on its own, for `npm start` and for end-to-end tests that
  * program it over its control API:
  *
- *   tsx scripts/scripted-model/cli.ts --port 0 --host 127.0.0.1 [--latency MS] [--model ID=WINDOW]…
+ *   tsx scripts/scripted-model/cli.ts --port 0 --host 127.0.0.1 [--latency MS] [--model ID=WINDOW]… [--ignore-tool-choice]
  *
  * Once listening it prints one JSON line, `{"url":"http://127.0.0.1:PORT/v1","port":PORT}`, on
  * stdout (nothing else goes there), and it stops cleanly on SIGINT or SIGTERM.
  */
 import { parseArgs } from 'node:util';
-import { startScriptedModelServer, type ScriptedModelConfig } from './server';
+import { DEFAULT_MODELS, startScriptedModelServer, type ScriptedModelConfig } from './server';
 
-const USAGE = `Usage: tsx scripts/scripted-model/cli.ts [--port N] [--host 127.0.0.1] [--latency MS] [--model ID=WINDOW]...
+const USAGE = `Usage: tsx scripts/scripted-model/cli.ts [--port N] [--host 127.0.0.1] [--latency MS] [--model ID=WINDOW]... [--ignore-tool-choice]
 
 Serves the offline scripted model (an OpenAI-compatible test double, not a real model) on 127.0.0.1.
   --port N            port to listen on; 0 (the default) picks a free one
@@ -18,6 +18,8 @@ Serves the offline scripted model (an OpenAI-compatible test double, not a real 
   --latency MS        delay before every completion answer (default 0)
   --model ID=WINDOW   offer this model with this context window instead of the defaults
                       (scripted=128000, scripted-small=8192); repeatable
+  --ignore-tool-choice  answer as servers that do not read tool_choice do: a summary
+                      request that offers tools gets a tool call, "none" or not
 `;
 
 class UsageError extends Error {}
@@ -43,6 +45,7 @@ async function main(): Promise<void> {
       host: { type: 'string', default: '127.0.0.1' },
       latency: { type: 'string', default: '0' },
       model: { type: 'string', multiple: true },
+      'ignore-tool-choice': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -57,9 +60,10 @@ async function main(): Promise<void> {
   }
   const port = integer('port', values.port, 0, 65_535);
   const latencyMs = integer('latency', values.latency, 0, 600_000);
-  const models = values.model?.map(parseModel);
+  const configured = values.model?.map(parseModel) ?? DEFAULT_MODELS;
+  const models = values['ignore-tool-choice'] ? configured.map((model) => ({ ...model, ignoresToolChoice: true })) : configured;
 
-  const server = await startScriptedModelServer({ port, latencyMs, ...(models ? { models } : {}) });
+  const server = await startScriptedModelServer({ port, latencyMs, models });
   const stop = (): void => {
     // Closing ends every connection; with nothing left to wait for, the process exits with 0.
     void server.close();

@@ -137,6 +137,21 @@ export const demoScenario: Scenario = ({ request, promptTokens }) => {
   return { text: `Offline scripted model: I received your message (${promptTokens} tokens in context).` };
 };
 
+/**
+ * What a model that `tool_choice` does not hold back does with a summary request that offers tools:
+ * it reaches for one instead of writing the summary, reading the first file the conversation names
+ * (or calling the first tool offered). Undefined when no tool is offered.
+ */
+export function reachForTool(request: ChatCompletionRequest): Reply | undefined {
+  const tools = request.tools ?? [];
+  if (tools.length === 0) return undefined;
+  if (offersTool(request, 'read_file')) {
+    const path = request.messages.flatMap((m) => workspacePaths(contentText(m.content)))[0];
+    if (path) return { toolCalls: [{ name: 'read_file', arguments: { path } }] };
+  }
+  return { toolCalls: [{ name: tools[0]!.function.name, arguments: {} }] };
+}
+
 const SUMMARY_MARKERS = ['## Session Summary (Compaction Round', 'Write exactly these sections'];
 
 /**

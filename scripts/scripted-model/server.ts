@@ -17,6 +17,7 @@ import { loadTokenizer } from '../../src/core/tokenizer';
 import {
   demoScenario,
   isSummaryRequest,
+  reachForTool,
   MAX_DELAY_MS,
   scriptStepSchema,
   summaryScenario,
@@ -56,6 +57,11 @@ export interface ScriptedModelConfig {
    * Ollama's behaviour: the start of the prompt is dropped until it fits, and nothing is said.
    */
   readonly overflow?: 'error' | 'truncate';
+  /**
+   * Answers as servers that do not read `tool_choice` do (Ollama's OpenAI layer): a summary request
+   * that offers tools is answered with a tool call, even under `tool_choice: "none"`.
+   */
+  readonly ignoresToolChoice?: boolean;
 }
 
 export const DEFAULT_MODELS: readonly ScriptedModelConfig[] = [
@@ -360,6 +366,9 @@ class ScriptedModel implements ScriptedModelServer {
       return;
     }
 
+    const config = this.models.find((m) => m.id === request.model);
+    // A server that does not read `tool_choice` lets the model decide as if it were absent.
+    if (config?.ignoresToolChoice) request = withoutToolChoice(request);
     const step = entry.summary ? this.summaryFailure : this.queue.shift();
     const stillOpen = await waitUnlessClosed(res, this.latencyMs + (step?.delayMs ?? 0));
     if (!stillOpen) {
@@ -379,7 +388,8 @@ class ScriptedModel implements ScriptedModelServer {
     }
 
     const scripted = step && (step.text !== undefined || step.toolCalls !== undefined);
-    const reply = scripted ? step : (entry.summary ? this.summaryScenario : this.scenario)({ request, promptTokens, window });
+    const reached = entry.summary && config?.ignoresToolChoice ? reachForTool(request) : undefined;
+    const reply = scripted ? step : (reached ?? (entry.summary ? this.summaryScenario : this.scenario)({ request, promptTokens, window }));
     const completion = this.complete(request.model, reply, promptTokens, maxTokens);
     const breakAfter = step?.breakStreamAfterChunks;
 
@@ -567,6 +577,11 @@ function waitUnlessClosed(res: ServerResponse, ms: number): Promise<boolean> {
 
 function formatPath(path: readonly PropertyKey[]): string {
   return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i > 0 ? '.' : ''}${String(key)}`)).join('');
+}
+
+function withoutToolChoice(request: ChatCompletionRequest): ChatCompletionRequest {
+  const { tool_choice: _ignored, ...rest } = request;
+  return rest;
 }
 
 /** Drops messages from the start of a request until its prompt fits `window` (the last one always stays). */

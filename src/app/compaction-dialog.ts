@@ -138,7 +138,7 @@ export function showOutcome(
   switch (outcome.status) {
     case 'compacted': {
       const e = outcome.compaction.entry;
-      const fallback = e?.fallback ? ` — the summarizer failed (${e.failure ?? 'unknown error'}), so an extractive summary was used` : '';
+      const fallback = e?.fallback ? ` — ${e.failure ?? 'the summarizer failed'}, so an extractive summary was used` : '';
       const low = outcome.compaction.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
       chat.markdown(`\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`);
       if (e) chat.button({ command: COMMAND.showSummary, title: 'Open summary', arguments: [e.id] });

@@ -1,4 +1,13 @@
-import { decideCompaction, guardAfter, type GuardState } from '../core/compaction-guard';
+import {
+  decideCompaction,
+  guardAfter,
+  maySummarize,
+  noteSummary,
+  restNotice,
+  type GuardState,
+  type SummaryResult,
+  type SummaryStreak,
+} from '../core/compaction-guard';
 import { lowGainAt, type CompactionOutcome, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import type { ContextWindow } from '../core/context-window';
@@ -51,6 +60,10 @@ export class ConversationCompactor {
   private ahead: Ahead | undefined;
   /** The anti-loop guard, as the turns of this session left it; made from the log when absent. */
   private guardState: GuardState | undefined;
+  /** How the summarizer did in this session's compactions: one that keeps failing is not asked every time. */
+  private streak: SummaryStreak | undefined;
+  /** What the chat is to be told, once, about the summarizer (see `takeNotice`). */
+  private notice: string | undefined;
 
   constructor(private readonly source: CompactorSource) {}
 
@@ -63,6 +76,16 @@ export class ConversationCompactor {
 
   setGuard(guard: GuardState): void {
     this.guardState = guard;
+  }
+
+  /**
+   * What the chat is to be told about compaction and has not been yet (summaries that keep failing
+   * and are no longer asked for), once: the next chat that shows a compaction or starts a turn.
+   */
+  takeNotice(): string | undefined {
+    const notice = this.notice;
+    this.notice = undefined;
+    return notice;
   }
 
   isCompacting(): boolean {
@@ -234,8 +257,11 @@ export class ConversationCompactor {
     return { status: 'compacted', compaction: { ...edited, tokensAfter: edited.tokensAfter + delta } };
   }
 
-  /** Computes a compaction of a snapshot of the branch as it is now, off the editor's thread when an engine is given. */
-  private computeOn(
+  /**
+   * Computes a compaction of a snapshot of the branch as it is now, off the editor's thread when an
+   * engine is given. An automatic one does not ask a summarizer that keeps failing.
+   */
+  private async computeOn(
     summarizer: Summarizer,
     reason: CompactionReason,
     options: CompactOptions,
@@ -244,7 +270,8 @@ export class ConversationCompactor {
   ): Promise<CompactionOutcome> {
     const { deps, meter } = this.source;
     const model = deps.model();
-    return (deps.engine ?? IN_THREAD_ENGINE).compute({
+    const asked = maySummarize(this.streak, summarizer.name, reason);
+    const outcome = await (deps.engine ?? IN_THREAD_ENGINE).compute({
       conversationId: this.source.conversationId,
       all: this.source.all(),
       leaf: this.source.leaf(),
@@ -258,6 +285,7 @@ export class ConversationCompactor {
         ...(options.focus ? { focus: options.focus } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        ...(asked.allowed ? {} : { summarizerResting: asked.reason }),
       },
       deps: {
         counter: model.counter,
@@ -268,6 +296,10 @@ export class ConversationCompactor {
         ...(deps.redact ? { redact: deps.redact } : {}),
       },
     });
+    const before = this.streak;
+    this.streak = noteSummary(before, summarizer.name, summaryResult(outcome, !asked.allowed));
+    this.notice = restNotice(before, this.streak) ?? this.notice;
+    return outcome;
   }
 
   /**
@@ -320,6 +352,14 @@ export class ConversationCompactor {
     const compaction = { ...computed, records: written, view: meter.live().messages(), tokensBefore, tokensAfter };
     return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
   }
+}
+
+/** What became of a compaction's summary; `rested` when the summarizer was not asked. */
+function summaryResult(outcome: CompactionOutcome, rested: boolean): SummaryResult {
+  const entry = outcome.status === 'compacted' ? outcome.compaction.entry : undefined;
+  const failure = entry?.fallback ? (entry.failure ?? 'the summarizer failed') : outcome.status === 'failed' ? outcome.summarizerFailure : undefined;
+  if (failure !== undefined) return rested ? { kind: 'rested' } : { kind: 'failed', failure };
+  return entry ? { kind: 'written' } : { kind: 'none' };
 }
 
 /** What a compaction's span records of its outcome. */

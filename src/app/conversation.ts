@@ -343,6 +343,11 @@ export class Conversation {
     return outcome;
   }
 
+  /** What the chat is to be told about compaction and has not been yet, once (see `ConversationCompactor.takeNotice`). */
+  takeNotice(): string | undefined {
+    return this.compactor.takeNotice();
+  }
+
   /**
    * Lets go of the content of the messages a compaction took out of this branch's view, where their
    * lines are known, as a reload would hold them: memory follows what the model sees. They are read

@@ -249,7 +249,13 @@ export class WorkerCompactionEngine implements CompactionEngine {
   private async summarize(job: number, call: number, request: SummaryRequest, { input, controller }: Job): Promise<void> {
     try {
       const response = await input.deps.summarizer.summarize(request, controller.signal);
-      this.post({ kind: 'summarized', job, call, response: { text: response.text, ...(response.model ? { model: response.model } : {}) } });
+      const { text, model, calledTools } = response;
+      this.post({
+        kind: 'summarized',
+        job,
+        call,
+        response: { text, ...(model ? { model } : {}), ...(calledTools?.length ? { calledTools: [...calledTools] } : {}) },
+      });
     } catch (error) {
       const text = errorText(error);
       this.post({ kind: 'summarized', job, call, error: input.deps.redact ? input.deps.redact(text) : text });

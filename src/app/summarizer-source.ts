@@ -2,6 +2,7 @@ import type { LanguageModel } from 'ai';
 import type { Summarizer } from '../core/ports';
 import { createAiSummarizer, type AgentPrefix, type AiSummarizerOptions } from '../llm/ai-summarizer';
 import type { LongrunTelemetry } from '../llm/telemetry';
+import type { IgnoredToolChoice } from './ignored-tool-choice';
 import { learnedWins } from './model-windows';
 import type { LongrunSettings } from './settings';
 
@@ -16,6 +17,8 @@ export interface SummarizerModel {
   readonly key: string;
   /** The window it declares (for an endpoint's model, as configured or discovered); 0 when unknown. */
   readonly declaredWindow: number;
+  /** Where it is served (an endpoint's base URL), when Longrun talks to the server itself. */
+  readonly server?: string;
   /** The model as an AI SDK model, made only when the summarizer is made anew. */
   languageModel(): Promise<LanguageModel>;
 }
@@ -33,6 +36,8 @@ export interface SummarizerSourceDeps {
   readonly settings: () => Pick<LongrunSettings, 'summaryContinuesConversation' | 'timeouts'>;
   /** The tracing in use: a summarizer made under other tracing is made again. */
   readonly telemetry: () => LongrunTelemetry;
+  /** The models whose server lets them call tools under `tool_choice: "none"`: they are asked plainly. */
+  readonly ignoredToolChoice: Pick<IgnoredToolChoice, 'ignores' | 'note'>;
   /** Makes a summarizer; `createAiSummarizer` unless told. */
   readonly create?: (options: AiSummarizerOptions) => Summarizer;
 }
@@ -46,8 +51,9 @@ export class SummarizerSource {
 
   /**
    * The summarizer for the next compaction: the model `choose` picks, sent at most the window a
-   * server stated for it, and continuing the agent's conversation when it is the agent's own model
-   * and the settings ask for it. Undefined when no model can summarize.
+   * server stated for it, and continuing the agent's conversation when it is the agent's own model,
+   * the settings ask for it and its server is not known to let it call tools then. Undefined when no
+   * model can summarize.
    */
   async summarizer(): Promise<Summarizer | undefined> {
     const chosen = await this.deps.choose();
@@ -55,8 +61,11 @@ export class SummarizerSource {
     const learned = this.deps.learnedWindow(chosen.key);
     const window = learnedWins(chosen.declaredWindow, learned) ? learned : chosen.declaredWindow;
     const settings = this.deps.settings();
+    // What a server does with tool_choice is kept for that server, should an endpoint be pointed elsewhere.
+    const served = chosen.server ? `${chosen.key} at ${chosen.server}` : chosen.key;
+    const ignored = this.deps.ignoredToolChoice;
     // The conversation's own model is sent the summary request as a continuation of what it has cached.
-    const continues = settings.summaryContinuesConversation && chosen.key === this.deps.conversationModel();
+    const continues = settings.summaryContinuesConversation && chosen.key === this.deps.conversationModel() && !ignored.ignores(served);
     const firstTokenMs = settings.timeouts.firstChunkMs;
     const key = `${chosen.key}@${window}@${firstTokenMs}${continues ? '+continues' : ''}`;
     const telemetry = this.deps.telemetry();
@@ -68,7 +77,7 @@ export class SummarizerSource {
       telemetry: telemetry.settings('longrun.summarizer'),
       firstTokenMs,
       ...(window > 0 ? { contextWindow: window } : {}),
-      ...(continues ? { continueFrom: () => this.agentPrefix } : {}),
+      ...(continues ? { continueFrom: () => this.agentPrefix, onToolChoiceIgnored: (called) => ignored.note(served, called) } : {}),
     });
     this.made = { key, telemetry, summarizer };
     return summarizer;

@@ -181,6 +181,7 @@ export class TurnController {
     const focus = request.prompt.trim();
     const outcome = await conversation.compact('manual', { ...(focus ? { focus } : {}), signal });
     this.reportOutcome(outcome, 'manual', chat, conversation.id);
+    this.tellNotice(conversation, chat);
     return { metadata: { ...metadataOf(conversation), command: 'compact', compactions: outcome.status === 'compacted' ? 1 : 0 } };
   }
 
@@ -271,6 +272,8 @@ export class TurnController {
     this.offerRevert(conversation, request, chat);
     await conversation.beginTurn(models.newId(), request.chat);
     where.metadata = metadataOf(conversation);
+    // What a compaction in the background has to say is said in the next chat.
+    this.tellNotice(conversation, chat);
     const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
     models.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
     models.setAgentPrefix({ system, tools });
@@ -337,7 +340,10 @@ export class TurnController {
       toolCall: (toolName, input) => chat.progress(describeToolCall(toolName, input)),
       toolResult: () => undefined,
       compacting: () => chat.progress('Compacting conversation…'),
-      compacted: (outcome, reason) => this.reportOutcome(outcome, reason, chat, conversation.id),
+      compacted: (outcome, reason) => {
+        this.reportOutcome(outcome, reason, chat, conversation.id);
+        this.tellNotice(conversation, chat);
+      },
       notice: (message) => {
         chat.markdown(`\n\n> ${message}\n\n`);
         this.remember(message);
@@ -465,6 +471,14 @@ export class TurnController {
     chat.markdown(`\n\n**${escapeMarkdown(change.path)}** ${change.kind} (+${added} −${removed})\n\n`);
     if (bodyLines <= INLINE_DIFF_LINES) chat.markdown(`${fencedBlock(change.diff, 'diff')}\n`);
     else chat.diffButton(change.path, change.diff, `Show diff (${bodyLines} lines)`);
+  }
+
+  /** Says in the chat what the conversation's compactions have to say and have not said yet. */
+  private tellNotice(conversation: Conversation, chat: ChatSurface): void {
+    const notice = conversation.takeNotice();
+    if (!notice) return;
+    chat.markdown(`\n\n> ${notice}\n\n`);
+    this.remember(notice);
   }
 
   /** Notices shown in the chat (why a compaction ran, a cut prompt, …) also go to the log. */

@@ -1,4 +1,5 @@
 import type { BudgetLevel } from './budget';
+import type { CompactionReason } from './history';
 
 /**
  * Anti-loop rules, so compaction cannot repeat itself turn after turn: a compaction that frees less
@@ -110,4 +111,68 @@ export function decideCompaction(
 export function guardAfter(lastCompaction: { readonly lowGain: boolean } | undefined, userMessagesSince: number): GuardState {
   if (!lastCompaction?.lowGain) return INITIAL_GUARD;
   return { turn: userMessagesSince - 1, overflowRetries: 0, lowGainTurn: 0 };
+}
+
+/**
+ * How a summarizer has done in a conversation's latest compactions. Once `SUMMARY_FAILURES_TO_REST`
+ * of its summaries in a row failed, the next `RESTING_COMPACTIONS` automatic compactions do not ask
+ * it: each would cost a request (and up to the summarizer's time limit) likely to fail again, while
+ * the extractive summary compacts at once. Then it is asked again. A compaction the user asks for
+ * always asks it, and one summary it writes ends the streak.
+ */
+export interface SummaryStreak {
+  /** The summarizer, by name: another one starts afresh. */
+  readonly summarizer: string;
+  /** Its summaries that failed in a row. */
+  readonly failures: number;
+  /** Why the last one failed. */
+  readonly lastFailure: string;
+  /** Automatic compactions that will still not ask it. */
+  readonly resting: number;
+}
+
+export const SUMMARY_FAILURES_TO_REST = 2;
+export const RESTING_COMPACTIONS = 4;
+
+/** What became of a compaction's summary: written by the summarizer, failed, not asked for, or not needed. */
+export type SummaryResult =
+  { readonly kind: 'written' } | { readonly kind: 'failed'; readonly failure: string } | { readonly kind: 'rested' } | { readonly kind: 'none' };
+
+/** Whether a compaction for `reason` asks `summarizer` for its summary, and if not, why. */
+export function maySummarize(streak: SummaryStreak | undefined, summarizer: string, reason: CompactionReason): Verdict {
+  if (reason === 'manual' || streak?.summarizer !== summarizer || streak.resting <= 0) return { allowed: true };
+  return {
+    allowed: false,
+    reason: `${summarizer} was not asked, since its last ${streak.failures} summaries failed (the last: ${streak.lastFailure})`,
+  };
+}
+
+/** The streak after a compaction's summary came out as `result`. */
+export function noteSummary(streak: SummaryStreak | undefined, summarizer: string, result: SummaryResult): SummaryStreak | undefined {
+  const own = streak?.summarizer === summarizer ? streak : undefined;
+  switch (result.kind) {
+    case 'written':
+      return undefined;
+    case 'none':
+      return streak;
+    case 'rested':
+      return own ? { ...own, resting: Math.max(0, own.resting - 1) } : streak;
+    case 'failed': {
+      const failures = (own?.failures ?? 0) + 1;
+      return { summarizer, failures, lastFailure: result.failure, resting: failures >= SUMMARY_FAILURES_TO_REST ? RESTING_COMPACTIONS : 0 };
+    }
+  }
+}
+
+/**
+ * What the chat is told when automatic compaction first stops asking the summarizer (after the
+ * failure that starts its first rest); undefined after any other summary.
+ */
+export function restNotice(before: SummaryStreak | undefined, after: SummaryStreak | undefined): string | undefined {
+  if (!after || after.failures !== SUMMARY_FAILURES_TO_REST || after.resting === 0 || before?.failures === after.failures) return undefined;
+  return (
+    `Summaries by ${after.summarizer} failed ${after.failures} times in a row (the last: ${after.lastFailure}). ` +
+    `The next ${RESTING_COMPACTIONS} automatic compactions do not ask it: they use an extractive summary (what was said and done, without a model), then it is asked again. ` +
+    'Compact Conversation asks it at any time.'
+  );
 }

@@ -52,6 +52,11 @@ export interface CompactionRequest {
    * pruning is not enough the largest tool outputs are cut to their head and tail before a summary.
    */
   readonly overWindow?: boolean;
+  /**
+   * Why the summarizer is not asked this time (its recent summaries failed, see `compaction-guard.ts`):
+   * the summary is the extractive one at once, or, when the settings keep the history instead, there is none.
+   */
+  readonly summarizerResting?: string;
 }
 
 export interface ComputedCompaction {
@@ -81,7 +86,12 @@ export interface ComputedCompaction {
 export type CompactionOutcome =
   | { readonly status: 'compacted'; readonly compaction: ComputedCompaction }
   | { readonly status: 'noop'; readonly reason: string }
-  | { readonly status: 'failed'; readonly reason: string }
+  | {
+      readonly status: 'failed';
+      readonly reason: string;
+      /** What went wrong with the summarizer, when that is why (the settings keep the history rather than a fallback). */
+      readonly summarizerFailure?: string;
+    }
   | { readonly status: 'cancelled'; readonly reason: string };
 
 export type ApplyResult =

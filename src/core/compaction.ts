@@ -297,10 +297,14 @@ interface WrittenSummary {
   readonly calls: number;
 }
 
-/** Asks the summarizer; on its failure, the fallback when the settings allow it, else the outcome to return. */
+/**
+ * Asks the summarizer (unless it is resting); on its failure, the fallback when the settings allow
+ * it, else the outcome to return.
+ */
 async function writeSummary(plan: SummaryPlan, request: CompactionRequest, deps: CompactionDeps): Promise<WrittenSummary | CompactionOutcome> {
   const { selection } = plan;
   const counted: CallCount = { calls: 0 };
+  if (request.summarizerResting) return withoutSummarizer(plan, request, deps, request.summarizerResting, counted);
   try {
     const produced = await summarize(
       plan.items,
@@ -318,20 +322,32 @@ async function writeSummary(plan: SummaryPlan, request: CompactionRequest, deps:
   } catch (error) {
     if (request.signal?.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled; the conversation is unchanged.' };
     const failure = redactSecrets(deps.redact ? deps.redact(describeFailure(error)) : describeFailure(error));
-    if (request.config.onSummarizerFailure !== 'fallback') {
-      return { status: 'failed', reason: `Compaction failed: ${failure}. The conversation is unchanged.` };
-    }
-    const text = extractiveSummary({
-      round: plan.round,
-      toCompact: selection.toCompact,
-      previousSummary: selection.previousSummary,
-      failure,
-      budgetTokens: plan.config.summary.targetTokens * 2,
-      ...(plan.task ? { skipUserText: originalTask(request.log) } : {}),
-      countText: (value) => deps.counter.countText(value),
-    });
-    return { text, model: FALLBACK_MODEL, fallback: true, failure, calls: counted.calls };
+    return withoutSummarizer(plan, request, deps, failure, counted);
   }
+}
+
+/** The summary when the summarizer failed or was not asked (`failure` says which): the extractive one, or none as the settings say. */
+function withoutSummarizer(
+  plan: SummaryPlan,
+  request: CompactionRequest,
+  deps: CompactionDeps,
+  failure: string,
+  counted: CallCount,
+): WrittenSummary | CompactionOutcome {
+  if (request.config.onSummarizerFailure !== 'fallback') {
+    return { status: 'failed', reason: `Compaction failed: ${failure}. The conversation is unchanged.`, summarizerFailure: failure };
+  }
+  const { selection } = plan;
+  const text = extractiveSummary({
+    round: plan.round,
+    toCompact: selection.toCompact,
+    previousSummary: selection.previousSummary,
+    failure,
+    budgetTokens: plan.config.summary.targetTokens * 2,
+    ...(plan.task ? { skipUserText: originalTask(request.log) } : {}),
+    countText: (value) => deps.counter.countText(value),
+  });
+  return { text, model: FALLBACK_MODEL, fallback: true, failure, calls: counted.calls };
 }
 
 /** Repairs the summary, adds the ledgers, and makes the entry, unless it would not shrink the view. */

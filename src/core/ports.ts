@@ -34,6 +34,12 @@ export interface SummaryResponse {
   /** The model that wrote it, when the implementation knows. */
   readonly model?: string;
   readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
+  /**
+   * The tools the model called instead of writing the summary, by name: a server that does not hold
+   * it to `tool_choice: "none"` lets it, when a continuation offers the conversation's tools. The
+   * text is then no summary.
+   */
+  readonly calledTools?: readonly string[];
 }
 
 /** Anything that turns a summary request into text: an LLM in production, a fake in tests. */

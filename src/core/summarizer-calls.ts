@@ -7,7 +7,7 @@ import { planBatches, type Positioned } from './batches';
 import type { CompactionDeps, CompactionRequest } from './compaction-types';
 import type { TruncationConfig } from './config';
 import type { Message } from './messages';
-import type { SummaryRequest } from './ports';
+import type { SummaryRequest, SummaryResponse } from './ports';
 import { unusableReason } from './summary-repair';
 import {
   buildDirective,
@@ -43,7 +43,9 @@ type CountingDeps = CompactionDeps & { readonly counted: CallCount };
 /**
  * One summary request. A summarizer that is the agent's own model is sent the conversation it has
  * cached instead, when that fits its window with room for the summary (not after an overflow: it did
- * not fit).
+ * not fit). Such a request offers the conversation's tools with tool use off; a model whose server
+ * lets it call one anyway (or that answers nothing) is asked once more with the plain request, which
+ * offers none.
  */
 async function summarizeInOneCall(
   single: SummaryRequest,
@@ -55,12 +57,20 @@ async function summarizeInOneCall(
 ): Promise<Produced> {
   request.onProgress?.({ phase: 'summarizing', call: 1, calls: 1 });
   const continueWith = deps.summarizer.continues && continuation && request.reason !== 'overflow' ? continuation : undefined;
-  const directiveText = continueWith ? buildDirective(directive) : '';
+  const directiveText = continueWith ? buildDirective({ ...directive, continuation: true }) : '';
   const fits = (messages: readonly Message[]): boolean =>
     window <= 0 || deps.counter.countMessages(messages) + deps.counter.countText(directiveText) + single.maxOutputTokens <= window;
   const continued = continueWith && fits(continueWith) ? { ...single, continuation: { messages: continueWith, directive: directiveText } } : single;
   const response = await callSummarizer(continued, request, deps);
-  return { text: response.text, model: response.model };
+  if (continued === single || !strayed(response)) return { text: response.text, model: response.model };
+  request.onProgress?.({ phase: 'summarizing', call: 2, calls: 2 });
+  const plain = await callSummarizer(single, request, deps);
+  return { text: plain.text, model: plain.model };
+}
+
+/** A summary request answered with a tool call, or with nothing a summary could be made of. */
+function strayed(response: SummaryResponse): boolean {
+  return (response.calledTools?.length ?? 0) > 0 || unusableReason(response.text) !== undefined;
 }
 
 /** Summarizes the items in one call, or in batches and a merge when one call would not fit. */

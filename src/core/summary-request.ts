@@ -68,6 +68,8 @@ export interface DirectiveOptions {
   readonly splitTurn?: boolean;
   /** Positions ([#n]) of the messages to carry into the summary word for word: the keep list. */
   readonly keep?: readonly number[];
+  /** The directive ends a continuation of the conversation, which offers the agent's tools. */
+  readonly continuation?: boolean;
 }
 
 export function summaryHeading(round: number): string {
@@ -86,6 +88,9 @@ export function buildDirective(options: DirectiveOptions): string {
   } else {
     lines.push('Summarize the conversation above so the work can continue from your summary alone.');
   }
+  // The tools stay offered so that the request begins as the agent's do; some servers let a model
+  // call them whatever `tool_choice` says.
+  if (options.continuation) lines.push('Answer with the summary itself, as text: do not call any tool.');
   lines.push('');
   lines.push(
     "PRESERVE: the user's requests and constraints word for word; exact file paths, symbols, commands, error messages and numbers; decisions and their reasons; what is done and what is not.",

@@ -2,6 +2,7 @@ import { generateText, type LanguageModel, type ModelMessage, type TelemetryOpti
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../core/ports';
 import { withFirstTokenDeadline } from './first-token-deadline';
 import { toModelMessages } from './model-messages';
+import { toolCallsInText, toolsCalledDespite } from './stray-tool-calls';
 
 /** What every request of the agent begins with: its system prompt and its tools. */
 export interface AgentPrefix {
@@ -26,42 +27,79 @@ export interface AiSummarizerOptions {
   readonly continueFrom?: () => AgentPrefix | undefined;
   /** Longest wait from sending a request to its answer (`longrun.timeouts.firstChunkSeconds`); absent: none. */
   readonly firstTokenMs?: number;
+  /**
+   * Told when a request continuing the conversation was answered with a tool call (`calledTools`, by
+   * name): the server does not hold the model to `tool_choice: "none"`, so its summaries are better
+   * asked for without the conversation's tools.
+   */
+  readonly onToolChoiceIgnored?: (calledTools: readonly string[]) => void;
 }
 
 /**
  * The engine's `Summarizer` port over the AI SDK. One `generateText` call per request, one retry:
- * the engine has its own fallback when a summary fails, so long retry chains only delay it.
+ * the engine has its own fallback when a summary fails, so long retry chains only delay it. A
+ * continuation answered with a tool call is reported as such (`calledTools`), never run: the engine
+ * then asks with the plain request.
  */
 export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
-  const { name, contextWindow, telemetry, continueFrom } = options;
+  const { name, contextWindow, telemetry, continueFrom, onToolChoiceIgnored } = options;
   const model = withFirstTokenDeadline(options.model, options.firstTokenMs);
+  const generate = (sent: Sent, request: SummaryRequest, signal: AbortSignal | undefined) =>
+    generateText({
+      model,
+      ...sent,
+      // Earlier summaries arrive as system-role messages in the middle of the request; the
+      // AI SDK refuses those unless told they are intended.
+      allowSystemInMessages: true,
+      maxOutputTokens: request.maxOutputTokens,
+      temperature: request.temperature,
+      maxRetries: 1,
+      ...(signal ? { abortSignal: signal } : {}),
+      ...(telemetry ? { telemetry } : {}),
+    });
+  const strayed = (calledTools: readonly string[]): SummaryResponse => {
+    onToolChoiceIgnored?.(calledTools);
+    return { text: '', model: name, calledTools };
+  };
   return {
     name,
     ...(contextWindow !== undefined ? { contextWindow } : {}),
     ...(continueFrom ? { continues: true } : {}),
     async summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse> {
       const prefix = request.continuation ? continueFrom?.() : undefined;
-      const sent = prefix && request.continuation ? continuing(prefix, request.continuation) : structured(request);
-      const result = await generateText({
-        model,
-        ...sent,
-        // Earlier summaries arrive as system-role messages in the middle of the request; the
-        // AI SDK refuses those unless told they are intended.
-        allowSystemInMessages: true,
-        maxOutputTokens: request.maxOutputTokens,
-        temperature: request.temperature,
-        maxRetries: 1,
-        ...(signal ? { abortSignal: signal } : {}),
-        ...(telemetry ? { telemetry } : {}),
-      });
-      const { inputTokens, outputTokens } = result.usage;
-      const modelId = result.finalStep.response.modelId;
-      return {
-        text: result.text,
-        model: modelId ? modelId : name,
-        ...(inputTokens !== undefined && outputTokens !== undefined ? { usage: { inputTokens, outputTokens } } : {}),
-      };
+      if (!prefix || !request.continuation) return answered(await generate(structured(request), request, signal), name);
+      const sent = continuing(prefix, request.continuation);
+      let result: Generated;
+      try {
+        result = await generate(sent, request, signal);
+      } catch (error) {
+        const called = toolsCalledDespite(error);
+        if (!called) throw error;
+        return strayed(called);
+      }
+      const written = toolCallsInText(result.text, Object.keys(sent.tools));
+      return written.length > 0 ? strayed(written) : answered(result, name);
     },
+  };
+}
+
+type Sent = ReturnType<typeof structured> | ReturnType<typeof continuing>;
+
+/** What is read of a `generateText` result. */
+interface Generated {
+  readonly text: string;
+  readonly usage: { readonly inputTokens: number | undefined; readonly outputTokens: number | undefined };
+  readonly finalStep: { readonly response: { readonly modelId: string } };
+}
+
+/** The text of an answer, the model that wrote it and the usage its server reported. */
+function answered(result: Generated, name: string): SummaryResponse {
+  const { inputTokens, outputTokens } = result.usage;
+  const modelId = result.finalStep.response.modelId;
+  return {
+    text: result.text,
+    model: modelId ? modelId : name,
+    ...(inputTokens !== undefined && outputTokens !== undefined ? { usage: { inputTokens, outputTokens } } : {}),
   };
 }
 

@@ -416,10 +416,18 @@ function prepareRequest(options: CallOptions, api: VsCodeLmApi): { requestOption
     if (choice.type === 'tool' && tool.name !== choice.toolName) continue;
     tools.push({ name: tool.name, description: tool.description ?? '', inputSchema: tool.inputSchema });
   }
-  if (tools.length > 0 && choice.type !== 'none') {
+  if (tools.length > 0) {
+    // VS Code's chat API has no mode that forbids tool use. Leaving the tools out instead would leave
+    // the conversation's tool calls and results without their definitions, which some providers
+    // refuse (Anthropic's API does), and would change how the request begins, so that no prompt
+    // cache serves it. They are offered as usual: a call the model makes anyway reaches the caller,
+    // which asked for none and can tell (the AI SDK reports it as a tool choice violation).
     requestOptions.tools = tools;
     requestOptions.toolMode =
       choice.type === 'required' || choice.type === 'tool' ? api.LanguageModelChatToolMode.Required : api.LanguageModelChatToolMode.Auto;
+    if (choice.type === 'none') {
+      warnings.push({ type: 'unsupported', feature: 'toolChoice none', details: 'VS Code chat models cannot be told to call no tool.' });
+    }
   }
 
   // VS Code's chat API takes none of these; saying so beats ignoring them silently.

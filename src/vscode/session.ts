@@ -18,6 +18,7 @@ import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provid
 import { VENDOR } from '../app/contributions';
 import { windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import { SummarizerSource, type SummarizerModel } from '../app/summarizer-source';
+import type { IgnoredToolChoice } from '../app/ignored-tool-choice';
 import type { LongrunSettings } from '../app/settings';
 import type { Redactor } from '../app/redactor';
 import type { Tracing } from '../app/tracing';
@@ -71,6 +72,8 @@ export interface SessionDeps {
   readonly engine?: CompactionEngine;
   /** What earlier conversations learned of each model's ratio of tokens. */
   readonly calibrations?: CalibrationMemory;
+  /** The models whose server lets them call tools under `tool_choice: "none"`. */
+  readonly ignoredToolChoice: IgnoredToolChoice;
 }
 
 export class Session implements vscode.Disposable {
@@ -381,6 +384,10 @@ export class Session implements vscode.Disposable {
     learnedWindow: (key) => this.deps.windows.learnedWindow(key)?.limit,
     settings: () => this.deps.settings(),
     telemetry: () => this.deps.tracing.telemetry(),
+    ignoredToolChoice: {
+      ignores: (model) => this.deps.ignoredToolChoice.ignores(model),
+      note: (model, calledTools) => this.deps.ignoredToolChoice.note(model, calledTools),
+    },
   });
 
   /**
@@ -411,6 +418,7 @@ export class Session implements vscode.Disposable {
     const model = chosen;
     return {
       key: keyOf(model),
+      ...(model.kind === 'endpoint' ? { server: (this.deps.provider.find(model.resolved.id) ?? model.resolved).endpoint.baseUrl } : {}),
       // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
       declaredWindow:
         model.kind === 'vscode' ? model.model.maxInputTokens : (this.deps.provider.find(model.resolved.id) ?? model.resolved).contextWindow,

@@ -18,7 +18,19 @@ import { FIRST_MESSAGE } from './phrases';
 import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const ALL_PHASES = ['main', 'after-reload', 'branches', 'api', 'safety', 'editor-models', 'summary-edit', 'memory', 'crash', 'after-crash'] as const;
+const ALL_PHASES = [
+  'main',
+  'after-reload',
+  'branches',
+  'api',
+  'safety',
+  'editor-models',
+  'summary-edit',
+  'memory',
+  'tool-choice',
+  'crash',
+  'after-crash',
+] as const;
 /** `LONGRUN_E2E_PHASES=api` runs a subset (while developing); every phase runs by default. */
 const PHASES = (process.env.LONGRUN_E2E_PHASES?.split(',') ?? [...ALL_PHASES]).filter((p): p is (typeof ALL_PHASES)[number] =>
   (ALL_PHASES as readonly string[]).includes(p),
@@ -68,7 +80,14 @@ async function main(): Promise<number> {
   const uiAgent = await startUiAgent();
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
-    'longrun.endpoints': offlineEndpoints(server.url, ['scripted', 'scripted-small', 'scripted-overflow', 'scripted-6k', 'scripted-trunc']),
+    'longrun.endpoints': offlineEndpoints(server.url, [
+      'scripted',
+      'scripted-small',
+      'scripted-overflow',
+      'scripted-6k',
+      'scripted-trunc',
+      'scripted-6k-tools',
+    ]),
     'longrun.agent.autoApproveEdits': true,
     // The safety phase's terminal must not be revived into the server restarted after the crash phase.
     'terminal.integrated.enablePersistentSessions': false,

@@ -36,6 +36,8 @@ const OFFLINE_MODELS = {
   'scripted-6k': { id: 'scripted-6k' },
   // Nothing stated anywhere, and a server that cuts long prompts silently, as Ollama does.
   'scripted-trunc': { id: 'scripted-trunc' },
+  // Set up like scripted-6k, on a server that does not read tool_choice, as Ollama's OpenAI layer.
+  'scripted-6k-tools': { id: 'scripted-6k-tools' },
 } as const;
 
 /** The models the scripted server runs for the tests: the windows it really has. */
@@ -45,6 +47,7 @@ export const SERVED_MODELS = [
   { id: 'scripted-overflow', window: 128_000 },
   { id: 'scripted-6k', window: 6_000, advertiseWindow: true },
   { id: 'scripted-trunc', window: 3_000, overflow: 'truncate' as const },
+  { id: 'scripted-6k-tools', window: 6_000, advertiseWindow: true, ignoresToolChoice: true },
   // Served to the test extension's model (test/e2e/models-extension), which declares its own window.
   { id: 'scripted-editor', window: 128_000 },
 ];

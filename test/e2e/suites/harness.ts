@@ -15,6 +15,8 @@ export const SMALL_MODEL = { vendor: VENDOR, id: 'offline/scripted-small' };
 export const OVERFLOW_MODEL = { vendor: VENDOR, id: 'offline/scripted-overflow' };
 export const SIX_K_MODEL = { vendor: VENDOR, id: 'offline/scripted-6k' };
 export const TRUNCATING_MODEL = { vendor: VENDOR, id: 'offline/scripted-trunc' };
+/** A 6,000-token window on a server that does not read `tool_choice`. */
+export const CARELESS_MODEL = { vendor: VENDOR, id: 'offline/scripted-6k-tools' };
 
 function env(name: string): string {
   const value = process.env[name];

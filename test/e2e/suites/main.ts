@@ -57,6 +57,7 @@ describe('Longrun in a real VS Code', function () {
       assert.deepEqual(models.map((m) => m.id).sort(), [
         'offline/scripted',
         'offline/scripted-6k',
+        'offline/scripted-6k-tools',
         'offline/scripted-overflow',
         'offline/scripted-small',
         'offline/scripted-trunc',

@@ -8,6 +8,8 @@ import type { Summarizer } from '../../../src/core/ports';
 import { Conversation, type ConversationDeps } from '../../../src/app/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { SummarizerSource } from '../../../src/app/summarizer-source';
+import { IgnoredToolChoice } from '../../../src/app/ignored-tool-choice';
+import { memento } from '../fixtures/memento';
 import { NO_TELEMETRY } from '../../../src/llm/telemetry';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';
@@ -153,6 +155,7 @@ describe('the summarizer a compaction asks for', () => {
       learnedWindow: () => undefined,
       settings: () => ({ summaryContinuesConversation: false, timeouts: { firstChunkMs: 60_000, idleMs: 60_000 } }),
       telemetry: () => NO_TELEMETRY,
+      ignoredToolChoice: new IgnoredToolChoice(memento(), () => 0),
     });
     const conversation = await conversationWith(() => source.summarizer());
     assert.equal(made.length, 0);

@@ -103,6 +103,29 @@ describe('compactions computed in a worker', () => {
     );
   });
 
+  it("hands the worker a summarizer's report of a tool call, so that the plain request is asked for there too", async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const asked: boolean[] = [];
+    const calling: Summarizer = {
+      name: 'local',
+      continues: true,
+      summarize: async (r) => {
+        asked.push(r.continuation !== undefined);
+        return r.continuation
+          ? { text: 'Let me read src/parser.ts before I write the summary you asked for.', calledTools: ['read_file'] }
+          : { text: templateSummary('Written from the plain request.') };
+      },
+    };
+    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), calling);
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.deepEqual(asked, [true, false], 'a continuation, then the plain request');
+    assert.equal(outcome.compaction.entry?.fallback, false);
+    assert.match(outcome.compaction.entry!.summary, /Written from the plain request/);
+  });
+
   it('sends each record once, and only what was added since for the next compaction', async () => {
     const worker = channelWorker();
     closers.push(() => worker.close());

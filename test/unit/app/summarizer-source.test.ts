@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
+import { z } from 'zod';
 import type { SummaryRequest } from '../../../src/core/ports';
 import { SummarizerSource, type SummarizerModel, type SummarizerSourceDeps } from '../../../src/app/summarizer-source';
 import { NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
 import type { AgentPrefix } from '../../../src/llm/ai-summarizer';
+import { IgnoredToolChoice, REMEMBERED_MS } from '../../../src/app/ignored-tool-choice';
+import { memento } from '../fixtures/memento';
 
 /**
  * The summarizer compactions ask for: made when first asked, for the model chosen then and the window
@@ -20,12 +24,15 @@ const request: SummaryRequest = {
 
 /** The state the source reads, which a test changes between questions. */
 interface World {
-  chosen: { key: string; declaredWindow: number } | undefined;
+  chosen: { key: string; declaredWindow: number; server?: string } | undefined;
   conversationModel: string | undefined;
   learned: Map<string, number>;
   continues: boolean;
   firstChunkMs: number;
   telemetry: LongrunTelemetry;
+  ignoredToolChoice: IgnoredToolChoice;
+  /** The model's server lets it call a tool whatever tool_choice says. */
+  callsToolsAnyway: boolean;
 }
 
 function source(world: Partial<World> = {}) {
@@ -36,6 +43,8 @@ function source(world: Partial<World> = {}) {
     continues: false,
     firstChunkMs: 60_000,
     telemetry: NO_TELEMETRY,
+    ignoredToolChoice: new IgnoredToolChoice(memento(), () => 0),
+    callsToolsAnyway: false,
     ...world,
   };
   const models: MockLanguageModelV4[] = [];
@@ -48,16 +57,20 @@ function source(world: Partial<World> = {}) {
       return {
         ...chosen,
         languageModel: async () => {
+          const index = models.length + 1;
           const model = new MockLanguageModelV4({
-            doGenerate: {
-              content: [{ type: 'text', text: `## Session Summary\nwritten by model ${models.length + 1}` }],
+            doGenerate: async (options) => ({
+              content:
+                state.callsToolsAnyway && (options.tools?.length ?? 0) > 0
+                  ? [{ type: 'tool-call', toolCallId: 'c1', toolName: options.tools![0]!.name, input: '{}' }]
+                  : [{ type: 'text', text: `## Session Summary\nwritten by model ${index}` }],
               finishReason: { unified: 'stop', raw: 'stop' },
               usage: {
                 inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
                 outputTokens: { total: 5, text: 5, reasoning: undefined },
               },
               warnings: [],
-            },
+            }),
           });
           models.push(model);
           return model;
@@ -68,6 +81,7 @@ function source(world: Partial<World> = {}) {
     learnedWindow: (key) => state.learned.get(key),
     settings: () => ({ summaryContinuesConversation: state.continues, timeouts: { firstChunkMs: state.firstChunkMs, idleMs: 60_000 } }),
     telemetry: () => state.telemetry,
+    ignoredToolChoice: state.ignoredToolChoice,
   };
   return { summarizers: new SummarizerSource(deps), state, models, chooses };
 }
@@ -157,5 +171,53 @@ describe('the summarizer compactions ask for', () => {
     const prompt = models[0]!.doGenerateCalls[0]!.prompt;
     assert.equal(prompt[0]?.role, 'system');
     assert.equal(prompt[0]?.content, 'You are the agent.');
+  });
+
+  describe('with a model whose server lets it call a tool under tool_choice "none"', () => {
+    const continued: SummaryRequest = {
+      ...request,
+      continuation: { messages: [{ id: 'u1', role: 'user', content: [{ type: 'text', text: 'add a test' }] }], directive: 'Summarize now.' },
+    };
+    const agentTools = { read_file: tool({ description: 'Read a file.', inputSchema: z.object({ path: z.string() }) }) };
+    const served = (store = memento(), now = () => 0) => {
+      const world = source({
+        continues: true,
+        callsToolsAnyway: true,
+        chosen: { key: 'longrun/local/coder', declaredWindow: 32_000, server: 'http://127.0.0.1:11434/v1' },
+        ignoredToolChoice: new IgnoredToolChoice(store, now),
+      });
+      world.summarizers.setAgentPrefix({ system: 'You are the agent.', tools: agentTools });
+      return world;
+    };
+
+    it('asks it plainly from the next compaction on, once a continuation was answered with a tool call', async () => {
+      const { summarizers } = served();
+      const first = await summarizers.summarizer();
+      assert.equal(first?.continues, true);
+      assert.deepEqual((await first!.summarize(continued)).calledTools, ['read_file']);
+      const next = await summarizers.summarizer();
+      assert.notEqual(next, first, 'made anew');
+      assert.equal(next?.continues, undefined, 'no longer a continuation: the plain request offers no tools');
+    });
+
+    it('remembers it in the global state, for that model on that server, and for thirty days', async () => {
+      const store = memento();
+      let now = 1_000;
+      const { summarizers } = served(store, () => now);
+      await (await summarizers.summarizer())!.summarize(continued);
+
+      const reloaded = served(store, () => now).summarizers;
+      assert.equal((await reloaded.summarizer())?.continues, undefined, 'a reload asks plainly at once');
+      const elsewhere = source({
+        continues: true,
+        chosen: { key: 'longrun/local/coder', declaredWindow: 32_000, server: 'http://127.0.0.1:8000/v1' },
+        ignoredToolChoice: new IgnoredToolChoice(store, () => now),
+      }).summarizers;
+      assert.equal((await elsewhere.summarizer())?.continues, true, 'the same model id on another server is not held to it');
+
+      now += REMEMBERED_MS;
+      const later = served(store, () => now).summarizers;
+      assert.equal((await later.summarizer())?.continues, true, 'a server updated since gets the continuation back');
+    });
   });
 });

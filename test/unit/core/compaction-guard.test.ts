@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import {
   beginTurn,
   decideCompaction,
@@ -6,9 +7,16 @@ import {
   INITIAL_GUARD,
   mayAutoCompact,
   mayRetryOverflow,
+  maySummarize,
   noteCompaction,
   noteOverflowRetry,
+  noteSummary,
+  RESTING_COMPACTIONS,
+  restNotice,
+  SUMMARY_FAILURES_TO_REST,
+  type SummaryStreak,
 } from '../../../src/core/compaction-guard';
+import type { CompactionReason } from '../../../src/core/history';
 
 const CRITICAL = { level: 'critical' } as const;
 const OVER = { level: 'over' } as const;
@@ -90,5 +98,71 @@ describe('deciding whether to compact', () => {
     assert.equal(blockedAt(2, 1), false, 'in the turn after that');
     assert.deepEqual(guardAfter({ lowGain: false }, 0), INITIAL_GUARD);
     assert.deepEqual(guardAfter(undefined, 3), INITIAL_GUARD);
+  });
+});
+
+describe('a summarizer whose summaries keep failing', () => {
+  type Step = { readonly reason: CompactionReason; readonly ok: boolean };
+  /** Runs compactions in order: whether each asked the summarizer, and what the chat was told after it. */
+  const run = (steps: readonly Step[], summarizer = 'local') => {
+    let streak: SummaryStreak | undefined;
+    return steps.map(({ reason, ok }) => {
+      const asked = maySummarize(streak, summarizer, reason).allowed;
+      const before = streak;
+      streak = noteSummary(streak, summarizer, !asked ? { kind: 'rested' } : ok ? { kind: 'written' } : { kind: 'failed', failure: 'it timed out' });
+      return { reason, ok, asked, notice: restNotice(before, streak) };
+    });
+  };
+  const automatic = (count: number, ok = false): Step[] => Array.from({ length: count }, () => ({ reason: 'threshold', ok }));
+
+  it('is not asked by the four automatic compactions after two failures in a row, then asked again, and the chat is told once', () => {
+    const ran = run(automatic(2 + RESTING_COMPACTIONS + 1 + RESTING_COMPACTIONS + 1));
+    assert.deepEqual(
+      ran.map((r) => (r.asked ? 'ask' : '-')),
+      ['ask', 'ask', '-', '-', '-', '-', 'ask', '-', '-', '-', '-', 'ask'],
+    );
+    assert.deepEqual(
+      ran.flatMap((r, i) => (r.notice ? [i] : [])),
+      [1],
+    );
+    assert.match(ran[1]!.notice!, /Summaries by local failed 2 times in a row \(the last: it timed out\)/);
+  });
+
+  it('holds to its rules whatever comes: asked when the user asks, resting only after two failures, never for more than four', () => {
+    const stepArb = fc.record({ reason: fc.constantFrom<CompactionReason>('threshold', 'overflow', 'manual'), ok: fc.boolean() });
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 60 }), (steps) => {
+        const ran = run(steps);
+        let failuresInARow = 0;
+        let restedInARow = 0;
+        let toldThisStreak = false;
+        for (const r of ran) {
+          if (r.reason === 'manual') assert.ok(r.asked, 'a compaction the user asks for asks the summarizer');
+          if (!r.asked) {
+            assert.ok(failuresInARow >= SUMMARY_FAILURES_TO_REST, 'rests only after two failures in a row');
+            restedInARow++;
+            assert.ok(restedInARow <= RESTING_COMPACTIONS, 'never rests for more than four compactions in a row');
+          } else {
+            restedInARow = 0;
+            failuresInARow = r.ok ? 0 : failuresInARow + 1;
+            if (r.ok) toldThisStreak = false;
+          }
+          if (r.notice) {
+            assert.ok(!toldThisStreak, 'told once a streak');
+            toldThisStreak = true;
+          }
+        }
+      }),
+    );
+  });
+
+  it('starts afresh with another summarizer', () => {
+    let streak: SummaryStreak | undefined;
+    for (let i = 0; i < 2; i++) streak = noteSummary(streak, 'local', { kind: 'failed', failure: 'x' });
+    assert.equal(maySummarize(streak, 'local', 'threshold').allowed, false);
+    assert.equal(maySummarize(streak, 'remote', 'threshold').allowed, true);
+    streak = noteSummary(streak, 'remote', { kind: 'failed', failure: 'y' });
+    assert.equal(streak?.failures, 1);
+    assert.equal(maySummarize(streak, 'remote', 'threshold').allowed, true);
   });
 });

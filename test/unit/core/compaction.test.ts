@@ -250,6 +250,31 @@ describe('compaction: failure without loss', () => {
     assert.deepEqual(log, snapshot);
   });
 
+  it('does not ask a resting summarizer: the extractive summary says why, or with keep-history nothing changes and the reason is kept', async () => {
+    const why = 'local was not asked, since its last 2 summaries failed (the last: it timed out)';
+    const { deps, summarizer } = setup();
+    const outcome = await compact(request(asLog(conversation), { reason: 'threshold', summarizerResting: why }), deps);
+    assert.equal(summarizer.requests.length, 0);
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    const entry = outcome.compaction.entry!;
+    assert.equal(entry.fallback, true);
+    assert.equal(entry.failure, why);
+    assert.equal(entry.summarizerCalls, 0);
+    assert.match(entry.summary, /extracted without a model because local was not asked/);
+
+    const kept = await compact(
+      request(asLog(conversation), {
+        reason: 'threshold',
+        summarizerResting: why,
+        config: { ...messagesConfig, onSummarizerFailure: 'keep-history' },
+      }),
+      deps,
+    );
+    assert.deepEqual(kept, { status: 'failed', reason: `Compaction failed: ${why}. The conversation is unchanged.`, summarizerFailure: why });
+    assert.equal(summarizer.requests.length, 0);
+  });
+
   it('keeps an API key a failing server echoed out of the stored reason and the fallback summary', async () => {
     const key = 'sk-or-v1-0123456789abcdef0123456789abcdef';
     const { deps } = setup(new RecordingSummarizer(() => Promise.reject(new Error(`401 Unauthorized: invalid token Bearer ${key}`))));

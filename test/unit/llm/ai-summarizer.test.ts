@@ -186,15 +186,63 @@ describe('a summary request that continues the conversation', () => {
     assert.deepEqual(call.toolChoice, { type: 'none' });
   });
 
-  it('runs no tool the model calls anyway: the request fails instead, and the engine falls back', async () => {
+  it('runs no tool the model calls anyway: it reports the call, which the engine answers by asking plainly, and says the server let it', async () => {
     const model = new MockLanguageModelV4({
       doGenerate: answer('', {
         content: [{ type: 'tool-call', toolCallId: 'x', toolName: 'read_file', input: JSON.stringify({ path: 'a' }) }],
         finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
       }),
     });
-    const summarizer = createAiSummarizer({ model, name: 'n', continueFrom: () => ({ system: 's', tools: agentTools }) });
-    await assert.rejects(summarizer.summarize(continued), /tool choice was none/);
+    const ignored: (readonly string[])[] = [];
+    const summarizer = createAiSummarizer({
+      model,
+      name: 'n',
+      continueFrom: () => ({ system: 's', tools: agentTools }),
+      onToolChoiceIgnored: (called) => ignored.push(called),
+    });
+    const response = await summarizer.summarize(continued);
+    assert.deepEqual(response.calledTools, ['read_file']);
+    assert.equal(response.text, '', 'no summary text is taken from a tool call');
+    assert.deepEqual(ignored, [['read_file']]);
+    assert.equal(model.doGenerateCalls.length, 1, 'asked once: asking again is the engine’s to decide');
+  });
+
+  it('reports a call the model wrote as text, as a server that honours "none" only by not parsing calls leaves it', async () => {
+    const calls = [
+      '<tool_call>\n{"name": "read_file", "arguments": {"path": "src/parser.ts"}}\n</tool_call>',
+      '{"name": "read_file", "parameters": {"path": "src/parser.ts"}}',
+    ];
+    for (const text of calls) {
+      const ignored: (readonly string[])[] = [];
+      const model = new MockLanguageModelV4({ doGenerate: answer(text) });
+      const response = await createAiSummarizer({
+        model,
+        name: 'n',
+        continueFrom: () => ({ system: 's', tools: agentTools }),
+        onToolChoiceIgnored: (called) => ignored.push(called),
+      }).summarize(continued);
+      assert.deepEqual(response.calledTools, ['read_file'], text);
+      assert.deepEqual(ignored, [['read_file']], text);
+    }
+  });
+
+  it('takes a summary as a summary, a call it quotes further down included, and a plain request’s answer as it is', async () => {
+    const summary = '## Session Summary (Compaction Round 1)\n### Completed Work\n- Called `{"name": "read_file"}` on src/parser.ts';
+    const ignored: (readonly string[])[] = [];
+    const model = new MockLanguageModelV4({ doGenerate: answer(summary) });
+    const summarizer = createAiSummarizer({
+      model,
+      name: 'n',
+      continueFrom: () => ({ system: 's', tools: agentTools }),
+      onToolChoiceIgnored: (called) => ignored.push(called),
+    });
+    assert.deepEqual((await summarizer.summarize(continued)).calledTools, undefined);
+    const plain = await createAiSummarizer({
+      model: new MockLanguageModelV4({ doGenerate: answer('<tool_call>x</tool_call>') }),
+      name: 'n',
+    }).summarize(request);
+    assert.equal(plain.calledTools, undefined, 'a request that offered no tools is not judged by its text here');
+    assert.deepEqual(ignored, []);
   });
 
   it('falls back to the structured request before the agent has sent anything, or without a continuation', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { generateText, jsonSchema, stepCountIs, streamText, tool, ToolChoiceViolationError } from 'ai';
 import type * as vscode from 'vscode';
 import { isContextOverflow } from '../../../src/core/overflow-error';
 import {
@@ -233,7 +233,7 @@ describe('VS Code language model bridge', () => {
     assert.deepEqual(JSON.parse(resultText.value), { sum: 5 });
   });
 
-  it('maps tool choice: required → Required, a named tool → only that tool, none → no tools', async () => {
+  it('maps tool choice: required → Required, a named tool → only that tool, none → the tools offered in Auto mode, with a warning', async () => {
     const tools = {
       a: tool({ description: 'A', inputSchema: jsonSchema({ type: 'object' }) }),
       b: tool({ description: 'B', inputSchema: jsonSchema({ type: 'object' }) }),
@@ -243,7 +243,7 @@ describe('VS Code language model bridge', () => {
     const model = createVsCodeLanguageModel(chat, api);
     await generateText({ model, messages: userPrompt, tools, toolChoice: 'required' });
     await generateText({ model, messages: userPrompt, tools, toolChoice: { type: 'tool', toolName: 'b' } });
-    await generateText({ model, messages: userPrompt, tools, toolChoice: 'none' });
+    const unforbidden = await generateText({ model, messages: userPrompt, tools, toolChoice: 'none' });
 
     const [required, named, none] = chat.requests.map((r) => r.options);
     assert.equal(required?.toolMode, api.LanguageModelChatToolMode.Required);
@@ -256,8 +256,25 @@ describe('VS Code language model bridge', () => {
       named?.tools?.map((t) => t.name),
       ['b'],
     );
-    assert.equal(none?.tools, undefined);
-    assert.equal(none?.toolMode, undefined);
+    // VS Code has no mode that forbids tools; the request begins as the agent's do, its tools included.
+    assert.deepEqual(
+      none?.tools?.map((t) => t.name),
+      ['a', 'b'],
+    );
+    assert.equal(none?.toolMode, api.LanguageModelChatToolMode.Auto);
+    assert.ok(
+      unforbidden.warnings?.some((w) => w.type === 'unsupported' && w.feature === 'toolChoice none'),
+      JSON.stringify(unforbidden.warnings),
+    );
+  });
+
+  it('lets the caller that asked for no tool tell when the model called one anyway', async () => {
+    const tools = { read_file: tool({ description: 'Read', inputSchema: jsonSchema({ type: 'object' }) }) };
+    const chat = new FakeChatModel([items(new ToolCallPart('c1', 'read_file', { path: 'a.ts' }))]);
+    await assert.rejects(
+      generateText({ model: createVsCodeLanguageModel(chat, api), messages: userPrompt, tools, toolChoice: 'none' }),
+      (error: unknown) => ToolChoiceViolationError.isInstance(error) && error.toolChoice.type === 'none',
+    );
   });
 
   it('cancels the VS Code request when the abort signal fires', async () => {

@@ -291,6 +291,50 @@ describe('offline scripted model server', () => {
     });
   });
 
+  describe('a model whose server ignores tool_choice', () => {
+    let careless: ScriptedModelServer;
+    const tools = ['read_file', 'create_file'].map((name) => ({ type: 'function', function: { name, parameters: { type: 'object' } } }));
+    const conversation = [
+      { role: 'user', content: 'Explain src/parser.ts' },
+      { role: 'assistant', content: 'It parses.' },
+    ];
+    before(async () => {
+      careless = await startScriptedModelServer({
+        models: [
+          { id: 'careless', window: 6_000, ignoresToolChoice: true },
+          { id: 'careful', window: 6_000 },
+        ],
+      });
+    });
+    after(() => careless.close());
+
+    const answer = async (model: string, extra: object) => {
+      const response = await post(completions(careless), {
+        model,
+        messages: [...conversation, { role: 'user', content: summaryDirective(1) }],
+        ...extra,
+      });
+      assert.equal(response.status, 200);
+      return ((await response.json()) as { choices: Array<{ message: { content: string | null; tool_calls?: unknown[] }; finish_reason: string }> })
+        .choices[0]!;
+    };
+
+    it('answers a summary request that offers tools with a tool call, even under tool_choice "none"', async () => {
+      const choice = await answer('careless', { tools, tool_choice: 'none' });
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.deepEqual(choice.message.tool_calls, [
+        { id: 'call_scripted_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"src/parser.ts"}' } },
+      ]);
+      assert.equal(lastCompletion(careless).summary, true);
+      assert.equal(recordedBody(lastCompletion(careless)).tool_choice, 'none', 'the request is recorded as sent');
+    });
+
+    it('answers the same request without tools with a summary, and a careful server honours "none"', async () => {
+      assert.match((await answer('careless', {})).message.content ?? '', /^## Session Summary \(Compaction Round 1\)/);
+      assert.match((await answer('careful', { tools, tool_choice: 'none' })).message.content ?? '', /^## Session Summary/);
+    });
+  });
+
   it("counts the requested output tokens against the window, with OpenAI's wording for that case", async () => {
     const request = { model: 'scripted-small', messages: [{ role: 'user', content: 'short' }] };
     const tokens = countPromptTokens(chatCompletionRequestSchema.parse(request), count);
