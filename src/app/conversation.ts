@@ -252,7 +252,8 @@ export class Conversation {
     if (this.shared.awayCount() === 0) return;
     const known = this.sendable;
     if (known?.records === this.records && known.shared === this.shared.generation && known.view === live.generation) return;
-    const hollow = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && !live.removes(r.message.id)).length;
+    let hollow = 0;
+    for (const r of this.records) if (r.type === 'message' && this.shared.isAway(r) && !live.removes(r.message.id)) hollow++;
     if (hollow > 0) throw new ViewNotWholeError(this.id, hollow);
     this.sendable = { records: this.records, shared: this.shared.generation, view: live.generation };
   }
