@@ -1,11 +1,17 @@
 import { TurnIndex } from '../core/branches';
 import { EngineMemo } from '../core/engine-memo';
+import { hasMarker, mark } from '../core/errors';
 import type { LogRecord } from '../core/history';
-import type { RecordLocation } from './store/conversation-store';
+import { Emitter, type Event } from './emitter';
+import type { ExpectedLine, RecordLocation } from './store/conversation-store';
+import { ConversationChangedError } from './store/errors';
 import { awayAt, heldAway, isHeldAway } from './store/held-away';
 
-/** Reads records again from the conversation's files, at the locations given, in that order. */
-export type ReadRecordsAt = (locations: readonly RecordLocation[]) => Promise<LogRecord[]>;
+/**
+ * Reads message records again from the conversation's files, each at its location and checked to be
+ * the message expected there, in the order given (see `ConversationStore.readAt`).
+ */
+export type ReadRecordsAt = (lines: readonly ExpectedLine[]) => Promise<LogRecord[]>;
 
 /**
  * Every record of a conversation, on every branch, as on disk, and where each turn starts: shared
@@ -30,6 +36,14 @@ export class ConversationRecords {
   /** How many records are held without their content. */
   private away = 0;
   private generationCount = 0;
+  /** What showed the files are no longer those these records were read from, once something did. */
+  private changedOnDisk: ConversationChangedError | undefined;
+  private readonly changedEmitter = new Emitter<ConversationChangedError>();
+  /**
+   * Fired once, when the conversation's files turn out to have been changed by something else since
+   * these records were read from them: the records must then be read again (see `markChanged`).
+   */
+  readonly onDidFindChanged: Event<ConversationChangedError> = this.changedEmitter.event;
 
   /**
    * `memo`: what the engine remembers of these records; given when they go on from records another
@@ -44,6 +58,22 @@ export class ConversationRecords {
     this.all = [...log];
     for (const record of this.all) if (isHeldAway(record)) this.away++;
     for (const [record, location] of locations) this.located.set(record, location);
+  }
+
+  /**
+   * What showed that the files changed under these records, once something did: they are out of
+   * date from then on. Nothing more is read back from the files or written to them through them;
+   * the conversation is read again instead.
+   */
+  get changed(): ConversationChangedError | undefined {
+    return this.changedOnDisk;
+  }
+
+  /** Notes that the files changed under these records (see `changed`), and says so once. */
+  markChanged(error: ConversationChangedError): void {
+    if (this.changedOnDisk) return;
+    this.changedOnDisk = error;
+    this.changedEmitter.fire(error);
   }
 
   /** Notes where the line of `record`, one of `all` held with its content, is in the files. */
@@ -146,12 +176,22 @@ export class ConversationRecords {
     }
   }
 
-  /** The records of `records` held without content, each with its full record read from disk. */
+  /**
+   * The records of `records` held without content, each with its full record read from disk and
+   * checked to be the one located there (see `ReadRecordsAt`). Files found changed mark these records
+   * out of date (`markChanged`), and nothing is given back.
+   */
   private async readBack(records: Iterable<LogRecord>, read: ReadRecordsAt): Promise<Map<LogRecord, LogRecord>> {
     const hollow = [...records].filter(isHeldAway);
     if (hollow.length === 0) return new Map();
-    const full = await read(hollow.map((r) => awayAt(r)!));
-    return new Map(hollow.map((r, i) => [r, full[i]!]));
+    if (this.changedOnDisk) throw this.changedOnDisk;
+    try {
+      const full = await read(hollow.map((r) => ({ at: awayAt(r)!, messageId: r.type === 'message' ? r.message.id : '' })));
+      return new Map(hollow.map((r, i) => [r, full[i]!]));
+    } catch (error) {
+      if (ConversationChangedError.isInstance(error)) this.markChanged(error);
+      throw error;
+    }
   }
 }
 
@@ -161,4 +201,29 @@ export interface BranchOptions {
   readonly leaf?: string | null;
   /** The conversation's records, shared with its other branches; absent: made from the log given. */
   readonly records?: ConversationRecords;
+}
+
+const VIEW_NOT_WHOLE = Symbol.for('longrun.ViewNotWholeError');
+
+/**
+ * A request was about to show the model messages held without their content (not read back from
+ * disk), and was not sent: a message is never sent without its content.
+ */
+export class ViewNotWholeError extends Error {
+  constructor(
+    readonly conversationId: string,
+    readonly messages: number,
+  ) {
+    super(
+      `Longrun did not send the request: ${messages === 1 ? 'a message' : `${messages} messages`} of conversation "${conversationId}" ` +
+        `the model must see ${messages === 1 ? 'is' : 'are'} held on disk only and ${messages === 1 ? 'was' : 'were'} not read back, ` +
+        `and a message is never sent without its content. Send your message again: Longrun reads them back first.`,
+    );
+    this.name = 'ViewNotWholeError';
+    mark(this, VIEW_NOT_WHOLE);
+  }
+
+  static isInstance(error: unknown): error is ViewNotWholeError {
+    return hasMarker(error, VIEW_NOT_WHOLE);
+  }
 }

@@ -37,6 +37,8 @@ interface Loaded {
   /** The loaded branches, least recently used first. */
   readonly branches: Conversation[];
   readonly subscriptions: Map<Conversation, { dispose(): void }>;
+  /** To the records finding their files changed. */
+  readonly changed: { dispose(): void };
 }
 
 export class ConversationRegistry {
@@ -190,14 +192,53 @@ export class ConversationRegistry {
       // Another request may have loaded it meanwhile: one set of records per conversation.
       const known = this.loaded.get(id);
       if (known) return known;
-      const records = new ConversationRecords(log, undefined, locations);
-      const loaded: Loaded = { records, branches: [], subscriptions: new Map() };
-      this.loaded.set(id, loaded);
-      return loaded;
+      return this.loadedFrom(id, new ConversationRecords(log, undefined, locations));
     } catch (error) {
       this.deps.error(`Longrun could not open the saved conversation: ${errorText(error)}`);
       return undefined;
     }
+  }
+
+  /** Conversation `id` loaded as `records`, read again from disk when they find their files changed. */
+  private loadedFrom(id: string, records: ConversationRecords): Loaded {
+    const changed = records.onDidFindChanged(() => this.readAgain(id, records));
+    const loaded: Loaded = { records, branches: [], subscriptions: new Map(), changed };
+    this.loaded.set(id, loaded);
+    return loaded;
+  }
+
+  /**
+   * The files of conversation `id` turned out to have been changed by something else since `records`
+   * were read from them: this window's copy is dropped at once (its branches write nothing more), and
+   * the conversation is read again whole from disk, damaged lines set aside and reported as on any
+   * opening. The current branch is made again on the records read, at the same turn when they hold it.
+   */
+  private readAgain(id: string, records: ConversationRecords): void {
+    const loaded = this.loaded.get(id);
+    if (loaded?.records !== records) return;
+    this.loaded.delete(id);
+    loaded.changed.dispose();
+    for (const branch of loaded.branches) {
+      branch.cancelAhead();
+      loaded.subscriptions.get(branch)?.dispose();
+    }
+    const current = this.currentBranch;
+    if (!current || !loaded.branches.includes(current)) return;
+    this.currentBranch = undefined;
+    this.deps.changed();
+    void this.reopen(id, current.leaf()).catch((error: unknown) =>
+      this.deps.error(`Longrun could not read the conversation again: ${errorText(error)}`),
+    );
+  }
+
+  /** Makes conversation `id`, read again, the current one at turn `leaf` (the turn started last when it lacks it), unless another became current meanwhile. */
+  private async reopen(id: string, leaf: string | null): Promise<void> {
+    const loaded = await this.load(id);
+    if (!loaded || this.currentBranch) return;
+    const known = loaded.branches.find((b) => b.leaf() === leaf);
+    const conversation = known ?? this.add(id, loaded, leaf === null || loaded.records.turns().has(leaf) ? leaf : undefined);
+    await conversation.loadView();
+    if (!this.currentBranch && this.loaded.get(id) === loaded) await this.makeCurrent(conversation);
   }
 
   /** Starts a new conversation and makes it the current one; the others stay on disk. */
@@ -206,8 +247,7 @@ export class ConversationRegistry {
     await this.deps.store.create(id);
     const now = this.deps.clock.now();
     await this.deps.index.upsert({ id, title: NEW_TITLE, createdAt: now, updatedAt: now });
-    const loaded: Loaded = { records: new ConversationRecords([]), branches: [], subscriptions: new Map() };
-    this.loaded.set(id, loaded);
+    const loaded = this.loadedFrom(id, new ConversationRecords([]));
     // A summary being prepared for the conversation left behind may never be needed.
     this.currentBranch?.cancelAhead();
     const conversation = this.add(id, loaded, null);
@@ -243,6 +283,9 @@ export class ConversationRegistry {
   }
 
   dispose(): void {
-    for (const loaded of this.loaded.values()) for (const subscription of loaded.subscriptions.values()) subscription.dispose();
+    for (const loaded of this.loaded.values()) {
+      loaded.changed.dispose();
+      for (const subscription of loaded.subscriptions.values()) subscription.dispose();
+    }
   }
 }

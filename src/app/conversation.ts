@@ -6,6 +6,7 @@ import type { EngineMemo } from '../core/engine-memo';
 import {
   isSummaryMessage,
   lastStep,
+  LiveModelView,
   undoLastStep,
   type CompactionEntry,
   type CompactionReason,
@@ -21,7 +22,8 @@ import type { ContextCount, RequestBasis } from '../core/usage-calibration';
 import { ConversationCompactor } from './conversation-compactor';
 import type { CompactOptions, ConversationDeps } from './conversation-deps';
 import { ConversationMeter, type ModelContext } from './conversation-meter';
-import { ConversationRecords, type BranchOptions, type ReadRecordsAt } from './conversation-records';
+import { ConversationRecords, ViewNotWholeError, type BranchOptions, type ReadRecordsAt } from './conversation-records';
+import { ConversationChangedError } from './store/errors';
 
 export { ConversationRecords, type BranchOptions };
 
@@ -36,6 +38,17 @@ export type { ModelContext };
 export type { CompactOptions, ConversationDeps };
 
 type Listener = () => void;
+
+/** What an undo refused because the files changed says it did. */
+const NOTHING_UNDONE =
+  'Nothing was undone or written. Longrun reads the conversation again from disk as it is now; run Undo again to undo its last compaction.';
+
+/** What a view is checked against, with the generations it was found at (see `loadView`). */
+interface ViewState {
+  readonly records: LogRecord[];
+  readonly shared: number;
+  readonly view: number;
+}
 
 /** The title of a conversation before its first request. */
 export const NEW_TITLE = 'New conversation';
@@ -58,7 +71,11 @@ export class Conversation {
   /** The generation of the shared records `records` was made from (see `ConversationRecords.generation`). */
   private branchGeneration: number;
   /** What `loadView` last found needing nothing read back: this branch's records, and the generations of the records and of the view. */
-  private wholeView: { readonly records: LogRecord[]; readonly shared: number; readonly view: number } | undefined;
+  private wholeView: ViewState | undefined;
+  /** What `view` last found holding every message with its content, as `wholeView` says it. */
+  private sendable: ViewState | undefined;
+  /** Reads this conversation's messages held without their content back from its files. */
+  private readonly readAt: ReadRecordsAt;
 
   constructor(
     readonly id: string,
@@ -72,6 +89,7 @@ export class Conversation {
     this.leafTurn = leaf !== null && turns.has(leaf) ? leaf : null;
     this.records = branchLog(this.shared.all, this.leafTurn, turns);
     this.branchGeneration = this.shared.generation;
+    this.readAt = (lines) => this.deps.store.readAt(this.id, lines);
     this.meter = new ConversationMeter({
       conversationId: id,
       records: () => this.records,
@@ -101,7 +119,7 @@ export class Conversation {
   /** The records of this branch, with those held without their content read back from disk (not kept). */
   async wholeLog(): Promise<readonly LogRecord[]> {
     this.rebranchIfStale();
-    return this.shared.readThrough(this.records, (locations) => this.deps.store.readAt(this.id, locations));
+    return this.shared.readThrough(this.records, this.readAt);
   }
 
   /** Every record of the conversation, on every branch, in the order they were written. */
@@ -121,7 +139,8 @@ export class Conversation {
 
   /**
    * Reads back from disk the messages this branch's view needs that are held without their content
-   * (after an undo, a rewind, or another branch was used); resolves once the view is whole.
+   * (after an undo, a rewind, or another branch was used); resolves once the view is whole. Rejects
+   * with `ConversationChangedError` when the files no longer hold them as they were read.
    */
   async loadView(): Promise<void> {
     this.rebranchIfStale();
@@ -130,17 +149,31 @@ export class Conversation {
     // The view was found whole, and neither the branch's records nor the view have changed since.
     const whole = this.wholeView;
     if (whole?.records === this.records && whole.shared === this.shared.generation && whole.view === live.generation) return;
-    const last = live.entries().at(-1);
-    // A summary from before needle ledgers were kept makes the next compaction scan every message.
-    const scansAll = last !== undefined && !last.needles;
-    const wanted = this.records.filter((r) => r.type === 'message' && this.shared.isAway(r) && (scansAll || !live.removes(r.message.id)));
-    const task = this.originalRequest();
-    if (task && this.shared.isAway(task) && !wanted.includes(task)) wanted.push(task);
+    const wanted = this.neededBy(this.records, live);
     if (wanted.length === 0) {
       this.wholeView = { records: this.records, shared: this.shared.generation, view: live.generation };
       return;
     }
-    await this.shared.fill(wanted, (locations) => this.deps.store.readAt(this.id, locations));
+    await this.readBack(wanted);
+  }
+
+  /**
+   * The messages of `records` held without their content that a view of them (`live`) needs: those it
+   * shows, and the branch's first request, which every summary restates.
+   */
+  private neededBy(records: readonly LogRecord[], live: LiveModelView): LogRecord[] {
+    const last = live.entries().at(-1);
+    // A summary from before needle ledgers were kept makes the next compaction scan every message.
+    const scansAll = last !== undefined && !last.needles;
+    const wanted = records.filter((r) => r.type === 'message' && this.shared.isAway(r) && (scansAll || !live.removes(r.message.id)));
+    const task = this.originalRequest();
+    if (task && this.shared.isAway(task) && !wanted.includes(task)) wanted.push(task);
+    return wanted;
+  }
+
+  /** Reads `wanted` back into the shared records, checked to be what was read from the files before. */
+  private async readBack(wanted: readonly LogRecord[]): Promise<void> {
+    await this.shared.fill(wanted, this.readAt);
     this.rebranch();
     // The worker's copy holds these records without their content: it is sent the log again.
     this.deps.engine?.forget(this.id);
@@ -181,20 +214,48 @@ export class Conversation {
     this.leafTurn = id;
   }
 
-  /** Writes records made on this branch's leaf turn, in one write, and takes them into the branch. */
+  /**
+   * Writes records made on this branch's leaf turn, in one write, and takes them into the branch.
+   * Records found out of date (their files changed under them) write nothing more: what they would
+   * add would follow a history the files no longer hold.
+   */
   private async write(records: readonly LogRecord[]): Promise<LogRecord[]> {
+    if (this.shared.changed) throw this.shared.changed;
     const made = records.map((record) => onTurn(record, this.leafTurn));
-    // What is kept in memory is what was stored: a record cut to fit its line is held cut, as a reload
-    // reads it, so memory does not grow with an answer larger than the store keeps.
-    const stored = await this.deps.store.appendAll(this.id, made, (record, location) => this.shared.locate(record, location));
+    let stored: LogRecord[];
+    try {
+      // What is kept in memory is what was stored: a record cut to fit its line is held cut, as a
+      // reload reads it, so memory does not grow with an answer larger than the store keeps.
+      stored = await this.deps.store.appendAll(this.id, made, (record, location) => this.shared.locate(record, location));
+    } catch (error) {
+      if (ConversationChangedError.isInstance(error)) this.shared.markChanged(error);
+      throw error;
+    }
     this.shared.all.push(...stored);
     this.records.push(...stored);
     return stored;
   }
 
-  /** The model's view of the log, as `modelView(log())` derives it. */
+  /**
+   * The model's view of the log, as `modelView(log())` derives it: what a request sends. Throws
+   * `ViewNotWholeError` rather than give a view holding a message without its content (one
+   * `loadView` did not read back): such a message must never reach the model.
+   */
   view(): Message[] {
-    return this.meter.live().messages();
+    const live = this.meter.live();
+    this.checkWhole(live);
+    return live.messages();
+  }
+
+  /** Throws when the view would show a message held without its content. */
+  private checkWhole(live: LiveModelView): void {
+    if (this.shared.awayCount() === 0) return;
+    const known = this.sendable;
+    if (known?.records === this.records && known.shared === this.shared.generation && known.view === live.generation) return;
+    let hollow = 0;
+    for (const r of this.records) if (r.type === 'message' && this.shared.isAway(r) && !live.removes(r.message.id)) hollow++;
+    if (hollow > 0) throw new ViewNotWholeError(this.id, hollow);
+    this.sendable = { records: this.records, shared: this.shared.generation, view: live.generation };
   }
 
   isEmpty(): boolean {
@@ -241,7 +302,7 @@ export class Conversation {
     const maxTokens = Math.min(query.maxTokens ?? RECALL_DEFAULT_TOKENS, cap);
     this.rebranchIfStale();
     const records = this.records.slice();
-    const read: ReadRecordsAt = (locations) => this.deps.store.readAt(this.id, locations);
+    const read = this.readAt;
     const archive = new ArchiveReader(records);
     const search = new RecallSearch({ ...query, maxTokens }, (text) => model.counter.countText(text));
     if (!archive.empty) {
@@ -337,6 +398,9 @@ export class Conversation {
    * One compaction runs at a time: a second request while one runs waits for it and gets its outcome.
    */
   async compact(reason: CompactionReason, options: CompactOptions = {}): Promise<CompactionOutcome & { readonly joined?: boolean }> {
+    // An out-of-date copy would summarize, and ask the model, for a history the files no longer hold.
+    const changed = this.shared.changed;
+    if (changed) return { status: 'failed', reason: `${changed.message} Nothing was compacted.` };
     const outcome = await this.compactor.compact(reason, options);
     // What it took out is let go at once: a long turn that compacts many times holds only its view.
     if (outcome.status === 'compacted') this.releaseArchived();
@@ -373,17 +437,30 @@ export class Conversation {
 
   /**
    * Undoes the last compaction: the originals come back into the model's view. A summary made
-   * right after a pruning, in the same compaction, is undone with it.
+   * right after a pruning, in the same compaction, is undone with it. The originals held only on
+   * disk are read back, and checked, before the undo is written: when the files no longer hold them
+   * as they were read, nothing is written, and the reason says what happened.
    */
   async undo(): Promise<{ ok: true; step: CompactionStep } | { ok: false; reason: string }> {
     if (this.compactor.isCompacting()) return { ok: false, reason: 'A compaction is running; try again when it has finished.' };
+    this.rebranchIfStale();
     const undo = undoLastStep(this.records, this.deps.clock.now());
     if ('error' in undo) return { ok: false, reason: undo.error };
-    // What was being summarized ahead was built on the compaction being undone.
-    this.cancelAhead();
-    await this.write(undo.records);
+    const after = [...this.records, ...undo.records];
+    const live = new LiveModelView(this.memo());
+    live.update(after);
+    try {
+      const wanted = this.neededBy(after, live);
+      if (wanted.length > 0) await this.readBack(wanted);
+      // What was being summarized ahead was built on the compaction being undone.
+      this.cancelAhead();
+      await this.write(undo.records);
+    } catch (error) {
+      if (!ConversationChangedError.isInstance(error)) throw error;
+      return { ok: false, reason: `${error.message} ${NOTHING_UNDONE}` };
+    }
     if (undo.step.compaction) await this.deps.index.removeSummary(this.id, undo.step.compaction.id);
-    // The originals are back in the view: those held without their content are read again.
+    // The originals are back in the view, read again above; a summary from before needle ledgers may want more.
     await this.loadView();
     this.changed();
     return { ok: true, step: undo.step };

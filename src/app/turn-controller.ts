@@ -1,6 +1,7 @@
 import type { LanguageModel, ToolSet } from 'ai';
 import type { CompactionOutcome } from '../core/compaction';
 import { decideCompaction, noteCompaction } from '../core/compaction-guard';
+import { errorText } from '../core/errors';
 import { fileChange } from '../core/file-changes';
 import { lastUsage, type CompactionReason, type LogRecord } from '../core/history';
 import { text } from '../core/messages';
@@ -18,11 +19,12 @@ import { PARTICIPANT_ID, REVERT_COMMAND } from './contributions';
 import type { Conversation } from './conversation';
 import type { ConversationRegistry } from './conversation-registry';
 import { diffStats, fencedBlock } from './diff-preview';
-import { errorMessage } from './error-text';
+import { errorMessage, READ_AGAIN } from './error-text';
 import { resolveInstructions, type Instruction } from './instructions';
 import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
 import type { LongrunSettings } from './settings';
+import { ConversationChangedError } from './store/errors';
 import { systemPrompt } from './system-prompt';
 
 export type { ChatButton, ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
@@ -119,6 +121,26 @@ export class TurnController {
    * requests only); a chat Longrun answered before turns were kept continues the current one.
    */
   private async conversationOf(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+    try {
+      return await this.conversationIn(request, agentRequest, chat);
+    } catch (error) {
+      if (!ConversationChangedError.isInstance(error)) throw error;
+      // The registry has dropped its out-of-date copy: found again, the conversation is read anew.
+      const notice = `${error.message} ${READ_AGAIN}`;
+      chat.markdown(`\n\n> ${notice}\n\n`);
+      this.remember(notice);
+      return this.conversationIn(request, agentRequest, chat);
+    }
+  }
+
+  /** `conversationOf`, its view read back whole; rejects with `ConversationChangedError` when the files changed under it. */
+  private async conversationIn(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+    const found = await this.findConversation(request, agentRequest, chat);
+    await found?.loadView();
+    return found;
+  }
+
+  private async findConversation(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
     const { registry } = this.deps;
     const position = chatPosition(request.history, PARTICIPANT_ID);
     // A conversation picked for "the next new chat" is for a new chat only; a request elsewhere drops it.
@@ -133,7 +155,13 @@ export class TurnController {
     if (position.empty) {
       if (agentRequest) this.offerRevertOfStartOver(request, chat);
       const picked = registry.takePendingOpen();
-      const opened = picked ? await registry.open(picked) : undefined;
+      const opened = picked
+        ? await registry.open(picked).catch((error: unknown) => {
+            // Still the one to continue when it is read again.
+            registry.continueInNextChat(picked);
+            throw error;
+          })
+        : undefined;
       if (opened) return opened;
       return agentRequest ? registry.startNew() : registry.current();
     }
@@ -514,10 +542,13 @@ export class TurnController {
     // With confirmation on, the next turn asks in the chat: only a compaction that needs no question runs here.
     const decision = decideCompaction(conversation.assess(), conversation.guard(), { confirm: this.deps.settings().requireConfirmation });
     if (decision.kind !== 'compact') return;
-    void this.compactForAgent(conversation, 'threshold', new AbortController().signal).then((outcome) => {
-      this.deps.reporter.report(outcome, 'threshold');
-      if (outcome.status === 'compacted') conversation.setGuard(noteCompaction(conversation.guard(), outcome.compaction.lowGain));
-    });
+    void this.compactForAgent(conversation, 'threshold', new AbortController().signal).then(
+      (outcome) => {
+        this.deps.reporter.report(outcome, 'threshold');
+        if (outcome.status === 'compacted') conversation.setGuard(noteCompaction(conversation.guard(), outcome.compaction.lowGain));
+      },
+      (error: unknown) => this.deps.log.warn(`The compaction in the background failed: ${errorText(error)}`),
+    );
   }
 
   /** Compaction asked for by the agent loop (the loop has asked the user first when they want that). */

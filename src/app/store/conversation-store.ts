@@ -1,17 +1,18 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { crc32 } from 'node:zlib';
 import type { LogRecord } from '../../core/history';
 import { thousands } from './cap';
 import { reportOnce, type SkippedLine } from './damaged-lines';
-import { ConversationVersionError } from './errors';
+import { ConversationChangedError, ConversationVersionError } from './errors';
 import { isCode, isFile } from './files';
 import { forEachLine, parseLine } from './lines';
 import { ConversationLock } from './lock';
 import { recordLines } from './record-lines';
 import { CompactedAway, heldAway } from './held-away';
-import { PartWriter, type LineLocation, type Tail } from './part-writer';
+import { identityOf, PartWriter, type LineLocation, type Tail } from './part-writer';
 import { SharedIds } from './shared-ids';
-import { CONVERSATION_FORMAT_VERSION } from './schemas';
+import { CONVERSATION_FORMAT_VERSION, HEADER_KIND } from './schemas';
 
 /**
  * Where conversations live between sessions. Deliberately free of `vscode`: the extension passes
@@ -69,8 +70,14 @@ export interface OpenOptions {
   readonly withoutContent?: boolean;
 }
 
-/** Where a record's line is: its part, and the bytes of that part's file it takes (newline apart). */
+/** Where a record's line is: its part, the bytes of that part's file it takes (newline apart), and their CRC-32. */
 export type RecordLocation = LineLocation;
+
+/** A message record's line to read back (`readAt`): where it is, and the message it must hold. */
+export interface ExpectedLine {
+  readonly at: RecordLocation;
+  readonly messageId: string;
+}
 
 /** Limits of a `ConversationStore`. The defaults are meant for real use; tests set small ones. */
 export interface ConversationStoreOptions {
@@ -214,27 +221,33 @@ export class ConversationStore {
   }
 
   /**
-   * The records at `locations` (as `open` gave them), read again from the conversation's files, in
-   * the order asked. Lines are only ever appended, so a location stays right; a line that no longer
-   * reads as a record there (the files were replaced) rejects with an error saying so.
+   * The message records of `lines` (each where `open` or `appendAll` located it, and the message it
+   * must be), read again from the conversation's files, in the order asked. Lines are only ever
+   * appended, so a location stays right while the files are Longrun's; each line read is checked to
+   * be the very one located there (its CRC-32, when located with one, and its message's id) before
+   * any is given back. A line that is not (the files were changed, replaced or deleted by something
+   * else) rejects with `ConversationChangedError`.
    */
-  async readAt(id: string, locations: readonly RecordLocation[]): Promise<LogRecord[]> {
+  async readAt(id: string, lines: readonly ExpectedLine[]): Promise<LogRecord[]> {
     checkId(id);
     const records: LogRecord[] = [];
     const handles = new Map<number, fs.FileHandle>();
     try {
-      for (const location of locations) {
-        let handle = handles.get(location.part);
+      for (const { at, messageId } of lines) {
+        const file = this.partFile(id, at.part);
+        let handle = handles.get(at.part);
         if (!handle) {
-          handle = await fs.open(this.partFile(id, location.part), 'r');
-          handles.set(location.part, handle);
+          handle = await openToReadBack(id, file);
+          handles.set(at.part, handle);
         }
-        const buffer = Buffer.alloc(location.bytes);
-        const { bytesRead } = await handle.read(buffer, 0, location.bytes, location.offset);
-        const parsed = bytesRead === location.bytes ? parseLine(buffer.toString('utf8'), false, id, location.part) : undefined;
-        if (parsed?.kind !== 'record') {
-          throw new Error(
-            `Conversation "${id}" no longer holds the record Longrun read at byte ${location.offset} of part ${location.part}: its files were changed by something else.`,
+        const buffer = Buffer.alloc(at.bytes);
+        const { bytesRead } = await handle.read(buffer, 0, at.bytes, at.offset);
+        const same = bytesRead === at.bytes && (at.check === undefined || crc32(buffer) === at.check);
+        const parsed = same ? parseLine(buffer.toString('utf8'), false, id, at.part) : undefined;
+        if (parsed?.kind !== 'record' || parsed.record.type !== 'message' || parsed.record.message.id !== messageId) {
+          throw new ConversationChangedError(
+            id,
+            `the line at byte ${at.offset} of ${file} is no longer the message "${messageId}" Longrun read there`,
           );
         }
         records.push(parsed.record);
@@ -338,7 +351,7 @@ export class ConversationStore {
   private header(id: string, part: number): string {
     return JSON.stringify({
       v: CONVERSATION_FORMAT_VERSION,
-      kind: 'longrun-conversation',
+      kind: HEADER_KIND,
       id,
       createdAt: this.now(),
       ...(part > 1 ? { part } : {}),
@@ -381,33 +394,39 @@ export class ConversationStore {
     const compacted = new CompactedAway();
     for (const part of parts) {
       const file = this.partFile(id, part);
-      const size = await forEachLine(file, this.options.readChunkBytes, this.options.maxLineBytes, (raw) => {
-        if (raw.tooLong !== undefined) {
-          const error = `the line is ${thousands(raw.tooLong)} bytes long, more than the ${thousands(this.options.maxLineBytes)} Longrun reads in one line; its first ${thousands(Buffer.byteLength(raw.text))} bytes are kept`;
-          skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
-          return;
-        }
-        const parsed = parseLine(raw.text, raw.number === 1, id, part);
-        if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
-        if (parsed.kind === 'record') {
-          let record = shared.share(parsed.record);
-          if (record.type === 'message') {
-            const at: RecordLocation = { part, offset: raw.offset, bytes: raw.bytes };
-            const long = raw.bytes > this.options.locateOverBytes;
-            if (options.withoutContent && long) record = heldAway(record, at);
-            else if (options.withoutContent) compacted.note(record.message.id, log.length, at);
-            else if (long) locations.set(record, at);
+      const size = await forEachLine(
+        file,
+        this.options.readChunkBytes,
+        this.options.maxLineBytes,
+        (raw) => {
+          if (raw.tooLong !== undefined) {
+            const error = `the line is ${thousands(raw.tooLong)} bytes long, more than the ${thousands(this.options.maxLineBytes)} Longrun reads in one line; its first ${thousands(Buffer.byteLength(raw.text))} bytes are kept`;
+            skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
+            return;
           }
-          if (record.type === 'compaction' && options.withoutContent) compacted.takeOut(record.entry.compactedMessageIds, log);
-          log.push(record);
-        } else if (parsed.kind === 'damaged') {
-          const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;
-          skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
-        }
-      });
+          const parsed = parseLine(raw.text, raw.number === 1, id, part);
+          if (parsed.kind === 'future') throw new ConversationVersionError(id, parsed.version, file);
+          if (parsed.kind === 'record') {
+            let record = shared.share(parsed.record);
+            if (record.type === 'message') {
+              const at: RecordLocation = { part, offset: raw.offset, bytes: raw.bytes, check: raw.check };
+              const long = raw.bytes > this.options.locateOverBytes;
+              if (options.withoutContent && long) record = heldAway(record, at);
+              else if (options.withoutContent) compacted.note(record.message.id, log.length, at);
+              else if (long) locations.set(record, at);
+            }
+            if (record.type === 'compaction' && options.withoutContent) compacted.takeOut(record.entry.compactedMessageIds, log);
+            log.push(record);
+          } else if (parsed.kind === 'damaged') {
+            const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;
+            skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
+          }
+        },
+        { checks: true },
+      );
       tail = { part, size: size ?? 0 };
     }
-    this.writer.setTail(id, tail);
+    this.writer.setTail(id, await withIdentity(tail, this.partFile(id, tail.part)));
     if (skipped.length === 0) return { log, problems: [], locations };
     return { log, problems: await reportOnce(id, this.damagedFileOf(id), skipped, this.options, this.now()), locations };
   }
@@ -424,6 +443,26 @@ export class ConversationStore {
   private async locked<T>(id: string, mode: 'read' | 'write', task: () => Promise<T>): Promise<T> {
     if (mode === 'write') await fs.mkdir(this.folder(id), { recursive: true });
     return this.lock.run(id, this.lockFile(id), mode, task);
+  }
+}
+
+/** A part's file opened to read lines back from; one deleted since it was read is said to be. */
+async function openToReadBack(id: string, file: string): Promise<fs.FileHandle> {
+  try {
+    return await fs.open(file, 'r');
+  } catch (error) {
+    if (isCode(error, 'ENOENT')) throw new ConversationChangedError(id, `${file} was deleted or moved`);
+    throw error;
+  }
+}
+
+/** `tail` with the identity of its part's file, when the file still ends there (see `Tail.identity`). */
+async function withIdentity(tail: Tail, file: string): Promise<Tail> {
+  try {
+    const stats = await fs.stat(file);
+    return stats.size === tail.size ? { ...tail, identity: identityOf(stats) } : tail;
+  } catch {
+    return tail;
   }
 }
 

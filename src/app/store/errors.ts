@@ -76,3 +76,28 @@ export function describeHolder(holder: LockHolder | undefined): string {
   const seconds = Math.max(0, Math.round((Date.now() - holder.since) / 1000));
   return ` (process ${holder.pid}${where}, writing for ${seconds} s)`;
 }
+
+const CHANGED_ERROR = Symbol.for('longrun.ConversationChangedError');
+
+/**
+ * A conversation's files were changed by something other than Longrun since this window read them
+ * (a line rewritten, a file replaced, moved or deleted), and nothing was written. The window's copy
+ * of the conversation no longer matches its files, so it is read again from disk before anything
+ * else is done with it: a message read back from a changed file could be another one, or another
+ * conversation's, and a record added to a replaced file would land in a history that is not this one.
+ */
+export class ConversationChangedError extends Error {
+  constructor(
+    readonly conversationId: string,
+    /** What was found, ending the sentence: "<file> was deleted or moved". */
+    readonly found: string,
+  ) {
+    super(`Conversation "${conversationId}" was changed on disk by something other than Longrun since this window read it: ${found}.`);
+    this.name = 'ConversationChangedError';
+    mark(this, CHANGED_ERROR);
+  }
+
+  static isInstance(error: unknown): error is ConversationChangedError {
+    return hasMarker(error, CHANGED_ERROR);
+  }
+}

@@ -2,19 +2,21 @@ import { withoutContent, type LogRecord } from '../../core/history';
 import type { LineLocation } from './part-writer';
 
 /*
- * Where the line of a message record held without its content is, kept on the record itself as
- * three numbers: a conversation of a hundred thousand records holds no table beside them, and no
- * object per location. Symbol keys are left out of the record's JSON and of the copies sent to a
- * worker.
+ * Where the line of a message record held without its content is, and the line's CRC-32, kept on
+ * the record itself as four numbers: a conversation of a hundred thousand records holds no table
+ * beside them, and no object per location. Symbol keys are left out of the record's JSON and of the
+ * copies sent to a worker.
  */
 const PART = Symbol('longrun.part');
 const OFFSET = Symbol('longrun.offset');
 const BYTES = Symbol('longrun.bytes');
+const CHECK = Symbol('longrun.check');
 
 interface Located {
   readonly [PART]?: number;
   readonly [OFFSET]?: number;
   readonly [BYTES]?: number;
+  readonly [CHECK]?: number | undefined;
 }
 
 /** The record of a message held without its content (see `withoutContent`), knowing where its line is. */
@@ -23,8 +25,8 @@ export function heldAway(record: LogRecord & { type: 'message' }, at: LineLocati
   // Written out, so that each such record is one small object of a shape they all share.
   const held: LogRecord & Located =
     record.turnId === undefined
-      ? { type: 'message', message, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes }
-      : { type: 'message', message, turnId: record.turnId, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes };
+      ? { type: 'message', message, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes, [CHECK]: at.check }
+      : { type: 'message', message, turnId: record.turnId, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes, [CHECK]: at.check };
   return held;
 }
 
@@ -32,7 +34,11 @@ export function heldAway(record: LogRecord & { type: 'message' }, at: LineLocati
 export function awayAt(record: LogRecord): LineLocation | undefined {
   const located = record as Located;
   const part = located[PART];
-  return part === undefined ? undefined : { part, offset: located[OFFSET]!, bytes: located[BYTES]! };
+  if (part === undefined) return undefined;
+  const check = located[CHECK];
+  return check === undefined
+    ? { part, offset: located[OFFSET]!, bytes: located[BYTES]! }
+    : { part, offset: located[OFFSET]!, bytes: located[BYTES]!, check };
 }
 
 /** Whether `record` is held without its content. */

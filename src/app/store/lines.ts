@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import { errorText, isRecord } from '../../core/errors';
 import { RECORD_TYPES, type LogRecord } from '../../core/history';
 import { openIfExists, safeJson } from './files';
@@ -29,6 +30,14 @@ export interface RawLine {
   readonly complete: boolean;
   /** The line's full length in bytes, when it is longer than `maxLineBytes`. */
   readonly tooLong?: number;
+  /** The CRC-32 of the line's bytes (newline apart), when asked for and the line is not too long. */
+  readonly check: number | undefined;
+}
+
+/** How `forEachLine` reads. */
+export interface LineOptions {
+  /** Give each line's CRC-32 (`RawLine.check`), taken from its bytes as they are read. */
+  readonly checks?: boolean;
 }
 
 /**
@@ -42,7 +51,9 @@ export async function forEachLine(
   chunkBytes: number,
   maxLineBytes: number,
   onLine: (line: RawLine) => Promise<void> | void,
+  options: LineOptions = {},
 ): Promise<number | undefined> {
+  const checks = options.checks === true;
   const handle = await openIfExists(file);
   if (!handle) return undefined;
   try {
@@ -61,9 +72,11 @@ export async function forEachLine(
       pending += piece.length;
     };
     const finish = async (complete: boolean): Promise<void> => {
-      const text = Buffer.concat(pieces).toString('utf8');
-      const where = { number, offset: lineStart, bytes: pending };
-      const line = pending > maxLineBytes ? { ...where, text, complete, tooLong: pending } : { ...where, text, complete };
+      const gathered = Buffer.concat(pieces);
+      const text = gathered.toString('utf8');
+      const long = pending > maxLineBytes;
+      const where = { number, offset: lineStart, bytes: pending, check: checks && !long ? crc32(gathered) : undefined };
+      const line = long ? { ...where, text, complete, tooLong: pending } : { ...where, text, complete };
       pieces = [];
       pending = 0;
       number++;
@@ -82,7 +95,8 @@ export async function forEachLine(
           // The usual case, a whole line inside one chunk: decoded in place. A caller that returns a
           // promise (an export writing as it reads) is waited for, so reading keeps its pace.
           const text = chunk.toString('utf8', start, end);
-          const waiting = onLine({ number: number++, offset: chunkStart + start, bytes: end - start, text, complete: true });
+          const check = checks ? crc32(chunk.subarray(start, end)) : undefined;
+          const waiting = onLine({ number: number++, offset: chunkStart + start, bytes: end - start, text, complete: true, check });
           if (waiting) await waiting;
           start = end + 1;
           continue;

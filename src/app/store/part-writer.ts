@@ -1,8 +1,10 @@
-import { promises as fs } from 'node:fs';
-import { ConversationConflictError, ConversationVersionError } from './errors';
-import { byteAt, writeAll } from './files';
+import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
+import { crc32 } from 'node:zlib';
+import { isRecord } from '../../core/errors';
+import { ConversationChangedError, ConversationConflictError, ConversationVersionError } from './errors';
+import { byteAt, isCode, safeJson, writeAll } from './files';
 import { futureVersionOf } from './lines';
-import { PART_END_KIND, PART_END_VERSION } from './schemas';
+import { HEADER_KIND, PART_END_KIND, PART_END_VERSION } from './schemas';
 
 /** How much of the file start is read to check its header before an append. */
 const HEAD_BYTES = 64 * 1024;
@@ -19,6 +21,22 @@ export interface Tail {
    * have landed after `size`. The part may then end anywhere from `size` to `size + unknownBytes`.
    */
   readonly unknownBytes?: number;
+  /**
+   * Which file the part was, as last read or written whole: its inode and modification time. A part
+   * of the same size but another inode or another time was replaced or rewritten by something else.
+   */
+  readonly identity?: FileIdentity;
+}
+
+/** What tells one file from another of the same size: its inode (0 where the system has none) and modification time. */
+export interface FileIdentity {
+  readonly ino: number;
+  readonly mtimeMs: number;
+}
+
+/** The identity of a file as `stat` gives it. */
+export function identityOf(stats: Pick<Stats, 'ino' | 'mtimeMs'>): FileIdentity {
+  return { ino: stats.ino, mtimeMs: stats.mtimeMs };
 }
 
 /** Where a line is: its part, and the bytes of that part's file it takes (newline apart). */
@@ -26,6 +44,8 @@ export interface LineLocation {
   readonly part: number;
   readonly offset: number;
   readonly bytes: number;
+  /** The CRC-32 of those bytes as they were written or read: a line read back must still have it. */
+  readonly check?: number;
 }
 
 /** The files of one conversation, as the writer needs them. */
@@ -67,8 +87,10 @@ export class PartWriter {
     return this.tails.get(id);
   }
 
+  /** Where `id` ends as it was just read: its headers are checked again before the next append. */
   setTail(id: string, tail: Tail): void {
     this.tails.set(id, tail);
+    for (const key of this.checked) if (key.startsWith(`${id}#`)) this.checked.delete(key);
   }
 
   forget(id: string): void {
@@ -84,16 +106,47 @@ export class PartWriter {
     const landed: LineLocation[] = [];
     let next = 0;
     while (next < bodies.length) {
-      const handle = await fs.open(files.file(part), 'a+');
+      const handle = await this.openPart(files, part);
+      let written: number;
       try {
-        const written = await this.writeToPart(files, part, handle, bodies, next, landed);
-        if (written === next) part += 1;
-        next = written;
+        written = await this.writeToPart(files, part, handle, bodies, next, landed);
       } finally {
         await handle.close();
       }
+      if (written === next) part += 1;
+      else await this.noteIdentity(files, part);
+      next = written;
     }
     return landed;
+  }
+
+  /**
+   * Part `part` opened to append to. The part this writer last left the conversation's end in must
+   * still be there: a file deleted since is refused, never made again with a header and the record.
+   */
+  private async openPart(files: PartFiles, part: number): Promise<fs.FileHandle> {
+    if (this.tails.get(files.id)?.part !== part) return fs.open(files.file(part), 'a+');
+    try {
+      return await fs.open(files.file(part), fsConstants.O_RDWR | fsConstants.O_APPEND);
+    } catch (error) {
+      if (isCode(error, 'ENOENT')) throw new ConversationChangedError(files.id, `${files.file(part)} was deleted or moved`);
+      throw error;
+    }
+  }
+
+  /**
+   * Notes which file the part just written is, once closed (a system may set its time when the
+   * file is closed), when it ends where this writer left it.
+   */
+  private async noteIdentity(files: PartFiles, part: number): Promise<void> {
+    const tail = this.tails.get(files.id);
+    if (tail?.part !== part || tail.unknownBytes !== undefined) return;
+    try {
+      const stats = await fs.stat(files.file(part));
+      if (stats.size === tail.size) this.tails.set(files.id, { ...tail, identity: identityOf(stats) });
+    } catch {
+      // Unknown: the next append checks the size alone.
+    }
   }
 
   /**
@@ -110,11 +163,10 @@ export class PartWriter {
     landed: LineLocation[],
   ): Promise<number> {
     const { id } = files;
-    const { size } = await handle.stat();
+    const stats = await handle.stat();
+    const { size } = stats;
     const known = this.tails.get(id);
-    if (known !== undefined && known.part === part && !(size >= known.size && size <= known.size + (known.unknownBytes ?? 0))) {
-      throw new ConversationConflictError(id, 'changed');
-    }
+    if (known !== undefined && known.part === part) checkSamePart(files.id, files.file(part), known, stats);
     let lead = '';
     if (size === 0) lead = `${files.header(part)}\n`;
     else {
@@ -144,19 +196,49 @@ export class PartWriter {
     if (end !== next) this.tails.set(id, { part, size: size + data.length });
     let offset = size + Buffer.byteLength(lead);
     for (let i = next; i < end; i++) {
-      landed.push({ part, offset, bytes: bodies[i]!.length - 1 });
-      offset += bodies[i]!.length;
+      const body = bodies[i]!;
+      landed.push({ part, offset, bytes: body.length - 1, check: crc32(body.subarray(0, body.length - 1)) });
+      offset += body.length;
     }
     return end;
   }
 
+  /**
+   * Refuses a part written by a newer Longrun, or one whose header names another conversation (a
+   * file copied over this one's): a record added to it would join a history that is not this one.
+   */
   private async checkHeader(files: PartFiles, part: number, handle: fs.FileHandle, size: number): Promise<void> {
     const key = `${files.id}#${part}`;
     if (this.checked.has(key)) return;
     const head = Buffer.alloc(Math.min(size, HEAD_BYTES));
     const { bytesRead } = await handle.read(head, 0, head.length, 0);
-    const version = futureVersionOf(head.subarray(0, bytesRead).toString('utf8'));
+    const text = head.subarray(0, bytesRead).toString('utf8');
+    const version = futureVersionOf(text);
     if (version !== undefined) throw new ConversationVersionError(files.id, version, files.file(part));
+    const other = headerIdOf(text);
+    if (other !== undefined && other !== files.id)
+      throw new ConversationChangedError(files.id, `${files.file(part)} now holds conversation "${other}"`);
     this.checked.add(key);
   }
+}
+
+/**
+ * Refuses to append to a part that is no longer the one this writer left: grown past what it
+ * wrote, another window continued it (`ConversationConflictError`); shorter, another file, or
+ * rewritten at the same size, something other than Longrun changed it (`ConversationChangedError`).
+ * Only ever appended to, a part Longrun wrote keeps its inode, and its time changes only as it grows.
+ */
+function checkSamePart(id: string, file: string, known: Tail, now: Stats): void {
+  const was = known.identity;
+  const otherFile = was !== undefined && was.ino !== 0 && now.ino !== 0 && was.ino !== now.ino;
+  if (otherFile || now.size < known.size) throw new ConversationChangedError(id, `${file} was replaced or cut short`);
+  if (now.size > known.size + (known.unknownBytes ?? 0)) throw new ConversationConflictError(id, 'changed');
+  if (was !== undefined && now.size === known.size && now.mtimeMs !== was.mtimeMs) throw new ConversationChangedError(id, `${file} was rewritten`);
+}
+
+/** The conversation id a part's header (the start of its file) names, when it is one. */
+function headerIdOf(head: string): string | undefined {
+  const newline = head.indexOf('\n');
+  const value = safeJson(newline < 0 ? head : head.slice(0, newline));
+  return isRecord(value) && value.kind === HEADER_KIND && typeof value.id === 'string' ? value.id : undefined;
 }

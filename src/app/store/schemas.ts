@@ -16,6 +16,8 @@ export const CONVERSATION_FORMAT_VERSION = 1;
  */
 export const PART_END_VERSION = 2;
 export const PART_END_KIND = 'longrun-part-end';
+/** The `kind` of the header line each part starts with. */
+export const HEADER_KIND = 'longrun-conversation';
 
 // ---------------------------------------------------------------------------------------------
 // Schemas of what is stored: they mirror `LogRecord` and everything it holds.
@@ -250,7 +252,7 @@ const fileChangeSchema = lazily(() =>
 export const headerSchema = lazily(() =>
   z.object({
     v: z.literal(CONVERSATION_FORMAT_VERSION),
-    kind: z.literal('longrun-conversation'),
+    kind: z.literal(HEADER_KIND),
     id: z.string(),
     createdAt: z.number(),
     /** Absent in the first part, which is also how conversations from before parts begin. */

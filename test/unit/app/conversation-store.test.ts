@@ -542,7 +542,7 @@ describe('conversation store: large conversations, large records, newer lines', 
     assert.ok(new Set([...opened.locations.values()].map((l) => l.part)).size >= 2, 'in more than one part');
     const again = await store.readAt(
       'c1',
-      located.map((r) => opened.locations.get(r)!),
+      located.map((r) => ({ at: opened.locations.get(r)!, messageId: r.type === 'message' ? r.message.id : '' })),
     );
     assert.deepEqual(again, located);
   });
@@ -561,7 +561,13 @@ describe('conversation store: large conversations, large records, newer lines', 
     const found = new Map([...opened.locations].map(([r, l]) => [r.type === 'message' ? r.message.id : '', l]));
     assert.equal(landed.size, 30);
     assert.deepEqual(landed, new Map([...found].filter(([id]) => id !== 'm0')));
-    assert.deepEqual(await store.readAt('c1', [...landed.values()]), records);
+    assert.deepEqual(
+      await store.readAt(
+        'c1',
+        [...landed].map(([messageId, at]) => ({ at, messageId })),
+      ),
+      records,
+    );
     assert.ok(new Set([...landed.values()].map((l) => l.part)).size >= 2, 'in more than one part');
   });
 });
