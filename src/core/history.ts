@@ -427,10 +427,18 @@ export function currentBasis(log: ConversationLog): string | null {
   return activeSteps(log).at(-1)?.entry.id ?? null;
 }
 
-/** Every usage report in the log, oldest first. */
+/**
+ * Whether a usage report is of one of the agent's requests, whose prompt is the view: a summarizer
+ * call's is not, so it never calibrates the count (it is counted only as what a compaction cost).
+ */
+export function isAgentUsage(usage: ReportedUsage): boolean {
+  return usage.purpose === undefined;
+}
+
+/** Every usage report of the agent's requests in the log, oldest first. */
 export function usageReports(log: ConversationLog): ReportedUsage[] {
   const out: ReportedUsage[] = [];
-  for (const record of log) if (record.type === 'usage') out.push(record.usage);
+  for (const record of log) if (record.type === 'usage' && isAgentUsage(record.usage)) out.push(record.usage);
   return out;
 }
 
@@ -475,11 +483,11 @@ export function originalTask(log: ConversationLog): string | undefined {
   return undefined;
 }
 
-/** The last usage report in the log, if any. */
+/** The last usage report of the agent's requests in the log, if any. */
 export function lastUsage(log: ConversationLog): ReportedUsage | undefined {
   for (let i = log.length - 1; i >= 0; i--) {
     const record = log[i]!;
-    if (record.type === 'usage') return record.usage;
+    if (record.type === 'usage' && isAgentUsage(record.usage)) return record.usage;
   }
   return undefined;
 }

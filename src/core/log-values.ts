@@ -17,3 +17,9 @@ export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
 
 /** Why an output was pruned, in the order the kinds are taken. */
 export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;
+
+/** How long a provider keeps what a request asked it to cache (Anthropic's breakpoints): five minutes or an hour. */
+export const CACHE_TTLS = ['5m', '1h'] as const;
+
+/** Why a model call was made, for the calls that are not the agent's: a summary of a compaction. */
+export const USAGE_PURPOSES = ['summary'] as const;
