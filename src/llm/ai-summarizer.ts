@@ -1,12 +1,23 @@
 import { generateText, type LanguageModel, type ModelMessage, type TelemetryOptions, type ToolSet } from 'ai';
-import type { Summarizer, SummaryRequest, SummaryResponse } from '../core/ports';
+import type { Summarizer, SummaryRequest, SummaryResponse, SummaryUsage } from '../core/ports';
+import { hintedRequest, takesBreakpoints, type CacheHints, type HintedRequest } from './cache-hints';
+import { callUsage } from './call-usage';
 import { withFirstTokenDeadline } from './first-token-deadline';
-import { toModelMessages } from './model-messages';
+import type { ProviderKind } from '../core/provider-kind';
 
-/** What every request of the agent begins with: its system prompt and its tools. */
+/** What every request of the agent begins with: its system prompt and its tools, and what it tells the provider about caching. */
 export interface AgentPrefix {
   readonly system: string;
   readonly tools: ToolSet;
+  /**
+   * The agent's cache hints: a summary continuing the conversation is sent the same, so that it reads
+   * the conversation from the cache (and ends it where the next request reads it from). Absent: none.
+   */
+  readonly cache?: {
+    readonly hints: () => CacheHints | undefined;
+    /** The message that ends the stable part after the last compaction (see `AgentConversation.stableEnd`). */
+    readonly stableEnd?: () => string | undefined;
+  };
 }
 
 export interface AiSummarizerOptions {
@@ -26,6 +37,8 @@ export interface AiSummarizerOptions {
   readonly continueFrom?: () => AgentPrefix | undefined;
   /** Longest wait from sending a request to its answer (`longrun.timeouts.firstChunkSeconds`); absent: none. */
   readonly firstTokenMs?: number;
+  /** The wire format of the model's endpoint, stamped on the usage of a request sent without the agent's hints. */
+  readonly provider?: ProviderKind;
 }
 
 /**
@@ -41,7 +54,8 @@ export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
     ...(continueFrom ? { continues: true } : {}),
     async summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse> {
       const prefix = request.continuation ? continueFrom?.() : undefined;
-      const sent = prefix && request.continuation ? continuing(prefix, request.continuation) : structured(request);
+      const hints = prefix?.cache?.hints();
+      const sent = prefix && request.continuation ? continuing(prefix, request.continuation, hints) : structured(request);
       const result = await generateText({
         model,
         ...sent,
@@ -54,12 +68,12 @@ export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
         ...(signal ? { abortSignal: signal } : {}),
         ...(telemetry ? { telemetry } : {}),
       });
-      const { inputTokens, outputTokens } = result.usage;
       const modelId = result.finalStep.response.modelId;
+      const usage = summaryUsage(result.usage, result.finalStep.providerMetadata, hints, modelId, options.provider);
       return {
         text: result.text,
         model: modelId ? modelId : name,
-        ...(inputTokens !== undefined && outputTokens !== undefined ? { usage: { inputTokens, outputTokens } } : {}),
+        ...(usage ? { usage } : {}),
       };
     },
   };
@@ -79,13 +93,30 @@ function structured(request: SummaryRequest): { instructions: string; messages: 
 function continuing(
   prefix: AgentPrefix,
   continuation: NonNullable<SummaryRequest['continuation']>,
-): { instructions: string; messages: ModelMessage[]; tools: ToolSet; toolChoice: 'none' } {
+  hints: CacheHints | undefined,
+): HintedRequest & { tools: ToolSet; toolChoice: 'none' } {
   const tools: ToolSet = {};
   for (const [name, tool] of Object.entries(prefix.tools)) tools[name] = { ...tool, execute: undefined } as ToolSet[string];
-  return {
-    instructions: prefix.system,
-    messages: [...toModelMessages(continuation.messages), { role: 'user', content: continuation.directive }],
-    tools,
-    toolChoice: 'none',
-  };
+  const stableEnd = hints && takesBreakpoints(hints.provider) ? prefix.cache?.stableEnd?.() : undefined;
+  // The directive is this request's alone: it takes no breakpoint.
+  const request = hintedRequest(prefix.system, continuation.messages, hints, {
+    ...(stableEnd !== undefined ? { stableEnd } : {}),
+    tail: [{ role: 'user', content: continuation.directive }],
+  });
+  return { ...request, tools, toolChoice: 'none' };
+}
+
+/** A summary call's usage as a usage record keeps it; undefined when the provider reported none. */
+function summaryUsage(
+  usage: Parameters<typeof callUsage>[0],
+  metadata: Parameters<typeof callUsage>[1],
+  hints: CacheHints | undefined,
+  modelId: string | undefined,
+  endpoint: ProviderKind | undefined,
+): SummaryUsage | undefined {
+  const provider = hints?.provider ?? endpoint;
+  const reported = callUsage(usage, metadata, provider, modelId);
+  if (!reported) return undefined;
+  const wrote = (reported.cacheWriteTokens ?? 0) > 0 && hints !== undefined && takesBreakpoints(hints.provider);
+  return { ...reported, ...(provider ? { provider } : {}), ...(wrote ? { cacheTtl: hints.ttl } : {}) };
 }
