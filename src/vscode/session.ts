@@ -339,7 +339,7 @@ export class Session implements vscode.Disposable {
     const name = this.modelName() ?? 'no model';
     const key = this.modelKey();
     const window: ContextWindow = sized
-      ? { limit: sized.inputLimit, source: sized.window.assumed ? 'table' : 'model' }
+      ? { limit: sized.inputLimit, source: sized.window.assumed ? 'assumed' : 'model' }
       : {
           limit: 0,
           source: 'unknown',
