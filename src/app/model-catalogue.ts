@@ -5,6 +5,7 @@ import { mistralModels } from 'tokenlens/providers/mistral';
 import { openaiModels } from 'tokenlens/providers/openai';
 import { openrouterModels } from 'tokenlens/providers/openrouter';
 import { xaiModels } from 'tokenlens/providers/xai';
+import { lazily } from '../core/lazy';
 import type { ReportedUsage } from '../core/log';
 import type { ProviderKind } from '../core/provider-kind';
 import { billingRulesFor, callCost, type BillingRules, type CostBreakdown, type ModelPrices } from '../core/usage-cost';
@@ -34,16 +35,27 @@ interface RawProvider {
   readonly models: Readonly<Record<string, RawModel>>;
 }
 
-/** The lists whose prices are those of the provider the request is sent to. */
-const BILLED_BY: Readonly<Partial<Record<ProviderKind, RawProvider>>> = {
+/**
+ * The lists whose prices are those of the provider the request is sent to. Made on first use: the
+ * catalogue is a file of its own, read only when a window or a price is first asked for.
+ */
+const BILLED_BY = lazily((): Readonly<Partial<Record<ProviderKind, RawProvider>>> => ({
   anthropic: anthropicModels,
   openai: openaiModels,
   google: googleModels,
   openrouter: openrouterModels,
-};
+}));
 
 /** Every list bundled, searched for the window of a model of another server. */
-const ALL: readonly RawProvider[] = [anthropicModels, openaiModels, googleModels, openrouterModels, deepseekModels, mistralModels, xaiModels];
+const ALL = lazily((): readonly RawProvider[] => [
+  anthropicModels,
+  openaiModels,
+  googleModels,
+  openrouterModels,
+  deepseekModels,
+  mistralModels,
+  xaiModels,
+]);
 
 /** A model's window and where it came from, for the gauge. */
 export interface KnownWindow {
@@ -156,8 +168,8 @@ export class ModelCatalogue {
    * kind), by any of its names, when the entries found agree.
    */
   catalogueWindow(provider: ProviderKind | undefined, modelId: string): KnownWindow | undefined {
-    const billed = provider ? BILLED_BY[provider] : undefined;
-    const lists = billed ? [billed] : ALL;
+    const billed = provider ? BILLED_BY()[provider] : undefined;
+    const lists = billed ? [billed] : ALL();
     for (const name of variants(modelId)) {
       for (const list of lists) {
         const limit = agreedWindow(entriesOf(list, name));
@@ -175,13 +187,18 @@ export class ModelCatalogue {
    */
   pricesOf(provider: ProviderKind | undefined, ids: readonly (string | undefined)[]): KnownPrices | undefined {
     const override = this.overrideOf(ids);
-    const list = provider ? BILLED_BY[provider] : undefined;
+    const list = provider ? BILLED_BY()[provider] : undefined;
     for (const id of ids) {
       if (id === undefined || !list) continue;
       const entries = entriesOf(list, id);
       const listed = entries.length === 1 ? pricesOf(entries[0]!) : undefined;
       const prices = listed && withOverride(listed, override?.override);
-      if (prices) return { prices, rules: billingRulesFor(provider, id), origin: override ? 'your override over the model catalogue' : `the model catalogue (${list.name})` };
+      if (prices)
+        return {
+          prices,
+          rules: billingRulesFor(provider, id),
+          origin: override ? 'your override over the model catalogue' : `the model catalogue (${list.name})`,
+        };
     }
     const own = override && withOverride(undefined, override.override);
     return own ? { prices: own, rules: billingRulesFor(provider, override.id), origin: 'your longrun.models.overrides setting' } : undefined;

@@ -267,18 +267,19 @@ export type WindowedModel =
 const SETTING_ORIGIN = 'from your longrun.contextWindow setting';
 
 /**
- * The one rule for the window of the model in use. `longrun.contextWindow` (`setting`) wins over what
- * the model declares, and a window the provider showed smaller (`learned`) wins over both. An endpoint
+ * The one rule for the window of the model in use. `longrun.contextWindow` (`setting`; for a model of
+ * VS Code's, else its `longrun.models.overrides` window) wins over what the model declares, and a window the provider showed smaller (`learned`) wins over both. An endpoint
  * model's resolved window already holds what was discovered or learned; a model of VS Code's declares
  * its input limit, its answer's room being its provider's business, and a window learned from its
  * server is a whole window, the reserve rule keeping room for the answer. Undefined when nothing is known.
  */
 export function windowFor(
   model: WindowedModel,
-  setting: number | undefined,
+  setting: number | { readonly limit: number; readonly origin: string } | undefined,
   learned: { limit: number; why: string } | undefined,
 ): EndpointWindow | undefined {
-  const fromSetting = setting ? applyLearned({ limit: setting, origin: SETTING_ORIGIN, assumed: false }, learned) : undefined;
+  const set = typeof setting === 'number' ? { limit: setting, origin: SETTING_ORIGIN } : setting;
+  const fromSetting = set && set.limit > 0 ? applyLearned({ ...set, assumed: false }, learned) : undefined;
   if (model.kind === 'endpoint') return fromSetting ? withReserve(fromSetting, model.maxOutput) : model.resolved;
   if (fromSetting) return withReserve(fromSetting, undefined);
   const declaredInput = model.maxInputTokens > 0 ? model.maxInputTokens : undefined;

@@ -4,6 +4,7 @@ import { createAiSummarizer, type AgentPrefix, type AiSummarizerOptions } from '
 import type { LongrunTelemetry } from '../llm/telemetry';
 import { learnedWins } from './model-windows';
 import type { LongrunSettings } from './settings';
+import type { ProviderKind } from '../core/provider-kind';
 
 /**
  * The summarizer a compaction asks for, made for the model, its window and the settings as they are
@@ -18,6 +19,8 @@ export interface SummarizerModel {
   readonly declaredWindow: number;
   /** The model as an AI SDK model, made only when the summarizer is made anew. */
   languageModel(): Promise<LanguageModel>;
+  /** The wire format of its endpoint, stamped on the usage of its calls; absent for a model of VS Code's. */
+  readonly provider?: ProviderKind;
 }
 
 export interface SummarizerSourceDeps {
@@ -67,6 +70,7 @@ export class SummarizerSource {
       name: chosen.key,
       telemetry: telemetry.settings('longrun.summarizer'),
       firstTokenMs,
+      ...(chosen.provider ? { provider: chosen.provider } : {}),
       ...(window > 0 ? { contextWindow: window } : {}),
       ...(continues ? { continueFrom: () => this.agentPrefix } : {}),
     });

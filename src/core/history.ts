@@ -442,6 +442,33 @@ export function usageReports(log: ConversationLog): ReportedUsage[] {
   return out;
 }
 
+/**
+ * Where the part of the view that stays the same until the next compaction ends: the last message of
+ * `view` that was in the log when the latest compaction or pruning in force (`stepId`) was applied,
+ * or that compaction's summary. Every request until the next compaction begins with the view up to
+ * it. Undefined before any compaction or pruning, or when the view holds nothing from before it.
+ */
+export function stablePartEnd(log: ConversationLog, view: readonly Message[], stepId: string | null): string | undefined {
+  if (stepId === null) return undefined;
+  const after = new Set<string>();
+  let found = false;
+  for (let i = log.length - 1; i >= 0; i--) {
+    const record = log[i]!;
+    if ((record.type === 'compaction' || record.type === 'pruning') && record.entry.id === stepId) {
+      found = true;
+      break;
+    }
+    if (record.type === 'message') after.add(record.message.id);
+  }
+  if (!found) return undefined;
+  for (let i = view.length - 1; i >= 0; i--) {
+    const id = view[i]!.id;
+    // A result Longrun adds for a call left open is not in the log: it may be replaced.
+    if (!after.has(id) && !id.startsWith('interrupted:')) return id;
+  }
+  return undefined;
+}
+
 /** The round the next compaction will have. */
 export function nextRound(log: ConversationLog): number {
   return (lastEntry(log)?.round ?? 0) + 1;

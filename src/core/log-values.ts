@@ -4,7 +4,8 @@
  * are built from them, so a value cannot be added to one without the other.
  */
 
-export const COMPACTION_REASONS = ['threshold', 'overflow', 'manual'] as const;
+/** Why a compaction ran; `cache-expired`: the provider's prompt cache had expired, so pruning cost nothing more. */
+export const COMPACTION_REASONS = ['threshold', 'overflow', 'manual', 'cache-expired'] as const;
 
 /** Roles a summary message may take in the model's view. */
 export const SUMMARY_ROLES = ['user', 'assistant'] as const;

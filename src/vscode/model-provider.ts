@@ -36,7 +36,11 @@ export function endpointModels(endpoints: readonly EndpointSetting[], windows: M
     for (const model of endpoint.models) {
       const id = `${endpoint.name}/${model.id}`;
       const configured = endpoint.provider ? { ...model, provider: endpoint.provider } : model;
-      const sized = windows.forEndpointModel({ baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name }, `${VENDOR}/${id}`, configured);
+      const sized = windows.forEndpointModel(
+        { baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name },
+        `${VENDOR}/${id}`,
+        configured,
+      );
       out.push({
         endpoint,
         model,

@@ -20,7 +20,14 @@ describe('model catalogue: windows and prices of known models, and the user’s 
     const known = catalogue();
     assert.equal(known.catalogueWindow('openai-compatible', 'acme-coder:7b'), undefined);
     assert.equal(known.pricesOf('anthropic', ['claude-from-the-future']), undefined);
-    const usage: ReportedUsage = { anchorMessageId: 'a', inputTokens: 10_000, outputTokens: 10, basis: null, provider: 'anthropic', modelId: 'claude-from-the-future' };
+    const usage: ReportedUsage = {
+      anchorMessageId: 'a',
+      inputTokens: 10_000,
+      outputTokens: 10,
+      basis: null,
+      provider: 'anthropic',
+      modelId: 'claude-from-the-future',
+    };
     assert.equal(known.cost(usage), undefined);
   });
 

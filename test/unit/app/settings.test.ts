@@ -458,7 +458,8 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
     'longrun.agent.commandTimeoutSeconds': 'how long a command the agent started runs unattended',
     'longrun.agent.editorTools': "which other extensions' and MCP servers' tools the agent may call",
     'longrun.logging.verbose': 'puts conversation content, secrets included, into log files',
-    'longrun.models.overrides': 'the prices and windows Longrun believes: costs shown smaller than billed, or a window that makes it compact at every step',
+    'longrun.models.overrides':
+      'the prices and windows Longrun believes: costs shown smaller than billed, or a window that makes it compact at every step',
     'longrun.cache.ttl': 'how long the provider keeps the conversation cached, at twice the price of a write for an hour',
     'longrun.cache.openaiRetention': "how long OpenAI keeps the conversation's prefixes on its side",
   };

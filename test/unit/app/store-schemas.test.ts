@@ -124,7 +124,10 @@ describe('store schemas', () => {
       },
     };
     assert.deepEqual(logRecordSchema().parse(JSON.parse(JSON.stringify(full))), full);
-    const summary: LogRecord = { type: 'usage', usage: { anchorMessageId: 'm1', inputTokens: 1, outputTokens: 1, basis: '(summary request)', purpose: 'summary', estimated: true } };
+    const summary: LogRecord = {
+      type: 'usage',
+      usage: { anchorMessageId: 'm1', inputTokens: 1, outputTokens: 1, basis: '(summary request)', purpose: 'summary', estimated: true },
+    };
     assert.deepEqual(logRecordSchema().parse(JSON.parse(JSON.stringify(summary))), summary);
     // A line written before the tokens were kept by kind: no cache figures, and nothing else lost.
     const old = { type: 'usage', usage: { anchorMessageId: 'm1', inputTokens: 5, outputTokens: 1, basis: 'c1', localTokens: 4, model: 'longrun/x' } };

@@ -223,7 +223,11 @@ describe('cache breakpoints', () => {
       user('s', 'summary'),
       ...Array.from({ length: 30 }, (_, i) => user(`k${i}`, 'kept')),
       assistant('a', '', ...calls),
-      { id: 't', role: 'tool', content: calls.map((c): Part => ({ type: 'tool-result', toolCallId: c.callId, toolName: 't', output: '' })) } as Message,
+      {
+        id: 't',
+        role: 'tool',
+        content: calls.map((c): Part => ({ type: 'tool-result', toolCallId: c.callId, toolName: 't', output: '' })),
+      } as Message,
     ];
     const plan = planBreakpoints(view, { head: true, stableEnd: 's', max: 3 });
     assert.equal((plan.head ? 1 : 0) + plan.messages.length, 3);

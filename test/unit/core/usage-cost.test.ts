@@ -14,7 +14,13 @@ describe('usage cost: the arithmetic of each provider’s bill', () => {
     // input_tokens 500, cache_read_input_tokens 8,000, cache_creation_input_tokens 1,500, as the AI SDK adds them up.
     const cost = callCost({ input: 10_000, cacheRead: 8_000, cacheWrite: 1_500, output: 500 }, SONNET, 'anthropic');
     assert.deepEqual(
-      { uncached: micro(cost?.uncached), cacheRead: micro(cost?.cacheRead), cacheWrite: micro(cost?.cacheWrite), output: micro(cost?.output), total: micro(cost?.total) },
+      {
+        uncached: micro(cost?.uncached),
+        cacheRead: micro(cost?.cacheRead),
+        cacheWrite: micro(cost?.cacheWrite),
+        output: micro(cost?.output),
+        total: micro(cost?.total),
+      },
       { uncached: 1_500, cacheRead: 2_400, cacheWrite: 5_625, output: 7_500, total: 17_025 },
     );
   });
@@ -51,27 +57,40 @@ describe('usage cost: the arithmetic of each provider’s bill', () => {
   it('property: a cost is given exactly when every kind of token the call holds has a price, and is the sum of its parts', () => {
     const rules = fc.constantFrom<BillingRules>('anthropic', 'openai', 'google', 'unknown');
     const maybe = fc.option(fc.double({ min: 0, max: 100, noNaN: true }), { nil: undefined });
-    const prices = fc.record({ input: fc.double({ min: 0, max: 100, noNaN: true }), output: fc.double({ min: 0, max: 100, noNaN: true }), cacheRead: maybe, cacheWrite: maybe });
+    const prices = fc.record({
+      input: fc.double({ min: 0, max: 100, noNaN: true }),
+      output: fc.double({ min: 0, max: 100, noNaN: true }),
+      cacheRead: maybe,
+      cacheWrite: maybe,
+    });
     const tokens = fc.integer({ min: 0, max: 2_000_000 });
     fc.assert(
-      fc.property(prices, rules, tokens, tokens, tokens, tokens, fc.constantFrom('5m' as const, '1h' as const), (p, r, input, read, write, output, ttl) => {
-        const price: ModelPrices = {
-          input: p.input,
-          output: p.output,
-          ...(p.cacheRead !== undefined ? { cacheRead: p.cacheRead } : {}),
-          ...(p.cacheWrite !== undefined ? { cacheWrite: p.cacheWrite } : {}),
-        };
-        const use = { input: input + read + write, cacheRead: read, cacheWrite: write, output, cacheTtl: ttl };
-        const cost = callCost(use, price, r);
-        const readKnown = read === 0 || price.cacheRead !== undefined || r === 'anthropic';
-        const writeKnown =
-          write === 0 || r === 'anthropic' || (ttl === '5m' && (price.cacheWrite !== undefined || r === 'openai'));
-        assert.equal(cost !== undefined, readKnown && writeKnown);
-        if (cost) {
-          assert.ok(Math.abs(cost.total - (cost.uncached + cost.cacheRead + cost.cacheWrite + cost.output)) < 1e-9);
-          assert.ok(Math.abs(cost.uncached - (input * price.input) / 1e6) < 1e-9);
-        }
-      }),
+      fc.property(
+        prices,
+        rules,
+        tokens,
+        tokens,
+        tokens,
+        tokens,
+        fc.constantFrom('5m' as const, '1h' as const),
+        (p, r, input, read, write, output, ttl) => {
+          const price: ModelPrices = {
+            input: p.input,
+            output: p.output,
+            ...(p.cacheRead !== undefined ? { cacheRead: p.cacheRead } : {}),
+            ...(p.cacheWrite !== undefined ? { cacheWrite: p.cacheWrite } : {}),
+          };
+          const use = { input: input + read + write, cacheRead: read, cacheWrite: write, output, cacheTtl: ttl };
+          const cost = callCost(use, price, r);
+          const readKnown = read === 0 || price.cacheRead !== undefined || r === 'anthropic';
+          const writeKnown = write === 0 || r === 'anthropic' || (ttl === '5m' && (price.cacheWrite !== undefined || r === 'openai'));
+          assert.equal(cost !== undefined, readKnown && writeKnown);
+          if (cost) {
+            assert.ok(Math.abs(cost.total - (cost.uncached + cost.cacheRead + cost.cacheWrite + cost.output)) < 1e-9);
+            assert.ok(Math.abs(cost.uncached - (input * price.input) / 1e6) < 1e-9);
+          }
+        },
+      ),
     );
   });
 });
@@ -86,7 +105,13 @@ const usage = (over: Partial<ReportedUsage> & Pick<ReportedUsage, 'inputTokens'>
 
 const byAnthropic = (u: ReportedUsage) =>
   callCost(
-    { input: u.inputTokens, cacheRead: u.cacheReadTokens ?? 0, cacheWrite: u.cacheWriteTokens ?? 0, output: u.outputTokens, ...(u.cacheTtl ? { cacheTtl: u.cacheTtl } : {}) },
+    {
+      input: u.inputTokens,
+      cacheRead: u.cacheReadTokens ?? 0,
+      cacheWrite: u.cacheWriteTokens ?? 0,
+      output: u.outputTokens,
+      ...(u.cacheTtl ? { cacheTtl: u.cacheTtl } : {}),
+    },
     SONNET,
     'anthropic',
   );
@@ -105,7 +130,10 @@ describe('usage report: the last request, the conversation, and what compactions
     assert.equal(report.summaries.requests, 1);
     assert.equal(report.last?.input, 12_000);
     assert.equal(report.conversation.cacheRead, 20_900);
-    assert.equal(micro(report.summaries.cost), micro(byAnthropic(usage({ inputTokens: 12_500, cacheReadTokens: 11_900, cacheWriteTokens: 0 }))!.total));
+    assert.equal(
+      micro(report.summaries.cost),
+      micro(byAnthropic(usage({ inputTokens: 12_500, cacheReadTokens: 11_900, cacheWriteTokens: 0 }))!.total),
+    );
     assert.equal(cacheHitShare(report.conversation), 20_900 / 34_500);
   });
 

@@ -100,7 +100,13 @@ const responsesStream = (() => {
     usage: null,
     ...extra,
   });
-  const item = { id: 'msg_1', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Done.', annotations: [] }] };
+  const item = {
+    id: 'msg_1',
+    type: 'message',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text: 'Done.', annotations: [] }],
+  };
   return sse([
     ['response.created', { type: 'response.created', sequence_number: 0, response: response('in_progress', {}) }],
     [
@@ -164,7 +170,13 @@ const geminiStream = sse([
 const openrouterStream = (() => {
   const base = { id: 'gen-1', provider: 'Anthropic', model: 'anthropic/claude-sonnet-4', object: 'chat.completion.chunk', created: 1_750_000_000 };
   return sse([
-    [undefined, { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'Done.' }, finish_reason: null, native_finish_reason: null, logprobs: null }] }],
+    [
+      undefined,
+      {
+        ...base,
+        choices: [{ index: 0, delta: { role: 'assistant', content: 'Done.' }, finish_reason: null, native_finish_reason: null, logprobs: null }],
+      },
+    ],
     [
       undefined,
       {
@@ -198,7 +210,16 @@ function conversationOf(history: readonly Message[], stableEnd?: string): AgentC
     append: async (added) => {
       records.push(...added);
     },
-    assess: () => ({ level: 'ok', used: 0, limit: 200_000, fraction: 0, warningAt: 150_000, compactAt: 180_000, shouldCompact: false, explanation: '' }),
+    assess: () => ({
+      level: 'ok',
+      used: 0,
+      limit: 200_000,
+      fraction: 0,
+      warningAt: 150_000,
+      compactAt: 180_000,
+      shouldCompact: false,
+      explanation: '',
+    }),
     compact: async () => ({ status: 'noop', reason: 'not in this test' }),
     requestBasis: () => ({ basis: 'c1', localTokens: 100 }),
     newId: () => `n${++id}`,
@@ -207,7 +228,12 @@ function conversationOf(history: readonly Message[], stableEnd?: string): AgentC
 }
 
 /** Runs one request of `history` on `model`; the usage it recorded. */
-async function recordedUsage(model: LanguageModel, hints: CacheHints | undefined, history: readonly Message[] = [userMessage('u1', 'go')], stableEnd?: string) {
+async function recordedUsage(
+  model: LanguageModel,
+  hints: CacheHints | undefined,
+  history: readonly Message[] = [userMessage('u1', 'go')],
+  stableEnd?: string,
+) {
   const conversation = conversationOf(history, stableEnd);
   const result = await runAgentTurn({
     model,
@@ -250,7 +276,11 @@ function wideStep(n: number): Message[] {
       role: 'assistant',
       content: calls.map((id): Part => ({ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: { path: `${id}.ts` } })),
     },
-    { id: 't1', role: 'tool', content: calls.map((id): Part => ({ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: `text of ${id}` })) },
+    {
+      id: 't1',
+      role: 'tool',
+      content: calls.map((id): Part => ({ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: `text of ${id}` })),
+    },
   ];
 }
 
@@ -266,7 +296,9 @@ function breakpoints(body: unknown, path = ''): string[] {
 describe('provider usage: what each provider’s package reports, as Longrun records it', () => {
   it('Anthropic: input_tokens plus the cache read and written, with the breakpoints of a wide step in the request', async () => {
     const bodies: unknown[] = [];
-    const model = createAnthropic({ apiKey: 'test', baseURL: 'http://anthropic.test/v1', fetch: sseFetch([anthropicStream], bodies) })('claude-sonnet-4-0');
+    const model = createAnthropic({ apiKey: 'test', baseURL: 'http://anthropic.test/v1', fetch: sseFetch([anthropicStream], bodies) })(
+      'claude-sonnet-4-0',
+    );
     const usage = await recordedUsage(model, { provider: 'anthropic', ttl: '1h' }, wideStep(15));
     assert.deepEqual(kinds(usage), {
       inputTokens: 25 + 1_800 + 12_000,
@@ -318,7 +350,9 @@ describe('provider usage: what each provider’s package reports, as Longrun rec
 
   it('Gemini: promptTokenCount with cachedContentTokenCount within', async () => {
     const bodies: unknown[] = [];
-    const model = createGoogleGenerativeAI({ apiKey: 'test', baseURL: 'http://google.test/v1beta', fetch: sseFetch([geminiStream], bodies) })('gemini-2.5-pro');
+    const model = createGoogleGenerativeAI({ apiKey: 'test', baseURL: 'http://google.test/v1beta', fetch: sseFetch([geminiStream], bodies) })(
+      'gemini-2.5-pro',
+    );
     const usage = await recordedUsage(model, { provider: 'google', ttl: '5m' });
     assert.deepEqual(kinds(usage), {
       inputTokens: 9_000,
