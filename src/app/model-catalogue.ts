@@ -164,12 +164,13 @@ export class ModelCatalogue {
   }
 
   /**
-   * The catalogue's window of `modelId`: in its provider's list (any list for a server of another
-   * kind), by any of its names, when the entries found agree.
+   * The catalogue's window of `modelId`: in its provider's list first, then in the others, by any of
+   * its names, when the entries found agree.
    */
   catalogueWindow(provider: ProviderKind | undefined, modelId: string): KnownWindow | undefined {
     const billed = provider ? BILLED_BY()[provider] : undefined;
-    const lists = billed ? [billed] : ALL();
+    // The provider's own list first; a model it does not list may be known by its maker's.
+    const lists = billed ? [billed, ...ALL().filter((list) => list !== billed)] : ALL();
     for (const name of variants(modelId)) {
       for (const list of lists) {
         const limit = agreedWindow(entriesOf(list, name));

@@ -11,6 +11,8 @@ export interface UsageView {
   readonly report: UsageReport;
   /** The model in use is one of VS Code's, which reports no usage. */
   readonly editorModel?: boolean;
+  /** The conversation has answers, but their provider reported no usage for any of them. */
+  readonly unreported?: boolean;
   /** The provider's cache, and the tokens the next request sends (for "re-sends ~N tokens"). */
   readonly cache?: { readonly state: CacheState; readonly nextRequestTokens: number; readonly now: number };
 }
@@ -59,7 +61,11 @@ export function usageLines(view: UsageView): string[] {
     lines.push("VS Code's models report no token usage: the counts here are Longrun's own, and no cost or cache share is known.");
     return lines;
   }
-  if (report.conversation.requests === 0) return lines;
+  if (report.conversation.requests === 0) {
+    if (view.unreported)
+      lines.push("The model's server reported no token usage: Longrun counts the window itself, and no cost or cache share is known.");
+    return lines;
+  }
   const last = report.last;
   const both = (label: string, pick: (t: UsageTotals) => string): string =>
     `| ${label} | ${last ? pick(last) : '—'} | ${pick(report.conversation)} |`;

@@ -28,9 +28,12 @@ export class UsageViews {
   of(conversation: Conversation, editorModel: boolean): UsageView {
     const settings = this.deps.settings();
     const now = this.deps.now();
+    const report = this.report(conversation, settings.modelOverrides);
+    const unreported = report.conversation.requests === 0 && hasAnswer(conversation.log());
     return {
-      report: this.report(conversation, settings.modelOverrides),
+      report,
       ...(editorModel ? { editorModel: true } : {}),
+      ...(unreported ? { unreported: true } : {}),
       cache: { state: branchCacheState(conversation.log(), settings.cache, now), nextRequestTokens: conversation.count().tokens, now },
     };
   }
@@ -52,4 +55,13 @@ export class UsageViews {
     this.costs.set(usage, { prices, cost });
     return cost;
   }
+}
+
+/** Whether the branch holds an answer of the model (looked for from the end, where the latest is). */
+function hasAnswer(records: ConversationLog): boolean {
+  for (let i = records.length - 1; i >= 0; i--) {
+    const record = records[i]!;
+    if (record.type === 'message' && record.message.role === 'assistant') return true;
+  }
+  return false;
 }

@@ -234,6 +234,10 @@ describe('gauge usage and cost', () => {
     const vscodeTip = gaugePresentation(state(81_000, 128_000, { usage: { report: editor, editorModel: true } })).tooltipMarkdown;
     assert.match(vscodeTip, /VS Code's models report no token usage/);
     assert.doesNotMatch(vscodeTip, /\| Cost \|/);
+    const silent = gaugePresentation(
+      state(81_000, 128_000, { usage: { report: usageReport([], () => undefined), unreported: true } }),
+    ).tooltipMarkdown;
+    assert.match(silent, /The model's server reported no token usage: Longrun counts the window itself, and no cost or cache share is known\./);
   });
 
   it('says when the cache has expired and what the next request re-sends at full price', () => {

@@ -13,6 +13,7 @@ describe('model catalogue: windows and prices of known models, and the user’s 
     assert.equal(known.catalogueWindow('openai', 'gpt-4o-2024-11-20')?.limit, 128_000, 'a snapshot the catalogue does not list');
     assert.equal(known.catalogueWindow('openai-compatible', 'openai/gpt-4o')?.limit, 128_000);
     assert.equal(known.catalogueWindow(undefined, 'gemini-2.5-pro')?.limit, 1_048_576);
+    assert.equal(known.catalogueWindow('openrouter', 'openai/gpt-4o')?.limit, 128_000, 'by its maker’s list when the router’s lacks it');
     assert.match(known.catalogueWindow('openai', 'gpt-4o')!.origin, /model catalogue \(OpenAI\)/);
   });
 
