@@ -1,11 +1,20 @@
-import { cacheLifetimeMs, cacheState, type CacheLifetimeSettings, type CacheState } from '../core/cache-lifetime';
+import {
+  cacheLifetimeMs,
+  cacheState,
+  decideColdCompaction,
+  type CacheLifetimeSettings,
+  type CacheState,
+  type ColdCompaction,
+} from '../core/cache-lifetime';
 import { isAgentUsage, type ConversationLog } from '../core/history';
 import type { ReportedUsage } from '../core/log';
 import type { CostBreakdown } from '../core/usage-cost';
 import { usageReport, type UsageReport } from '../core/usage-report';
 import type { CacheHints } from '../llm/cache-hints';
 import type { ProviderKind } from '../core/provider-kind';
+import type { Conversation } from './conversation';
 import { configuredId } from './model-catalogue';
+import type { LongrunSettings } from './settings';
 
 /**
  * What a conversation's records say about the provider's prompt cache and what the conversation
@@ -109,4 +118,56 @@ export function cacheHintsFor(
 export function conversationUsage(all: ConversationLog, cost: (usage: ReportedUsage) => CostBreakdown | undefined): UsageReport {
   const cold = coldCompactionIds(all);
   return usageReport(usages(all), cost, (basis) => cold.has(basis));
+}
+
+/**
+ * The hints of a turn's requests, asked before each: the provider of the model in use, the cache
+ * settings, the branch's key, and the provider OpenRouter served the conversation from (looked for
+ * until found, then kept).
+ */
+export function turnCacheHints(
+  provider: () => ProviderKind | undefined,
+  settings: () => CacheLifetimeSettings,
+  branch: { readonly conversationId: string; readonly chat?: string; readonly records: () => ConversationLog },
+): () => CacheHints | undefined {
+  let pinned: CacheHints | undefined;
+  return () => {
+    const kind = provider();
+    const now = settings();
+    if (pinned && pinned.provider === kind && pinned.ttl === now.ttl) return pinned;
+    const hints = cacheHintsFor(kind, now, {
+      conversationId: branch.conversationId,
+      ...(branch.chat !== undefined ? { chat: branch.chat } : {}),
+      records: branch.records(),
+    });
+    if (hints?.pinnedProvider !== undefined) pinned = hints;
+    return hints;
+  };
+}
+
+/**
+ * What an expired cache lets a turn starting now do (see `decideColdCompaction`), and since when it
+ * has expired; undefined while the cache is warm or its lifetime unknown, or while a compaction runs.
+ */
+export function coldCompactionOf(
+  conversation: Conversation,
+  settings: LongrunSettings['cache'],
+  now: number,
+  midTurn: boolean,
+): { readonly decision: ColdCompaction; readonly since: number } | undefined {
+  const records = conversation.log();
+  const cache = branchCacheState(records, settings, now);
+  if (cache.kind !== 'expired' || conversation.isCompacting()) return undefined;
+  const ahead = conversation.aheadState();
+  const decision = decideColdCompaction({
+    enabled: settings.coldCompaction,
+    cache,
+    lastRequestAt: lastTimedRequest(records)?.at,
+    lastColdAt: lastColdCompactionAt(records),
+    midTurn,
+    level: conversation.assess().level,
+    aheadReady: ahead.ready,
+    aheadRunning: ahead.running,
+  });
+  return { decision, since: cache.since };
 }

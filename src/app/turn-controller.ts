@@ -24,9 +24,8 @@ import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
 import type { LongrunSettings } from './settings';
 import { systemPrompt } from './system-prompt';
-import { decideColdCompaction } from '../core/cache-lifetime';
 import type { CacheHints } from '../llm/cache-hints';
-import { branchCacheState, cacheHintsFor, lastColdCompactionAt, lastTimedRequest } from './conversation-cache';
+import { coldCompactionOf, turnCacheHints } from './conversation-cache';
 
 export type { ChatButton, ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
 
@@ -285,7 +284,11 @@ export class TurnController {
       where.metadata = metadataOf(conversation);
       await this.compactIfCacheExpired(conversation, chat, midTurn);
       const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
-      const hints = this.cacheHintsOf(conversation, request.chat);
+      const hints = turnCacheHints(
+        () => models.providerKind(),
+        () => this.deps.settings().cache,
+        { conversationId: conversation.id, ...(request.chat !== undefined ? { chat: request.chat } : {}), records: () => conversation.log() },
+      );
       models.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
       models.setAgentPrefix({ system, tools, cache: { hints, stableEnd: () => conversation.stableEnd() } });
       this.reportSkippedTools(editorTools, request, chat);
@@ -305,53 +308,21 @@ export class TurnController {
   }
 
   /**
-   * The cache hints of the conversation's requests, asked before each: the provider of the model in
-   * use, the cache settings, the branch's key, and the provider OpenRouter served it from (which is
-   * found once and kept).
-   */
-  private cacheHintsOf(conversation: Conversation, chat: string | undefined): () => CacheHints | undefined {
-    let pinned: CacheHints | undefined;
-    return () => {
-      const provider = this.deps.models.providerKind();
-      if (pinned && pinned.provider === provider && pinned.ttl === this.deps.settings().cache.ttl) return pinned;
-      const hints = cacheHintsFor(provider, this.deps.settings().cache, {
-        conversationId: conversation.id,
-        ...(chat !== undefined ? { chat } : {}),
-        records: conversation.log(),
-      });
-      if (hints?.pinnedProvider !== undefined) pinned = hints;
-      return hints;
-    };
-  }
-
-  /**
    * At the start of a turn, when the provider's cache has expired since the conversation's last request:
    * the pruning that would otherwise wait, and past the warning level the summary prepared ahead, now,
    * since the next request re-sends everything anyway (see `decideColdCompaction`).
    */
   private async compactIfCacheExpired(conversation: Conversation, chat: ChatSurface, midTurn: boolean): Promise<void> {
     const { settings, now } = this.deps;
-    const records = conversation.log();
-    const cache = branchCacheState(records, settings().cache, now());
-    if (cache.kind !== 'expired' || conversation.isCompacting()) return;
-    const ahead = conversation.aheadState();
-    const decision = decideColdCompaction({
-      enabled: settings().cache.coldCompaction,
-      cache,
-      lastRequestAt: lastTimedRequest(records)?.at,
-      lastColdAt: lastColdCompactionAt(records),
-      midTurn,
-      level: conversation.assess().level,
-      aheadReady: ahead.ready,
-      aheadRunning: ahead.running,
-    });
-    if (decision.kind !== 'prune') {
-      this.deps.log.info(`The provider's cache has expired; not compacting for it: ${decision.reason}.`);
+    const cold = coldCompactionOf(conversation, settings().cache, now(), midTurn);
+    if (!cold) return;
+    if (cold.decision.kind !== 'prune') {
+      this.deps.log.info(`The provider's cache has expired; not compacting for it: ${cold.decision.reason}.`);
       return;
     }
-    const outcome = await conversation.compact('cache-expired', { applyAhead: decision.applyAhead });
+    const outcome = await conversation.compact('cache-expired', { applyAhead: cold.decision.applyAhead });
     if (outcome.status === 'compacted') {
-      const minutes = Math.round((now() - cache.since) / 60_000);
+      const minutes = Math.round((now() - cold.since) / 60_000);
       chat.markdown(
         `\n\n> The provider's prompt cache expired${minutes > 0 ? ` ${minutes} min ago` : ''}, so this request is read at full price whatever it holds: Longrun compacted first what it had left in place to keep the cache.\n\n`,
       );
