@@ -107,9 +107,12 @@ export function planBreakpoints(messages: readonly Message[], request: Breakpoin
   const marks: Mark[] = [rolling];
   const reached = (target: Mark): boolean => marks.some((m) => m.position >= target.position && m.position - target.position < lookback);
   const stableIndex = request.stableEnd === undefined ? -1 : messages.findIndex((m, i) => i < end && m.id === request.stableEnd);
-  const targets = [layout.markAt(previousRequestEnd(messages, end)), layout.markAt(stableIndex)];
+  // The later target first: a breakpoint that reaches the earlier one makes it needless.
+  const targets = [layout.markAt(previousRequestEnd(messages, end)), layout.markAt(stableIndex)]
+    .filter((t): t is Mark => t !== undefined)
+    .sort((a, b) => b.position - a.position);
   for (const target of targets) {
-    if (target && marks.length < slots && !reached(target)) marks.push(target);
+    if (marks.length < slots && !reached(target)) marks.push(target);
   }
   return { head, messages: [...new Set(marks.map((m) => m.message))].sort((a, b) => a - b) };
 }

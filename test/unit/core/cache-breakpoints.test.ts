@@ -94,6 +94,11 @@ function replay(steps: readonly Step[]): void {
       assert.ok(i < messages.length - volatileTail, 'no breakpoint on a part later requests do not send');
       assert.ok(messageBlocks(messages[i]!).lastCacheable >= 0, 'a breakpoint only on a block that takes one');
     }
+    // None wasted: a breakpoint the next one looks back over would read nothing the next one does not.
+    const positions = plan.messages.map((i) => markPosition(messages, i));
+    for (let k = 1; k < positions.length; k++) {
+      assert.ok(positions[k]! - positions[k - 1]! >= LOOKBACK_BLOCKS, `a needless breakpoint at ${positions[k - 1]} (${positions.join(', ')})`);
+    }
     return { plan, read: cache.request(messages, plan, generation) };
   };
 
