@@ -19,7 +19,8 @@ const VOCABULARIES = ['o200k_base', 'cl100k_base'];
  * The packages that talk to models, in files of their own beside `composition.js`, each required the
  * first time one of its exports is used rather than when the composition loads (compiling and
  * evaluating them was most of what loading it cost): `models.js` holds the AI SDK and
- * its OpenAI provider, `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
+ * its OpenAI provider, `catalogue.js` the model catalogue's lists of the providers Longrun
+ * speaks to, `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
  * the first stored conversation or setting read, just after activation), `tracing.js`
  * OpenTelemetry, loaded only when tracing is turned on. (The AI SDK in `models.js` keeps its own zod.)
  * @type {Readonly<Record<string, readonly string[]>>}
@@ -27,6 +28,16 @@ const VOCABULARIES = ['o200k_base', 'cl100k_base'];
 const LAZY_FILES = {
   'models.js': ['ai', '@ai-sdk/openai', '@ai-sdk/provider'],
   'schemas.js': ['zod'],
+  // The model catalogue (windows and prices), by provider: read when a model's window or a cost is first asked.
+  'catalogue.js': [
+    'tokenlens/providers/anthropic',
+    'tokenlens/providers/openai',
+    'tokenlens/providers/google',
+    'tokenlens/providers/openrouter',
+    'tokenlens/providers/deepseek',
+    'tokenlens/providers/mistral',
+    'tokenlens/providers/xai',
+  ],
   'tracing.js': [
     '@ai-sdk/otel',
     '@opentelemetry/api',
@@ -128,7 +139,7 @@ const noGateway = {
  * The esbuild options for the entry points, the composition and its vocabularies, and each lazy file.
  * Asynchronous because the composition's stand-ins need the model packages' export names.
  * @param {{ production?: boolean, outdir?: string }} [options]
- * @returns {Promise<Record<'extension' | 'composition' | 'worker' | 'models' | 'schemas' | 'tracing', import('esbuild').BuildOptions>>}
+ * @returns {Promise<Record<'extension' | 'composition' | 'worker' | 'models' | 'schemas' | 'catalogue' | 'tracing', import('esbuild').BuildOptions>>}
  */
 async function buildOptions({ production = false, outdir = 'dist' } = {}) {
   /** @type {import('esbuild').BuildOptions} */
@@ -186,6 +197,11 @@ async function buildOptions({ production = false, outdir = 'dist' } = {}) {
       stdin: { contents: lazyEntry('schemas.js'), resolveDir: __dirname, sourcefile: 'schemas-entry.js', loader: 'js' },
       outfile: path.join(outdir, 'schemas.js'),
       plugins: [zodEnglishOnly],
+    },
+    catalogue: {
+      ...common,
+      stdin: { contents: lazyEntry('catalogue.js'), resolveDir: __dirname, sourcefile: 'catalogue-entry.js', loader: 'js' },
+      outfile: path.join(outdir, 'catalogue.js'),
     },
     tracing: {
       ...common,

@@ -300,14 +300,14 @@ const context = namespace({
 });
 
 // --- Loading: `vscode` is answered by the stub; the files loaded on first use (composition.js, the
-// vocabularies, models.js, schemas.js, tracing.js) are noted as they are required.
+// vocabularies, models.js, schemas.js, catalogue.js, tracing.js) are noted as they are required.
 
 const vocabularies = { duringActivation: [], afterActivation: [] };
 let activating = true;
 const load = Module._load;
 Module._load = function (request, ...rest) {
   if (request === 'vscode') return vscode;
-  const file = /(composition|o200k_base|cl100k_base|models|schemas|tracing)\.js$/.exec(request);
+  const file = /(composition|o200k_base|cl100k_base|models|schemas|catalogue|tracing)\.js$/.exec(request);
   if (file) {
     if (file[1] === 'composition' && mode === '--check-broken') throw new Error(`Cannot find module '${request}'`);
     (activating ? vocabularies.duringActivation : vocabularies.afterActivation).push(file[1]);

@@ -8,6 +8,7 @@
  * Requests are compared as the provider reads them: the tool definitions first, then the messages
  * in order, each rendered as JSON and counted with o200k.
  */
+import { usageReport } from '../src/core/usage-report';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -285,6 +286,13 @@ function controllerFor(
     setAgentPrefix,
     modelName: () => 'bench',
     newId,
+    providerKind: () => undefined,
+    usageView: (conversation) => ({
+      report: usageReport(
+        conversation.allRecords().flatMap((r) => (r.type === 'usage' ? [r.usage] : [])),
+        () => undefined,
+      ),
+    }),
   };
   const roots = [{ name: 'ws', fsPath: workspace }];
   const editor = { findFiles: async () => [], unsavedText: () => undefined, editUnsaved: async () => false };

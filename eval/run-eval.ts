@@ -86,7 +86,7 @@ export async function runEval(options: EvalOptions): Promise<EvalReport> {
 
 async function runSession(session: EvalSession, options: EvalOptions): Promise<SessionReport> {
   const config = options.config ?? DEFAULT_CONFIG;
-  const window: ContextWindow = { limit: options.window ?? 16_000, source: 'override' };
+  const window: ContextWindow = { limit: options.window ?? 16_000, source: 'model' };
   const wanted = options.summaries ?? 5;
   const spend: SpendCount = { inputTokens: 0, outputTokens: 0, calls: 0 };
   const countText = (value: string): number => options.counter.countText(value);

@@ -125,6 +125,7 @@ export const EXTENSION_FILES = [
   'dist/composition.js',
   'dist/models.js',
   'dist/schemas.js',
+  'dist/catalogue.js',
   'dist/tracing.js',
   'dist/compaction-worker.js',
   'dist/o200k_base.js',

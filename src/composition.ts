@@ -32,6 +32,7 @@ import { LongrunModelProvider } from './vscode/model-provider';
 import { ModelCalibrations } from './app/model-calibrations';
 import { IgnoredToolChoice } from './app/ignored-tool-choice';
 import { ModelWindows } from './app/model-windows';
+import { ModelCatalogue } from './app/model-catalogue';
 import type { WorkspaceRoot } from './app/path-guard';
 import { Session } from './vscode/session';
 import { Redactor } from './app/redactor';
@@ -158,6 +159,8 @@ function buildBase(context: vscode.ExtensionContext, log: vscode.LogOutputChanne
 /** Builds the keys, the model windows, the redactor, tracing, the model provider, the compaction engine and the session. */
 function buildModels({ context, log, now, settings }: Base): Models {
   const keys = new ApiKeys(context.secrets);
+  // Windows and prices of known models, under the user's longrun.models.overrides.
+  const catalogue = new ModelCatalogue(() => settings().modelOverrides);
   // Windows servers state for their models: cached across sessions, asked again once per session.
   const windows = new ModelWindows(
     context.globalState,
@@ -167,6 +170,7 @@ function buildModels({ context, log, now, settings }: Base): Models {
     },
     now,
     (message) => log.info(message),
+    catalogue,
   );
   // Cleans provider error text of the stored keys, once read.
   const redactor = new Redactor(() => settings().endpoints, keys);
@@ -210,6 +214,7 @@ function buildModels({ context, log, now, settings }: Base): Models {
     engine,
     calibrations,
     ignoredToolChoice,
+    catalogue,
   });
   context.subscriptions.push(session);
   return { keys, windows, redactor, tracing, provider, session };
@@ -327,7 +332,8 @@ function modelsChangedHandler({ provider, session, redactor }: Models): () => vo
 
 /** Builds the context gauge and keeps it updated as the session, the windows and open documents change. */
 function buildGauge({ context, now, settings }: Base, { session, windows }: Models, gaugeItem: GaugeItem): ContextGauge {
-  const gauge = new ContextGauge(gaugeItem, session, settings, now);
+  const gauge = new ContextGauge(gaugeItem, session, settings, now, systemClock.setTimer);
+  context.subscriptions.push(gauge);
   context.subscriptions.push(session.onDidChange(() => gauge.update()));
   context.subscriptions.push(windows.onDidChange(() => gauge.update()));
   // Edits to files the conversation holds change what the model would re-read: refresh the gauge.

@@ -10,6 +10,8 @@ import type { TurnMetadata } from './chat-history';
 import type { Conversation } from './conversation';
 import type { InstructionSource } from './instructions';
 import type { WorkspaceRoot } from './path-guard';
+import type { ProviderKind } from '../core/provider-kind';
+import type { UsageView } from './usage-text';
 
 /**
  * What a chat turn is given and gives back, free of `vscode`: the chat it writes to, the request as
@@ -75,6 +77,10 @@ export interface TurnModels {
   setAgentPrefix(prefix: AgentPrefix): void;
   modelName(): string | undefined;
   newId(): string;
+  /** The wire format of the model in use's endpoint; undefined for VS Code's models, which take no cache hints. */
+  providerKind(): ProviderKind | undefined;
+  /** What a conversation used and cost, and the state of its provider's cache (the gauge, `/context`). */
+  usageView(conversation: Conversation): UsageView;
 }
 
 /** The workspace as a turn sees it. */

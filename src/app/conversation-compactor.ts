@@ -8,7 +8,7 @@ import {
   type SummaryResult,
   type SummaryStreak,
 } from '../core/compaction-guard';
-import { lowGainAt, type CompactionOutcome, type ComputedCompaction } from '../core/compaction';
+import { computeColdPruning, lowGainAt, type CompactionOutcome, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import type { ContextWindow } from '../core/context-window';
 import { keepRecentTokens } from '../core/cut-point';
@@ -16,7 +16,8 @@ import type { EngineMemo } from '../core/engine-memo';
 import { errorText } from '../core/errors';
 import { summaryMessage, type CompactionEntry, type CompactionReason, type LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
-import type { Summarizer } from '../core/ports';
+import type { Summarizer, SummaryUsage } from '../core/ports';
+import { SUMMARY_BASIS } from '../core/usage-calibration';
 import { IN_THREAD_ENGINE } from './compaction-engine';
 import type { CompactOptions, ConversationDeps } from './conversation-deps';
 import type { ConversationMeter, ModelContext } from './conversation-meter';
@@ -30,6 +31,8 @@ const NO_SUMMARIZER = 'No model is available to write the summary. Pick a model 
 interface Ahead {
   readonly promise: Promise<CompactionOutcome>;
   readonly controller: AbortController;
+  /** Its summary is computed (or it failed): applying it waits for nothing. */
+  settled: boolean;
 }
 
 /** What the compactor reads of its conversation and how it writes to it. */
@@ -97,6 +100,11 @@ export class ConversationCompactor {
     return this.ahead !== undefined;
   }
 
+  /** Whether a summary is being prepared ahead, and whether it is ready to apply. */
+  aheadState(): { readonly running: boolean; readonly ready: boolean } {
+    return { running: this.ahead !== undefined, ready: this.ahead?.settled === true };
+  }
+
   /** Drops a summary prepared ahead (the conversation was left, or undone past it). */
   cancelAhead(): void {
     this.ahead?.controller.abort();
@@ -143,8 +151,13 @@ export class ConversationCompactor {
     if (last && last.tokensAfter >= budget.warningAt && this.userMessagesSince(last.id) === 0) return;
     const controller = new AbortController();
     const ahead: Ahead = {
-      promise: this.computeAhead(controller.signal).catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) })),
+      promise: this.computeAhead(controller.signal)
+        .catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }))
+        .finally(() => {
+          ahead.settled = true;
+        }),
       controller,
+      settled: false,
     };
     this.ahead = ahead;
   }
@@ -194,6 +207,7 @@ export class ConversationCompactor {
   }
 
   private async runCompaction(reason: CompactionReason, options: CompactOptions): Promise<CompactionOutcome> {
+    if (reason === 'cache-expired') return this.runColdCompaction(options);
     const ahead = this.ahead;
     this.ahead = undefined;
     // A summary prepared ahead serves the threshold, and a manual compaction without focus; an
@@ -224,6 +238,67 @@ export class ConversationCompactor {
         reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.',
       }
     );
+  }
+
+  /**
+   * The compaction an expired cache makes free: the summary prepared ahead, when asked for and ready
+   * (and it still frees enough), else the pruning of every output no longer needed. No summarizer is asked.
+   */
+  private async runColdCompaction(options: CompactOptions): Promise<CompactionOutcome> {
+    const ahead = this.ahead;
+    if (ahead && options.applyAhead && ahead.settled) {
+      this.ahead = undefined;
+      const ready = await ahead.promise;
+      if (ready.status === 'compacted' && ready.compaction.entry && !this.freesTooLittle(ready.compaction)) {
+        const applied = await this.applyComputed(ready, 'cache-expired');
+        if (applied) return applied;
+      }
+    }
+    const { deps, meter } = this.source;
+    const model = deps.model();
+    const pruned = computeColdPruning(
+      { log: this.source.records(), view: meter.live().messages(), reason: 'cache-expired', config: deps.config(), window: roomForMessages(model) },
+      { counter: model.counter, clock: deps.clock, newId: deps.newId, memo: this.source.memo() },
+    );
+    if (pruned.status !== 'compacted') return pruned;
+    // Prepared on the view before this pruning, a summary under way would no longer apply.
+    this.cancelAhead();
+    return (await this.applyComputed(pruned, 'cache-expired')) ?? { status: 'noop', reason: 'The conversation changed while it was pruned.' };
+  }
+
+  /**
+   * The summarizer, with each call's usage written to the log as a summary's (a compaction's cost),
+   * whether or not the compaction is applied in the end.
+   */
+  private recording(summarizer: Summarizer): Summarizer {
+    const record = (usage: SummaryUsage, at: number): Promise<unknown> => {
+      const anchor = this.source.records().findLast((r) => r.type === 'message');
+      return this.source.write([
+        {
+          type: 'usage',
+          usage: {
+            ...usage,
+            anchorMessageId: anchor?.type === 'message' ? anchor.message.id : '',
+            basis: SUMMARY_BASIS,
+            purpose: 'summary',
+            at,
+            model: summarizer.name,
+          },
+        },
+      ]);
+    };
+    return {
+      name: summarizer.name,
+      ...(summarizer.contextWindow !== undefined ? { contextWindow: summarizer.contextWindow } : {}),
+      ...(summarizer.continues ? { continues: true } : {}),
+      summarize: async (request, signal) => {
+        const at = this.source.deps.clock.now();
+        const response = await summarizer.summarize(request, signal);
+        // What a compaction cost is reported, never a reason for it to fail.
+        if (response.usage) await record(response.usage, at).catch(() => undefined);
+        return response;
+      },
+    };
   }
 
   /** The local count of `messages`, with the counts stored with their records (nothing counted twice). */
@@ -289,7 +364,7 @@ export class ConversationCompactor {
       },
       deps: {
         counter: model.counter,
-        summarizer,
+        summarizer: this.recording(summarizer),
         clock: deps.clock,
         newId: deps.newId,
         memo: this.source.memo(),

@@ -48,4 +48,6 @@ export interface CompactOptions {
    * apply nothing. Absent: the summary is applied as computed.
    */
   readonly review?: (entry: CompactionEntry) => Promise<string | undefined>;
+  /** For a compaction of an expired cache: apply the summary prepared ahead, when it is ready, instead of pruning. */
+  readonly applyAhead?: boolean;
 }

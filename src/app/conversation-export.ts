@@ -12,7 +12,7 @@ import { stringifyOutput, type Message } from '../core/messages';
  * hold any backticks in the content.
  *
  * Written record by record to the file, never gathered into one string: a conversation of any size
- * exports in the memory one record takes.
+ * exports in the memory one record takes. It ends with `closing` when given: the usage and cost table.
  */
 
 /** Calls `onRecord` for each record in order, waiting for each call; called several times by an export. */
@@ -27,7 +27,13 @@ export type MarkdownSink = (text: string) => Promise<void> | void;
  * rewind, a retry, an edited request, or another chat forked from this one) as side branches;
  * without it, every record in the order it was written.
  */
-export async function writeConversationMarkdown(source: RecordSource, title: string, sink: MarkdownSink, leaf?: string | null): Promise<void> {
+export async function writeConversationMarkdown(
+  source: RecordSource,
+  title: string,
+  sink: MarkdownSink,
+  leaf?: string | null,
+  closing: readonly string[] = [],
+): Promise<void> {
   const passes = new ExportPasses(leaf);
   let index = 0;
   await source((record) => passes.scan(record, index++));
@@ -45,11 +51,12 @@ export async function writeConversationMarkdown(source: RecordSource, title: str
       return text === '' ? undefined : sink(text);
     });
   }
+  if (closing.length > 0) await sink(passes.closing(closing));
   await sink(passes.end());
 }
 
 /** A conversation held in memory as Markdown (see `writeConversationMarkdown`); for small logs (tests, previews). */
-export function conversationMarkdown(log: ConversationLog, title: string, leaf?: string | null): string {
+export function conversationMarkdown(log: ConversationLog, title: string, leaf?: string | null, closing: readonly string[] = []): string {
   const passes = new ExportPasses(leaf);
   log.forEach((record, index) => passes.scan(record, index));
   const pieces = [passes.start(title)];
@@ -58,6 +65,7 @@ export function conversationMarkdown(log: ConversationLog, title: string, leaf?:
     pieces.push(passes.sidesStart());
     log.forEach((record, index) => pieces.push(passes.side(record, index)));
   }
+  if (closing.length > 0) pieces.push(passes.closing(closing));
   pieces.push(passes.end());
   return pieces.join('');
 }
@@ -115,6 +123,11 @@ class ExportPasses {
     return this.out.lines([...heading, ...renderRecord(record, this.undone)]);
   }
 
+  /** The closing section: what the conversation's requests used and cost. */
+  closing(lines: readonly string[]): string {
+    return this.out.lines(['', '# Usage and cost', '', ...lines, '']);
+  }
+
   end(): string {
     return this.out.end();
   }
@@ -137,7 +150,13 @@ const WRITE_BYTES = 1024 * 1024;
  * Exports to `file`: written to a temporary file beside it, renamed over it when complete, so a
  * failed export never leaves half a file under the chosen name. Returns the bytes written.
  */
-export async function exportConversationToFile(source: RecordSource, title: string, file: string, leaf?: string | null): Promise<number> {
+export async function exportConversationToFile(
+  source: RecordSource,
+  title: string,
+  file: string,
+  leaf?: string | null,
+  closing: readonly string[] = [],
+): Promise<number> {
   const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(4).toString('hex')}.partial`);
   const handle = await fs.open(temporary, 'wx');
   let written = 0;
@@ -160,6 +179,7 @@ export async function exportConversationToFile(source: RecordSource, title: stri
         if (pendingBytes >= WRITE_BYTES) await flush();
       },
       leaf,
+      closing,
     );
     await flush();
     await handle.close();

@@ -1,7 +1,7 @@
 import { isHeldAway } from './store/held-away';
 import { assessBudget, type BudgetAssessment, type UsageBreakdown } from '../core/budget';
 import { compactionTarget } from '../core/compaction';
-import { LiveModelView, type ConversationLog, type LogRecord } from '../core/history';
+import { isAgentUsage, LiveModelView, type ConversationLog, type LogRecord } from '../core/history';
 import type { MessageTokenCounter, StoredTokens } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import { charEstimator } from '../core/tokenizer';
@@ -156,7 +156,7 @@ export class ConversationMeter {
     }
     for (let i = this.synced.records; i < log.length; i++) {
       const record = log[i]!;
-      if (record.type === 'usage') {
+      if (record.type === 'usage' && isAgentUsage(record.usage)) {
         this.usages.push(record.usage);
         this.latestUsage = record.usage;
       } else if (record.type === 'message') {

@@ -7,6 +7,7 @@ import {
   isSummaryMessage,
   lastStep,
   LiveModelView,
+  stablePartEnd,
   undoLastStep,
   type CompactionEntry,
   type CompactionReason,
@@ -367,6 +368,20 @@ export class Conversation {
   /** Whether a summary is being prepared ahead of need (for the gauge and tests). */
   isSummarizingAhead(): boolean {
     return this.compactor.isSummarizingAhead();
+  }
+
+  /** Whether a summary is being prepared ahead, and whether it is ready to apply. */
+  aheadState(): { readonly running: boolean; readonly ready: boolean } {
+    return this.compactor.aheadState();
+  }
+
+  /**
+   * The id of the message that ends the part of the view the last compaction or pruning left as it
+   * will stay until the next (see `stablePartEnd`): a cache breakpoint there keeps it.
+   */
+  stableEnd(): string | undefined {
+    const live = this.meter.live();
+    return stablePartEnd(this.records, live.stable, live.activeSteps().at(-1)?.entry.id ?? null);
   }
 
   /** Drops a summary prepared ahead (the conversation was left, or undone past it). */

@@ -1,6 +1,7 @@
 import type { BudgetAssessment, BudgetLevel, UsageBreakdown } from '../core/budget';
 import type { CompactionEntry } from '../core/history';
 import { prunedCounts, type PruningEntry } from '../core/pruning';
+import { cacheSentence, usageLines, type UsageView } from './usage-text';
 
 /**
  * What the status-bar gauge says, as pure functions of the numbers (unit-tested in Node):
@@ -21,6 +22,8 @@ export interface GaugeState {
   /** How the count was made: provider-calibrated or local. */
   readonly source: 'provider+local' | 'local';
   readonly now: number;
+  /** What the conversation's requests used and cost, and the state of the provider's cache. */
+  readonly usage?: UsageView;
 }
 
 export type GaugeBackground = 'none' | 'warning' | 'error';
@@ -72,9 +75,10 @@ export function gaugePresentation(state: GaugeState): GaugePresentation {
     };
   }
   const percent = Math.round(a.fraction * 100);
+  const expired = state.usage?.cache?.state.kind === 'expired' ? `; ${cacheSentence(state.usage.cache)}` : '';
   return {
     text: `$(pulse) ${percent}% · ${used}/${compactNumber(a.limit)}`,
-    accessibilityLabel: `Longrun context ${percent}% full: ${a.used.toLocaleString('en-US')} of ${a.limit.toLocaleString('en-US')} tokens, ${a.level}`,
+    accessibilityLabel: `Longrun context ${percent}% full: ${a.used.toLocaleString('en-US')} of ${a.limit.toLocaleString('en-US')} tokens, ${a.level}${expired}`,
     background: backgroundFor(a.level),
     tooltipMarkdown: tooltip(state),
   };
@@ -115,6 +119,8 @@ function tooltip(state: GaugeState): string {
       ? 'Counted from the provider’s last reported usage plus a local count of what came since.'
       : 'Counted locally with the tokenizer.',
   );
+  const usage = state.usage ? usageLines(state.usage) : [];
+  if (usage.length > 0) lines.push('', ...usage);
   const last = state.lastCompaction;
   const pruning = state.lastPruning;
   lines.push('');

@@ -1,17 +1,19 @@
 import { lazily } from '../core/lazy';
 import { z } from 'zod';
 import { isRecord } from '../core/errors';
-import { outputReserveFor, tableLimit } from '../core/context-window';
+import { outputReserveFor } from '../core/context-window';
+import type { ProviderKind } from '../core/provider-kind';
 import type { DiscoveredWindow } from '../llm/window-discovery';
+import { ModelCatalogue } from './model-catalogue';
 
 /**
  * What Longrun knows about the context windows of the models it talks to, and where each number
  * came from. In order, for a model of a configured endpoint:
  *
- * 1. the user's `contextWindow` for that model in `longrun.endpoints`;
+ * 1. the user's `contextWindow` for that model in `longrun.endpoints`, else in `longrun.models.overrides`;
  * 2. what the server states (its model list, or LM Studio's, Ollama's or llama.cpp's own API),
  *    discovered in the background, cached per endpoint and model, and refreshed once per session;
- * 3. Longrun's table of known models;
+ * 3. the model catalogue (`model-catalogue.ts`);
  * 4. an assumed 32,768 tokens, said to be assumed.
  *
  * A window the server itself stated by refusing a request (an overflow error) or by cutting a prompt
@@ -83,6 +85,8 @@ export class ModelWindows {
     private readonly discover: (target: DiscoveryTarget) => Promise<DiscoveredWindow | undefined>,
     private readonly now: () => number,
     private readonly log: (message: string) => void = () => undefined,
+    /** What the catalogue and the user's overrides say of models. */
+    private readonly catalogue: ModelCatalogue = new ModelCatalogue(),
   ) {}
 
   onDidChange(listener: () => void): { dispose(): void } {
@@ -169,10 +173,15 @@ export class ModelWindows {
    * The window, reserve and input room of a model of an endpoint. `configured` is what the user set
    * for it in `longrun.endpoints`; `modelKey` names it for learned windows.
    */
-  forEndpointModel(target: DiscoveryTarget, modelKey: string, configured: { contextWindow?: number; maxOutputTokens?: number }): EndpointWindow {
+  forEndpointModel(
+    target: DiscoveryTarget,
+    modelKey: string,
+    configured: { contextWindow?: number; maxOutputTokens?: number; provider?: ProviderKind },
+  ): EndpointWindow {
     const found = this.discovered(target);
-    const declared = declaredWindow(target.modelId, configured.contextWindow, found);
-    const maxOutput = configured.maxOutputTokens ?? found?.maxOutputTokens ?? DEFAULT_MAX_OUTPUT;
+    const declared = declaredWindow(target.modelId, configured, found, this.catalogue);
+    const override = this.catalogue.overrideOf([target.modelId])?.override.maxOutputTokens;
+    const maxOutput = configured.maxOutputTokens ?? override ?? found?.maxOutputTokens ?? DEFAULT_MAX_OUTPUT;
     return withReserve(applyLearned(declared, this.learned.get(modelKey)), maxOutput);
   }
 
@@ -201,14 +210,23 @@ function cacheKey(target: DiscoveryTarget): string {
   return `${target.baseUrl.trim().replace(/\/+$/, '')}|${target.modelId}`;
 }
 
-function declaredWindow(modelId: string, configured: number | undefined, found: CachedDiscovery | undefined): WindowInfo {
-  if (configured !== undefined && configured > 0) return { limit: configured, origin: 'from your longrun.endpoints setting', assumed: false };
+function declaredWindow(
+  modelId: string,
+  configured: { contextWindow?: number; provider?: ProviderKind },
+  found: CachedDiscovery | undefined,
+  catalogue: ModelCatalogue,
+): WindowInfo {
+  if (configured.contextWindow !== undefined && configured.contextWindow > 0) {
+    return { limit: configured.contextWindow, origin: 'from your longrun.endpoints setting', assumed: false };
+  }
+  const overridden = catalogue.overriddenWindow(modelId);
+  if (overridden) return { ...overridden, assumed: false };
   if (found && found.limit > 0) return { limit: found.limit, origin: `from ${found.origin}`, assumed: false };
-  const table = tableLimit(modelId);
-  if (table) return { limit: table, origin: "from Longrun's table of known models", assumed: false };
+  const known = catalogue.catalogueWindow(configured.provider, modelId);
+  if (known) return { ...known, assumed: false };
   return {
     limit: ASSUMED_WINDOW,
-    origin: 'assumed: the server states no window and the model is not in Longrun\'s table; set "contextWindow" for it in longrun.endpoints',
+    origin: 'assumed: the server states no window and the model catalogue does not know it; set "contextWindow" for it in longrun.endpoints',
     assumed: true,
   };
 }
@@ -249,18 +267,19 @@ export type WindowedModel =
 const SETTING_ORIGIN = 'from your longrun.contextWindow setting';
 
 /**
- * The one rule for the window of the model in use. `longrun.contextWindow` (`setting`) wins over what
- * the model declares, and a window the provider showed smaller (`learned`) wins over both. An endpoint
+ * The one rule for the window of the model in use. `longrun.contextWindow` (`setting`; for a model of
+ * VS Code's, else its `longrun.models.overrides` window) wins over what the model declares, and a window the provider showed smaller (`learned`) wins over both. An endpoint
  * model's resolved window already holds what was discovered or learned; a model of VS Code's declares
  * its input limit, its answer's room being its provider's business, and a window learned from its
  * server is a whole window, the reserve rule keeping room for the answer. Undefined when nothing is known.
  */
 export function windowFor(
   model: WindowedModel,
-  setting: number | undefined,
+  setting: number | { readonly limit: number; readonly origin: string } | undefined,
   learned: { limit: number; why: string } | undefined,
 ): EndpointWindow | undefined {
-  const fromSetting = setting ? applyLearned({ limit: setting, origin: SETTING_ORIGIN, assumed: false }, learned) : undefined;
+  const set = typeof setting === 'number' ? { limit: setting, origin: SETTING_ORIGIN } : setting;
+  const fromSetting = set && set.limit > 0 ? applyLearned({ ...set, assumed: false }, learned) : undefined;
   if (model.kind === 'endpoint') return fromSetting ? withReserve(fromSetting, model.maxOutput) : model.resolved;
   if (fromSetting) return withReserve(fromSetting, undefined);
   const declaredInput = model.maxInputTokens > 0 ? model.maxInputTokens : undefined;

@@ -3,10 +3,11 @@ import { activeEntries, type CompactionEntry, type CompactionStep } from '../cor
 import type { Conversation } from './conversation';
 import { latestSummaries } from './summary-edit';
 import { compactNumber, gaugePresentation, pruningPhrase } from './gauge-text';
+import type { UsageView } from './usage-text';
 
 /** Markdown for `/context`, "Show Context Usage" and `/summary`, "Show Compaction Summary". */
 
-export function contextReport(conversation: Conversation, modelName: string | undefined, now: number): string {
+export function contextReport(conversation: Conversation, modelName: string | undefined, now: number, usage?: UsageView): string {
   const count = conversation.count();
   const step = conversation.lastStep();
   const presentation = gaugePresentation({
@@ -14,6 +15,7 @@ export function contextReport(conversation: Conversation, modelName: string | un
     breakdown: conversation.breakdown(),
     source: count.source,
     now,
+    ...(usage ? { usage } : {}),
     ...(step?.compaction ? { lastCompaction: step.compaction } : {}),
     ...(step?.pruning ? { lastPruning: step.pruning } : {}),
     ...(modelName ? { modelName } : {}),

@@ -1,5 +1,7 @@
 import type { ProviderKind } from '../core/provider-kind';
 import { z } from 'zod';
+import type { CacheTtl } from '../core/log';
+import { CACHE_TTLS } from '../core/log-values';
 import { compactionConfigSchema, DEFAULT_CONFIG, resolveConfig, type CompactionConfig } from '../core/config';
 import { parseAllowRule } from './command-allowlist';
 
@@ -43,6 +45,20 @@ export interface EndpointSetting {
   readonly models: readonly EndpointModelSetting[];
 }
 
+/**
+ * What the user says of a model, over the model catalogue: its window, its answer's room, its prices
+ * (US dollars per million tokens). Each field present replaces the catalogue's.
+ */
+export interface ModelOverride {
+  readonly contextWindow?: number;
+  readonly maxOutputTokens?: number;
+  readonly input?: number;
+  readonly output?: number;
+  readonly cacheRead?: number;
+  readonly cacheWrite?: number;
+  readonly cacheWrite1h?: number;
+}
+
 export interface LongrunSettings {
   readonly compaction: CompactionConfig;
   /** At the critical level, ask before compacting. */
@@ -76,6 +92,16 @@ export interface LongrunSettings {
   readonly timeouts: { readonly firstChunkMs: number; readonly idleMs: number };
   /** Include message content in the log. */
   readonly verboseLogging: boolean;
+  readonly cache: {
+    /** How long Anthropic's breakpoints ask it to keep what they cache. */
+    readonly ttl: CacheTtl;
+    /** Ask OpenAI to keep cached prefixes for 24 hours. */
+    readonly openaiRetention24h: boolean;
+    /** Prune what the cache no longer holds once it has expired, before the next request. */
+    readonly coldCompaction: boolean;
+  };
+  /** Windows and prices of models by model id, over the catalogue's (`longrun.models.overrides`). */
+  readonly modelOverrides: Readonly<Record<string, ModelOverride>>;
 }
 
 export interface SettingProblem {
@@ -188,6 +214,9 @@ const OTHER_SETTINGS = {
   // Generous for slow local models: a CPU reading a 30,000-token prompt can take minutes.
   'timeouts.firstChunkSeconds': { schema: z.number().int().min(5).max(3_600), default: 600 },
   'timeouts.idleSeconds': { schema: z.number().int().min(5).max(3_600), default: 120 },
+  'cache.ttl': { schema: z.enum(CACHE_TTLS), default: '5m' as CacheTtl },
+  'cache.openaiRetention': { schema: z.enum(['in-memory', '24h']), default: 'in-memory' as 'in-memory' | '24h' },
+  'cache.coldCompaction': { schema: z.boolean(), default: true },
 } satisfies Record<string, { schema: z.ZodType; default: unknown }>;
 
 type OtherKey = keyof typeof OTHER_SETTINGS;
@@ -201,6 +230,17 @@ const allowedCommandSchema = z.string().superRefine((entry, context) => {
   if ('problem' in rule) context.addIssue({ code: 'custom', message: rule.problem });
 });
 const EDITOR_TOOLS_KEY = 'agent.editorTools';
+const MODEL_OVERRIDES_KEY = 'models.overrides';
+const price = z.number().min(0);
+const modelOverrideSchema = z.strictObject({
+  contextWindow: z.number().int().min(1).optional(),
+  maxOutputTokens: z.number().int().min(1).optional(),
+  input: price.optional(),
+  output: price.optional(),
+  cacheRead: price.optional(),
+  cacheWrite: price.optional(),
+  cacheWrite1h: price.optional(),
+});
 const editorToolSchema = z.string().refine((s) => s.trim() !== '', 'must not be empty');
 
 const endpointModelSchema = z.object({
@@ -229,6 +269,7 @@ export function settingDefaults(): Record<string, unknown> {
   defaults[PREFIX + PROTECTED_PATHS_KEY] = [];
   defaults[PREFIX + ALLOWED_COMMANDS_KEY] = [];
   defaults[PREFIX + EDITOR_TOOLS_KEY] = [];
+  defaults[PREFIX + MODEL_OVERRIDES_KEY] = {};
   return defaults;
 }
 
@@ -292,6 +333,12 @@ export function readSettings(
     problems,
   );
   const editorTools = readStringList(EDITOR_TOOLS_KEY, 'must be a list of tool names', editorToolSchema, get(EDITOR_TOOLS_KEY), problems);
+  const cache = {
+    ttl: other('cache.ttl'),
+    openaiRetention24h: other('cache.openaiRetention') === '24h',
+    coldCompaction: other('cache.coldCompaction'),
+  };
+  const modelOverrides = readModelOverrides(get(MODEL_OVERRIDES_KEY), problems);
 
   return {
     settings: {
@@ -306,6 +353,8 @@ export function readSettings(
       telemetry: { enabled: telemetryEnabled, ...(otlpEndpoint !== '' ? { otlpEndpoint } : {}) },
       timeouts,
       verboseLogging,
+      cache,
+      modelOverrides,
     },
     problems,
   };
@@ -426,6 +475,40 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
     });
   });
   return endpoints;
+}
+
+/**
+ * `longrun.models.overrides`: each model's entry is checked on its own, so that a typo in one leaves
+ * the others in force; an invalid entry is reported (naming the model and the field) and ignored.
+ */
+function readModelOverrides(raw: unknown, problems: SettingProblem[]): Record<string, ModelOverride> {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    problems.push({
+      setting: PREFIX + MODEL_OVERRIDES_KEY,
+      value: raw,
+      message: 'must be an object of models by id, e.g. { "my-model": { "input": 0.5, "output": 1.5 } }',
+      usedInstead: {},
+    });
+    return {};
+  }
+  const overrides: Record<string, ModelOverride> = {};
+  for (const [model, entry] of Object.entries(raw as Record<string, unknown>)) {
+    const parsed = modelOverrideSchema.safeParse(entry, { error: friendlyIssue });
+    if (parsed.success && model.trim() !== '') overrides[model.trim()] = stripUndefined(parsed.data);
+    else
+      problems.push({
+        setting: PREFIX + MODEL_OVERRIDES_KEY,
+        value: { [model]: entry },
+        message: `the entry of "${model}": ${parsed.success ? 'the model id must not be empty' : firstMessage(parsed.error)}`,
+        usedInstead: undefined,
+      });
+  }
+  return overrides;
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
 /**

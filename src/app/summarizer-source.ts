@@ -5,6 +5,7 @@ import type { LongrunTelemetry } from '../llm/telemetry';
 import type { IgnoredToolChoice } from './ignored-tool-choice';
 import { learnedWins } from './model-windows';
 import type { LongrunSettings } from './settings';
+import type { ProviderKind } from '../core/provider-kind';
 
 /**
  * The summarizer a compaction asks for, made for the model, its window and the settings as they are
@@ -21,6 +22,8 @@ export interface SummarizerModel {
   readonly server?: string;
   /** The model as an AI SDK model, made only when the summarizer is made anew. */
   languageModel(): Promise<LanguageModel>;
+  /** The wire format of its endpoint, stamped on the usage of its calls; absent for a model of VS Code's. */
+  readonly provider?: ProviderKind;
 }
 
 export interface SummarizerSourceDeps {
@@ -76,6 +79,7 @@ export class SummarizerSource {
       name: chosen.key,
       telemetry: telemetry.settings('longrun.summarizer'),
       firstTokenMs,
+      ...(chosen.provider ? { provider: chosen.provider } : {}),
       ...(window > 0 ? { contextWindow: window } : {}),
       ...(continues ? { continueFrom: () => this.agentPrefix, onToolChoiceIgnored: (called) => ignored.note(served, called) } : {}),
     });

@@ -26,6 +26,8 @@ import { revertOffer, textHash, type RevertOffer } from './revert-changes';
 import type { LongrunSettings } from './settings';
 import { ConversationChangedError } from './store/errors';
 import { systemPrompt } from './system-prompt';
+import type { CacheHints } from '../llm/cache-hints';
+import { coldCompactionOf, turnCacheHints } from './conversation-cache';
 
 export type { ChatButton, ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
 
@@ -66,6 +68,8 @@ export class TurnController {
   private readonly notices: string[] = [];
   /** The instructions the last request carried: counted in the gauge until the next request. */
   private instructions: readonly Instruction[] = [];
+  /** The conversations with a turn under way: a cold cache is not compacted in the middle of one. */
+  private readonly turnsUnderWay = new Map<string, number>();
 
   private readonly dialog: CompactionDialog;
 
@@ -103,7 +107,11 @@ export class TurnController {
       case 'compact':
         return this.compactCommand(conversation, request, chat, signal, where);
       case 'context':
-        chat.markdown(conversation ? contextReport(conversation, this.deps.models.modelName(), this.deps.now()) : 'There is no conversation yet.');
+        chat.markdown(
+          conversation
+            ? contextReport(conversation, this.deps.models.modelName(), this.deps.now(), this.deps.models.usageView(conversation))
+            : 'There is no conversation yet.',
+        );
         return { metadata: { command: 'context', ...(conversation ? metadataOf(conversation) : {}) } };
       case 'summary':
         return this.summaryCommand(conversation, chat);
@@ -298,22 +306,59 @@ export class TurnController {
     });
     if (!attachments) return { metadata: where.metadata };
     this.offerRevert(conversation, request, chat);
-    await conversation.beginTurn(models.newId(), request.chat);
-    where.metadata = metadataOf(conversation);
-    // What a compaction in the background has to say is said in the next chat.
-    this.tellNotice(conversation, chat);
-    const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
-    models.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
-    models.setAgentPrefix({ system, tools });
-    this.reportSkippedTools(editorTools, request, chat);
-    await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now()));
-    this.activeChat = chat;
+    const midTurn = (this.turnsUnderWay.get(conversation.id) ?? 0) > 0;
+    this.turnsUnderWay.set(conversation.id, (this.turnsUnderWay.get(conversation.id) ?? 0) + 1);
     try {
-      const result = await this.runAgent(conversation, model, system, tools, chat, signal);
-      return this.ended(conversation, result, chat);
+      await conversation.beginTurn(models.newId(), request.chat);
+      where.metadata = metadataOf(conversation);
+      // What a compaction in the background has to say is said in the next chat.
+      this.tellNotice(conversation, chat);
+      await this.compactIfCacheExpired(conversation, chat, midTurn);
+      const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
+      const hints = turnCacheHints(
+        () => models.providerKind(),
+        () => this.deps.settings().cache,
+        { conversationId: conversation.id, ...(request.chat !== undefined ? { chat: request.chat } : {}), records: () => conversation.log() },
+      );
+      models.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
+      models.setAgentPrefix({ system, tools, cache: { hints, stableEnd: () => conversation.stableEnd() } });
+      this.reportSkippedTools(editorTools, request, chat);
+      await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now()));
+      this.activeChat = chat;
+      try {
+        const result = await this.runAgent(conversation, model, system, tools, chat, signal, hints);
+        return this.ended(conversation, result, chat);
+      } finally {
+        this.activeChat = undefined;
+      }
     } finally {
-      this.activeChat = undefined;
+      const left = (this.turnsUnderWay.get(conversation.id) ?? 1) - 1;
+      if (left > 0) this.turnsUnderWay.set(conversation.id, left);
+      else this.turnsUnderWay.delete(conversation.id);
     }
+  }
+
+  /**
+   * At the start of a turn, when the provider's cache has expired since the conversation's last request:
+   * the pruning that would otherwise wait, and past the warning level the summary prepared ahead, now,
+   * since the next request re-sends everything anyway (see `decideColdCompaction`).
+   */
+  private async compactIfCacheExpired(conversation: Conversation, chat: ChatSurface, midTurn: boolean): Promise<void> {
+    const { settings, now } = this.deps;
+    const cold = coldCompactionOf(conversation, settings().cache, now(), midTurn);
+    if (!cold) return;
+    if (cold.decision.kind !== 'prune') {
+      this.deps.log.info(`The provider's cache has expired; not compacting for it: ${cold.decision.reason}.`);
+      return;
+    }
+    const outcome = await conversation.compact('cache-expired', { applyAhead: cold.decision.applyAhead });
+    if (outcome.status === 'compacted') {
+      const minutes = Math.round((now() - cold.since) / 60_000);
+      chat.markdown(
+        `\n\n> The provider's prompt cache expired${minutes > 0 ? ` ${minutes} min ago` : ''}, so this request is read at full price whatever it holds: Longrun compacted first what it had left in place to keep the cache.\n\n`,
+      );
+    }
+    this.reportOutcome(outcome, 'cache-expired', chat, conversation.id);
   }
 
   private async runAgent(
@@ -323,6 +368,7 @@ export class TurnController {
     tools: ToolSet,
     chat: ChatSurface,
     signal: AbortSignal,
+    cacheHints: () => CacheHints | undefined,
   ): ReturnType<typeof runAgentTurn> {
     const { models, settings } = this.deps;
     // "Preview" on the compaction question: the compaction it allows shows its summary first.
@@ -348,7 +394,10 @@ export class TurnController {
         },
         requestBasis: () => conversation.requestBasis(),
         newId: () => models.newId(),
+        stableEnd: () => conversation.stableEnd(),
       },
+      cacheHints,
+      now: this.deps.now,
       ui: this.agentUi(conversation, chat, state),
       guard: conversation.guard(),
       overflowRetriesPerTurn: settings().compaction.overflowRetriesPerTurn,

@@ -7,7 +7,7 @@ import { outputReserveFor } from './context-window';
 import { redactSecrets } from './redact';
 import { selectForCompaction, type Selection, type SelectionResult } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
-import { renderFileOperations } from './file-ledger';
+import { EMPTY_LEDGER, renderFileOperations } from './file-ledger';
 import {
   activePrunings,
   currentBasis,
@@ -131,11 +131,48 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   };
 }
 
+/** What a pruning alone needs: no summarizer. */
+export type PruningDeps = Omit<CompactionDeps, 'summarizer'>;
+
+/**
+ * The pruning a cold cache makes free (see `cache-lifetime.ts`): every tool output no longer needed
+ * (superseded, stale, or old and large in the part a summary would replace), whatever the view's
+ * size, and no summary: pruning that would otherwise wait for the compaction point, so as not to
+ * change the prefix the provider's cache holds. Noop when nothing is worth it or pruning is off.
+ */
+export function computeColdPruning(
+  request: Omit<CompactionRequest, 'ledger'> & { readonly view?: readonly Message[] },
+  deps: PruningDeps,
+): CompactionOutcome {
+  const { config, log } = request;
+  if (!config.pruning.enabled) return { status: 'noop', reason: 'Pruning is turned off (longrun.compaction.pruning.enabled).' };
+  // The view of `log`, when the caller keeps it already.
+  const view = request.view ?? modelView(log, deps.memo);
+  const tokensBefore = deps.counter.countMessages(view);
+  const alreadyPruned = activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)));
+  const selected = selectMessages(view, { ...request, ledger: EMPTY_LEDGER }, deps, false);
+  const candidates = pruningCandidates(view, {
+    oldMessageIds: new Set(selected.ok ? selected.selection.toCompact.map((m) => m.id) : []),
+    largeOutputTokens: config.pruning.largeOutputTokens,
+    alreadyPruned: new Set(alreadyPruned),
+    countOutput: (message, part) => deps.counter.countToolOutput(message, part),
+    countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
+    memo: deps.memo,
+  });
+  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log) };
+  return pruningOutcome(log, candidates, { ...request, ledger: EMPTY_LEDGER }, deps, { tokensBefore, basis });
+}
+
 /**
  * The messages a summary would replace and those it would keep, as configured. When `harder`, and the
  * configured recent part is all there is, only the latest request and what follows it are kept.
  */
-function selectMessages(view: readonly Message[], request: CompactionRequest, deps: CompactionDeps, harder: boolean): SelectionResult {
+function selectMessages(
+  view: readonly Message[],
+  request: CompactionRequest,
+  deps: Pick<CompactionDeps, 'counter'>,
+  harder: boolean,
+): SelectionResult {
   const { config } = request;
   const limit = request.window.limit;
   const selectionOptions = {
@@ -181,7 +218,7 @@ function pruningOutcome(
   log: ConversationLog,
   taken: readonly PruneCandidate[],
   request: CompactionRequest,
-  deps: CompactionDeps,
+  deps: PruningDeps,
   before: { readonly tokensBefore: number; readonly basis: ComputedCompaction['basis'] },
 ): CompactionOutcome {
   const { tokensBefore, basis } = before;

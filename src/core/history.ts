@@ -427,11 +427,46 @@ export function currentBasis(log: ConversationLog): string | null {
   return activeSteps(log).at(-1)?.entry.id ?? null;
 }
 
-/** Every usage report in the log, oldest first. */
+/**
+ * Whether a usage report is of one of the agent's requests, whose prompt is the view: a summarizer
+ * call's is not, so it never calibrates the count (it is counted only as what a compaction cost).
+ */
+export function isAgentUsage(usage: ReportedUsage): boolean {
+  return usage.purpose === undefined;
+}
+
+/** Every usage report of the agent's requests in the log, oldest first. */
 export function usageReports(log: ConversationLog): ReportedUsage[] {
   const out: ReportedUsage[] = [];
-  for (const record of log) if (record.type === 'usage') out.push(record.usage);
+  for (const record of log) if (record.type === 'usage' && isAgentUsage(record.usage)) out.push(record.usage);
   return out;
+}
+
+/**
+ * Where the part of the view that stays the same until the next compaction ends: the last message of
+ * `view` that was in the log when the latest compaction or pruning in force (`stepId`) was applied,
+ * or that compaction's summary. Every request until the next compaction begins with the view up to
+ * it. Undefined before any compaction or pruning, or when the view holds nothing from before it.
+ */
+export function stablePartEnd(log: ConversationLog, view: readonly Message[], stepId: string | null): string | undefined {
+  if (stepId === null) return undefined;
+  const after = new Set<string>();
+  let found = false;
+  for (let i = log.length - 1; i >= 0; i--) {
+    const record = log[i]!;
+    if ((record.type === 'compaction' || record.type === 'pruning') && record.entry.id === stepId) {
+      found = true;
+      break;
+    }
+    if (record.type === 'message') after.add(record.message.id);
+  }
+  if (!found) return undefined;
+  for (let i = view.length - 1; i >= 0; i--) {
+    const id = view[i]!.id;
+    // A result Longrun adds for a call left open is not in the log: it may be replaced.
+    if (!after.has(id) && !id.startsWith('interrupted:')) return id;
+  }
+  return undefined;
 }
 
 /** The round the next compaction will have. */
@@ -475,11 +510,11 @@ export function originalTask(log: ConversationLog): string | undefined {
   return undefined;
 }
 
-/** The last usage report in the log, if any. */
+/** The last usage report of the agent's requests in the log, if any. */
 export function lastUsage(log: ConversationLog): ReportedUsage | undefined {
   for (let i = log.length - 1; i >= 0; i--) {
     const record = log[i]!;
-    if (record.type === 'usage') return record.usage;
+    if (record.type === 'usage' && isAgentUsage(record.usage)) return record.usage;
   }
   return undefined;
 }

@@ -4,7 +4,8 @@
  * are built from them, so a value cannot be added to one without the other.
  */
 
-export const COMPACTION_REASONS = ['threshold', 'overflow', 'manual'] as const;
+/** Why a compaction ran; `cache-expired`: the provider's prompt cache had expired, so pruning cost nothing more. */
+export const COMPACTION_REASONS = ['threshold', 'overflow', 'manual', 'cache-expired'] as const;
 
 /** Roles a summary message may take in the model's view. */
 export const SUMMARY_ROLES = ['user', 'assistant'] as const;
@@ -17,3 +18,9 @@ export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
 
 /** Why an output was pruned, in the order the kinds are taken. */
 export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;
+
+/** How long a provider keeps what a request asked it to cache (Anthropic's breakpoints): five minutes or an hour. */
+export const CACHE_TTLS = ['5m', '1h'] as const;
+
+/** Why a model call was made, for the calls that are not the agent's: a summary of a compaction. */
+export const USAGE_PURPOSES = ['summary'] as const;

@@ -1,6 +1,7 @@
 import type { FileEvent, FileLedger } from './file-ledger';
-import type { COMPACTION_REASONS, FILE_CHANGE_KINDS, NEEDLE_KINDS, PRUNE_KINDS, SUMMARY_ROLES } from './log-values';
+import type { CACHE_TTLS, COMPACTION_REASONS, FILE_CHANGE_KINDS, NEEDLE_KINDS, PRUNE_KINDS, SUMMARY_ROLES, USAGE_PURPOSES } from './log-values';
 import type { Message } from './messages';
+import type { ProviderKind } from './provider-kind';
 
 /**
  * The records of a conversation's append-only log, as types alone: every module of the engine may
@@ -10,6 +11,8 @@ import type { Message } from './messages';
 export type CompactionReason = (typeof COMPACTION_REASONS)[number];
 export type SummaryRole = (typeof SUMMARY_ROLES)[number];
 export type FileChangeKind = (typeof FILE_CHANGE_KINDS)[number];
+export type CacheTtl = (typeof CACHE_TTLS)[number];
+export type UsagePurpose = (typeof USAGE_PURPOSES)[number];
 
 export interface CompactionEntry {
   readonly id: string;
@@ -205,4 +208,27 @@ export interface ReportedUsage {
   readonly model?: string;
   /** The server counted far fewer tokens than were sent: it cut the prompt. Never calibrates. */
   readonly truncated?: boolean;
+  /**
+   * Of `inputTokens` (which counts every input token, cached or not), those the provider read from
+   * its prompt cache, as it reported them; absent when it reported none.
+   */
+  readonly cacheReadTokens?: number;
+  /** Of `inputTokens`, those the provider wrote to its prompt cache, as it reported them; absent when it reported none. */
+  readonly cacheWriteTokens?: number;
+  /** How long the request asked its cache writes to be kept (Anthropic's breakpoints), which sets their price. */
+  readonly cacheTtl?: CacheTtl;
+  /** When the request was sent, in milliseconds since the epoch: a provider's cache lives from its last request. */
+  readonly at?: number;
+  /** The wire format of the endpoint that answered (`openai-compatible` when it names none). */
+  readonly provider?: ProviderKind;
+  /** The model as the provider named it in its answer (else as it was asked for), to look up its price. */
+  readonly modelId?: string;
+  /** The provider a router sent the request to (OpenRouter's `provider`), to send the next ones there too. */
+  readonly servedBy?: string;
+  /** What the provider says the request cost, in US dollars, when it says (OpenRouter). */
+  readonly cost?: number;
+  /** The counts are Longrun's estimate, not the provider's (VS Code's models report none): no cost, no cache figures. */
+  readonly estimated?: boolean;
+  /** Absent for the agent's requests; `summary` for a summarizer call of a compaction, which never calibrates. */
+  readonly purpose?: UsagePurpose;
 }

@@ -1,3 +1,4 @@
+import type { ReportedUsage } from './log';
 import type { Message } from './messages';
 
 /**
@@ -33,7 +34,8 @@ export interface SummaryResponse {
   readonly text: string;
   /** The model that wrote it, when the implementation knows. */
   readonly model?: string;
-  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
+  /** What the call used, as its provider reported it (the tokens by kind, where it was sent, what it cost). */
+  readonly usage?: SummaryUsage;
   /**
    * The tools the model called instead of writing the summary, by name: a server that does not hold
    * it to `tool_choice: "none"` lets it, when a continuation offers the conversation's tools. The
@@ -41,6 +43,10 @@ export interface SummaryResponse {
    */
   readonly calledTools?: readonly string[];
 }
+
+/** A summarizer call's usage: what a usage record keeps of it, but what only the agent's requests have. */
+export type SummaryUsage = Pick<ReportedUsage, 'inputTokens' | 'outputTokens'> &
+  Partial<Pick<ReportedUsage, 'cacheReadTokens' | 'cacheWriteTokens' | 'cacheTtl' | 'provider' | 'modelId' | 'servedBy' | 'cost' | 'estimated'>>;
 
 /** Anything that turns a summary request into text: an LLM in production, a fake in tests. */
 export interface Summarizer {

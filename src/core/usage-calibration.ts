@@ -22,6 +22,9 @@ export interface RequestBasis {
 /** What a usage record of an older format (a round number, no basis) is given: it never applies. */
 export const LEGACY_BASIS = '(legacy usage record)';
 
+/** The basis of a summarizer call's usage record: its prompt is not the view, so it never applies. */
+export const SUMMARY_BASIS = '(summary request)';
+
 export interface ContextCount {
   /** The best count of the view: calibrated when possible, else local (scaled by the learned ratio). */
   readonly tokens: number;

@@ -15,8 +15,10 @@ import type { CompactionReason, LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
-import { fromResponseMessages, toModelMessages } from './model-messages';
+import { fromResponseMessages } from './model-messages';
 import { withFirstTokenDeadline } from './first-token-deadline';
+import { hintedRequest, takesBreakpoints, type CacheHints, type HintedRequest } from './cache-hints';
+import { callUsage } from './call-usage';
 
 /**
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
@@ -46,6 +48,11 @@ export interface AgentConversation {
   /** What a request sent now is built on; stamped on the usage that comes back for it. */
   requestBasis(): RequestBasis & { readonly model?: string };
   newId(): string;
+  /**
+   * The id of the message that ends the part of the view the last compaction left stable (its summary
+   * and what it kept), where a cache breakpoint keeps it; absent when there is none.
+   */
+  stableEnd?(): string | undefined;
 }
 
 /** How the turn shows itself; the chat participant implements it over the response stream. */
@@ -95,6 +102,13 @@ export interface AgentTurnOptions {
   readonly maxOutputTokens?: () => number | undefined;
   /** How long a model call may send nothing: before its first chunk, and between chunks. */
   readonly timeouts?: { readonly firstChunkMs: number; readonly idleMs: number };
+  /**
+   * What each request tells the provider about caching (asked before every request: OpenRouter's
+   * provider is learned from the first answer); absent or undefined: nothing, as for VS Code's models.
+   */
+  readonly cacheHints?: () => CacheHints | undefined;
+  /** The clock a request's usage is stamped with (when it was sent). */
+  readonly now?: () => number;
 }
 
 export interface AgentTurnResult {
@@ -214,12 +228,19 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   const { conversation } = options;
   const steps = new StepRecorder(options);
   const maxOutputTokens = options.maxOutputTokens?.();
+  const request = (): HintedRequest => {
+    steps.hints = options.cacheHints?.();
+    const stableEnd = steps.hints && takesBreakpoints(steps.hints.provider) ? conversation.stableEnd?.() : undefined;
+    return hintedRequest(options.systemNow?.() ?? options.system, viewOf(conversation), steps.hints, stableEnd !== undefined ? { stableEnd } : {});
+  };
+  const first = request();
   try {
     const result = streamText({
       model: withFirstTokenDeadline(options.model, options.timeouts?.firstChunkMs),
       ...(maxOutputTokens ? { maxOutputTokens } : {}),
-      instructions: options.systemNow?.() ?? options.system,
-      messages: toModelMessages(viewOf(conversation)),
+      instructions: first.instructions,
+      messages: first.messages,
+      ...(first.providerOptions ? { providerOptions: first.providerOptions } : {}),
       allowSystemInMessages: true,
       tools: options.tools,
       stopWhen: stepCountIs(Math.max(1, maxSteps)),
@@ -237,9 +258,13 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
         // The step the server cut has run its tools (kept above); the next one is not sent as is.
         if (steps.truncation) throw steps.truncation;
         await beforeStep();
-        const messages = toModelMessages(viewOf(conversation));
+        const next = request();
         steps.takeBasis();
-        return { messages, ...(options.systemNow ? { instructions: options.systemNow() } : {}) };
+        return {
+          messages: next.messages,
+          ...(options.systemNow || next.instructions !== options.system ? { instructions: next.instructions } : {}),
+          ...(next.providerOptions ? { providerOptions: next.providerOptions } : {}),
+        };
       },
     });
     for await (const part of result.fullStream) steps.see(part);
@@ -262,20 +287,26 @@ class StepRecorder {
   finishReason = 'unknown';
   streamError: unknown;
   truncation: SilentTruncation | undefined;
+  /** The cache hints of the step under way, as its request was made. */
+  hints: CacheHints | undefined;
   private persisted = 0;
   private pendingUsage: Omit<ReportedUsage, 'anchorMessageId'> | undefined;
   // What the step under way was built from: taken when its messages are made, before it is sent.
   private sent: ReturnType<AgentConversation['requestBasis']>;
+  /** When the step under way was sent. */
+  private sentAt: number | undefined;
   // The step just finished ended without a finish reason: its answer may be cut short.
   private cut = false;
 
   constructor(private readonly options: AgentTurnOptions) {
     this.sent = options.conversation.requestBasis();
+    this.sentAt = options.now?.();
   }
 
   /** Takes what the next step is built from, once its messages are made. */
   takeBasis(): void {
     this.sent = this.options.conversation.requestBasis();
+    this.sentAt = this.options.now?.();
   }
 
   /** Appends the response messages not yet in the log, and the usage of the latest step. */
@@ -317,7 +348,7 @@ class StepRecorder {
         this.steps++;
         this.finishReason = part.finishReason;
         this.cut = part.finishReason === 'interrupted';
-        if (part.usage.inputTokens !== undefined) this.onUsage(part.usage.inputTokens, part.usage.outputTokens ?? 0);
+        this.onUsage(part);
         break;
       case 'error':
         this.streamError = part.error;
@@ -328,12 +359,19 @@ class StepRecorder {
   }
 
   /** Keeps a step's usage for the log, and notes a prompt the server cut when its report shows one. */
-  private onUsage(inputTokens: number, outputTokens: number): void {
+  private onUsage(part: Extract<TextStreamPart<ToolSet>, { type: 'finish-step' }>): void {
+    const hints = this.hints;
+    const usage = callUsage(part.usage, part.providerMetadata, hints?.provider, part.response.modelId);
+    if (!usage) return;
+    const { inputTokens, outputTokens } = usage;
     const sent = this.sent;
     const verdict = this.options.detectTruncation ? detectTruncation(inputTokens, sent.localTokens, sent.ratio) : undefined;
+    const wrote = (usage.cacheWriteTokens ?? 0) > 0 && hints !== undefined && takesBreakpoints(hints.provider);
     this.pendingUsage = {
-      inputTokens,
-      outputTokens,
+      ...usage,
+      ...(wrote ? { cacheTtl: hints.ttl } : {}),
+      ...(this.sentAt !== undefined ? { at: this.sentAt } : {}),
+      ...(hints ? { provider: hints.provider } : {}),
       basis: sent.basis,
       localTokens: sent.localTokens,
       ...(sent.localFraming !== undefined ? { localFraming: sent.localFraming } : {}),

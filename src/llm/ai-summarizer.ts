@@ -1,13 +1,24 @@
 import { generateText, type LanguageModel, type ModelMessage, type TelemetryOptions, type ToolSet } from 'ai';
-import type { Summarizer, SummaryRequest, SummaryResponse } from '../core/ports';
+import type { Summarizer, SummaryRequest, SummaryResponse, SummaryUsage } from '../core/ports';
+import { hintedRequest, takesBreakpoints, type CacheHints, type HintedRequest } from './cache-hints';
+import { callUsage } from './call-usage';
 import { withFirstTokenDeadline } from './first-token-deadline';
-import { toModelMessages } from './model-messages';
 import { toolCallsInText, toolsCalledDespite } from './stray-tool-calls';
+import type { ProviderKind } from '../core/provider-kind';
 
-/** What every request of the agent begins with: its system prompt and its tools. */
+/** What every request of the agent begins with: its system prompt and its tools, and what it tells the provider about caching. */
 export interface AgentPrefix {
   readonly system: string;
   readonly tools: ToolSet;
+  /**
+   * The agent's cache hints: a summary continuing the conversation is sent the same, so that it reads
+   * the conversation from the cache (and ends it where the next request reads it from). Absent: none.
+   */
+  readonly cache?: {
+    readonly hints: () => CacheHints | undefined;
+    /** The message that ends the stable part after the last compaction (see `AgentConversation.stableEnd`). */
+    readonly stableEnd?: () => string | undefined;
+  };
 }
 
 export interface AiSummarizerOptions {
@@ -33,6 +44,8 @@ export interface AiSummarizerOptions {
    * asked for without the conversation's tools.
    */
   readonly onToolChoiceIgnored?: (calledTools: readonly string[]) => void;
+  /** The wire format of the model's endpoint, stamped on the usage of a request sent without the agent's hints. */
+  readonly provider?: ProviderKind;
 }
 
 /**
@@ -67,8 +80,11 @@ export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
     ...(continueFrom ? { continues: true } : {}),
     async summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse> {
       const prefix = request.continuation ? continueFrom?.() : undefined;
-      if (!prefix || !request.continuation) return answered(await generate(structured(request), request, signal), name);
-      const sent = continuing(prefix, request.continuation);
+      const hints = prefix?.cache?.hints();
+      const usageOf = (result: Generated) =>
+        summaryUsage(result.usage, result.finalStep.providerMetadata, hints, result.finalStep.response.modelId, options.provider);
+      if (!prefix || !request.continuation) return answered(await generate(structured(request), request, signal), name, usageOf);
+      const sent = continuing(prefix, request.continuation, hints);
       let result: Generated;
       try {
         result = await generate(sent, request, signal);
@@ -78,7 +94,7 @@ export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
         return strayed(called);
       }
       const written = toolCallsInText(result.text, Object.keys(sent.tools));
-      return written.length > 0 ? strayed(written) : answered(result, name);
+      return written.length > 0 ? strayed(written) : answered(result, name, usageOf);
     },
   };
 }
@@ -88,19 +104,15 @@ type Sent = ReturnType<typeof structured> | ReturnType<typeof continuing>;
 /** What is read of a `generateText` result. */
 interface Generated {
   readonly text: string;
-  readonly usage: { readonly inputTokens: number | undefined; readonly outputTokens: number | undefined };
-  readonly finalStep: { readonly response: { readonly modelId: string } };
+  readonly usage: Parameters<typeof callUsage>[0];
+  readonly finalStep: { readonly response: { readonly modelId: string }; readonly providerMetadata: Parameters<typeof callUsage>[1] };
 }
 
 /** The text of an answer, the model that wrote it and the usage its server reported. */
-function answered(result: Generated, name: string): SummaryResponse {
-  const { inputTokens, outputTokens } = result.usage;
+function answered(result: Generated, name: string, usageOf: (result: Generated) => SummaryUsage | undefined): SummaryResponse {
   const modelId = result.finalStep.response.modelId;
-  return {
-    text: result.text,
-    model: modelId ? modelId : name,
-    ...(inputTokens !== undefined && outputTokens !== undefined ? { usage: { inputTokens, outputTokens } } : {}),
-  };
+  const usage = usageOf(result);
+  return { text: result.text, model: modelId ? modelId : name, ...(usage ? { usage } : {}) };
 }
 
 /** The structured request: the summarizer's own system prompt and the conversation rendered as text. */
@@ -117,13 +129,30 @@ function structured(request: SummaryRequest): { instructions: string; messages: 
 function continuing(
   prefix: AgentPrefix,
   continuation: NonNullable<SummaryRequest['continuation']>,
-): { instructions: string; messages: ModelMessage[]; tools: ToolSet; toolChoice: 'none' } {
+  hints: CacheHints | undefined,
+): HintedRequest & { tools: ToolSet; toolChoice: 'none' } {
   const tools: ToolSet = {};
   for (const [name, tool] of Object.entries(prefix.tools)) tools[name] = { ...tool, execute: undefined } as ToolSet[string];
-  return {
-    instructions: prefix.system,
-    messages: [...toModelMessages(continuation.messages), { role: 'user', content: continuation.directive }],
-    tools,
-    toolChoice: 'none',
-  };
+  const stableEnd = hints && takesBreakpoints(hints.provider) ? prefix.cache?.stableEnd?.() : undefined;
+  // The directive is this request's alone: it takes no breakpoint.
+  const request = hintedRequest(prefix.system, continuation.messages, hints, {
+    ...(stableEnd !== undefined ? { stableEnd } : {}),
+    tail: [{ role: 'user', content: continuation.directive }],
+  });
+  return { ...request, tools, toolChoice: 'none' };
+}
+
+/** A summary call's usage as a usage record keeps it; undefined when the provider reported none. */
+function summaryUsage(
+  usage: Parameters<typeof callUsage>[0],
+  metadata: Parameters<typeof callUsage>[1],
+  hints: CacheHints | undefined,
+  modelId: string | undefined,
+  endpoint: ProviderKind | undefined,
+): SummaryUsage | undefined {
+  const provider = hints?.provider ?? endpoint;
+  const reported = callUsage(usage, metadata, provider, modelId);
+  if (!reported) return undefined;
+  const wrote = (reported.cacheWriteTokens ?? 0) > 0 && hints !== undefined && takesBreakpoints(hints.provider);
+  return { ...reported, ...(provider ? { provider } : {}), ...(wrote ? { cacheTtl: hints.ttl } : {}) };
 }

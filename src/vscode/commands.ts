@@ -4,6 +4,7 @@ import type { ApiKeys } from './api-keys';
 import type { CommandHandler } from './entry-points';
 import type { CompactionReporter } from './compaction-report';
 import { exportConversationToFile } from '../app/conversation-export';
+import { usageLines } from '../app/usage-text';
 import { compactionIdOf, latestSummaries } from '../app/summary-edit';
 import { compactionSentence, contextReport, summaryReport, undoSentence } from '../app/reports';
 import type { Session } from './session';
@@ -188,7 +189,13 @@ async function exportConversation(deps: CommandDeps): Promise<unknown> {
   if (!target) return undefined;
   // Read from the conversation's files and written as it is read: any size exports in little memory.
   const bytes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Longrun: exporting "${title}"…` }, () =>
-    exportConversationToFile((onRecord) => session.store.readRecords(conversation.id, onRecord), title, target.fsPath, conversation.leaf()),
+    exportConversationToFile(
+      (onRecord) => session.store.readRecords(conversation.id, onRecord),
+      title,
+      target.fsPath,
+      conversation.leaf(),
+      usageLines({ report: session.usageReport(conversation) }),
+    ),
   );
   if (bytes <= OPEN_EXPORT_BYTES) {
     await vscode.window.showTextDocument(target, { preview: false });
@@ -218,7 +225,9 @@ function exportFileName(title: string): string {
 async function showContextUsage(deps: CommandDeps): Promise<unknown> {
   const { session } = deps;
   const conversation = await session.current();
-  const markdown = conversation ? contextReport(conversation, session.modelName(), deps.now()) : 'Longrun: there is no conversation yet.';
+  const markdown = conversation
+    ? contextReport(conversation, session.modelName(), deps.now(), session.usageView(conversation))
+    : 'Longrun: there is no conversation yet.';
   await deps.documents.open('context-usage', markdown);
   return markdown;
 }

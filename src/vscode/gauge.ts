@@ -12,6 +12,8 @@ import { gaugePresentation, noConversationPresentation, type GaugePresentation }
 export class ContextGauge {
   private warned = new Set<string>();
   private presentation: GaugePresentation = noConversationPresentation();
+  /** Cancels the timer that shows the cache's expiry when it comes. */
+  private cancelExpiry: (() => void) | undefined;
 
   /** @param item the status-bar item, made (and disposed of) by the extension's entry point */
   constructor(
@@ -19,7 +21,18 @@ export class ContextGauge {
     private readonly session: Session,
     private readonly settings: () => LongrunSettings,
     private readonly now: () => number,
+    /** Calls `fn` after `ms` (the clock's timer), to say when the provider's cache expires. */
+    private readonly setTimer: (ms: number, fn: () => void) => () => void = (ms, fn) => {
+      const handle = setTimeout(fn, ms);
+      return () => clearTimeout(handle);
+    },
   ) {}
+
+  /** Stops the timer that waits for the cache's expiry. */
+  dispose(): void {
+    this.cancelExpiry?.();
+    this.cancelExpiry = undefined;
+  }
 
   /** What the gauge shows now (for tests and the "Show Context Usage" command). */
   current(): GaugePresentation {
@@ -27,6 +40,8 @@ export class ContextGauge {
   }
 
   update(): void {
+    this.cancelExpiry?.();
+    this.cancelExpiry = undefined;
     const conversation = this.session.currentIfLoaded();
     if (!conversation || conversation.isEmpty()) {
       this.presentation = noConversationPresentation();
@@ -34,15 +49,20 @@ export class ContextGauge {
       const count = conversation.count();
       const step = conversation.lastStep();
       const name = this.session.modelName();
+      const usage = this.session.usageView(conversation);
       this.presentation = gaugePresentation({
         assessment: conversation.assess(),
         breakdown: conversation.breakdown(),
         source: count.source,
         now: this.now(),
+        usage,
         ...(step?.compaction ? { lastCompaction: step.compaction } : {}),
         ...(step?.pruning ? { lastPruning: step.pruning } : {}),
         ...(name ? { modelName: name } : {}),
       });
+      // Nothing is appended while the conversation waits: the gauge says when the cache expires.
+      const cache = usage.cache?.state;
+      if (cache?.kind === 'warm') this.cancelExpiry = this.setTimer(Math.max(0, cache.expiresAt - this.now()) + 1_000, () => this.update());
       if (conversation.isCompacting()) this.presentation = { ...this.presentation, text: '$(sync~spin) compacting…' };
       this.maybeWarn(conversation.id, conversation.assess().level);
     }

@@ -35,7 +35,12 @@ export function endpointModels(endpoints: readonly EndpointSetting[], windows: M
   for (const endpoint of endpoints) {
     for (const model of endpoint.models) {
       const id = `${endpoint.name}/${model.id}`;
-      const sized = windows.forEndpointModel({ baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name }, `${VENDOR}/${id}`, model);
+      const configured = endpoint.provider ? { ...model, provider: endpoint.provider } : model;
+      const sized = windows.forEndpointModel(
+        { baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name },
+        `${VENDOR}/${id}`,
+        configured,
+      );
       out.push({
         endpoint,
         model,

@@ -23,6 +23,11 @@ import type { LongrunSettings } from '../app/settings';
 import type { Redactor } from '../app/redactor';
 import type { Tracing } from '../app/tracing';
 import type { CalibrationMemory } from '../core/usage-calibration';
+import type { ProviderKind } from '../core/provider-kind';
+import { DEFAULT_PROVIDER_KIND } from '../core/provider-kind';
+import { ModelCatalogue } from '../app/model-catalogue';
+import { UsageViews } from '../app/usage-views';
+import type { UsageView } from '../app/usage-text';
 
 /**
  * The extension's state: the current conversation and the model in use. One instance, made in
@@ -74,6 +79,8 @@ export interface SessionDeps {
   readonly calibrations?: CalibrationMemory;
   /** The models whose server lets them call tools under `tool_choice: "none"`. */
   readonly ignoredToolChoice: IgnoredToolChoice;
+  /** Windows and prices of models: the catalogue under the user's overrides. */
+  readonly catalogue?: ModelCatalogue;
 }
 
 export class Session implements vscode.Disposable {
@@ -94,8 +101,14 @@ export class Session implements vscode.Disposable {
   /** The conversations this window has loaded, each on the branches its chats continue. */
   readonly registry: ConversationRegistry;
 
+  /** What each conversation used and cost, as the gauge, `/context` and the export show it. */
+  private readonly usageViews: UsageViews;
+  private readonly catalogue: ModelCatalogue;
+
   constructor(private readonly deps: SessionDeps) {
     const { clock, log } = deps;
+    this.catalogue = deps.catalogue ?? new ModelCatalogue(() => deps.settings().modelOverrides);
+    this.usageViews = new UsageViews({ catalogue: this.catalogue, settings: () => deps.settings(), now: () => clock.now() });
     this.store = new ConversationStore(deps.storageDir, () => clock.now());
     this.index = new ConversationIndex(deps.workspaceState);
     this.registry = new ConversationRegistry({
@@ -279,6 +292,21 @@ export class Session implements vscode.Disposable {
     return this.chatModel?.kind === 'endpoint';
   }
 
+  /** The wire format of the model in use's endpoint; undefined for a model of VS Code's, which takes no cache hints. */
+  providerKind(): ProviderKind | undefined {
+    return this.endpointModel()?.endpoint.provider ?? (this.chatModel?.kind === 'endpoint' ? DEFAULT_PROVIDER_KIND : undefined);
+  }
+
+  /** What `conversation` used and cost, and the state of its provider's cache. */
+  usageView(conversation: Conversation): UsageView {
+    return this.usageViews.of(conversation, this.chatModel?.kind === 'vscode');
+  }
+
+  /** What `conversation` used and cost (the export's closing table). */
+  usageReport(conversation: Conversation): UsageView['report'] {
+    return this.usageViews.report(conversation);
+  }
+
   private modelKey(): string | undefined {
     return this.chatModel ? keyOf(this.chatModel) : undefined;
   }
@@ -304,7 +332,7 @@ export class Session implements vscode.Disposable {
     if (m.kind === 'vscode') {
       return windowFor(
         { kind: 'vscode', vendor: m.model.vendor, maxInputTokens: m.model.maxInputTokens },
-        this.deps.settings().contextWindow,
+        this.deps.settings().contextWindow ?? this.catalogue.overriddenWindow(m.model.id),
         learned,
       );
     }
@@ -342,7 +370,7 @@ export class Session implements vscode.Disposable {
     const name = this.modelName() ?? 'no model';
     const key = this.modelKey();
     const window: ContextWindow = sized
-      ? { limit: sized.inputLimit, source: sized.window.assumed ? 'table' : 'model' }
+      ? { limit: sized.inputLimit, source: sized.window.assumed ? 'assumed' : 'model' }
       : {
           limit: 0,
           source: 'unknown',
@@ -416,9 +444,11 @@ export class Session implements vscode.Disposable {
     }
     if (!chosen) return undefined;
     const model = chosen;
+    const endpoint = model.kind === 'endpoint' ? (this.deps.provider.find(model.resolved.id) ?? model.resolved).endpoint : undefined;
     return {
       key: keyOf(model),
-      ...(model.kind === 'endpoint' ? { server: (this.deps.provider.find(model.resolved.id) ?? model.resolved).endpoint.baseUrl } : {}),
+      ...(endpoint ? { server: endpoint.baseUrl } : {}),
+      ...(endpoint ? { provider: endpoint.provider ?? DEFAULT_PROVIDER_KIND } : {}),
       // Endpoint models are resolved afresh, so a discovered or learned window is already in them.
       declaredWindow:
         model.kind === 'vscode' ? model.model.maxInputTokens : (this.deps.provider.find(model.resolved.id) ?? model.resolved).contextWindow,

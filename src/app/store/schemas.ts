@@ -6,6 +6,8 @@ import { COMPACTION_REASONS, FILE_CHANGE_KINDS, SUMMARY_ROLES, type LogRecord, t
 import { ROLES, type PartType } from '../../core/messages';
 import { PRUNE_KINDS } from '../../core/pruning';
 import { LEGACY_BASIS } from '../../core/usage-calibration';
+import { CACHE_TTLS, USAGE_PURPOSES } from '../../core/log-values';
+import { PROVIDER_KINDS } from '../../core/provider-kind';
 
 /** The format version this build writes and reads. */
 export const CONVERSATION_FORMAT_VERSION = 1;
@@ -172,6 +174,19 @@ const usageSchema = lazily(() =>
       localFixed: countSchema().optional(),
       model: z.string().optional(),
       truncated: z.boolean().optional(),
+      // Added with the cost and the caches: a Longrun from before them drops them, and a summary's
+      // usage then never calibrates there either, since its basis names no compaction.
+      cacheReadTokens: countSchema().optional(),
+      cacheWriteTokens: countSchema().optional(),
+      cacheTtl: z.enum(CACHE_TTLS).optional().catch(undefined),
+      at: z.number().optional(),
+      // A provider kind of a later Longrun is dropped, not the report.
+      provider: z.enum(PROVIDER_KINDS).optional().catch(undefined),
+      modelId: z.string().optional(),
+      servedBy: z.string().optional(),
+      cost: z.number().min(0).optional(),
+      estimated: z.boolean().optional(),
+      purpose: z.enum(USAGE_PURPOSES).optional(),
     })
     .transform(({ round: _round, basis, ...rest }) => ({ ...rest, basis: basis === undefined ? LEGACY_BASIS : basis })),
 );

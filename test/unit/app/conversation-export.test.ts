@@ -6,6 +6,9 @@ import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { conversationMarkdown, exportConversationToFile, writeConversationMarkdown } from '../../../src/app/conversation-export';
+import { usageLines } from '../../../src/app/usage-text';
+import { callCost } from '../../../src/core/usage-cost';
+import { usageReport } from '../../../src/core/usage-report';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { conversationIdOf } from '../../../src/app/chat-history';
 
@@ -113,6 +116,43 @@ describe('exporting a conversation that branched', () => {
     assert.doesNotMatch(main!, /BRAVO-9/);
     assert.match(side!, /Side turn t2, continuing turn t1[\s\S]*remember BRAVO-9[\s\S]*noted BRAVO-9/);
     assert.doesNotMatch(side!, /ALPHA-7|DELTA-4/);
+  });
+
+  it('ends with the usage and cost table it is given, after the side branches', async () => {
+    const closing = usageLines({
+      report: usageReport(
+        [
+          {
+            anchorMessageId: 'a1',
+            inputTokens: 10_000,
+            outputTokens: 500,
+            basis: null,
+            provider: 'anthropic',
+            cacheReadTokens: 8_000,
+            cacheWriteTokens: 1_500,
+          },
+        ],
+        (u) =>
+          callCost(
+            { input: u.inputTokens, cacheRead: u.cacheReadTokens ?? 0, cacheWrite: u.cacheWriteTokens ?? 0, output: u.outputTokens },
+            { input: 3, output: 15 },
+            'anthropic',
+          ),
+      ),
+    });
+    const markdown = conversationMarkdown(log, 'Branches', 't3', closing);
+    const [, usage] = markdown.split('# Usage and cost');
+    assert.ok(markdown.indexOf('# Side branches') < markdown.indexOf('# Usage and cost'));
+    assert.match(usage!, /^\| Cost \| \$0\.017 \| \$0\.017 \|$/m);
+    const pieces: string[] = [];
+    await writeConversationMarkdown(
+      (onRecord) => log.reduce((p, r) => p.then(() => onRecord(r)), Promise.resolve()),
+      'Branches',
+      (t) => void pieces.push(t),
+      't3',
+      closing,
+    );
+    assert.equal(pieces.join(''), markdown);
   });
 
   it('has no side branches when the chat never went back', () => {

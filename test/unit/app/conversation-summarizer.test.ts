@@ -94,6 +94,51 @@ describe('the summarizer a compaction asks for', () => {
     assert.equal(second.status === 'compacted' && second.compaction.entry?.model, 'picked-since');
   });
 
+  it('records each summarizer call’s usage as a compaction’s cost, which never calibrates the gauge', async () => {
+    const billed: Summarizer = {
+      name: 'longrun/claude/claude-sonnet-4-0',
+      summarize: async () => ({
+        text: templateSummary('Notes.'),
+        usage: {
+          inputTokens: 6_000,
+          outputTokens: 300,
+          cacheReadTokens: 5_500,
+          cacheWriteTokens: 0,
+          provider: 'anthropic',
+          modelId: 'claude-sonnet-4-20250514',
+        },
+      }),
+    };
+    const conversation = await conversationWith(async () => billed);
+    const before = conversation.count();
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    const usages = conversation.log().flatMap((r) => (r.type === 'usage' ? [r.usage] : []));
+    assert.equal(usages.length, 1);
+    assert.deepEqual(
+      {
+        purpose: usages[0]!.purpose,
+        input: usages[0]!.inputTokens,
+        read: usages[0]!.cacheReadTokens,
+        model: usages[0]!.model,
+        at: typeof usages[0]!.at,
+      },
+      { purpose: 'summary', input: 6_000, read: 5_500, model: 'longrun/claude/claude-sonnet-4-0', at: 'number' },
+    );
+    assert.equal(before.source, 'local');
+    assert.equal(conversation.count().source, 'local', 'a summary’s usage is not the view’s count');
+  });
+
+  it('keeps the gauge on the agent’s last report while a summary is prepared', async () => {
+    const conversation = await conversationWith(async () => named('m'));
+    await conversation.append([{ type: 'usage', usage: { anchorMessageId: 'a5', inputTokens: 6_100, outputTokens: 500, basis: null } }]);
+    assert.equal(conversation.count().source, 'provider+local');
+    await conversation.append([
+      { type: 'usage', usage: { anchorMessageId: 'a5', inputTokens: 6_000, outputTokens: 300, basis: '(summary request)', purpose: 'summary' } },
+    ]);
+    assert.equal(conversation.count().source, 'provider+local');
+  });
+
   it('without a model, fails the compaction with the message that says what to do, and changes nothing', async () => {
     const conversation = await conversationWith(async () => undefined);
     const before = conversation.log().length;

@@ -5,6 +5,9 @@ import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { CompactionEntry } from '../../../src/core/history';
 import type { PruningEntry } from '../../../src/core/pruning';
 import { compactNumber, gaugePresentation, noConversationPresentation, pruningPhrase, type GaugeState } from '../../../src/app/gauge-text';
+import type { ReportedUsage } from '../../../src/core/log';
+import { callCost } from '../../../src/core/usage-cost';
+import { usageReport } from '../../../src/core/usage-report';
 
 const breakdown = { systemAndTools: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
 const state = (used: number, limit = 128_000, extra: Partial<GaugeState> = {}): GaugeState => ({
@@ -175,5 +178,75 @@ describe('gauge text and levels', () => {
 
   it('abbreviates numbers', () => {
     assert.deepEqual([compactNumber(950), compactNumber(1_500), compactNumber(81_000), compactNumber(1_048_576)], ['950', '1.5k', '81k', '1.05M']);
+  });
+});
+
+describe('gauge usage and cost', () => {
+  const reported = (over: Partial<ReportedUsage>): ReportedUsage => ({
+    anchorMessageId: 'a',
+    inputTokens: 10_000,
+    outputTokens: 500,
+    basis: null,
+    provider: 'anthropic',
+    cacheReadTokens: 8_000,
+    cacheWriteTokens: 1_500,
+    ...over,
+  });
+  const sonnet = (u: ReportedUsage) =>
+    callCost(
+      { input: u.inputTokens, cacheRead: u.cacheReadTokens ?? 0, cacheWrite: u.cacheWriteTokens ?? 0, output: u.outputTokens },
+      { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
+      'anthropic',
+    );
+
+  it('shows the last request and the conversation by kind of token, the cache hit share, the cost and what compactions cost', () => {
+    const report = usageReport(
+      [
+        reported({ cacheReadTokens: 0, cacheWriteTokens: 9_500 }),
+        reported({ purpose: 'summary', basis: '(summary request)' }),
+        reported({ basis: 'c1', cacheReadTokens: 2_000, cacheWriteTokens: 7_500 }),
+      ],
+      sonnet,
+    );
+    const tip = gaugePresentation(state(81_000, 128_000, { usage: { report } })).tooltipMarkdown;
+    assert.match(tip, /^\| Input tokens \| 10,000 \| 30,000 \|$/m);
+    assert.match(tip, /^\| · read from the cache \| 2,000 \| 10,000 \|$/m);
+    assert.match(tip, /^\| · written to the cache \| 7,500 \| 18,500 \|$/m);
+    assert.match(tip, /^\| Cache hit share \| 20% \| 33\.3% \|$/m);
+    // 0.0015 + 0.0006 + 0.028125 + 0.0075 for the last; with the first (0.044625) and the summary (0.017025).
+    assert.match(tip, /^\| Cost \| \$0\.038 \| \$0\.099 \|$/m);
+    assert.match(
+      tip,
+      /Compactions cost 1 summary request \(10,500 tokens, \$0\.017\) and the cache written again after them \(7,500 tokens, \$0\.028\)\./,
+    );
+  });
+
+  it('shows tokens and no made-up figure for a model without a price, and says so for VS Code’s models', () => {
+    const unpriced = usageReport([reported({ provider: 'openai-compatible' })], () => undefined);
+    const tip = gaugePresentation(state(81_000, 128_000, { usage: { report: unpriced } })).tooltipMarkdown;
+    assert.match(tip, /^\| Cost \| no price known \| no price known \|$/m);
+    assert.match(tip, /longrun\.models\.overrides/);
+    assert.doesNotMatch(tip, /\$\d/);
+    const editor = usageReport(
+      [reported({ provider: undefined, estimated: true, cacheReadTokens: undefined, cacheWriteTokens: undefined })],
+      () => undefined,
+    );
+    const vscodeTip = gaugePresentation(state(81_000, 128_000, { usage: { report: editor, editorModel: true } })).tooltipMarkdown;
+    assert.match(vscodeTip, /VS Code's models report no token usage/);
+    assert.doesNotMatch(vscodeTip, /\| Cost \|/);
+    const silent = gaugePresentation(
+      state(81_000, 128_000, { usage: { report: usageReport([], () => undefined), unreported: true } }),
+    ).tooltipMarkdown;
+    assert.match(silent, /The model's server reported no token usage: Longrun counts the window itself, and no cost or cache share is known\./);
+  });
+
+  it('says when the cache has expired and what the next request re-sends at full price', () => {
+    const report = usageReport([reported({})], sonnet);
+    const cache = { state: { kind: 'expired' as const, since: 1_000_000 - 12 * 60_000 }, nextRequestTokens: 81_234, now: 1_000_000 };
+    const presentation = gaugePresentation(state(81_000, 128_000, { usage: { report, cache } }));
+    assert.match(presentation.tooltipMarkdown, /^Cache expired 12 min ago: the next request re-sends ~81,234 tokens at full price\.$/m);
+    assert.match(presentation.accessibilityLabel, /Cache expired 12 min ago/);
+    const warm = gaugePresentation(state(81_000, 128_000, { usage: { report, cache: { ...cache, state: { kind: 'warm', expiresAt: 2_000_000 } } } }));
+    assert.doesNotMatch(warm.tooltipMarkdown, /Cache expired/);
   });
 });

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import type { DiscoveredWindow } from '../../../src/llm/window-discovery';
 import { applyLearned, ASSUMED_WINDOW, learnedWins, ModelWindows, windowFor, type DiscoveryTarget } from '../../../src/app/model-windows';
+import { ModelCatalogue } from '../../../src/app/model-catalogue';
+import type { ModelOverride } from '../../../src/app/settings';
 
 /** A memento over a map, like VS Code's globalState. */
 class MapMemento {
@@ -17,7 +19,7 @@ class MapMemento {
 const target: DiscoveryTarget = { baseUrl: 'http://127.0.0.1:11434/v1/', modelId: 'acme-coder:7b', endpoint: 'ollama' };
 const key = 'longrun/ollama/acme-coder:7b';
 
-function windows(answers: Array<DiscoveredWindow | undefined | Error>, memento = new MapMemento()) {
+function windows(answers: Array<DiscoveredWindow | undefined | Error>, memento = new MapMemento(), overrides: Record<string, ModelOverride> = {}) {
   const asked: DiscoveryTarget[] = [];
   const registry = new ModelWindows(
     memento,
@@ -28,6 +30,8 @@ function windows(answers: Array<DiscoveredWindow | undefined | Error>, memento =
       return answer;
     },
     () => 1_000,
+    () => undefined,
+    new ModelCatalogue(() => overrides),
   );
   return { registry, asked, memento };
 }
@@ -62,12 +66,22 @@ describe('model windows: where the window comes from, in order', () => {
     assert.equal(changes, 1);
   });
 
-  it('prefers the table of known models to an assumption, and the server to the table', async () => {
+  it('prefers the model catalogue to an assumption, and the server to the catalogue', async () => {
     const known = { ...target, modelId: 'gpt-4o' };
     const { registry } = windows([fromServer(64_000)]);
     assert.equal(registry.forEndpointModel(known, 'longrun/x/gpt-4o', {}).window.limit, 128_000);
     await registry.ensure(known);
     assert.equal(registry.forEndpointModel(known, 'longrun/x/gpt-4o', {}).window.limit, 64_000);
+  });
+
+  it("lets the user's longrun.models.overrides win over the server, and the endpoint's own contextWindow over both", async () => {
+    const { registry } = windows([fromServer(6_000)], new MapMemento(), { 'acme-coder:7b': { contextWindow: 20_000, maxOutputTokens: 1_000 } });
+    await registry.ensure(target);
+    const overridden = registry.forEndpointModel(target, key, {});
+    assert.equal(overridden.window.limit, 20_000);
+    assert.match(overridden.window.origin, /longrun\.models\.overrides/);
+    assert.equal(overridden.outputReserve, 1_000);
+    assert.equal(registry.forEndpointModel(target, key, { contextWindow: 16_384 }).window.limit, 16_384);
   });
 
   it("lets the user's contextWindow and maxOutputTokens win over the server", async () => {

@@ -42,7 +42,39 @@ describe('settings: longrun.* onto the core configuration', () => {
       telemetry: { enabled: false },
       timeouts: { firstChunkMs: 600_000, idleMs: 120_000 },
       verboseLogging: false,
+      cache: { ttl: '5m', openaiRetention24h: false, coldCompaction: true },
+      modelOverrides: {},
     });
+  });
+
+  it('reads the cache settings and the models’ overrides, each entry on its own with a clear problem for a bad one', () => {
+    const { settings, problems } = read({
+      'longrun.cache.ttl': '1h',
+      'longrun.cache.openaiRetention': '24h',
+      'longrun.cache.coldCompaction': false,
+      'longrun.models.overrides': {
+        'qwen3-coder': { contextWindow: 262_144, input: 0.4, output: 1.6 },
+        'claude-sonnet-4-5': { cacheRead: 0.3 },
+        typo: { inputPrice: 3 },
+        negative: { output: -1 },
+      },
+    });
+    assert.deepEqual(settings.cache, { ttl: '1h', openaiRetention24h: true, coldCompaction: false });
+    assert.deepEqual(settings.modelOverrides, {
+      'qwen3-coder': { contextWindow: 262_144, input: 0.4, output: 1.6 },
+      'claude-sonnet-4-5': { cacheRead: 0.3 },
+    });
+    assert.deepEqual(
+      problems.map((p) => formatProblem(p)),
+      [
+        'Longrun: "longrun.models.overrides" contains {"typo":{"inputPrice":3}}, which is not valid (the entry of "typo": Unrecognized key: "inputPrice"); it is ignored.',
+        'Longrun: "longrun.models.overrides" contains {"negative":{"output":-1}}, which is not valid (the entry of "negative": output must be at least 0); it is ignored.',
+      ],
+    );
+    const wrong = read({ 'longrun.models.overrides': ['qwen'], 'longrun.cache.ttl': '10m' });
+    assert.deepEqual(wrong.settings.modelOverrides, {});
+    assert.equal(wrong.settings.cache.ttl, '5m');
+    assert.equal(wrong.problems.length, 2);
   });
 
   it('maps valid values onto the core configuration', () => {
@@ -426,6 +458,10 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
     'longrun.agent.commandTimeoutSeconds': 'how long a command the agent started runs unattended',
     'longrun.agent.editorTools': "which other extensions' and MCP servers' tools the agent may call",
     'longrun.logging.verbose': 'puts conversation content, secrets included, into log files',
+    'longrun.models.overrides':
+      'the prices and windows Longrun believes: costs shown smaller than billed, or a window that makes it compact at every step',
+    'longrun.cache.ttl': 'how long the provider keeps the conversation cached, at twice the price of a write for an hour',
+    'longrun.cache.openaiRetention': "how long OpenAI keeps the conversation's prefixes on its side",
   };
 
   /**
@@ -433,7 +469,11 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
    * changes where data goes, what a model is told to do, or what the agent may do unasked.
    */
   const workspaceMaySet = (key: string): boolean =>
-    (key.startsWith('longrun.compaction.') || key.startsWith('longrun.timeouts.') || key === 'longrun.contextWindow') && !(key in USER_ONLY);
+    (key.startsWith('longrun.compaction.') ||
+      key.startsWith('longrun.timeouts.') ||
+      key === 'longrun.contextWindow' ||
+      key === 'longrun.cache.coldCompaction') &&
+    !(key in USER_ONLY);
 
   const pkg = JSON.parse(readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')) as {
     contributes: { configuration: Array<{ properties: Record<string, { scope?: string }> }> };

@@ -105,6 +105,39 @@ describe('store schemas', () => {
     }
   });
 
+  it('reads a usage record with the tokens by kind, its time and provider, and one written before them as it was', () => {
+    const full: LogRecord = {
+      type: 'usage',
+      usage: {
+        anchorMessageId: 'm1',
+        inputTokens: 12_000,
+        outputTokens: 300,
+        basis: 'c1',
+        cacheReadTokens: 9_000,
+        cacheWriteTokens: 2_500,
+        cacheTtl: '1h',
+        at: 1_700_000_000_000,
+        provider: 'openrouter',
+        modelId: 'anthropic/claude-sonnet-4',
+        servedBy: 'Anthropic',
+        cost: 0.0123,
+      },
+    };
+    assert.deepEqual(logRecordSchema().parse(JSON.parse(JSON.stringify(full))), full);
+    const summary: LogRecord = {
+      type: 'usage',
+      usage: { anchorMessageId: 'm1', inputTokens: 1, outputTokens: 1, basis: '(summary request)', purpose: 'summary', estimated: true },
+    };
+    assert.deepEqual(logRecordSchema().parse(JSON.parse(JSON.stringify(summary))), summary);
+    // A line written before the tokens were kept by kind: no cache figures, and nothing else lost.
+    const old = { type: 'usage', usage: { anchorMessageId: 'm1', inputTokens: 5, outputTokens: 1, basis: 'c1', localTokens: 4, model: 'longrun/x' } };
+    assert.deepEqual(logRecordSchema().parse(old), old);
+    // A provider kind of a later Longrun is dropped, not the report.
+    const later = logRecordSchema().parse({ type: 'usage', usage: { ...old.usage, provider: 'a-provider-of-later' } });
+    assert.equal(later.type === 'usage' && later.usage.provider, undefined);
+    assert.equal(later.type === 'usage' && later.usage.inputTokens, 5);
+  });
+
   it('reads a message part of every type of PART_TYPES', () => {
     for (const type of PART_TYPES) {
       const record: LogRecord = { type: 'message', message: { id: 'm1', role: 'assistant', content: [PARTS[type]] } };

@@ -16,6 +16,9 @@ import { NO_TELEMETRY } from '../../../src/llm/telemetry';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 import { FakeEditor } from './fake-editor';
+import { ModelCatalogue } from '../../../src/app/model-catalogue';
+import { UsageViews } from '../../../src/app/usage-views';
+import type { ProviderKind } from '../../../src/core/provider-kind';
 
 /**
  * A turn controller over real conversations on disk, a scripted model that records every prompt it
@@ -123,6 +126,8 @@ export interface TurnFixture {
   readonly registry: ConversationRegistry;
   readonly model: MockLanguageModelV4;
   readonly store: ConversationStore;
+  /** The time the conversations see, moved only when told. */
+  readonly clock: FakeClock;
   /** Instruction files VS Code attaches to every request of every chat. */
   instructions: InstructionSource[];
   /** The user texts of the prompt the model was sent for the n-th request (0-based; steps of a tool loop count). */
@@ -139,6 +144,8 @@ export interface FixtureOptions {
   readonly window?: number;
   readonly summarizer?: Summarizer;
   readonly settings?: Partial<LongrunSettings>;
+  /** The wire format of the model's endpoint; absent: a model of VS Code's. */
+  readonly provider?: ProviderKind;
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -189,10 +196,17 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     setAgentPrefix: () => undefined,
     modelName: () => 'mock',
     newId,
+    providerKind: () => options.provider,
+    usageView: (conversation) => usageViews.of(conversation, options.provider === undefined),
   };
   const roots = [{ name: 'ws', fsPath: workspace }];
   const files = new WorkspaceFiles({ roots: () => roots, autoApprove: () => true, confirm: async () => true, editor: new FakeEditor(() => roots) });
   const settings = { ...readSettings(() => undefined).settings, ...options.settings };
+  const usageViews = new UsageViews({
+    catalogue: new ModelCatalogue(() => settings.modelOverrides),
+    settings: () => settings,
+    now: () => clock.now(),
+  });
   const controller = new TurnController({
     registry,
     models,
@@ -210,6 +224,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     registry,
     model,
     store,
+    clock,
     instructions: [],
     userTexts: (call = model.doStreamCalls.length - 1) =>
       model.doStreamCalls[call]!.prompt.filter((m) => m.role === 'user').map((m) => messageTexts(m)),

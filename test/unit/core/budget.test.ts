@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { assessBudget, compactionThreshold } from '../../../src/core/budget';
-import { resolveContextWindow, tableLimit } from '../../../src/core/context-window';
 import { config } from './fixtures';
 
 const trigger = config().trigger;
@@ -43,23 +42,11 @@ describe('budget: levels and thresholds', () => {
   });
 
   it('disables automatic compaction for an unknown or zero window, with a stated reason', () => {
-    const unknown = resolveContextWindow({ modelId: 'my-private-model' });
-    assert.equal(unknown.limit, 0);
+    const unknown = { limit: 0, source: 'unknown' as const, reason: 'the context window of "my-private-model" is unknown' };
     const a = assessBudget(50_000, unknown, trigger);
     assert.equal(a.level, 'unknown');
     assert.equal(a.shouldCompact, false);
     assert.match(a.explanation, /my-private-model/);
     assert.equal(assessBudget(1, window(0), trigger).shouldCompact, false);
-  });
-
-  it('takes the window from an override, then the model, then the table', () => {
-    assert.deepEqual(resolveContextWindow({ modelId: 'gpt-4o', reported: 64_000, override: 10_000 }), { limit: 10_000, source: 'override' });
-    assert.deepEqual(resolveContextWindow({ modelId: 'gpt-4o', reported: 64_000 }), { limit: 64_000, source: 'model' });
-    assert.deepEqual(resolveContextWindow({ modelId: 'openai/gpt-4o' }), { limit: 128_000, source: 'table' });
-    assert.equal(tableLimit('gpt-4o-mini-2024-07-18'), 128_000);
-    assert.equal(tableLimit('gpt-4'), 8_192);
-    assert.equal(tableLimit('llama3.1:8b'), 131_072);
-    assert.equal(tableLimit('claude-3-5-sonnet-20240620'), 200_000);
-    assert.equal(tableLimit('unknown-model'), undefined);
   });
 });

@@ -68,7 +68,7 @@ describe('createAiSummarizer', () => {
     assert.deepEqual(response, {
       text: '## Session Summary\nDone.',
       model: 'gpt-4o-mini-2024-07-18',
-      usage: { inputTokens: 120, outputTokens: 30 },
+      usage: { inputTokens: 120, outputTokens: 30, modelId: 'gpt-4o-mini-2024-07-18' },
     });
     assert.equal(summarizer.name, 'openai:gpt-4o-mini');
     assert.equal(summarizer.contextWindow, 128_000);
