@@ -18,7 +18,7 @@ import { MessageTokenCounter } from '../src/core/message-tokens';
 import { stringifyOutput, type Message } from '../src/core/messages';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
-import { countContext, effectiveRatio, learnedCalibration, type ReportedUsage } from '../src/core/usage-calibration';
+import { countContext, effectiveRatio, learnedAddedRatio, learnedCalibration } from '../src/core/usage-calibration';
 
 const SYSTEM = [
   "You are Longrun, a coding agent working in the user's VS Code workspace.",
@@ -86,16 +86,22 @@ export interface GaugeBench {
   readonly gauge_error_after_compaction_max_pct: number;
   readonly requests: number;
   readonly compactions: number;
+  /** The signed error (positive: reads high) of each of the first requests, in percent, the first one before any report. */
+  readonly first_requests_pct: readonly number[];
   /** Raw local count of a rendered request against a provider with the same tokenizer: difference per message. */
   readonly local_vs_same_tokenizer_per_message: number;
 }
 
-/** The ratio Longrun applies to a view's local count, as the conversation works it out (see `Conversation.ratio`). */
-function ratioFor(usages: readonly ReportedUsage[], view: readonly Message[], counter: MessageTokenCounter, overhead: number): number {
+/**
+ * The gauge's count of a view, as the conversation's meter works it out (see `ConversationMeter`): the
+ * ratio of whole requests for a view counted locally, that of added messages for what was added since a report.
+ */
+function gaugeOf(log: readonly LogRecord[], view: readonly Message[], counter: MessageTokenCounter, overhead: number): number {
+  const usages = usageReports(log);
   const calibration = learnedCalibration(usages, 'bench');
-  if (!calibration) return 1;
   const framing = view.reduce((sum, m) => sum + counter.framing(m), 0);
-  return effectiveRatio(calibration, counter.countMessages(view) + overhead, framing);
+  const ratio = calibration ? effectiveRatio(calibration, counter.countMessages(view) + overhead, framing) : 1;
+  return countContext(view, counter, lastUsage(log), currentBasis(log), overhead, ratio, learnedAddedRatio(usages, 'bench') ?? ratio).tokens;
 }
 
 export async function benchGauge(turns = 60): Promise<GaugeBench> {
@@ -126,6 +132,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
   let n = 0;
   const id = (): string => `m${++n}`;
   const errors: number[] = [];
+  const signed: number[] = [];
   const afterCompaction: number[] = [];
   let compactedSinceLastRequest = false;
   let compactions = 0;
@@ -141,8 +148,9 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
     for (let step = 0; step <= steps; step++) {
       const view = modelView(log, memo);
       const basis = currentBasis(log);
-      const gauge = countContext(view, counter, lastUsage(log), basis, overhead, ratioFor(usageReports(log), view, counter, overhead)).tokens;
+      const gauge = gaugeOf(log, view, counter, overhead);
       const truth = providerCount(view, cl100k);
+      signed.push(((gauge - truth) / truth) * 100);
       if (lastUsage(log)) {
         const error = (Math.abs(gauge - truth) / truth) * 100;
         errors.push(error);
@@ -174,7 +182,16 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
       log.push({ type: 'message', message: answer });
       log.push({
         type: 'usage',
-        usage: { anchorMessageId: answer.id, inputTokens: truth, outputTokens: output, basis, localTokens: local, localFraming, model: 'bench' },
+        usage: {
+          anchorMessageId: answer.id,
+          inputTokens: truth,
+          outputTokens: output,
+          basis,
+          localTokens: local,
+          localFraming,
+          localFixed: overhead,
+          model: 'bench',
+        },
       });
       if (!final) {
         const result = toolOutput(Math.floor(next() * 3), 10 + Math.floor(next() * 60), n);
@@ -184,14 +201,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
         });
       }
       const nowView = modelView(log, memo);
-      const now = countContext(
-        nowView,
-        counter,
-        lastUsage(log),
-        currentBasis(log),
-        overhead,
-        ratioFor(usageReports(log), nowView, counter, overhead),
-      ).tokens;
+      const now = gaugeOf(log, nowView, counter, overhead);
       if (assessBudget(now, window, DEFAULT_CONFIG.trigger).shouldCompact) {
         const outcome = await computeCompaction(
           { log, reason: 'threshold', config: DEFAULT_CONFIG, window, ledger: EMPTY_LEDGER },
@@ -215,6 +225,7 @@ export async function benchGauge(turns = 60): Promise<GaugeBench> {
     gauge_error_after_compaction_max_pct: round(Math.max(0, ...afterCompaction)),
     requests: errors.length,
     compactions,
+    first_requests_pct: signed.slice(0, 5).map(round),
     local_vs_same_tokenizer_per_message: round(localVsSame / Math.max(1, sameSamples)),
   };
 }

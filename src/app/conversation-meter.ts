@@ -9,6 +9,7 @@ import { familyPrior, type RatioPrior } from '../core/tokenizer-priors';
 import {
   calibratedCount,
   effectiveRatio,
+  learnedAddedRatio,
   learnedCalibration,
   rememberedPrior,
   type Calibration,
@@ -83,7 +84,7 @@ export class ConversationMeter {
   private readonly usages: ReportedUsage[] = [];
   private latestUsage: ReportedUsage | undefined;
   private synced: { log: ConversationLog; records: number } | undefined;
-  private calibrationMemo: { key: string | undefined; reports: number; calibration: Calibration | undefined } | undefined;
+  private calibrationMemo: { key: string | undefined; reports: number; calibration: Calibration | undefined; added: number | undefined } | undefined;
 
   constructor(private readonly source: MeterSource) {
     this.liveView = new LiveModelView(source.memo);
@@ -104,7 +105,16 @@ export class ConversationMeter {
   count(): ContextCount {
     const model = this.source.deps.model();
     const tokens = this.tokensOfView(model.counter);
-    return calibratedCount(tokens.total(), (id) => tokens.after(id), this.latestUsage, this.basis(), model.fixedOverhead, this.guess(model.key));
+    const ratio = this.guess(model.key);
+    return calibratedCount(
+      tokens.total(),
+      (id) => tokens.after(id),
+      this.latestUsage,
+      this.basis(),
+      model.fixedOverhead,
+      ratio,
+      this.addedRatio(model.key) ?? ratio,
+    );
   }
 
   /** The basis a request sent now is built on: stamped on the usage it gets back. */
@@ -238,24 +248,36 @@ export class ConversationMeter {
 
   /**
    * The provider's count over the local count for the view as it is now: `learnedCalibration` over the
-   * usage reports (worked out again only when a report came or the model changed), weighed by the
-   * view's share of framing.
+   * usage reports, weighed by the view's share of framing.
    */
   private ratio(key: string | undefined): number | undefined {
-    this.sync();
-    const memo = this.calibrationMemo;
-    let calibration = memo?.calibration;
-    if (!memo || memo.key !== key || memo.reports !== this.usages.length) {
-      const prior = this.priorOf(key);
-      calibration = learnedCalibration(this.usages, key, prior);
-      this.calibrationMemo = { key, reports: this.usages.length, calibration };
-      const remembered = key !== undefined ? rememberedPrior(this.usages, key, prior) : undefined;
-      if (key !== undefined && remembered) this.source.deps.calibrations?.learned(key, remembered);
-    }
+    const calibration = this.calibrated(key).calibration;
     if (calibration === undefined) return undefined;
     const model = this.source.deps.model();
     const tokens = this.tokensOfView(model.counter);
     return effectiveRatio(calibration, tokens.total() + model.fixedOverhead, tokens.framing());
+  }
+
+  /** What the provider counts for a local token of the messages added since its last report (see `learnedAddedRatio`). */
+  private addedRatio(key: string | undefined): number | undefined {
+    return this.calibrated(key).added;
+  }
+
+  /** What the reports say, worked out again only when a report came or the model changed. */
+  private calibrated(key: string | undefined): { calibration: Calibration | undefined; added: number | undefined } {
+    this.sync();
+    const memo = this.calibrationMemo;
+    if (memo && memo.key === key && memo.reports === this.usages.length) return memo;
+    const prior = this.priorOf(key);
+    this.calibrationMemo = {
+      key,
+      reports: this.usages.length,
+      calibration: learnedCalibration(this.usages, key, prior),
+      added: learnedAddedRatio(this.usages, key, prior),
+    };
+    const remembered = key !== undefined ? rememberedPrior(this.usages, key, prior) : undefined;
+    if (key !== undefined && remembered) this.source.deps.calibrations?.learned(key, remembered);
+    return this.calibrationMemo;
   }
 
   /**

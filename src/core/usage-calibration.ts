@@ -43,8 +43,10 @@ const MAX_RATIO = 2;
  * Current tokens = last reported (input + output) + the local count of what was added since.
  * The provider's count includes the system prompt and tool definitions that the local count of
  * the messages cannot see, so it is preferred whenever it still describes the current view.
- * `ratio` (the provider's count over the local count, learned from earlier reports) scales every
- * local part, so that counts made without a fresh report land close to the provider's too.
+ * `ratio` (the provider's count over the local count of whole requests, learned from earlier
+ * reports) scales a view counted locally, so that counts made without a fresh report land close to
+ * the provider's too; `addedRatio` (what it counts for messages added to a request, see
+ * `learnedAddedRatio`) scales what was added since the report.
  */
 export function countContext(
   view: readonly Message[],
@@ -53,12 +55,13 @@ export function countContext(
   currentBasis: string | null,
   localOverhead = 0,
   ratio = 1,
+  addedRatio = ratio,
 ): ContextCount {
   const tokensAfter = (messageId: string): number | undefined => {
     const anchor = view.findIndex((m) => m.id === messageId);
     return anchor < 0 ? undefined : counter.countMessages(view.slice(anchor + 1));
   };
-  return calibratedCount(counter.countMessages(view), tokensAfter, usage, currentBasis, localOverhead, ratio);
+  return calibratedCount(counter.countMessages(view), tokensAfter, usage, currentBasis, localOverhead, ratio, addedRatio);
 }
 
 /**
@@ -73,6 +76,7 @@ export function calibratedCount(
   currentBasis: string | null,
   localOverhead = 0,
   ratio = 1,
+  addedRatio = ratio,
 ): ContextCount {
   const localTokens = viewTokens + localOverhead;
   const local: ContextCount = { tokens: Math.round(localTokens * ratio), localTokens, source: 'local', sinceReport: 0 };
@@ -80,7 +84,7 @@ export function calibratedCount(
   const sinceReport = tokensAfter(usage.anchorMessageId);
   if (sinceReport === undefined) return local;
   return {
-    tokens: usage.inputTokens + usage.outputTokens + Math.round(sinceReport * ratio),
+    tokens: usage.inputTokens + usage.outputTokens + Math.round(sinceReport * addedRatio),
     localTokens,
     source: 'provider+local',
     sinceReport,
@@ -123,6 +127,80 @@ export function ratioEvidence(usages: readonly ReportedUsage[], model: string | 
   return { samples, weight, weighted };
 }
 
+/**
+ * What the provider counts for a local token of the messages added to a request since its last
+ * report (a tool's output, the next question), learned from the latest usable reports of `model` and
+ * held towards `prior` (ratio 1 for `RATIO_PRIOR_TOKENS` when not given) by its tokens; undefined
+ * when no report says. The whole requests' ratio (`learnedRatio`) is not that: it holds the system
+ * prompt and tool definitions, which a provider counts its own way. Some add instructions of their
+ * own to every request with tools (Anthropic's tool-use prompt, several hundred tokens), others render
+ * the definitions shorter than their JSON (OpenAI); and their text is not what tools return.
+ *
+ * So each report is compared with the one before it of the same system prompt and tools: what the
+ * provider counted more (or less) for the messages that changed between them, over their local
+ * count, is the ratio of messages whatever it adds to the rest. A report with no such report before
+ * it (the first of a conversation) says only its whole ratio. When that is more than the prior's, its
+ * system prompt and tools count as evidence too, as far as the messages compared so far do not yet
+ * stand for them, token for token: the second request of a conversation has nothing else to go by
+ * but a prior that may have been measured on another tokenizer, and what the provider adds can only
+ * make the ratio read high, the side that does not overflow. When it is less, it counts for its
+ * messages only.
+ */
+export function learnedAddedRatio(usages: readonly ReportedUsage[], model: string | undefined, prior: RatioPrior = PLAIN_PRIOR): number | undefined {
+  const reports: ReportedUsage[] = [];
+  for (let i = usages.length - 1; i >= 0 && reports.length <= ADDED_SAMPLES; i--) {
+    if (isUsable(usages[i]!, model)) reports.push(usages[i]!);
+  }
+  if (reports.length === 0) return undefined;
+  let weighted = 0;
+  let weight = 0;
+  const unpaired: ReportedUsage[] = [];
+  for (let i = 0; i < Math.min(reports.length, ADDED_SAMPLES); i++) {
+    const step = messagesStep(reports[i]!, reports[i + 1]);
+    if (!step) unpaired.push(reports[i]!);
+    else {
+      weighted += step.ratio * step.tokens;
+      weight += step.tokens;
+    }
+  }
+  const compared = weight;
+  for (const report of unpaired) {
+    const local = report.localTokens!;
+    const ratio = report.inputTokens / local;
+    const messages = Math.max(local - (fixedPart(report) ?? 0), MIN_REPORT_WEIGHT);
+    const tokens = ratio > prior.ratio ? Math.max(messages, local - compared) : messages;
+    weighted += ratio * tokens;
+    weight += tokens;
+  }
+  const ratio = (weighted + prior.ratio * prior.tokens) / (weight + prior.tokens);
+  return Math.min(MAX_RATIO, Math.max(MIN_RATIO, ratio));
+}
+
+/**
+ * What the provider counted for the messages that changed between `before` and `report`, over their
+ * local count; undefined unless both requests carried the same system prompt and tools.
+ */
+function messagesStep(report: ReportedUsage, before: ReportedUsage | undefined): RatioPrior | undefined {
+  const fixed = fixedPart(report);
+  if (before === undefined || fixed === undefined || fixedPart(before) !== fixed) return undefined;
+  const changed = report.localTokens! - before.localTokens!;
+  // Two requests of the same messages say nothing of them.
+  if (changed === 0) return { ratio: 0, tokens: 0 };
+  const ratio = (report.inputTokens - before.inputTokens) / changed;
+  return { ratio: Math.min(MAX_RATIO, Math.max(MIN_RATIO, ratio)), tokens: Math.abs(changed) };
+}
+
+/** The system prompt and tools of a report's request, within its count; undefined when it does not say. */
+function fixedPart(report: ReportedUsage): number | undefined {
+  return report.localFixed === undefined ? undefined : Math.min(Math.max(0, report.localFixed), report.localTokens ?? 0);
+}
+
+/** A report that says something of `model`'s counts: not cut, with a local count. */
+function isUsable(u: ReportedUsage, model: string | undefined): boolean {
+  if (u.truncated || !u.localTokens || u.localTokens <= 0 || u.inputTokens <= 0) return false;
+  return model === undefined || u.model === undefined || u.model === model;
+}
+
 /** A model's ratio as it is kept across conversations (global state), and read back as their prior. */
 export interface CalibrationMemory {
   /** What earlier conversations learned of `model`, else its family's table figure; undefined when nothing is known. */
@@ -147,6 +225,8 @@ export function rememberedPrior(usages: readonly ReportedUsage[], model: string,
 }
 
 const RATIO_SAMPLES = 5;
+/** Requests compared for the ratio of what is added: enough steps of a tool loop to mix their kinds of output. */
+const ADDED_SAMPLES = 20;
 const RATIO_PRIOR_TOKENS = 1_000;
 /** Even a request that is all system prompt says something. */
 const MIN_REPORT_WEIGHT = 50;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { FAMILY_PRIOR_TOKENS, familyPrior } from '../../../src/core/tokenizer-priors';
-import { learnedRatio, rememberedPrior, type ReportedUsage } from '../../../src/core/usage-calibration';
+import { FAMILY_PRIOR_TOKENS, familyPrior, STAND_IN_PRIOR_TOKENS } from '../../../src/core/tokenizer-priors';
+import { learnedAddedRatio, learnedRatio, rememberedPrior, type ReportedUsage } from '../../../src/core/usage-calibration';
 
 const report = (input: number, local: number, fixed?: number): ReportedUsage => ({
   anchorMessageId: 'a',
@@ -36,6 +36,29 @@ describe('the first guess: a prior ratio per model family', () => {
     const later = [...first, report(26_000, 20_000, 9_500), report(36_000, 30_000, 9_500), report(46_000, 40_000, 9_500)];
     const learned = learnedRatio(later, 'm', prior)!;
     assert.ok(Math.abs(learned - 1.2) < 0.03, `learned ${learned}`);
+  });
+
+  it("weighs a figure measured with the model's own tokenizer more than one measured with a stand-in", () => {
+    assert.equal(familyPrior('longrun/qwen2.5-coder:14b')?.tokens, FAMILY_PRIOR_TOKENS);
+    assert.equal(familyPrior('anthropic/claude-sonnet-4-5')?.tokens, STAND_IN_PRIOR_TOKENS);
+    assert.ok(STAND_IN_PRIOR_TOKENS < FAMILY_PRIOR_TOKENS / 5);
+  });
+
+  it('scales what is added after the first report by that report as a whole when it says the provider counts more than the prior', () => {
+    // Longrun's first request: 1,650 tokens of system prompt and tools, a 50-token question; the
+    // provider counts 1.276 for one local token of the whole (its own tool-use prompt included).
+    const first = report(2_170, 1_700, 1_650);
+    const whole = 2_170 / 1_700;
+    const claude = familyPrior('anthropic/claude-sonnet-4-5')!;
+    const qwen = familyPrior('longrun/qwen2.5-coder:14b')!;
+    assert.equal(learnedAddedRatio([first], 'm', claude), (whole * 1_700 + claude.ratio * claude.tokens) / (1_700 + claude.tokens));
+    assert.equal(learnedAddedRatio([first], 'm', qwen), (whole * 1_700 + qwen.ratio * qwen.tokens) / (1_700 + qwen.tokens));
+    // Against Claude's stand-in figure the report is most of what is known.
+    assert.ok(learnedAddedRatio([first], 'm', claude)! > 1.25);
+    // A report that says less (a provider that renders tools shorter) counts for its 50 tokens of messages only.
+    const lower = report(1_500, 1_700, 1_650);
+    assert.equal(learnedAddedRatio([lower], 'm', qwen), ((1_500 / 1_700) * 50 + qwen.ratio * qwen.tokens) / (50 + qwen.tokens));
+    assert.equal(learnedAddedRatio([], 'm', qwen), undefined);
   });
 
   it('weighs a report by all its tokens when it does not say how many are the system prompt, as before', () => {
