@@ -2,6 +2,7 @@ import { describeOverflow } from '../core/overflow-error';
 import { isModelTimeout } from '../llm/agent';
 import type { LongrunSettings } from './settings';
 import { errorText } from '../core/errors';
+import { MissingApiKeyError } from '../llm/providers/missing-api-key';
 
 /**
  * What a failed request says in the chat. Free of `vscode`, so it is tested in Node.
@@ -15,6 +16,8 @@ const WAYS_OUT =
 export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'timeouts'>, redact: (text: string) => string): string {
   if (describeOverflow(error))
     return "The conversation no longer fits the model's context window, even after compacting. Run /compact with a focus, or /new to start over.";
+  // Nothing was sent: storing the key is the whole remedy, and the conversation is as it was.
+  if (MissingApiKeyError.isInstance(error)) return error.message;
   if (isModelTimeout(error)) {
     const first = /first chunk/i.test(error instanceof Error ? error.message : '');
     const seconds = Math.round((first ? settings.timeouts.firstChunkMs : settings.timeouts.idleMs) / 1000);
