@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { isRecord } from '../core/errors';
 import { outputReserveFor, tableLimit } from '../core/context-window';
 import type { DiscoveredWindow } from '../llm/window-discovery';
+import type { ProviderKind } from '../core/provider-kind';
 
 /**
  * What Longrun knows about the context windows of the models it talks to, and where each number
@@ -67,6 +68,8 @@ export interface DiscoveryTarget {
   readonly modelId: string;
   /** The endpoint's name, to find its API key. */
   readonly endpoint?: string;
+  /** The API the endpoint speaks, which decides where the window is asked; OpenAI-compatible when absent. */
+  readonly provider?: ProviderKind;
 }
 
 export class ModelWindows {
