@@ -15,10 +15,22 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { FIRST_MESSAGE } from './phrases';
-import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
+import { ANTHROPIC_MODELS, bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
-const ALL_PHASES = ['main', 'after-reload', 'branches', 'api', 'safety', 'editor-models', 'summary-edit', 'memory', 'crash', 'after-crash'] as const;
+const ALL_PHASES = [
+  'main',
+  'after-reload',
+  'branches',
+  'api',
+  'safety',
+  'editor-models',
+  'summary-edit',
+  'memory',
+  'providers',
+  'crash',
+  'after-crash',
+] as const;
 /** `LONGRUN_E2E_PHASES=api` runs a subset (while developing); every phase runs by default. */
 const PHASES = (process.env.LONGRUN_E2E_PHASES?.split(',') ?? [...ALL_PHASES]).filter((p): p is (typeof ALL_PHASES)[number] =>
   (ALL_PHASES as readonly string[]).includes(p),
@@ -65,6 +77,8 @@ async function main(): Promise<number> {
   installUnpacked(extensionsDir, join(ROOT, 'test', 'e2e', 'models-extension'), ['package.json', 'extension.js']);
 
   const server = await startScriptedModelServer({ port: 0, models: SERVED_MODELS });
+  // The stand-in of Anthropic's Messages API, which the providers phase adds an endpoint for.
+  const anthropic = await startScriptedModelServer({ port: 0, format: 'anthropic', models: ANTHROPIC_MODELS });
   const uiAgent = await startUiAgent();
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
@@ -87,6 +101,7 @@ async function main(): Promise<number> {
       LONGRUN_E2E_ROOT: ROOT,
       LONGRUN_E2E_UI: uiAgent.url,
       LONGRUN_E2E_MODEL_CONTROL: server.url.replace(/\/v1$/, ''),
+      LONGRUN_E2E_ANTHROPIC_URL: anthropic.url,
     },
   };
   let codeServer = await startCodeServer(serverOptions);
@@ -162,6 +177,7 @@ async function main(): Promise<number> {
     await closeQuietly(browser);
     await codeServer.stop();
     await server.close();
+    await anthropic.close();
     await uiAgent.close();
   }
 
