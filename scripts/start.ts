@@ -139,13 +139,14 @@ function demoWorkspace(): string {
 async function main(): Promise<void> {
   const port = Number(process.env.LONGRUN_PORT ?? 8080);
   if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`LONGRUN_PORT must be a port number, not "${process.env.LONGRUN_PORT}"`);
+  // The model first: a wrong environment is said before anything is installed or started.
+  const model = await chooseModel();
   const home = join(SANDBOX, 'start');
   const userDataDir = join(home, 'user-data');
   const extensionsDir = join(home, 'extensions');
   mkdirSync(home, { recursive: true });
   installUnpacked(extensionsDir, ROOT, EXTENSION_FILES);
 
-  const model = await chooseModel();
   const settingsFile = join(userDataDir, 'User', 'settings.json');
   let existing: Record<string, unknown> = {};
   try {
