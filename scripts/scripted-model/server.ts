@@ -23,6 +23,7 @@ import {
   billedTokens,
   isRefusal,
   scaledCount,
+  type Accounted,
   type Answer,
   type CompletionApi,
   type FormatName,
@@ -43,6 +44,7 @@ import {
   type Scenario,
   type ScriptStep,
 } from './scenarios';
+import { breakStream, isLoopbackHost, MAX_BODY_BYTES, readBody, sendJson, waitUnlessClosed } from './http';
 import { familyRatio } from './tokens';
 import { countPromptTokens, serverError, type ChatCompletionRequest } from './wire';
 
@@ -77,7 +79,6 @@ export const DEFAULT_MODELS: readonly ScriptedModelConfig[] = [
 ];
 
 // Bounds, so that no request, script or record can grow without limit.
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
 const MAX_QUEUED_STEPS = 10_000;
 const MAX_RECORDED_REQUESTS = 10_000;
 
@@ -372,68 +373,13 @@ class ScriptedModel implements ScriptedModelServer {
     api: CompletionApi,
     from: { readonly model?: string; readonly stream?: boolean },
   ): Promise<void> {
-    const body = await readBody(req);
-    if (body.kind === 'closed') {
-      entry.outcome = 'client-closed';
+    const read = await this.readCall(req, entry, api, from);
+    if (read === undefined) return;
+    if (isRefusal(read)) {
+      answerRefusal(entry, res, read);
       return;
     }
-    if (body.kind === 'too-large') {
-      answerRefusal(entry, res, { status: 413, body: this.wire.refuse.invalid(`The request body is larger than ${MAX_BODY_BYTES} bytes.`).body });
-      return;
-    }
-    entry.body = body.text;
-    let json: unknown;
-    try {
-      json = JSON.parse(body.text);
-    } catch {
-      answerRefusal(entry, res, this.wire.refuse.invalid('We could not parse the JSON body of your request. The API expects a JSON payload.'));
-      return;
-    }
-    entry.body = json;
-    const parsed = api.parse(json, from);
-    if (isRefusal(parsed)) {
-      answerRefusal(entry, res, parsed);
-      return;
-    }
-    let call: ModelCall = parsed;
-    entry.model = call.model;
-    const window = this.windows.get(call.model);
-    if (window === undefined) {
-      answerRefusal(entry, res, this.wire.refuse.unknownModel(call.model));
-      return;
-    }
-
-    entry.summary = isSummaryRequest(call.chat);
-    const now = this.clock();
-    const overflowMode = this.models.find((m) => m.id === call.model)?.overflow ?? 'error';
-    let accounted = api.account(call, now);
-    if (isRefusal(accounted)) {
-      answerRefusal(entry, res, accounted);
-      return;
-    }
-    entry.promptTokens = accounted.prompt.total;
-    const room = this.wire.countsOutputInWindow === false ? 0 : call.maxTokens;
-    if (overflowMode === 'truncate' && this.wire.name === 'openai' && isChatRequest(call.native) && accounted.prompt.total > window) {
-      // Ollama's way: the prompt loses its beginning, the system prompt included, and the usage
-      // reports only what was read. The answer is made from what is left.
-      const cut = truncateToWindow(call.native, window, this.countText);
-      entry.truncated = { sentTokens: accounted.prompt.total, droppedMessages: call.native.messages.length - cut.request.messages.length };
-      call = { ...call, chat: cut.request, native: cut.request };
-      accounted = api.account(call, now);
-      if (isRefusal(accounted)) {
-        answerRefusal(entry, res, accounted);
-        return;
-      }
-      entry.promptTokens = accounted.prompt.total;
-    } else if (overflowMode === 'error' && accounted.prompt.total + room > window) {
-      answerRefusal(
-        entry,
-        res,
-        api.overflow?.(window, accounted.prompt.total, call.maxTokens) ?? this.wire.refuse.overflow(window, accounted.prompt.total, call.maxTokens),
-      );
-      return;
-    }
-
+    const { call, accounted, window } = read;
     const step = entry.summary ? this.summaryFailure : this.queue.shift();
     const stillOpen = await waitUnlessClosed(res, this.latencyMs + (step?.delayMs ?? 0));
     if (!stillOpen) {
@@ -488,6 +434,62 @@ class ScriptedModel implements ScriptedModelServer {
     }
     charge();
     answerJson(entry, res, 200, api.json(answer, call));
+  }
+
+  /**
+   * The call a request makes, its prompt counted and cached as its provider does, once it is known to
+   * fit: a refusal in the provider's words when it does not, undefined when the client left.
+   */
+  private async readCall(
+    req: IncomingMessage,
+    entry: MutableRecord,
+    api: CompletionApi,
+    from: { readonly model?: string; readonly stream?: boolean },
+  ): Promise<{ call: ModelCall; accounted: Accounted; window: number } | Refusal | undefined> {
+    const body = await readBody(req);
+    if (body.kind === 'closed') {
+      entry.outcome = 'client-closed';
+      return undefined;
+    }
+    if (body.kind === 'too-large')
+      return { status: 413, body: this.wire.refuse.invalid(`The request body is larger than ${MAX_BODY_BYTES} bytes.`).body };
+    entry.body = body.text;
+    let json: unknown;
+    try {
+      json = JSON.parse(body.text);
+    } catch {
+      return this.wire.refuse.invalid('We could not parse the JSON body of your request. The API expects a JSON payload.');
+    }
+    entry.body = json;
+    const parsed = api.parse(json, from);
+    if (isRefusal(parsed)) return parsed;
+    let call: ModelCall = parsed;
+    entry.model = call.model;
+    const window = this.windows.get(call.model);
+    if (window === undefined) return this.wire.refuse.unknownModel(call.model);
+
+    entry.summary = isSummaryRequest(call.chat);
+    const now = this.clock();
+    const overflowMode = this.models.find((m) => m.id === call.model)?.overflow ?? 'error';
+    let accounted = api.account(call, now);
+    if (isRefusal(accounted)) return accounted;
+    entry.promptTokens = accounted.prompt.total;
+    const room = this.wire.countsOutputInWindow === false ? 0 : call.maxTokens;
+    if (overflowMode === 'truncate' && this.wire.name === 'openai' && isChatRequest(call.native) && accounted.prompt.total > window) {
+      // Ollama's way: the prompt loses its beginning, the system prompt included, and the usage
+      // reports only what was read. The answer is made from what is left.
+      const cut = truncateToWindow(call.native, window, this.countText);
+      entry.truncated = { sentTokens: accounted.prompt.total, droppedMessages: call.native.messages.length - cut.request.messages.length };
+      call = { ...call, chat: cut.request, native: cut.request };
+      accounted = api.account(call, now);
+      if (isRefusal(accounted)) return accounted;
+      entry.promptTokens = accounted.prompt.total;
+    } else if (overflowMode === 'error' && accounted.prompt.total + room > window) {
+      return (
+        api.overflow?.(window, accounted.prompt.total, call.maxTokens) ?? this.wire.refuse.overflow(window, accounted.prompt.total, call.maxTokens)
+      );
+    }
+    return { call, accounted, window };
   }
 
   private answer(api: CompletionApi, call: ModelCall, reply: Reply, prompt: Answer['prompt']): Answer {
@@ -616,48 +618,6 @@ function parseControl<T>(schema: z.ZodType<T>, value: unknown): T {
 // ---------------------------------------------------------------------------------------------
 // Bodies and wire formats.
 
-function isLoopbackHost(host: string | undefined): boolean {
-  if (!host) return false;
-  const name = host.replace(/:\d+$/, '').toLowerCase();
-  return name === '127.0.0.1' || name === 'localhost';
-}
-
-type Body = { kind: 'ok'; text: string } | { kind: 'too-large' } | { kind: 'closed' };
-
-async function readBody(req: IncomingMessage): Promise<Body> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of req) {
-      const buffer = chunk as Buffer;
-      size += buffer.length;
-      // Past the limit the rest is drained, not kept, so that a 413 can still be answered.
-      if (size <= MAX_BODY_BYTES) chunks.push(buffer);
-    }
-  } catch {
-    return { kind: 'closed' };
-  }
-  if (size > MAX_BODY_BYTES) return { kind: 'too-large' };
-  return { kind: 'ok', text: Buffer.concat(chunks).toString('utf8') };
-}
-
-/** Resolves true after `ms`, or false as soon as the client's connection closes. */
-function waitUnlessClosed(res: ServerResponse, ms: number): Promise<boolean> {
-  if (res.destroyed) return Promise.resolve(false);
-  if (ms <= 0) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const onClose = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      res.off('close', onClose);
-      resolve(true);
-    }, ms);
-    res.once('close', onClose);
-  });
-}
-
 /** Drops messages from the start of a request until its prompt fits `window` (the last one always stays). */
 function truncateToWindow(
   request: ChatCompletionRequest,
@@ -673,11 +633,6 @@ function truncateToWindow(
   return { request: { ...request, messages }, tokens };
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 function answerJson(entry: MutableRecord, res: ServerResponse, status: number, body: unknown): void {
   entry.status = status;
   entry.outcome = 'answered';
@@ -689,17 +644,4 @@ function answerRefusal(entry: MutableRecord, res: ServerResponse, refusal: Refus
   entry.status = refusal.status;
   entry.outcome = 'error';
   sendJson(res, refusal.status, refusal.body, headers);
-}
-
-/** Sends `frames`, then destroys the socket once they are written, before the stream's end. */
-function breakStream(res: ServerResponse, frames: readonly string[]): void {
-  if (frames.length === 0) {
-    res.flushHeaders();
-    setImmediate(() => res.destroy());
-    return;
-  }
-  frames.forEach((frame, i) => {
-    const last = i === frames.length - 1;
-    res.write(frame, last ? () => res.destroy() : undefined);
-  });
 }
