@@ -3,7 +3,8 @@
 // required by them on first use. Each tokenizer vocabulary is a file of its own beside them
 // (dist/o200k_base.js, dist/cl100k_base.js: together they are most of the size, and a conversation
 // needs one at most; src/core/vocabularies.ts requires it on first use), and so are the packages
-// that call models (dist/models.js), validate (dist/schemas.js) and trace (dist/tracing.js), each
+// that call models (dist/models.js, and one file for each native provider: dist/anthropic.js,
+// dist/google.js, dist/openrouter.js), validate (dist/schemas.js) and trace (dist/tracing.js), each
 // required on first use. The AI SDK is ESM-only; esbuild converts it. `vscode` is provided by the editor.
 //
 // The compaction worker is dist/compaction-worker.js, started by the composition on the first compaction.
@@ -19,14 +20,19 @@ const VOCABULARIES = ['o200k_base', 'cl100k_base'];
  * The packages that talk to models, in files of their own beside `composition.js`, each required the
  * first time one of its exports is used rather than when the composition loads (compiling and
  * evaluating them was most of what loading it cost): `models.js` holds the AI SDK and
- * its OpenAI provider, `catalogue.js` the model catalogue's lists of the providers Longrun
- * speaks to, `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
+ * its OpenAI provider; `anthropic.js`, `google.js` and `openrouter.js` each one more provider, loaded
+ * only by a conversation on an endpoint of that kind, and using the SDK, its provider utilities and
+ * its zod from `models.js` rather than copies of their own; `catalogue.js` the model catalogue's lists of the providers Longrun
+ * speaks to; `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
  * the first stored conversation or setting read, just after activation), `tracing.js`
  * OpenTelemetry, loaded only when tracing is turned on. (The AI SDK in `models.js` keeps its own zod.)
  * @type {Readonly<Record<string, readonly string[]>>}
  */
 const LAZY_FILES = {
-  'models.js': ['ai', '@ai-sdk/openai', '@ai-sdk/provider'],
+  'models.js': ['ai', '@ai-sdk/openai', '@ai-sdk/provider', '@ai-sdk/provider-utils', 'zod/v4', 'zod/v4/core'],
+  'anthropic.js': ['@ai-sdk/anthropic'],
+  'google.js': ['@ai-sdk/google'],
+  'openrouter.js': ['@openrouter/ai-sdk-provider'],
   'schemas.js': ['zod'],
   // The model catalogue (windows and prices), by provider: read when a model's window or a cost is first asked.
   'catalogue.js': [
@@ -46,6 +52,9 @@ const LAZY_FILES = {
     '@opentelemetry/sdk-trace',
   ],
 };
+
+/** The lazy files of the native providers, each built on the SDK of `models.js`. */
+const PROVIDER_FILES = ['anthropic.js', 'google.js', 'openrouter.js'];
 
 /**
  * zod's classic API re-exports its ~40 message locales as one namespace (`export * as locales`),
@@ -139,7 +148,7 @@ const noGateway = {
  * The esbuild options for the entry points, the composition and its vocabularies, and each lazy file.
  * Asynchronous because the composition's stand-ins need the model packages' export names.
  * @param {{ production?: boolean, outdir?: string }} [options]
- * @returns {Promise<Record<'extension' | 'composition' | 'worker' | 'models' | 'schemas' | 'catalogue' | 'tracing', import('esbuild').BuildOptions>>}
+ * @returns {Promise<Record<string, import('esbuild').BuildOptions>>}
  */
 async function buildOptions({ production = false, outdir = 'dist' } = {}) {
   /** @type {import('esbuild').BuildOptions} */
@@ -210,6 +219,19 @@ async function buildOptions({ production = false, outdir = 'dist' } = {}) {
       // Tracing's use of the AI SDK is the SDK of models.js, not a copy.
       plugins: [await lazyPackages(['models.js'])],
     },
+    ...Object.fromEntries(
+      await Promise.all(
+        PROVIDER_FILES.map(async (file) => [
+          file.replace(/\.js$/, ''),
+          {
+            ...common,
+            stdin: { contents: lazyEntry(file), resolveDir: __dirname, sourcefile: `${file.replace(/\.js$/, '')}-entry.js`, loader: 'js' },
+            outfile: path.join(outdir, file),
+            plugins: [await lazyPackages(['models.js'])],
+          },
+        ]),
+      ),
+    ),
   };
 }
 

@@ -1,17 +1,25 @@
 /**
  * `npm start`: VS Code (code-server) with Longrun installed, served at http://127.0.0.1:8080
- * (`LONGRUN_PORT`), opening `LONGRUN_WORKSPACE` or a small demo workspace. The model:
- * `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `LONGRUN_MODEL` when set; else a local Ollama or LM Studio
- * when one answers; else the offline scripted model (a test double, labelled as such).
+ * (`LONGRUN_PORT`), opening `LONGRUN_WORKSPACE` or a small demo workspace. The model: the provider
+ * the environment names (`provider-choice.ts`: `LONGRUN_PROVIDER`, `OPENAI_BASE_URL`,
+ * `ANTHROPIC_API_KEY` with `ANTHROPIC_BASE_URL`, `GEMINI_API_KEY`, `OPENROUTER_API_KEY`,
+ * `OPENAI_API_KEY`; `LONGRUN_MODEL`), or its offline stand-in when it has no key; else a local Ollama
+ * or LM Studio when one answers; else the offline scripted model (a test double, labelled as such).
  */
 import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { ProviderKind } from '../src/core/provider-kind';
+import { errorText } from '../src/core/errors';
+import { listEndpointModels } from '../src/llm/openai-endpoint';
+import { defaultApiRoot } from '../src/llm/providers/api-roots';
+import { KEY_VARIABLES, providerFromEnvironment, type ProviderChoice } from './provider-choice';
+import type { FormatName } from './scripted-model/formats/format';
 import { startScriptedModelServer, type ScriptedModelServer } from './scripted-model/server';
 import { EXTENSION_FILES, installUnpacked, QUIET_SETTINGS, ROOT, SANDBOX, startCodeServer, writeUserSettings } from './sandbox';
 
 interface ModelChoice {
   readonly label: string;
-  readonly endpoint: { name: string; baseUrl: string; models: Array<Record<string, unknown>> };
+  readonly endpoint: { name: string; provider?: ProviderKind; baseUrl?: string; models: Array<Record<string, unknown>> };
   readonly apiKey?: string;
   readonly server?: ScriptedModelServer;
 }
@@ -28,15 +36,10 @@ async function listModels(baseUrl: string): Promise<string[] | undefined> {
 }
 
 async function chooseModel(): Promise<ModelChoice> {
-  const baseUrl = process.env.OPENAI_BASE_URL?.replace(/\/+$/, '');
-  if (baseUrl) {
-    const id = process.env.LONGRUN_MODEL ?? 'gpt-4o-mini';
-    return {
-      label: `${id} at ${baseUrl} (OPENAI_BASE_URL)`,
-      endpoint: { name: 'openai', baseUrl, models: [{ id }] },
-      ...(process.env.OPENAI_API_KEY ? { apiKey: process.env.OPENAI_API_KEY } : {}),
-    };
-  }
+  const chosen = providerFromEnvironment(process.env);
+  if (chosen && 'problem' in chosen) throw new Error(chosen.problem);
+  if (chosen && (chosen.apiKey !== undefined || (chosen.kind === 'openai-compatible' && chosen.baseUrl !== undefined))) return providerModel(chosen);
+  if (chosen) return offlineModel(chosen.kind);
   for (const [name, url, product] of [
     ['ollama', 'http://127.0.0.1:11434/v1', 'Ollama'],
     ['lmstudio', 'http://127.0.0.1:1234/v1', 'LM Studio'],
@@ -44,21 +47,79 @@ async function chooseModel(): Promise<ModelChoice> {
     const ids = await listModels(url);
     if (ids && ids.length > 0) {
       const wanted = process.env.LONGRUN_MODEL;
-      const chosen = wanted && ids.includes(wanted) ? [wanted, ...ids.filter((i) => i !== wanted)] : ids;
-      return { label: `${chosen[0]} on ${product} at ${url}`, endpoint: { name, baseUrl: url, models: chosen.slice(0, 12).map((id) => ({ id })) } };
+      const chosenIds = wanted && ids.includes(wanted) ? [wanted, ...ids.filter((i) => i !== wanted)] : ids;
+      return {
+        label: `${chosenIds[0]} on ${product} at ${url}`,
+        endpoint: { name, baseUrl: url, models: chosenIds.slice(0, 12).map((id) => ({ id })) },
+      };
     }
   }
-  const server = await startScriptedModelServer({ port: 0 });
+  return offlineModel('openai-compatible');
+}
+
+/** A real provider, its key handed to the editor's secret storage. Its model list is asked, to say early when the model or the key is wrong. */
+async function providerModel(chosen: ProviderChoice): Promise<ModelChoice> {
+  const { kind, model, apiKey } = chosen;
+  const baseUrl = chosen.baseUrl ?? defaultApiRoot(kind);
+  if (baseUrl === undefined) throw new Error('OPENAI_BASE_URL is needed for an OpenAI-compatible server.');
+  try {
+    const ids = await listEndpointModels(baseUrl, apiKey, fetch, undefined, 10_000, kind);
+    if (!ids.includes(model)) {
+      process.stderr.write(
+        `Note: ${model} is not among the models ${baseUrl} lists (${ids.slice(0, 8).join(', ')}${ids.length > 8 ? ', …' : ''}); set LONGRUN_MODEL to one of them if requests fail.\n`,
+      );
+    }
+  } catch (error) {
+    process.stderr.write(`Note: could not list the models at ${baseUrl} (${errorText(error)}); starting with ${model} anyway.\n`);
+  }
+  const name = kind === 'openai-compatible' ? 'openai' : kind;
   return {
-    label: `the offline scripted model at ${server.url} (a stand-in that follows a script; set OPENAI_BASE_URL or run Ollama for a real model)`,
+    label: `${model} through ${kind === 'openai-compatible' ? 'an OpenAI-compatible server' : `the ${kind} provider`} at ${baseUrl} (${chosen.because})`,
+    endpoint: {
+      name,
+      ...(kind !== 'openai-compatible' ? { provider: kind } : {}),
+      ...(chosen.baseUrl !== undefined || kind === 'openai-compatible' ? { baseUrl } : {}),
+      models: [{ id: model }],
+    },
+    ...(apiKey ? { apiKey } : {}),
+  };
+}
+
+/** The stand-in's models for each provider, named so that Longrun treats them as that provider's family. */
+const OFFLINE_MODELS: Readonly<Record<ProviderKind, { format: FormatName; api: string; ids: [string, string] }>> = {
+  'openai-compatible': { format: 'openai', api: "OpenAI's Chat Completions", ids: ['scripted', 'scripted-small'] },
+  openai: { format: 'openai', api: "OpenAI's Responses API", ids: ['gpt-5-scripted', 'gpt-5-scripted-small'] },
+  anthropic: { format: 'anthropic', api: "Anthropic's Messages API", ids: ['claude-scripted', 'claude-scripted-small'] },
+  google: { format: 'google', api: 'the Gemini API', ids: ['gemini-2.5-scripted', 'gemini-2.5-scripted-small'] },
+  openrouter: { format: 'openrouter', api: "OpenRouter's API", ids: ['anthropic/claude-scripted', 'anthropic/claude-scripted-small'] },
+};
+
+/** The offline scripted model, speaking the API of `kind`; a native provider's endpoint gets a placeholder key, which the stand-in accepts. */
+async function offlineModel(kind: ProviderKind): Promise<ModelChoice> {
+  const { format, api, ids } = OFFLINE_MODELS[kind];
+  const [big, small] = ids;
+  const server = await startScriptedModelServer({
+    port: 0,
+    format,
+    models: [
+      { id: big, window: 128_000, name: 'Offline scripted model', maxOutputTokens: 1_000 },
+      { id: small, window: 8_192, name: 'Offline scripted model (small window)', maxOutputTokens: 512 },
+    ],
+  });
+  const native = kind !== 'openai-compatible';
+  const advice = native ? `set ${KEY_VARIABLES[kind]} for the real one` : 'set OPENAI_BASE_URL or run Ollama for a real model';
+  return {
+    label: `the offline scripted model speaking ${api} at ${server.url} (a stand-in that follows a script; ${advice})`,
     endpoint: {
       name: 'offline',
+      ...(native ? { provider: kind } : {}),
       baseUrl: server.url,
       models: [
-        { id: 'scripted', name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 1_000 },
-        { id: 'scripted-small', name: 'Offline scripted model (8k window)', contextWindow: 8_192, maxOutputTokens: 512 },
+        { id: big, name: 'Offline scripted model', contextWindow: 128_000, maxOutputTokens: 1_000 },
+        { id: small, name: 'Offline scripted model (8k window)', contextWindow: 8_192, maxOutputTokens: 512 },
       ],
     },
+    ...(native ? { apiKey: 'offline-scripted-model' } : {}),
     server,
   };
 }
@@ -78,13 +139,14 @@ function demoWorkspace(): string {
 async function main(): Promise<void> {
   const port = Number(process.env.LONGRUN_PORT ?? 8080);
   if (!Number.isInteger(port) || port <= 0 || port > 65_535) throw new Error(`LONGRUN_PORT must be a port number, not "${process.env.LONGRUN_PORT}"`);
+  // The model first: a wrong environment is said before anything is installed or started.
+  const model = await chooseModel();
   const home = join(SANDBOX, 'start');
   const userDataDir = join(home, 'user-data');
   const extensionsDir = join(home, 'extensions');
   mkdirSync(home, { recursive: true });
   installUnpacked(extensionsDir, ROOT, EXTENSION_FILES);
 
-  const model = await chooseModel();
   const settingsFile = join(userDataDir, 'User', 'settings.json');
   let existing: Record<string, unknown> = {};
   try {

@@ -166,7 +166,12 @@ function buildModels({ context, log, now, settings }: Base): Models {
     context.globalState,
     async (target) => {
       const apiKey = target.endpoint ? await keys.get(target.endpoint) : undefined;
-      return discoverContextWindow({ baseUrl: target.baseUrl, modelId: target.modelId, ...(apiKey ? { apiKey } : {}) });
+      return discoverContextWindow({
+        baseUrl: target.baseUrl,
+        modelId: target.modelId,
+        ...(target.provider ? { provider: target.provider } : {}),
+        ...(apiKey ? { apiKey } : {}),
+      });
     },
     now,
     (message) => log.info(message),

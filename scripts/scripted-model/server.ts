@@ -1,19 +1,39 @@
 /**
- * The offline scripted model: a loopback server that speaks OpenAI's Chat Completions API
- * (`GET /v1/models`, `POST /v1/chat/completions`) for the end-to-end tests and `npm start`.
+ * The offline scripted model: a loopback server that speaks a provider's API for the end-to-end tests,
+ * `npm start` and the benchmarks: OpenAI's (Chat Completions, which OpenAI-compatible servers speak,
+ * and the Responses API; the default), Anthropic's Messages API, the Gemini API or OpenRouter's. Each
+ * format applies that provider's prompt caching (`caching/`), reports it in the provider's usage, and
+ * keeps a bill of what it charged (`bill.ts`).
  *
  * It is a test double for the network boundary, not a model: every answer is either scripted by a
- * test or derived deterministically from the request, and its model ids and `owned_by` say so.
- * It binds 127.0.0.1 only and never contacts another host. It lives outside `src/`, so the
- * extension never imports it and it never ships in the .vsix.
+ * test or derived deterministically from the request, and its model ids and names say so. It binds
+ * 127.0.0.1 only and never contacts another host. It lives outside `src/`, so the extension never
+ * imports it and it never ships in the .vsix.
  *
- * This file is the server (queues, the request log, the control API, HTTP); `wire.ts` holds the
- * Chat Completions format and `scenarios.ts` what the model answers.
+ * This file is the server (queues, the request log, the bill, the control API, HTTP); `formats/` holds
+ * each provider's wire format, `wire.ts` Chat Completions, and `scenarios.ts` what the model answers.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { loadTokenizer } from '../../src/core/tokenizer';
+import { Bill, costOf, type Charge, type Prices, type TokensByKind } from './bill';
+import { anthropicFormat } from './formats/anthropic';
+import {
+  billedTokens,
+  isRefusal,
+  scaledCount,
+  type Accounted,
+  type Answer,
+  type CompletionApi,
+  type FormatName,
+  type ModelCall,
+  type Refusal,
+  type WireFormat,
+} from './formats/format';
+import { geminiFormat } from './formats/gemini';
+import { openAIFormat, OWNED_BY } from './formats/openai';
+import { openRouterFormat } from './formats/openrouter';
 import {
   demoScenario,
   isSummaryRequest,
@@ -25,22 +45,12 @@ import {
   type Scenario,
   type ScriptStep,
 } from './scenarios';
-import {
-  breakStream,
-  chatCompletionRequestSchema,
-  completionObject,
-  contextLengthExceeded,
-  countPromptTokens,
-  defaultErrorBody,
-  invalidRequest,
-  serverError,
-  streamEvents,
-  type ChatCompletionRequest,
-  type Completion,
-} from './wire';
+import { breakStream, isLoopbackHost, MAX_BODY_BYTES, readBody, sendJson, waitUnlessClosed } from './http';
+import { familyRatio } from './tokens';
+import { countPromptTokens, serverError, type ChatCompletionRequest } from './wire';
 
-/** What `/v1/models` reports as the owner of every model: nobody should mistake it for a real one. */
-export const OWNED_BY = 'longrun-offline-scripted-model';
+export { OWNED_BY };
+export type { FormatName };
 
 /** One model the server offers. */
 export interface ScriptedModelConfig {
@@ -53,8 +63,9 @@ export interface ScriptedModelConfig {
   /** States the window in `/v1/models` as vLLM (`max_model_len`) and gateways (`context_length`) do. */
   readonly advertiseWindow?: boolean;
   /**
-   * What a prompt over the window gets: OpenAI's 400 `context_length_exceeded` (the default), or
-   * Ollama's behaviour: the start of the prompt is dropped until it fits, and nothing is said.
+   * What a prompt over the window gets: the provider's overflow error (the default), or, with
+   * Chat Completions, Ollama's behaviour: the start of the prompt is dropped until it fits, and
+   * nothing is said.
    */
   readonly overflow?: 'error' | 'truncate';
   /**
@@ -62,6 +73,10 @@ export interface ScriptedModelConfig {
    * that offers tools is answered with a tool call, even under `tool_choice: "none"`.
    */
   readonly ignoresToolChoice?: boolean;
+  /** The most the model answers, as the model list states it. */
+  readonly maxOutputTokens?: number;
+  /** What its tokens cost; the bill has no cost without them. */
+  readonly prices?: Prices;
 }
 
 export const DEFAULT_MODELS: readonly ScriptedModelConfig[] = [
@@ -70,7 +85,6 @@ export const DEFAULT_MODELS: readonly ScriptedModelConfig[] = [
 ];
 
 // Bounds, so that no request, script or record can grow without limit.
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
 const MAX_QUEUED_STEPS = 10_000;
 const MAX_RECORDED_REQUESTS = 10_000;
 
@@ -100,6 +114,8 @@ export interface RecordedRequest {
   readonly answeredAt?: number;
   /** Set when the server dropped the start of the prompt to fit its window, without saying so. */
   readonly truncated?: { readonly sentTokens: number; readonly droppedMessages: number };
+  /** The tokens an answered request was billed for, by kind (its prompt: input, cache read and written). */
+  readonly billed?: TokensByKind;
 }
 
 type MutableRecord = { -readonly [K in keyof RecordedRequest]: RecordedRequest[K] };
@@ -115,13 +131,21 @@ export interface ScriptedModelServerOptions {
   readonly summaryScenario?: Scenario;
   /** Added before every completion answer, in milliseconds. */
   readonly latencyMs?: number;
+  /** The provider whose API it speaks; OpenAI's when absent. */
+  readonly format?: FormatName;
+  /** The time the caches' lifetimes are measured in; the system clock when absent. */
+  readonly clock?: () => number;
 }
 
 /** A running offline scripted model. */
 export interface ScriptedModelServer {
-  /** The API root for clients, `http://127.0.0.1:PORT/v1`. */
+  /** The API root for clients: `http://127.0.0.1:PORT` and the format's root (`/v1`, `/v1beta`, `/api/v1`). */
   readonly url: string;
   readonly port: number;
+  /** The provider whose API it speaks. */
+  readonly format: FormatName;
+  /** What it charged for each answered request, by kind of token, and the sums. */
+  readonly bill: { readonly charges: readonly Charge[]; total(): { readonly tokens: TokensByKind; readonly cost?: number } };
   /** Every `/v1/…` request received since start or the last `reset()`, oldest first. */
   readonly requests: readonly RecordedRequest[];
   /** Queues replies for the next non-summary completion requests, consumed in order. */
@@ -132,7 +156,7 @@ export interface ScriptedModelServer {
   setLatency(ms: number): void;
   /** Changes a configured model's context window. */
   setWindow(model: string, window: number): void;
-  /** Empties the script and the record; restores failures, latency and windows as started. */
+  /** Empties the script, the record, the bill and the cache; restores failures, latency and windows as started. */
   reset(): void;
   /** Stops listening and destroys every connection, hanging ones included. */
   close(): Promise<void>;
@@ -145,15 +169,35 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   for (const model of models) assertWindow(model.window);
   const latencyMs = options.latencyMs ?? 0;
   assertLatency(latencyMs);
+  const count = (text: string): number => tokenizer.count(text);
+  const prices = new Map(models.flatMap((model) => (model.prices ? [[model.id, model.prices] as const] : [])));
   const instance = new ScriptedModel(
+    makeFormat(options.format ?? 'openai', count, (answer) => {
+      const found = prices.get(answer.model);
+      return found ? costOf(billedTokens(answer), found) : undefined;
+    }),
     models,
-    (text) => tokenizer.count(text),
+    count,
     options.scenario ?? demoScenario,
     options.summaryScenario ?? summaryScenario,
     latencyMs,
+    options.clock ?? Date.now,
   );
   await instance.listen(options.port ?? 0);
   return instance;
+}
+
+function makeFormat(name: FormatName, count: (text: string) => number, cost: (answer: Answer) => number | undefined): WireFormat {
+  switch (name) {
+    case 'openai':
+      return openAIFormat(count);
+    case 'anthropic':
+      return anthropicFormat(scaledCount(count, familyRatio('anthropic')));
+    case 'google':
+      return geminiFormat(scaledCount(count, familyRatio('google')));
+    case 'openrouter':
+      return openRouterFormat(count, cost);
+  }
 }
 
 function assertWindow(window: number): void {
@@ -170,6 +214,7 @@ class ScriptedModel implements ScriptedModelServer {
   private readonly windows = new Map<string, number>();
   private readonly queue: ScriptStep[] = [];
   private readonly recorded: MutableRecord[] = [];
+  private readonly charges = new Bill();
   private summaryFailure: ScriptStep | undefined;
   private latencyMs: number;
   private sequence = 0;
@@ -180,11 +225,13 @@ class ScriptedModel implements ScriptedModelServer {
   url = '';
 
   constructor(
+    private readonly wire: WireFormat,
     private readonly models: readonly ScriptedModelConfig[],
     private readonly countText: (text: string) => number,
     private readonly scenario: Scenario,
     private readonly summaryScenario: Scenario,
     private readonly initialLatencyMs: number,
+    private readonly clock: () => number,
   ) {
     this.latencyMs = initialLatencyMs;
     this.restoreWindows();
@@ -198,6 +245,14 @@ class ScriptedModel implements ScriptedModelServer {
     });
   }
 
+  get format(): FormatName {
+    return this.wire.name;
+  }
+
+  get bill(): Bill {
+    return this.charges;
+  }
+
   get requests(): readonly RecordedRequest[] {
     return this.recorded;
   }
@@ -208,7 +263,7 @@ class ScriptedModel implements ScriptedModelServer {
       this.http.listen(port, '127.0.0.1', () => {
         this.http.off('error', reject);
         this.port = (this.http.address() as AddressInfo).port;
-        this.url = `http://127.0.0.1:${this.port}/v1`;
+        this.url = `http://127.0.0.1:${this.port}${this.wire.root}`;
         resolve();
       });
     });
@@ -240,6 +295,8 @@ class ScriptedModel implements ScriptedModelServer {
   reset(): void {
     this.queue.length = 0;
     this.recorded.length = 0;
+    this.charges.clear();
+    this.wire.reset();
     this.summaryFailure = undefined;
     this.latencyMs = this.initialLatencyMs;
     this.sequence = 0;
@@ -272,103 +329,65 @@ class ScriptedModel implements ScriptedModelServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // Only pages on this machine's loopback names may talk to it (no DNS rebinding onto the control API).
     if (!isLoopbackHost(req.headers.host)) {
-      sendJson(res, 403, invalidRequest('Only loopback hosts (127.0.0.1, localhost) may call the offline scripted model.'));
+      sendJson(res, 403, this.wire.refuse.invalid('Only loopback hosts (127.0.0.1, localhost) may call the offline scripted model.').body);
       return;
     }
     const method = req.method ?? 'GET';
-    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname.replace(/\/+$/, '') || '/';
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const path = url.pathname.replace(/\/+$/, '') || '/';
 
-    if (path.startsWith('/v1/')) {
+    if (path.startsWith(`${this.wire.root}/`)) {
       const entry = this.record(method, path);
-      if (method === 'GET' && path === '/v1/models') {
-        answerJson(entry, res, 200, this.modelList());
-      } else if (method === 'POST' && path === '/v1/chat/completions') {
-        await this.completion(req, res, entry);
-      } else {
-        answerError(entry, res, 404, invalidRequest(`Invalid URL (${method} ${path})`));
+      const route = this.wire.route(method, path, url.searchParams);
+      if (!route) {
+        answerRefusal(entry, res, { status: 404, body: this.wire.refuse.invalid(`Invalid URL (${method} ${path})`).body });
+        return;
       }
+      if (!this.wire.authorized(req.headers, url.searchParams)) {
+        answerRefusal(entry, res, this.wire.refuse.unauthorized());
+        return;
+      }
+      if (route.kind === 'models') answerJson(entry, res, 200, this.wire.listModels(this.listed()));
+      else if (route.kind === 'model') {
+        const model = this.listed().find((m) => m.id === route.id);
+        if (model) answerJson(entry, res, 200, this.wire.describeModel(model));
+        else answerRefusal(entry, res, this.wire.refuse.unknownModel(route.id));
+      } else
+        await this.completion(req, res, entry, route.api, {
+          ...(route.model !== undefined ? { model: route.model } : {}),
+          ...(route.stream !== undefined ? { stream: route.stream } : {}),
+        });
       return;
     }
     await this.control(method, path, req, res);
   }
 
-  private modelList(): unknown {
-    return {
-      object: 'list',
-      data: this.models.map((model) => ({
-        id: model.id,
-        object: 'model',
-        created: 0,
-        owned_by: OWNED_BY,
-        name: model.name ?? `Offline scripted model ${model.id}`,
-        ...(model.advertiseWindow ? { context_length: this.windows.get(model.id), max_model_len: this.windows.get(model.id) } : {}),
-      })),
-    };
+  private listed() {
+    return this.models.map((model) => ({
+      id: model.id,
+      window: this.windows.get(model.id) ?? model.window,
+      ...(model.name !== undefined ? { name: model.name } : {}),
+      ...(model.maxOutputTokens !== undefined ? { maxOutputTokens: model.maxOutputTokens } : {}),
+      ...(model.advertiseWindow ? { advertiseWindow: true } : {}),
+    }));
   }
 
-  private async completion(req: IncomingMessage, res: ServerResponse, entry: MutableRecord): Promise<void> {
-    const body = await readBody(req);
-    if (body.kind === 'closed') {
-      entry.outcome = 'client-closed';
+  private async completion(
+    req: IncomingMessage,
+    res: ServerResponse,
+    entry: MutableRecord,
+    api: CompletionApi,
+    from: { readonly model?: string; readonly stream?: boolean },
+  ): Promise<void> {
+    const read = await this.readCall(req, entry, api, from);
+    if (read === undefined) return;
+    if (isRefusal(read)) {
+      answerRefusal(entry, res, read);
       return;
     }
-    if (body.kind === 'too-large') {
-      answerError(entry, res, 413, invalidRequest(`The request body is larger than ${MAX_BODY_BYTES} bytes.`));
-      return;
-    }
-    entry.body = body.text;
-    let json: unknown;
-    try {
-      json = JSON.parse(body.text);
-    } catch {
-      answerError(entry, res, 400, invalidRequest('We could not parse the JSON body of your request. The OpenAI API expects a JSON payload.'));
-      return;
-    }
-    entry.body = json;
-    const parsed = chatCompletionRequestSchema.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const param = issue ? formatPath(issue.path) : null;
-      answerError(entry, res, 400, invalidRequest(`Invalid request body: ${z.prettifyError(parsed.error)}`, param || null));
-      return;
-    }
-    let request = parsed.data;
-    entry.body = request;
-    entry.model = request.model;
-    const window = this.windows.get(request.model);
-    if (window === undefined) {
-      answerError(entry, res, 404, {
-        error: {
-          message: `The model \`${request.model}\` does not exist or you do not have access to it.`,
-          type: 'invalid_request_error',
-          param: null,
-          code: 'model_not_found',
-        },
-      });
-      return;
-    }
-
-    let promptTokens = countPromptTokens(request, this.countText);
-    entry.promptTokens = promptTokens;
-    entry.summary = isSummaryRequest(request);
-    const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? 0;
-    const overflowMode = this.models.find((m) => m.id === request.model)?.overflow ?? 'error';
-    if (overflowMode === 'truncate' && promptTokens > window) {
-      // Ollama's way: the prompt loses its beginning, the system prompt included, and the usage
-      // reports only what was read. The answer is made from what is left.
-      const cut = truncateToWindow(request, window, this.countText);
-      entry.truncated = { sentTokens: promptTokens, droppedMessages: request.messages.length - cut.request.messages.length };
-      request = cut.request;
-      promptTokens = cut.tokens;
-      entry.promptTokens = promptTokens;
-    } else if (overflowMode === 'error' && promptTokens + maxTokens > window) {
-      answerError(entry, res, 400, contextLengthExceeded(window, promptTokens, maxTokens));
-      return;
-    }
-
-    const config = this.models.find((m) => m.id === request.model);
+    const { call, accounted, window } = read;
     // A server that does not read `tool_choice` lets the model decide as if it were absent.
-    if (config?.ignoresToolChoice) request = withoutToolChoice(request);
+    const config = this.models.find((m) => m.id === call.model);
     const step = entry.summary ? this.summaryFailure : this.queue.shift();
     const stillOpen = await waitUnlessClosed(res, this.latencyMs + (step?.delayMs ?? 0));
     if (!stillOpen) {
@@ -383,27 +402,36 @@ class ScriptedModel implements ScriptedModelServer {
     if (step?.error) {
       const headers: Record<string, string> = {};
       if (step.error.retryAfterSeconds !== undefined) headers['Retry-After'] = String(step.error.retryAfterSeconds);
-      answerError(entry, res, step.error.status, step.error.body ?? defaultErrorBody(step.error.status), headers);
+      answerRefusal(entry, res, { status: step.error.status, body: step.error.body ?? this.wire.refuse.status(step.error.status).body }, headers);
       return;
     }
 
     const scripted = step && (step.text !== undefined || step.toolCalls !== undefined);
-    const reached = entry.summary && config?.ignoresToolChoice ? reachForTool(request) : undefined;
-    const reply = scripted ? step : (reached ?? (entry.summary ? this.summaryScenario : this.scenario)({ request, promptTokens, window }));
-    const completion = this.complete(request.model, reply, promptTokens, maxTokens);
+    const reached = entry.summary && config?.ignoresToolChoice ? reachForTool(withoutToolChoice(call.chat)) : undefined;
+    const reply = scripted
+      ? step
+      : (reached ?? (entry.summary ? this.summaryScenario : this.scenario)({ request: call.chat, promptTokens: accounted.prompt.total, window }));
+    const answer = this.answer(api, call, reply, accounted.prompt);
+    accounted.commit();
     const breakAfter = step?.breakStreamAfterChunks;
+    const charge = (): void => {
+      const billed = billedTokens(answer);
+      entry.billed = billed;
+      this.charges.charge(entry.seq, call.model, billed, this.models.find((m) => m.id === call.model)?.prices);
+    };
 
-    if (request.stream) {
-      const events = streamEvents(completion, request.stream_options?.include_usage === true);
+    if (call.stream) {
+      const frames = api.frames(answer, call);
       res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
       entry.status = 200;
       if (breakAfter !== undefined) {
         entry.outcome = 'broken';
-        breakStream(res, events.slice(0, breakAfter));
+        breakStream(res, frames.slice(0, breakAfter));
         return;
       }
-      for (const event of events) res.write(`data: ${JSON.stringify(event)}\n\n`);
-      res.end('data: [DONE]\n\n');
+      for (const frame of frames) res.write(frame);
+      res.end(api.end ?? '');
+      charge();
       entry.outcome = 'answered';
       entry.answeredAt = Date.now();
       return;
@@ -413,42 +441,85 @@ class ScriptedModel implements ScriptedModelServer {
       res.destroy();
       return;
     }
-    answerJson(entry, res, 200, completionObject(completion));
+    charge();
+    answerJson(entry, res, 200, api.json(answer, call));
   }
 
-  private complete(model: string, reply: Reply, promptTokens: number, maxTokens = 0): Completion {
-    const toolCalls = (reply.toolCalls ?? []).map((call) => ({
-      id: `call_scripted_${++this.toolCallIds}`,
-      name: call.name,
-      arguments: JSON.stringify(call.arguments),
-    }));
-    // As servers do, a text answer stops at `max_tokens` with finish_reason "length".
-    const cut = maxTokens > 0 && toolCalls.length === 0 && reply.text !== undefined ? this.cutToTokens(reply.text, maxTokens) : undefined;
+  /**
+   * The call a request makes, its prompt counted and cached as its provider does, once it is known to
+   * fit: a refusal in the provider's words when it does not, undefined when the client left.
+   */
+  private async readCall(
+    req: IncomingMessage,
+    entry: MutableRecord,
+    api: CompletionApi,
+    from: { readonly model?: string; readonly stream?: boolean },
+  ): Promise<{ call: ModelCall; accounted: Accounted; window: number } | Refusal | undefined> {
+    const body = await readBody(req);
+    if (body.kind === 'closed') {
+      entry.outcome = 'client-closed';
+      return undefined;
+    }
+    if (body.kind === 'too-large')
+      return { status: 413, body: this.wire.refuse.invalid(`The request body is larger than ${MAX_BODY_BYTES} bytes.`).body };
+    entry.body = body.text;
+    let json: unknown;
+    try {
+      json = JSON.parse(body.text);
+    } catch {
+      return this.wire.refuse.invalid('We could not parse the JSON body of your request. The API expects a JSON payload.');
+    }
+    entry.body = json;
+    const parsed = api.parse(json, from);
+    if (isRefusal(parsed)) return parsed;
+    let call: ModelCall = parsed;
+    entry.model = call.model;
+    const window = this.windows.get(call.model);
+    if (window === undefined) return this.wire.refuse.unknownModel(call.model);
+
+    entry.summary = isSummaryRequest(call.chat);
+    const now = this.clock();
+    const overflowMode = this.models.find((m) => m.id === call.model)?.overflow ?? 'error';
+    let accounted = api.account(call, now);
+    if (isRefusal(accounted)) return accounted;
+    entry.promptTokens = accounted.prompt.total;
+    const room = this.wire.countsOutputInWindow === false ? 0 : call.maxTokens;
+    if (overflowMode === 'truncate' && this.wire.name === 'openai' && isChatRequest(call.native) && accounted.prompt.total > window) {
+      // Ollama's way: the prompt loses its beginning, the system prompt included, and the usage
+      // reports only what was read. The answer is made from what is left.
+      const cut = truncateToWindow(call.native, window, this.countText);
+      entry.truncated = { sentTokens: accounted.prompt.total, droppedMessages: call.native.messages.length - cut.request.messages.length };
+      call = { ...call, chat: cut.request, native: cut.request };
+      accounted = api.account(call, now);
+      if (isRefusal(accounted)) return accounted;
+      entry.promptTokens = accounted.prompt.total;
+    } else if (overflowMode === 'error' && accounted.prompt.total + room > window) {
+      return (
+        api.overflow?.(window, accounted.prompt.total, call.maxTokens) ?? this.wire.refuse.overflow(window, accounted.prompt.total, call.maxTokens)
+      );
+    }
+    return { call, accounted, window };
+  }
+
+  private answer(api: CompletionApi, call: ModelCall, reply: Reply, prompt: Answer['prompt']): Answer {
+    const toolCalls = (reply.toolCalls ?? []).map((toolCall) => {
+      const n = ++this.toolCallIds;
+      return { id: api.toolCallId?.(n) ?? `call_scripted_${n}`, name: toolCall.name, arguments: JSON.stringify(toolCall.arguments) };
+    });
+    const count = (text: string): number => api.countOutput(text, call.model);
+    // As servers do, a text answer stops at the output limit, marked as cut ("length", "max_tokens").
+    const cut = call.maxTokens > 0 && toolCalls.length === 0 && reply.text !== undefined ? cutToTokens(reply.text, call.maxTokens, count) : undefined;
     const text = cut ?? reply.text;
-    const completionTokens = this.countText(text ?? '') + toolCalls.reduce((sum, call) => sum + this.countText(call.arguments), 0);
     return {
-      id: `chatcmpl-scripted-${++this.replies}`,
+      id: `scripted-${++this.replies}`,
       created: Math.floor(Date.now() / 1000),
-      model,
+      model: call.model,
       text,
       toolCalls,
       finishReason: cut !== undefined ? 'length' : toolCalls.length > 0 ? 'tool_calls' : 'stop',
-      usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+      prompt,
+      outputTokens: count(text ?? '') + toolCalls.reduce((sum, toolCall) => sum + count(toolCall.arguments), 0),
     };
-  }
-
-  /** The longest start of `text` within `maxTokens`; undefined when the whole text fits. */
-  private cutToTokens(text: string, maxTokens: number): string | undefined {
-    if (this.countText(text) <= maxTokens) return undefined;
-    const chars = [...text];
-    let low = 0;
-    let high = chars.length;
-    while (low < high) {
-      const middle = Math.ceil((low + high) / 2);
-      if (this.countText(chars.slice(0, middle).join('')) <= maxTokens) low = middle;
-      else high = middle - 1;
-    }
-    return chars.slice(0, low).join('');
   }
 
   private async control(method: string, path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -457,20 +528,24 @@ class ScriptedModel implements ScriptedModelServer {
       sendJson(res, 200, this.recorded);
       return;
     }
+    if (route === 'GET /__control/bill') {
+      sendJson(res, 200, { charges: this.charges.charges, total: this.charges.total() });
+      return;
+    }
     if (!CONTROL_POSTS.has(route)) {
-      sendJson(res, 404, invalidRequest(`Invalid URL (${route})`));
+      sendJson(res, 404, this.wire.refuse.invalid(`Invalid URL (${route})`).body);
       return;
     }
     const body = await readBody(req);
     if (body.kind !== 'ok') {
-      if (body.kind === 'too-large') sendJson(res, 413, invalidRequest('The control request is too large.'));
+      if (body.kind === 'too-large') sendJson(res, 413, this.wire.refuse.invalid('The control request is too large.').body);
       return;
     }
     let json: unknown = null;
     try {
       if (body.text.trim()) json = JSON.parse(body.text);
     } catch {
-      sendJson(res, 400, invalidRequest('The control request body is not JSON.'));
+      sendJson(res, 400, this.wire.refuse.invalid('The control request body is not JSON.').body);
       return;
     }
     try {
@@ -504,12 +579,31 @@ class ScriptedModel implements ScriptedModelServer {
       }
     } catch (error) {
       if (error instanceof ControlError || error instanceof RangeError) {
-        sendJson(res, 400, invalidRequest(error.message));
+        sendJson(res, 400, this.wire.refuse.invalid(error.message).body);
         return;
       }
       throw error;
     }
   }
+}
+
+/** Whether a format's own reading of a call is a Chat Completions request. */
+function isChatRequest(native: unknown): native is ChatCompletionRequest {
+  return typeof native === 'object' && native !== null && Array.isArray((native as { messages?: unknown }).messages) && 'model' in native;
+}
+
+/** The longest start of `text` within `maxTokens`; undefined when the whole text fits. */
+function cutToTokens(text: string, maxTokens: number, count: (text: string) => number): string | undefined {
+  if (count(text) <= maxTokens) return undefined;
+  const chars = [...text];
+  let low = 0;
+  let high = chars.length;
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (count(chars.slice(0, middle).join('')) <= maxTokens) low = middle;
+    else high = middle - 1;
+  }
+  return chars.slice(0, low).join('');
 }
 
 const CONTROL_POSTS = new Set([
@@ -533,57 +627,6 @@ function parseControl<T>(schema: z.ZodType<T>, value: unknown): T {
 // ---------------------------------------------------------------------------------------------
 // Bodies and wire formats.
 
-function isLoopbackHost(host: string | undefined): boolean {
-  if (!host) return false;
-  const name = host.replace(/:\d+$/, '').toLowerCase();
-  return name === '127.0.0.1' || name === 'localhost';
-}
-
-type Body = { kind: 'ok'; text: string } | { kind: 'too-large' } | { kind: 'closed' };
-
-async function readBody(req: IncomingMessage): Promise<Body> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of req) {
-      const buffer = chunk as Buffer;
-      size += buffer.length;
-      // Past the limit the rest is drained, not kept, so that a 413 can still be answered.
-      if (size <= MAX_BODY_BYTES) chunks.push(buffer);
-    }
-  } catch {
-    return { kind: 'closed' };
-  }
-  if (size > MAX_BODY_BYTES) return { kind: 'too-large' };
-  return { kind: 'ok', text: Buffer.concat(chunks).toString('utf8') };
-}
-
-/** Resolves true after `ms`, or false as soon as the client's connection closes. */
-function waitUnlessClosed(res: ServerResponse, ms: number): Promise<boolean> {
-  if (res.destroyed) return Promise.resolve(false);
-  if (ms <= 0) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const onClose = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      res.off('close', onClose);
-      resolve(true);
-    }, ms);
-    res.once('close', onClose);
-  });
-}
-
-function formatPath(path: readonly PropertyKey[]): string {
-  return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i > 0 ? '.' : ''}${String(key)}`)).join('');
-}
-
-function withoutToolChoice(request: ChatCompletionRequest): ChatCompletionRequest {
-  const { tool_choice: _ignored, ...rest } = request;
-  return rest;
-}
-
 /** Drops messages from the start of a request until its prompt fits `window` (the last one always stays). */
 function truncateToWindow(
   request: ChatCompletionRequest,
@@ -599,11 +642,6 @@ function truncateToWindow(
   return { request: { ...request, messages }, tokens };
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-}
-
 function answerJson(entry: MutableRecord, res: ServerResponse, status: number, body: unknown): void {
   entry.status = status;
   entry.outcome = 'answered';
@@ -611,8 +649,14 @@ function answerJson(entry: MutableRecord, res: ServerResponse, status: number, b
   sendJson(res, status, body);
 }
 
-function answerError(entry: MutableRecord, res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  entry.status = status;
+function answerRefusal(entry: MutableRecord, res: ServerResponse, refusal: Refusal, headers: Record<string, string> = {}): void {
+  entry.status = refusal.status;
   entry.outcome = 'error';
-  sendJson(res, status, body, headers);
+  sendJson(res, refusal.status, refusal.body, headers);
+}
+
+/** The request as a server that does not read `tool_choice` takes it: as if the field were absent. */
+function withoutToolChoice(request: ChatCompletionRequest): ChatCompletionRequest {
+  const { tool_choice: _ignored, ...rest } = request;
+  return rest;
 }

@@ -3,7 +3,6 @@
  * prompt-token count the server reports, and the bodies it answers with (completions, streamed
  * chunks, OpenAI-shaped errors).
  */
-import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 
 /** Text and tool arguments are streamed in about this many pieces. */
@@ -98,7 +97,13 @@ export interface Completion {
   readonly text: string | undefined;
   readonly toolCalls: readonly { readonly id: string; readonly name: string; readonly arguments: string }[];
   readonly finishReason: 'stop' | 'tool_calls' | 'length';
-  readonly usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  readonly usage: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    /** The part of the prompt read from the cache, as OpenAI reports it. */
+    prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number };
+  } & Record<string, unknown>;
 }
 
 export interface OpenAIErrorBody {
@@ -215,17 +220,4 @@ export function streamEvents(completion: Completion, includeUsage: boolean): unk
     });
   }
   return events;
-}
-
-/** Sends `events`, then destroys the socket once they are written, before `[DONE]`. */
-export function breakStream(res: ServerResponse, events: readonly unknown[]): void {
-  if (events.length === 0) {
-    res.flushHeaders();
-    setImmediate(() => res.destroy());
-    return;
-  }
-  events.forEach((event, i) => {
-    const last = i === events.length - 1;
-    res.write(`data: ${JSON.stringify(event)}\n\n`, last ? () => res.destroy() : undefined);
-  });
 }

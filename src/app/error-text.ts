@@ -4,6 +4,7 @@ import type { LongrunSettings } from './settings';
 import { errorText } from '../core/errors';
 import { ViewNotWholeError } from './conversation-records';
 import { ConversationChangedError } from './store/errors';
+import { MissingApiKeyError } from '../llm/providers/missing-api-key';
 
 /**
  * What a failed request says in the chat. Free of `vscode`, so it is tested in Node.
@@ -26,6 +27,8 @@ export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'ti
   if (ViewNotWholeError.isInstance(error)) return error.message;
   if (describeOverflow(error))
     return "The conversation no longer fits the model's context window, even after compacting. Run /compact with a focus, or /new to start over.";
+  // Nothing was sent: storing the key is the whole remedy, and the conversation is as it was.
+  if (MissingApiKeyError.isInstance(error)) return error.message;
   if (isModelTimeout(error)) {
     const first = /first chunk/i.test(error instanceof Error ? error.message : '');
     const seconds = Math.round((first ? settings.timeouts.firstChunkMs : settings.timeouts.idleMs) / 1000);

@@ -69,6 +69,8 @@ export interface DiscoveryTarget {
   readonly modelId: string;
   /** The endpoint's name, to find its API key. */
   readonly endpoint?: string;
+  /** The API the endpoint speaks, which decides where the window is asked; OpenAI-compatible when absent. */
+  readonly provider?: ProviderKind;
 }
 
 export class ModelWindows {

@@ -1,7 +1,8 @@
-import type { ProviderKind } from '../core/provider-kind';
+import { DEFAULT_PROVIDER_KIND, PROVIDER_KINDS, type ProviderKind } from '../core/provider-kind';
 import { z } from 'zod';
 import type { CacheTtl } from '../core/log';
 import { CACHE_TTLS } from '../core/log-values';
+import { defaultApiRoot } from '../llm/providers/api-roots';
 import { compactionConfigSchema, DEFAULT_CONFIG, resolveConfig, type CompactionConfig } from '../core/config';
 import { parseAllowRule } from './command-allowlist';
 
@@ -34,11 +35,14 @@ export interface EndpointModelSetting {
   readonly toolCalling: boolean;
 }
 
-/** An OpenAI-compatible endpoint. Its API key is kept in SecretStorage, never in settings. */
+/**
+ * An endpoint: an OpenAI-compatible server, or a provider's own API. Its API key is kept in
+ * SecretStorage, never in settings.
+ */
 export interface EndpointSetting {
   /** Id-like name, the middle part of model references such as `longrun/<name>/<model>`. */
   readonly name: string;
-  /** An http or https URL. */
+  /** An http or https URL; for a native provider whose setting names none, its API's default root. */
   readonly baseUrl: string;
   /** The wire format the endpoint speaks; `openai-compatible` when absent. */
   readonly provider?: ProviderKind;
@@ -253,11 +257,27 @@ const endpointModelSchema = z.object({
 
 const ENDPOINT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
-const endpointSchema = z.object({
-  name: z.string().regex(ENDPOINT_NAME, 'must be an id: letters, digits, ".", "_" or "-", starting with a letter or digit'),
-  baseUrl: z.string().refine(isHttpUrl, 'must be an http or https URL'),
-  models: z.array(endpointModelSchema).min(1),
-});
+/**
+ * A native provider's endpoint may leave `baseUrl` out (its API's own root is used); an
+ * OpenAI-compatible one is a server of the user's, whose URL nothing else can tell. An unknown
+ * provider refuses the entry: sending the conversation (and the key) in another wire format than the
+ * server speaks would fail at best.
+ */
+const endpointSchema = z
+  .object({
+    name: z.string().regex(ENDPOINT_NAME, 'must be an id: letters, digits, ".", "_" or "-", starting with a letter or digit'),
+    provider: z.enum(PROVIDER_KINDS).optional(),
+    baseUrl: z.string().refine(isHttpUrl, 'must be an http or https URL').optional(),
+    models: z.array(endpointModelSchema).min(1),
+  })
+  .superRefine((endpoint, context) => {
+    if (endpoint.baseUrl !== undefined || (endpoint.provider ?? DEFAULT_PROVIDER_KIND) !== 'openai-compatible') return;
+    context.addIssue({
+      code: 'custom',
+      path: ['baseUrl'],
+      message: `is missing: an OpenAI-compatible endpoint needs its server's URL (e.g. http://localhost:11434/v1), or a "provider" (${PROVIDER_KINDS.filter((k) => k !== 'openai-compatible').join(', ')})`,
+    });
+  });
 
 /** Every key `readSettings` reads (under `longrun.`), with its default in the setting's own terms. */
 export function settingDefaults(): Record<string, unknown> {
@@ -462,9 +482,11 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
     const first = names.get(key);
     if (first !== undefined) return reject(`the name "${parsed.data.name}" is already used by entry ${first + 1}`);
     names.set(key, index);
+    const { provider } = parsed.data;
     endpoints.push({
       name: parsed.data.name,
-      baseUrl: parsed.data.baseUrl,
+      baseUrl: parsed.data.baseUrl ?? defaultApiRoot(provider ?? DEFAULT_PROVIDER_KIND) ?? '',
+      ...(provider !== undefined ? { provider } : {}),
       models: parsed.data.models.map((m) => ({
         id: m.id,
         ...(m.name !== undefined ? { name: m.name } : {}),

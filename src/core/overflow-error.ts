@@ -29,6 +29,8 @@ const LIMIT_PATTERNS: readonly RegExp[] = [
   /maximum (?:context|prompt) length is (\d[\d,]*)/i,
   /context length of only (\d[\d,]*)/i,
   /> ?(\d[\d,]*) maximum/i,
+  // Anthropic's "input length and `max_tokens` exceed context limit: 197032 + 21333 > 200000".
+  /exceed context limit: \d[\d,]* \+ \d[\d,]* > (\d[\d,]*)/i,
   /maximum number of tokens allowed \((\d[\d,]*)\)/i,
   /(\d[\d,]*) maximum context length/i,
   /exceeds? (?:the )?(?:limit|maximum) of (\d[\d,]*)/i,

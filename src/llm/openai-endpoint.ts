@@ -1,20 +1,25 @@
 /**
- * Models served by OpenAI-compatible endpoints (OpenAI itself, Ollama, LM Studio, vLLM, llama.cpp,
- * gateways). They are reached through Chat Completions (`POST {baseUrl}/chat/completions`), which
- * every such server speaks; the OpenAI provider's default, the Responses API, is OpenAI's alone.
+ * Models of the endpoints in `longrun.endpoints`: each is made by its provider kind's AI SDK package
+ * (`./providers`), and an endpoint's models are listed through its provider's API. An endpoint that
+ * names no kind is an OpenAI-compatible server, reached through Chat Completions
+ * (`POST {baseUrl}/chat/completions`), which every such server speaks.
  */
 import { lazily } from '../core/lazy';
-import { createOpenAI } from '@ai-sdk/openai';
 import { defaultSettingsMiddleware, wrapLanguageModel, type LanguageModel } from 'ai';
 import { z } from 'zod';
 import { errorText, hasMarker, mark } from '../core/errors';
-import type { ProviderKind } from '../core/provider-kind';
+import { DEFAULT_PROVIDER_KIND, type ProviderKind } from '../core/provider-kind';
+import { apiRoot, providerModel } from './providers';
+import { authHeaders } from './providers/auth-headers';
 
 /** One model of a configured endpoint. */
 export interface EndpointModel {
-  /** The endpoint's name as configured; also the provider name in logs (`name.chat`). */
+  /** The endpoint's name as configured; also the provider name in logs (`name.chat`) for an OpenAI-compatible one. */
   readonly endpoint: string;
-  /** The API root, e.g. `http://localhost:11434/v1`; `/chat/completions` is appended to it. */
+  /**
+   * The API root, e.g. `http://localhost:11434/v1`, to which `/chat/completions` (or the native
+   * provider's own path) is appended; for a native provider, its default root when none was set.
+   */
   readonly baseUrl: string;
   /** The wire format the endpoint speaks; `openai-compatible` when absent. */
   readonly provider?: ProviderKind;
@@ -27,25 +32,35 @@ export interface EndpointModel {
 }
 
 /**
- * The AI SDK model for `model`. Local servers usually want no key, but the OpenAI provider insists
- * on one (and would fall back to `OPENAI_API_KEY`), so a placeholder is sent instead.
+ * The AI SDK model for `model`, through the provider package of its kind. Throws a
+ * `MissingApiKeyError` for a native provider's endpoint without a key, before anything is sent.
  */
 export function createEndpointModel(model: EndpointModel, apiKey: string | undefined, fetchImpl?: typeof fetch): LanguageModel {
-  const provider = createOpenAI({
-    baseURL: trimSlash(model.baseUrl),
-    apiKey: apiKey ?? 'not-needed',
-    name: model.endpoint,
+  const made = providerModel({
+    kind: model.provider ?? DEFAULT_PROVIDER_KIND,
+    endpoint: model.endpoint,
+    baseUrl: model.baseUrl,
+    id: model.id,
+    apiKey,
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
   });
-  const chat = provider.chat(model.id);
-  if (model.maxOutputTokens === undefined) return chat;
+  if (model.maxOutputTokens === undefined) return made;
   return wrapLanguageModel({
-    model: chat,
+    model: made as Parameters<typeof wrapLanguageModel>[0]['model'],
     middleware: defaultSettingsMiddleware({ settings: { maxOutputTokens: model.maxOutputTokens } }),
   });
 }
 
 const MODEL_LIST = lazily(() => z.object({ data: z.array(z.object({ id: z.string() })) }));
+const ANTHROPIC_MODEL_LIST = lazily(() =>
+  z.object({ data: z.array(z.object({ id: z.string() })), has_more: z.boolean().optional(), last_id: z.string().nullish() }),
+);
+const GEMINI_MODEL_LIST = lazily(() =>
+  z.object({
+    models: z.array(z.object({ name: z.string(), supportedGenerationMethods: z.array(z.string()).optional() })).optional(),
+    nextPageToken: z.string().optional(),
+  }),
+);
 
 const ERROR_MARKER = Symbol.for('longrun.endpoint-error');
 
@@ -71,10 +86,16 @@ export class EndpointError extends Error {
 /** Longest a model list may take, from sending the request to the end of its answer. */
 export const LIST_TIMEOUT_MS = 30_000;
 
+/** Pages of a paginated list read at most (Anthropic's and Gemini's lists are paginated). */
+const MAX_PAGES = 10;
+
 /**
- * The ids of the models an endpoint serves (`GET {baseUrl}/models`), in the server's order. One
- * deadline of `timeoutMs` runs from sending the request to the end of the answer, headers included,
- * so a server that accepts the connection and never answers fails like one that is down.
+ * The ids of the models an endpoint serves, in the server's order, through its provider's API:
+ * `GET {root}/models` (`data[].id`) for OpenAI, OpenRouter and compatible servers; Anthropic's Models
+ * API (most recent first, paginated by `after_id`); Gemini's models list (`models[].name` without its
+ * `models/` prefix, only those that generate content, paginated by `pageToken`). One deadline of
+ * `timeoutMs` runs from sending the first request to the end of the last answer, headers included, so
+ * a server that accepts the connection and never answers fails like one that is down.
  */
 export async function listEndpointModels(
   baseUrl: string,
@@ -82,22 +103,63 @@ export async function listEndpointModels(
   fetchImpl: typeof fetch = fetch,
   signal?: AbortSignal,
   timeoutMs = LIST_TIMEOUT_MS,
+  provider: ProviderKind = DEFAULT_PROVIDER_KIND,
 ): Promise<string[]> {
-  const url = `${trimSlash(baseUrl)}/models`;
+  const url = `${apiRoot(provider, baseUrl)}/models`;
   const deadline = AbortSignal.timeout(timeoutMs);
   const combined = signal ? AbortSignal.any([signal, deadline]) : deadline;
   try {
-    return await readModelList(url, apiKey, fetchImpl, combined);
+    const ids: string[] = [];
+    let page: string | undefined;
+    for (let pages = 0; pages < MAX_PAGES; pages++) {
+      const json = await readJson(pageUrl(provider, url, page), authHeaders(provider, apiKey), fetchImpl, combined);
+      const read = modelIds(provider, url, json);
+      ids.push(...read.ids);
+      page = read.next;
+      if (page === undefined) break;
+    }
+    return [...new Set(ids)];
   } catch (error) {
     if (signal?.aborted || !deadline.aborted) throw error;
     throw new EndpointError(`${url} did not answer within ${timeoutMs / 1000} s.`, undefined, { cause: error });
   }
 }
 
-async function readModelList(url: string, apiKey: string | undefined, fetchImpl: typeof fetch, signal: AbortSignal): Promise<string[]> {
-  const headers: Record<string, string> = { Accept: 'application/json' };
-  if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
+function pageUrl(provider: ProviderKind, url: string, page: string | undefined): string {
+  switch (provider) {
+    case 'anthropic':
+      return `${url}?limit=1000${page !== undefined ? `&after_id=${encodeURIComponent(page)}` : ''}`;
+    case 'google':
+      return `${url}?pageSize=1000${page !== undefined ? `&pageToken=${encodeURIComponent(page)}` : ''}`;
+    default:
+      return url;
+  }
+}
 
+/** The ids on one page of a provider's model list, and where the next page starts. */
+function modelIds(provider: ProviderKind, url: string, json: unknown): { ids: string[]; next?: string } {
+  const notAList = (shape: string, error: unknown): EndpointError =>
+    new EndpointError(`${url} answered JSON that is not a model list (${shape}): ${excerpt(JSON.stringify(json))}`, undefined, { cause: error });
+  if (provider === 'anthropic') {
+    const parsed = ANTHROPIC_MODEL_LIST().safeParse(json);
+    if (!parsed.success) throw notAList('{ "data": [{ "id": … }], "has_more": … }', parsed.error);
+    const { data, has_more: more, last_id: last } = parsed.data;
+    return { ids: data.map((m) => m.id), ...(more && last ? { next: last } : {}) };
+  }
+  if (provider === 'google') {
+    const parsed = GEMINI_MODEL_LIST().safeParse(json);
+    if (!parsed.success) throw notAList('{ "models": [{ "name": "models/…" }] }', parsed.error);
+    const generating = (parsed.data.models ?? []).filter((m) => m.supportedGenerationMethods?.includes('generateContent') ?? true);
+    const next = parsed.data.nextPageToken;
+    return { ids: generating.map((m) => m.name.replace(/^models\//, '')), ...(next ? { next } : {}) };
+  }
+  const parsed = MODEL_LIST().safeParse(json);
+  if (!parsed.success) throw notAList('{ "data": [{ "id": … }] }', parsed.error);
+  return { ids: parsed.data.data.map((entry) => entry.id) };
+}
+
+async function readJson(url: string, auth: Record<string, string>, fetchImpl: typeof fetch, signal: AbortSignal): Promise<unknown> {
+  const headers: Record<string, string> = { Accept: 'application/json', ...auth };
   let response: Response;
   try {
     response = await fetchImpl(url, { method: 'GET', headers, signal });
@@ -112,25 +174,13 @@ async function readModelList(url: string, apiKey: string | undefined, fetchImpl:
       response.status,
     );
   }
-  let json: unknown;
   try {
-    json = JSON.parse(body);
+    return JSON.parse(body);
   } catch (error) {
     throw new EndpointError(`${url} did not answer with JSON (is the base URL right? it usually ends in /v1): ${excerpt(body)}`, response.status, {
       cause: error,
     });
   }
-  const parsed = MODEL_LIST().safeParse(json);
-  if (!parsed.success) {
-    throw new EndpointError(`${url} answered JSON that is not a model list ({ "data": [{ "id": … }] }): ${excerpt(body)}`, response.status, {
-      cause: parsed.error,
-    });
-  }
-  return [...new Set(parsed.data.data.map((entry) => entry.id))];
-}
-
-function trimSlash(url: string): string {
-  return url.trim().replace(/\/+$/, '');
 }
 
 function excerpt(text: string, limit = 200): string {

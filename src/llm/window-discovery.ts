@@ -1,16 +1,22 @@
 /**
  * How many tokens a model's context window holds, asked of the server that runs it. The OpenAI
- * model list (`GET {baseUrl}/models`) states it on most gateways and on vLLM; local servers keep it
- * behind their own APIs (LM Studio, Ollama, llama.cpp), which are asked next, all at once.
+ * model list (`GET {baseUrl}/models`) states it on most gateways, on OpenRouter and on vLLM; local
+ * servers keep it behind their own APIs (LM Studio, Ollama, llama.cpp), which are asked next, all at
+ * once. A native provider is asked through its own API: Anthropic's Models API (`max_input_tokens`,
+ * `max_tokens`) and Gemini's models list (`inputTokenLimit`, `outputTokenLimit`); OpenAI's model
+ * list states no window.
  *
  * Everything here is best effort: a server that is down, slow, answers a web page, an error or JSON
  * of another shape simply has nothing to say, and the caller falls back to its configured window.
  */
 import { lazily } from '../core/lazy';
 import { z } from 'zod';
+import { DEFAULT_PROVIDER_KIND, type ProviderKind } from '../core/provider-kind';
+import { apiRoot as providerRoot } from './providers/api-roots';
+import { authHeaders } from './providers/auth-headers';
 
 /** The server software behind an endpoint, as far as its answers tell. */
-export type ServerKind = 'openai' | 'openrouter' | 'vllm' | 'lmstudio' | 'ollama' | 'llamacpp' | 'openai-compatible';
+export type ServerKind = 'openai' | 'openrouter' | 'anthropic' | 'google' | 'vllm' | 'lmstudio' | 'ollama' | 'llamacpp' | 'openai-compatible';
 
 /** A context window a server stated for one of its models. */
 export interface DiscoveredWindow {
@@ -30,7 +36,9 @@ export interface DiscoveryOptions {
   readonly baseUrl: string;
   /** The id the server knows, e.g. `qwen2.5-coder:7b`. */
   readonly modelId: string;
-  /** Sent as `Authorization: Bearer …`, and only to the base URL's origin. */
+  /** The API the endpoint speaks; OpenAI-compatible when absent. */
+  readonly provider?: ProviderKind;
+  /** Sent as the provider expects it (`Authorization: Bearer …`, `x-api-key`, `x-goog-api-key`), and only to the base URL's origin. */
   readonly apiKey?: string;
   /** Injectable for tests. */
   readonly fetch?: typeof fetch;
@@ -55,11 +63,15 @@ export async function discoverContextWindow(options: DiscoveryOptions): Promise<
   try {
     if (options.signal?.aborted) return undefined;
     const http = new JsonClient(options);
-    const listed = await readModelList(http, options.baseUrl, options.modelId);
+    const provider = options.provider ?? DEFAULT_PROVIDER_KIND;
+    const root = providerRoot(provider, options.baseUrl);
+    if (provider === 'anthropic') return await askAnthropic(http, root, options.modelId);
+    if (provider === 'google') return await askGemini(http, root, options.modelId);
+    const listed = await readModelList(http, root, options.modelId);
     if (listed.window) return listed.window;
     if (listed.timedOut || options.signal?.aborted) return undefined;
     // Hosted APIs have no native side to ask; probing them would only collect 404s.
-    if (listed.kind === 'openai' || listed.kind === 'openrouter' || listed.kind === 'vllm') return undefined;
+    if (provider !== 'openai-compatible' || listed.kind === 'openai' || listed.kind === 'openrouter' || listed.kind === 'vllm') return undefined;
     return await probeNativeApis(http, apiRoot(options.baseUrl), options.modelId);
   } catch {
     return undefined;
@@ -190,6 +202,64 @@ function kindFromHost(baseUrl: string): ServerKind {
     default:
       return 'openai-compatible';
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Native providers' own APIs
+// ---------------------------------------------------------------------------------------------
+
+const ANTHROPIC_MODEL = lazily(() =>
+  z.looseObject({
+    id: z.string(),
+    /** The most input the model takes, its context window. */
+    max_input_tokens: TOKENS(),
+    /** The most `max_tokens` may be. */
+    max_tokens: TOKENS(),
+  }),
+);
+
+/** Anthropic's Models API, `GET {root}/models/{id}`, which also resolves an alias to its model. */
+async function askAnthropic(http: JsonClient, root: string, modelId: string): Promise<DiscoveredWindow | undefined> {
+  const answer = await http.get(`${root}/models/${encodeURIComponent(modelId)}`);
+  const model = 'json' in answer ? ANTHROPIC_MODEL().safeParse(answer.json) : undefined;
+  const limit = model?.success ? model.data.max_input_tokens : undefined;
+  if (!model?.success || limit === undefined) return undefined;
+  const maxOutputTokens = model.data.max_tokens;
+  return {
+    limit,
+    server: 'anthropic',
+    origin: "Anthropic's Models API (max_input_tokens)",
+    ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
+  };
+}
+
+const GEMINI_MODEL = lazily(() =>
+  z.looseObject({
+    name: z.string(),
+    /** The most input tokens a request may hold. */
+    inputTokenLimit: TOKENS(),
+    /** The most tokens an answer may hold. */
+    outputTokenLimit: TOKENS(),
+  }),
+);
+
+/**
+ * The Gemini API's `GET {root}/models/{id}`. Its input limit is taken as the whole window: the answer
+ * has a limit of its own, but taking it out of the input limit too only compacts a little early.
+ */
+async function askGemini(http: JsonClient, root: string, modelId: string): Promise<DiscoveredWindow | undefined> {
+  const path = modelId.includes('/') ? modelId : `models/${encodeURIComponent(modelId)}`;
+  const answer = await http.get(`${root}/${path}`);
+  const model = 'json' in answer ? GEMINI_MODEL().safeParse(answer.json) : undefined;
+  const limit = model?.success ? model.data.inputTokenLimit : undefined;
+  if (!model?.success || limit === undefined) return undefined;
+  const maxOutputTokens = model.data.outputTokenLimit;
+  return {
+    limit,
+    server: 'google',
+    origin: "the Gemini API's model (inputTokenLimit)",
+    ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -515,7 +585,7 @@ class JsonClient {
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const withKey = Boolean(this.options.apiKey) && this.origin !== '' && originOf(url) === this.origin;
-    if (withKey) headers.Authorization = `Bearer ${this.options.apiKey}`;
+    Object.assign(headers, authHeaders(this.options.provider ?? DEFAULT_PROVIDER_KIND, withKey ? this.options.apiKey : undefined));
     const response = await this.fetchImpl(url, {
       method,
       headers,

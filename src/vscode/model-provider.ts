@@ -2,7 +2,8 @@ import type { ModelMessage } from 'ai';
 import * as vscode from 'vscode';
 import { encodingForModel, loadTokenizerOrEstimate } from '../core/tokenizer';
 import { streamEndpointChat } from '../llm/endpoint-chat';
-import { createEndpointModel } from '../llm/openai-endpoint';
+import { createEndpointModel, type EndpointModel } from '../llm/openai-endpoint';
+import { DEFAULT_PROVIDER_KIND, type ProviderKind } from '../core/provider-kind';
 import type { ApiKeys } from './api-keys';
 import type { ModelWindows, WindowInfo } from '../app/model-windows';
 import type { EndpointSetting } from '../app/settings';
@@ -10,14 +11,16 @@ import { errorText } from '../core/errors';
 import { VENDOR } from '../app/contributions';
 
 /**
- * Longrun's own models (vendor `longrun`): every model of every OpenAI-compatible endpoint in
- * `longrun.endpoints`, offered in VS Code's model picker. This is what makes chat work in VS Code
- * builds without Copilot. Requests are served through the AI SDK.
+ * Longrun's own models (vendor `longrun`): every model of every endpoint in `longrun.endpoints`
+ * (OpenAI-compatible servers and native providers), offered in VS Code's model picker. This is what
+ * makes chat work in VS Code builds without Copilot. Requests are served through the AI SDK.
  */
 
 export interface ResolvedEndpointModel {
   readonly endpoint: EndpointSetting;
   readonly model: EndpointSetting['models'][number];
+  /** The wire format of its endpoint, the default filled in. */
+  readonly provider: ProviderKind;
   /** `endpoint/model`, the id VS Code knows the model by. */
   readonly id: string;
   /** The whole window (input and output), and where it came from. */
@@ -35,15 +38,15 @@ export function endpointModels(endpoints: readonly EndpointSetting[], windows: M
   for (const endpoint of endpoints) {
     for (const model of endpoint.models) {
       const id = `${endpoint.name}/${model.id}`;
-      const configured = endpoint.provider ? { ...model, provider: endpoint.provider } : model;
-      const sized = windows.forEndpointModel(
-        { baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name },
-        `${VENDOR}/${id}`,
-        configured,
-      );
+      const provider = endpoint.provider ?? DEFAULT_PROVIDER_KIND;
+      const sized = windows.forEndpointModel({ baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name, provider }, `${VENDOR}/${id}`, {
+        ...model,
+        provider,
+      });
       out.push({
         endpoint,
         model,
+        provider,
         id,
         window: sized.window,
         contextWindow: sized.window.limit,
@@ -53,6 +56,18 @@ export function endpointModels(endpoints: readonly EndpointSetting[], windows: M
     }
   }
   return out;
+}
+
+/** What the request path is given to make the AI SDK model of `resolved`: its kind included. */
+export function toEndpointModel(resolved: ResolvedEndpointModel): EndpointModel {
+  return {
+    endpoint: resolved.endpoint.name,
+    baseUrl: resolved.endpoint.baseUrl,
+    provider: resolved.provider,
+    id: resolved.model.id,
+    contextWindow: resolved.contextWindow,
+    maxOutputTokens: resolved.maxOutputTokens,
+  };
 }
 
 export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
@@ -84,7 +99,7 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
   discoverWindows(models: readonly ResolvedEndpointModel[] = endpointModels(this.endpoints(), this.windows)): void {
     for (const m of models) {
       if (m.model.contextWindow !== undefined) continue;
-      void this.windows.ensure({ baseUrl: m.endpoint.baseUrl, modelId: m.model.id, endpoint: m.endpoint.name });
+      void this.windows.ensure({ baseUrl: m.endpoint.baseUrl, modelId: m.model.id, endpoint: m.endpoint.name, provider: m.provider });
     }
   }
 
@@ -113,16 +128,7 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
   ): Promise<void> {
     const resolved = this.find(info.id);
     if (!resolved) throw new Error(`Longrun has no model "${info.id}". Check the longrun.endpoints setting.`);
-    const model = createEndpointModel(
-      {
-        endpoint: resolved.endpoint.name,
-        baseUrl: resolved.endpoint.baseUrl,
-        id: resolved.model.id,
-        contextWindow: resolved.contextWindow,
-        maxOutputTokens: resolved.maxOutputTokens,
-      },
-      await this.keys.get(resolved.endpoint.name),
-    );
+    const model = createEndpointModel(toEndpointModel(resolved), await this.keys.get(resolved.endpoint.name));
     const controller = new AbortController();
     const subscription = token.onCancellationRequested(() => controller.abort());
     try {

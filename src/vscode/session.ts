@@ -14,7 +14,7 @@ import { ConversationRegistry } from '../app/conversation-registry';
 import type { CompactionEngine } from '../app/compaction-engine';
 import { ConversationIndex } from '../app/store/conversation-index';
 import { ConversationStore } from '../app/store/conversation-store';
-import type { LongrunModelProvider, ResolvedEndpointModel } from './model-provider';
+import { toEndpointModel, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
 import { windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
 import { SummarizerSource, type SummarizerModel } from '../app/summarizer-source';
@@ -399,10 +399,7 @@ export class Session implements vscode.Disposable {
   private async toLanguageModel(m: ChatModel): Promise<LanguageModel> {
     if (m.kind === 'vscode') return createVsCodeLanguageModel(m.model, vscodeLmApi, { justification: MODEL_JUSTIFICATION });
     const r = this.deps.provider.find(m.resolved.id) ?? m.resolved;
-    return createEndpointModel(
-      { endpoint: r.endpoint.name, baseUrl: r.endpoint.baseUrl, id: r.model.id, contextWindow: r.contextWindow, maxOutputTokens: r.maxOutputTokens },
-      await this.deps.keys.get(r.endpoint.name),
-    );
+    return createEndpointModel(toEndpointModel(r), await this.deps.keys.get(r.endpoint.name));
   }
 
   /** The summarizer compactions ask for, made for the model and settings as they are then. */

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { FIRST_MESSAGE } from './phrases';
-import { bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
+import { ANTHROPIC_MODELS, bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
 const ALL_PHASES = [
@@ -28,6 +28,7 @@ const ALL_PHASES = [
   'summary-edit',
   'memory',
   'tool-choice',
+  'providers',
   'crash',
   'after-crash',
 ] as const;
@@ -77,6 +78,8 @@ async function main(): Promise<number> {
   installUnpacked(extensionsDir, join(ROOT, 'test', 'e2e', 'models-extension'), ['package.json', 'extension.js']);
 
   const server = await startScriptedModelServer({ port: 0, models: SERVED_MODELS });
+  // The stand-in of Anthropic's Messages API, which the providers phase adds an endpoint for.
+  const anthropic = await startScriptedModelServer({ port: 0, format: 'anthropic', models: ANTHROPIC_MODELS });
   const uiAgent = await startUiAgent();
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
@@ -106,6 +109,7 @@ async function main(): Promise<number> {
       LONGRUN_E2E_ROOT: ROOT,
       LONGRUN_E2E_UI: uiAgent.url,
       LONGRUN_E2E_MODEL_CONTROL: server.url.replace(/\/v1$/, ''),
+      LONGRUN_E2E_ANTHROPIC_URL: anthropic.url,
     },
   };
   let codeServer = await startCodeServer(serverOptions);
@@ -181,6 +185,7 @@ async function main(): Promise<number> {
     await closeQuietly(browser);
     await codeServer.stop();
     await server.close();
+    await anthropic.close();
     await uiAgent.close();
   }
 

@@ -52,6 +52,12 @@ export const SERVED_MODELS = [
   { id: 'scripted-editor', window: 128_000 },
 ];
 
+/** The models the stand-in of Anthropic's Messages API runs: named as Claude models are, so Longrun counts them as Claude's. */
+export const ANTHROPIC_MODELS = [
+  { id: 'claude-scripted', window: 128_000 },
+  { id: 'claude-scripted-small', window: 8_192 },
+];
+
 /** `longrun.endpoints` with one endpoint, `offline`, serving the named scripted models from `baseUrl`. */
 export function offlineEndpoints(baseUrl: string, ids: ReadonlyArray<keyof typeof OFFLINE_MODELS>): unknown[] {
   return [{ name: 'offline', baseUrl, models: ids.map((id) => OFFLINE_MODELS[id]) }];

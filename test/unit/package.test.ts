@@ -132,6 +132,35 @@ describe('extension manifest', () => {
       assert.ok(!Object.keys(output('tracing').inputs).some((input) => input.includes('node_modules/ai/')));
     });
 
+    it('keeps each native provider in a file of its own, on the SDK, the provider utilities and the zod of models.js', async () => {
+      for (const [file, name] of [
+        ['anthropic', '@ai-sdk/anthropic'],
+        ['google', '@ai-sdk/google'],
+        ['openrouter', '@openrouter/ai-sdk-provider'],
+      ] as const) {
+        const inputs = output(file).inputs;
+        assert.ok(
+          Object.keys(inputs).some((input) => input.includes(`node_modules/${name}/`)),
+          `${file}.js holds ${name}`,
+        );
+        const copies = Object.keys(inputs).filter(
+          (input) => /node_modules\/(ai|@ai-sdk\/openai)\//.test(input) || input.endsWith('node_modules/@ai-sdk/provider-utils/dist/index.js'),
+        );
+        assert.deepEqual(copies, [], `${file}.js has no copy of its own`);
+        // A few helpers of zod's (its util, its English messages) come along; a copy of zod would be over 100 KB.
+        const zodBytes = Object.entries(inputs)
+          .filter(([input]) => input.includes('node_modules/zod/'))
+          .reduce((sum, [, input]) => sum + input.bytesInOutput, 0);
+        assert.ok(zodBytes < 10_000, `${file}.js holds ${zodBytes} bytes of zod`);
+        for (const other of ['models', 'composition']) {
+          assert.ok(!Object.keys(output(other).inputs).some((input) => input.includes(`node_modules/${name}/`)), `${other}.js leaves ${name} out`);
+        }
+      }
+      const anthropic = require(join(outdir, 'anthropic.js')) as Record<string, Record<string, unknown>>;
+      const create = anthropic['@ai-sdk/anthropic']?.['createAnthropic'] as (options: object) => (id: string) => { specificationVersion: string };
+      assert.equal(create({ apiKey: 'k', baseURL: 'http://127.0.0.1:9/v1' })('claude-x').specificationVersion, 'v4', 'it makes a model on models.js');
+    });
+
     it('gives each lazy file every export of its packages, and tracing the SDK of models.js', async () => {
       for (const [file, packages] of Object.entries(LAZY_FILES)) {
         const loaded = require(join(outdir, file)) as Record<string, Record<string, unknown>>;

@@ -74,6 +74,28 @@ export const model = {
   },
 };
 
+/** The tokens a stand-in billed a request for, by kind. */
+export interface BilledTokens {
+  readonly input: number;
+  readonly cacheRead: number;
+  readonly cacheWrite5m: number;
+  readonly cacheWrite1h: number;
+  readonly output: number;
+}
+
+/** Programs the loopback stand-in of Anthropic's Messages API, as `model` the OpenAI one. */
+export const anthropicStandIn = {
+  /** The API root Longrun's endpoint is given, `http://127.0.0.1:PORT/v1`. */
+  url: (): string => env('LONGRUN_E2E_ANTHROPIC_URL'),
+  control: (): string => env('LONGRUN_E2E_ANTHROPIC_URL').replace(/\/v1$/, ''),
+  script: (steps: unknown[]) => post(anthropicStandIn.control(), '/__control/script', steps),
+  reset: () => post(anthropicStandIn.control(), '/__control/reset', {}),
+  requests: async (): Promise<Array<RecordedRequest & { readonly billed?: BilledTokens }>> => {
+    const response = await fetch(`${anthropicStandIn.control()}/__control/requests`);
+    return (await response.json()) as Array<RecordedRequest & { readonly billed?: BilledTokens }>;
+  },
+};
+
 export interface RecordedRequest {
   readonly path: string;
   readonly model?: string;

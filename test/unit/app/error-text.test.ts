@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { APICallError } from 'ai';
 import { errorMessage } from '../../../src/app/error-text';
 import { redactSecrets } from '../../../src/core/redact';
+import { createEndpointModel } from '../../../src/llm/openai-endpoint';
 
 const settings = { timeouts: { firstChunkMs: 600_000, idleMs: 120_000 } };
 const KEY = 'sk-proj-abcdefghijklmnopqrstuvwx1234567890';
@@ -20,6 +21,19 @@ describe('the message a failed request shows in the chat', () => {
     assert.ok(!text.includes('abcdefghijklmnop'), text);
     assert.match(text, /\/compact/);
     assert.match(text, /\/new/);
+  });
+
+  it("says a native provider's endpoint has no key, and how to store one, and nothing about compacting", () => {
+    let thrown: unknown;
+    try {
+      createEndpointModel({ endpoint: 'claude', provider: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', id: 'claude-sonnet-4-5' }, undefined);
+    } catch (error) {
+      thrown = error;
+    }
+    assert.equal(
+      errorMessage(thrown, settings, (t) => t),
+      'The endpoint "claude" (anthropic) has no API key. Run "Longrun: Set API Key" to store it; nothing else is needed.',
+    );
   });
 
   it('names the timeout that stopped a silent model and the setting that sets it', () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
+import { DEFAULT_PROVIDER_KIND, PROVIDER_KINDS } from '../../../src/core/provider-kind';
 import { formatProblem, readSettings, RENAMED_SETTINGS, settingDefaults, type SettingProblem } from '../../../src/app/settings';
 
 /** A getter over `longrun.*` values given by their full keys, as VS Code's configuration does. */
@@ -359,6 +360,50 @@ describe('settings: longrun.* onto the core configuration', () => {
       assert.match(messages[6]!, /^entry 8 \("ollama"\): the name "ollama" is already used by entry 1$/);
       assert.match(formatProblem(problems[0]!), /^Longrun: "longrun.endpoints" contains \{.*\}, which is not valid \(entry 2 .*\); it is ignored\.$/);
     });
+
+    it("keeps each endpoint's provider, and gives a native provider without a base URL its API's own root", () => {
+      const claude = { name: 'claude', provider: 'anthropic', models: [{ id: 'claude-sonnet-4-5' }] };
+      const gemini = { name: 'gemini', provider: 'google', models: [{ id: 'gemini-2.5-flash' }] };
+      const router = { name: 'router', provider: 'openrouter', models: [{ id: 'anthropic/claude-sonnet-4.5' }] };
+      const gpt = { name: 'gpt', provider: 'openai', models: [{ id: 'gpt-5' }] };
+      const proxy = { name: 'proxy', provider: 'anthropic', baseUrl: 'http://127.0.0.1:4000', models: [{ id: 'claude-haiku-4-5' }] };
+      const local = { ...ollama, name: 'local', provider: 'openai-compatible' };
+      const { settings, problems } = read({ 'longrun.endpoints': [claude, gemini, router, gpt, proxy, local] });
+      assert.deepEqual(problems, []);
+      assert.deepEqual(
+        settings.endpoints.map((e) => [e.name, e.provider, e.baseUrl]),
+        [
+          ['claude', 'anthropic', 'https://api.anthropic.com/v1'],
+          ['gemini', 'google', 'https://generativelanguage.googleapis.com/v1beta'],
+          ['router', 'openrouter', 'https://openrouter.ai/api/v1'],
+          ['gpt', 'openai', 'https://api.openai.com/v1'],
+          ['proxy', 'anthropic', 'http://127.0.0.1:4000'],
+          ['local', 'openai-compatible', 'http://localhost:11434/v1'],
+        ],
+      );
+    });
+
+    it('refuses an endpoint whose provider it does not know, or an OpenAI-compatible one without a URL, saying why, and keeps the others', () => {
+      const typo = { name: 'claude', provider: 'antropic', models: [{ id: 'claude-sonnet-4-5' }] };
+      const noUrl = { name: 'bare', models: [{ id: 'm' }] };
+      const { settings, problems } = read({ 'longrun.endpoints': [typo, noUrl, ollama] });
+      assert.deepEqual(
+        settings.endpoints.map((e) => e.name),
+        ['ollama'],
+      );
+      assert.deepEqual(
+        problems.map((p) => p.message),
+        [
+          'entry 1 ("claude"): provider must be one of "openai-compatible", "openai", "anthropic", "google", "openrouter"',
+          'entry 2 ("bare"): baseUrl is missing: an OpenAI-compatible endpoint needs its server\'s URL (e.g. http://localhost:11434/v1), or a "provider" (openai, anthropic, google, openrouter)',
+        ],
+      );
+      assert.deepEqual(
+        problems.map((p) => p.value),
+        [typo, noUrl],
+        'the entries as written, for the message',
+      );
+    });
   });
 });
 
@@ -404,6 +449,19 @@ describe('settings: package.json declares what readSettings reads', () => {
     const fromPackage = read(declaredDefaults);
     assert.deepEqual(fromPackage.problems, []);
     assert.deepEqual(fromPackage.settings, readSettings(() => undefined).settings);
+  });
+
+  it("declares an endpoint's provider as the kinds the reader knows, and a base URL only the OpenAI-compatible kind needs", () => {
+    const endpoints = declared['longrun.endpoints'] as Property & {
+      items: { required: string[]; properties: { provider: { enum: string[]; default: string } } };
+    };
+    assert.deepEqual(endpoints.items.properties.provider.enum, [...PROVIDER_KINDS]);
+    assert.equal(endpoints.items.properties.provider.default, DEFAULT_PROVIDER_KIND);
+    assert.deepEqual(endpoints.items.required, ['name', 'models']);
+    for (const provider of PROVIDER_KINDS) {
+      const entry = { name: 'e', provider, baseUrl: 'http://127.0.0.1:1/v1', models: [{ id: 'm' }] };
+      assert.deepEqual(read({ 'longrun.endpoints': [entry] }).problems, [], provider);
+    }
   });
 
   it('accepts every declared enum value and bound, and rejects just past each bound', () => {

@@ -258,6 +258,18 @@ describe('overflow-error', () => {
       assert.equal(describeOverflow(apiCallError({ statusCode: 400, responseBody: body }))?.provider, 'openrouter');
     });
 
+    it("reads the provider's error OpenRouter passes through in metadata.raw, and the window it states", () => {
+      // As OpenRouter answers when the provider it routed to refuses the prompt.
+      const raw = JSON.stringify({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'prompt is too long: 201134 tokens > 200000 maximum' },
+      });
+      const body = JSON.stringify({ error: { message: 'Provider returned error', code: 400, metadata: { raw, provider_name: 'Anthropic' } } });
+      const match = describeOverflow(apiCallError({ statusCode: 400, responseBody: body, data: JSON.parse(body) }));
+      assert.equal(match?.provider, 'anthropic');
+      assert.equal(match?.limit, 200000);
+    });
+
     it('follows a nested cause chain', () => {
       const inner = new Error('Input is too long for requested model.');
       const middle = new Error('stream failed', { cause: inner });
@@ -394,6 +406,7 @@ describe('overflow-error: the window the provider states', () => {
   const cases: Array<[string, number]> = [
     ["This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", 8192],
     ['prompt is too long: 210000 tokens > 200000 maximum', 200000],
+    ['input length and `max_tokens` exceed context limit: 197032 + 21333 > 200000, decrease input length or `max_tokens` and try again', 200000],
     ['The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)', 1048576],
     ['Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens', 4096],
     ["This endpoint's maximum context length is 131,072 tokens. However, you requested about 140000 tokens", 131072],

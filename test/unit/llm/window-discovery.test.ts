@@ -156,6 +156,69 @@ describe('window discovery', () => {
     });
   });
 
+  describe("from a native provider's own API", () => {
+    it("reads Anthropic's Models API with its key and version headers, and asks nothing else", async () => {
+      const server = fakeServer({ 'GET https://api.anthropic.com/v1/models/claude-sonnet-4-5': file('anthropic-model.json') });
+      const found = await discoverContextWindow(
+        options('https://api.anthropic.com/v1', 'claude-sonnet-4-5', server, { provider: 'anthropic', apiKey: 'sk-ant-test' }),
+      );
+      assert.deepEqual(found, { limit: 200_000, server: 'anthropic', origin: "Anthropic's Models API (max_input_tokens)", maxOutputTokens: 64_000 });
+      assert.deepEqual(server.urls(), ['GET https://api.anthropic.com/v1/models/claude-sonnet-4-5']);
+      const headers = server.calls[0]!.headers;
+      assert.equal(headers.get('x-api-key'), 'sk-ant-test');
+      assert.equal(headers.get('anthropic-version'), '2023-06-01');
+      assert.equal(headers.get('authorization'), null, 'no bearer token');
+    });
+
+    it('adds the version to a base URL written as ANTHROPIC_BASE_URL is, without /v1', async () => {
+      const server = fakeServer({ 'GET http://127.0.0.1:4000/v1/models/claude-haiku-4-5': file('anthropic-model.json') });
+      const found = await discoverContextWindow(options('http://127.0.0.1:4000', 'claude-haiku-4-5', server, { provider: 'anthropic', apiKey: 'k' }));
+      assert.equal(found?.limit, 200_000);
+    });
+
+    it("reads the Gemini API's model with its key header: the input limit and the output limit", async () => {
+      const server = fakeServer({
+        'GET https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash': file('gemini-model.json'),
+      });
+      const found = await discoverContextWindow(
+        options('https://generativelanguage.googleapis.com/v1beta', 'gemini-2.5-flash', server, { provider: 'google', apiKey: 'AIza-test' }),
+      );
+      assert.deepEqual(found, { limit: 1_048_576, server: 'google', origin: "the Gemini API's model (inputTokenLimit)", maxOutputTokens: 65_536 });
+      assert.deepEqual(server.urls(), ['GET https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash']);
+      assert.equal(server.calls[0]!.headers.get('x-goog-api-key'), 'AIza-test');
+      assert.equal(server.calls[0]!.headers.get('authorization'), null);
+    });
+
+    it("finds nothing, and probes no local server, when a provider's API refuses or answers without a window", async () => {
+      const refusing = fakeServer({
+        'GET https://api.anthropic.com/v1/models/claude-x': json(
+          { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
+          401,
+        ),
+      });
+      assert.equal(
+        await discoverContextWindow(options('https://api.anthropic.com/v1', 'claude-x', refusing, { provider: 'anthropic', apiKey: 'bad' })),
+        undefined,
+      );
+      assert.equal(refusing.calls.length, 1);
+      const silent = fakeServer({ 'GET https://generativelanguage.googleapis.com/v1beta/models/gemini-x': json({ name: 'models/gemini-x' }) });
+      assert.equal(
+        await discoverContextWindow(options('https://generativelanguage.googleapis.com/v1beta', 'gemini-x', silent, { provider: 'google' })),
+        undefined,
+      );
+      assert.equal(silent.calls.length, 1);
+    });
+
+    it("reads OpenRouter's model list when the endpoint names OpenRouter, and probes no local server when it has no window", async () => {
+      const server = fakeServer({ 'GET http://127.0.0.1:9100/api/v1/models': json({ data: [{ id: 'vendor/model' }] }) });
+      assert.equal(
+        await discoverContextWindow(options('http://127.0.0.1:9100/api/v1', 'vendor/model', server, { provider: 'openrouter' })),
+        undefined,
+      );
+      assert.deepEqual(server.urls(), ['GET http://127.0.0.1:9100/api/v1/models']);
+    });
+  });
+
   describe('from LM Studio', () => {
     it('reads the loaded context of a loaded model from /api/v0/models', async () => {
       const server = fakeServer({

@@ -1,0 +1,330 @@
+/**
+ * Anthropic's Messages API as the stand-in serves it: `POST /v1/messages` (streamed as Anthropic's
+ * named events, tool use included, or whole), the Models API, Anthropic's error bodies (its overflow
+ * wording among them) and its prompt caching (`caching/anthropic-cache.ts`), reported as
+ * `cache_read_input_tokens` and `cache_creation_input_tokens` beside `input_tokens`, which counts only
+ * the rest. The key is asked for in `x-api-key`, any value accepted.
+ */
+import { z } from 'zod';
+import { applyAnthropicCache, type AnthropicCacheState, type CacheTtl, type PromptBlock } from '../caching/anthropic-cache';
+import { pieces, type ChatCompletionRequest, type ChatMessage } from '../wire';
+import {
+  hasBearer,
+  header,
+  namedFrame,
+  type Accounted,
+  type Answer,
+  type CompletionApi,
+  type ModelCall,
+  type Refusal,
+  type WireFormat,
+} from './format';
+import { formatPath, type CacheHolder } from './openai-chat';
+
+const cacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() });
+
+const block = z.looseObject({
+  type: z.string(),
+  text: z.string().optional(),
+  id: z.string().optional(),
+  name: z.string().optional(),
+  input: z.unknown().optional(),
+  tool_use_id: z.string().optional(),
+  content: z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))]).optional(),
+  thinking: z.string().optional(),
+  cache_control: cacheControl.nullish(),
+});
+type Block = z.infer<typeof block>;
+
+const tool = z.looseObject({
+  name: z.string().min(1),
+  description: z.string().optional(),
+  input_schema: z.record(z.string(), z.unknown()).optional(),
+  cache_control: cacheControl.nullish(),
+});
+
+export const messagesRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  max_tokens: z.number().int().positive(),
+  system: z.union([z.string(), z.array(block)]).optional(),
+  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']), content: z.union([z.string(), z.array(block)]) })).min(1),
+  tools: z.array(tool).optional(),
+  tool_choice: z.looseObject({ type: z.enum(['auto', 'any', 'tool', 'none']), name: z.string().optional() }).optional(),
+  stream: z.boolean().optional(),
+  thinking: z.unknown().optional(),
+  /** Automatic caching: a breakpoint on the last block of the request. */
+  cache_control: cacheControl.nullish(),
+});
+type MessagesRequest = z.infer<typeof messagesRequestSchema>;
+
+/** Anthropic's error body. */
+function anthropicError(status: number, type: string, message: string): Refusal {
+  return { status, body: { type: 'error', error: { type, message }, request_id: 'req_offline_scripted_model' } };
+}
+
+const STATUS_ERRORS: Record<number, [string, string]> = {
+  400: ['invalid_request_error', 'Request failed (scripted by the offline scripted model).'],
+  401: ['authentication_error', 'invalid x-api-key'],
+  403: ['permission_error', 'Your API key does not have permission to use the specified resource.'],
+  404: ['not_found_error', 'The requested resource could not be found.'],
+  413: ['request_too_large', 'Request exceeds the maximum allowed number of bytes.'],
+  429: ['rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit (scripted by the offline scripted model).'],
+  500: ['api_error', 'Internal server error'],
+  529: ['overloaded_error', 'Overloaded'],
+};
+
+/** The text of a content block as it is counted. */
+function blockText(b: Block): string {
+  switch (b.type) {
+    case 'text':
+      return b.text ?? '';
+    case 'tool_use':
+      return `${b.name ?? ''}${JSON.stringify(b.input ?? {})}`;
+    case 'tool_result':
+      return typeof b.content === 'string' ? b.content : (b.content ?? []).map((part) => part.text ?? '').join('\n');
+    case 'thinking':
+      return b.thinking ?? '';
+    default:
+      return JSON.stringify(b);
+  }
+}
+
+function withoutMarker<T extends { cache_control?: unknown }>(value: T): Omit<T, 'cache_control'> {
+  const { cache_control: _marker, ...rest } = value;
+  return rest;
+}
+
+const asBlocks = (content: string | Block[]): Block[] => (typeof content === 'string' ? [{ type: 'text', text: content }] : content);
+const ttlOf = (marker: z.infer<typeof cacheControl> | null | undefined): CacheTtl | undefined => (marker ? (marker.ttl ?? '5m') : undefined);
+
+/**
+ * The prompt's blocks in the order the model reads them (tools, system, messages). The tool choice
+ * and the thinking settings are part of what the messages' cache is keyed on: changing them
+ * invalidates the messages, not the tools or the system prompt.
+ */
+export function promptBlocks(request: MessagesRequest, count: (text: string) => number): PromptBlock[] {
+  const blocks: PromptBlock[] = [];
+  const push = (key: string, text: string, marker: CacheTtl | undefined): void => {
+    blocks.push({ key, tokens: count(text), ...(marker ? { breakpoint: marker } : {}) });
+  };
+  for (const t of request.tools ?? []) {
+    const definition = JSON.stringify(withoutMarker(t));
+    push(`tool:${definition}`, definition, ttlOf(t.cache_control));
+  }
+  for (const b of request.system === undefined ? [] : asBlocks(request.system))
+    push(`system:${JSON.stringify(withoutMarker(b))}`, blockText(b), ttlOf(b.cache_control));
+  const settings = JSON.stringify({ tool_choice: request.tool_choice ?? null, thinking: request.thinking ?? null });
+  request.messages.forEach((message, m) => {
+    for (const b of asBlocks(message.content)) {
+      push(`${m === 0 ? settings : ''}${message.role}:${JSON.stringify(withoutMarker(b))}`, blockText(b), ttlOf(b.cache_control));
+    }
+  });
+  const automatic = ttlOf(request.cache_control);
+  const last = blocks.at(-1);
+  if (automatic && last && !last.breakpoint) blocks[blocks.length - 1] = { ...last, breakpoint: automatic };
+  return blocks;
+}
+
+/** The request as Chat Completions: tool results become tool messages, before the user's text. */
+function toChat(request: MessagesRequest): ChatCompletionRequest {
+  const messages: ChatMessage[] = [];
+  if (request.system !== undefined) messages.push({ role: 'system', content: asBlocks(request.system).map(blockText).join('\n') });
+  for (const message of request.messages) {
+    const blocks = asBlocks(message.content);
+    const text = blocks
+      .filter((b) => b.type === 'text')
+      .map((b) => b.text ?? '')
+      .join('\n');
+    if (message.role === 'assistant') {
+      const calls = blocks
+        .filter((b) => b.type === 'tool_use')
+        .map((b) => ({ id: b.id ?? '', type: 'function' as const, function: { name: b.name ?? '', arguments: JSON.stringify(b.input ?? {}) } }));
+      messages.push({ role: 'assistant', content: text || null, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+      continue;
+    }
+    for (const b of blocks) if (b.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: b.tool_use_id ?? '', content: blockText(b) });
+    if (text || !blocks.some((b) => b.type === 'tool_result')) messages.push({ role: 'user', content: text });
+  }
+  const tools = (request.tools ?? []).map((t) => ({
+    type: 'function' as const,
+    function: {
+      name: t.name,
+      ...(t.description !== undefined ? { description: t.description } : {}),
+      ...(t.input_schema ? { parameters: t.input_schema } : {}),
+    },
+  }));
+  const choice = request.tool_choice;
+  const toolChoice =
+    choice === undefined
+      ? undefined
+      : choice.type === 'tool'
+        ? { type: 'function' as const, function: { name: choice.name ?? '' } }
+        : ({ auto: 'auto', any: 'required', none: 'none' } as const)[choice.type];
+  return {
+    model: request.model,
+    messages,
+    ...(tools.length > 0 ? { tools } : {}),
+    ...(toolChoice !== undefined ? { tool_choice: toolChoice } : {}),
+    max_tokens: request.max_tokens,
+  };
+}
+
+const STOP_REASONS: Record<Answer['finishReason'], string> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens' };
+
+function usageJson(answer: Answer): Record<string, unknown> {
+  const { total, cacheRead, cacheWrite5m, cacheWrite1h } = answer.prompt;
+  return {
+    input_tokens: total - cacheRead - cacheWrite5m - cacheWrite1h,
+    cache_creation_input_tokens: cacheWrite5m + cacheWrite1h,
+    cache_read_input_tokens: cacheRead,
+    cache_creation: { ephemeral_5m_input_tokens: cacheWrite5m, ephemeral_1h_input_tokens: cacheWrite1h },
+    output_tokens: answer.outputTokens,
+    service_tier: 'standard',
+  };
+}
+
+function contentJson(answer: Answer): Record<string, unknown>[] {
+  return [
+    ...(answer.text !== undefined ? [{ type: 'text', text: answer.text }] : []),
+    ...answer.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: JSON.parse(call.arguments) as unknown })),
+  ];
+}
+
+/**
+ * Anthropic's stream: `message_start` with the prompt's usage, a `ping`, each content block started,
+ * its text or its input's JSON in pieces, and stopped, then `message_delta` with the stop reason and
+ * the output tokens, and `message_stop`.
+ */
+function streamFrames(answer: Answer): string[] {
+  const frames: string[] = [];
+  const emit = (type: string, payload: Record<string, unknown> = {}): void => {
+    frames.push(namedFrame(type, { type, ...payload }));
+  };
+  emit('message_start', {
+    message: {
+      id: `msg_${answer.id}`,
+      type: 'message',
+      role: 'assistant',
+      model: answer.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...usageJson(answer), output_tokens: 1 },
+    },
+  });
+  emit('ping');
+  let index = 0;
+  if (answer.text !== undefined) {
+    emit('content_block_start', { index, content_block: { type: 'text', text: '' } });
+    for (const text of pieces(answer.text, 3)) emit('content_block_delta', { index, delta: { type: 'text_delta', text } });
+    emit('content_block_stop', { index });
+    index++;
+  }
+  for (const call of answer.toolCalls) {
+    emit('content_block_start', { index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } });
+    for (const partial of pieces(call.arguments, 3))
+      emit('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: partial } });
+    emit('content_block_stop', { index });
+    index++;
+  }
+  emit('message_delta', {
+    delta: { stop_reason: STOP_REASONS[answer.finishReason], stop_sequence: null },
+    usage: { output_tokens: answer.outputTokens },
+  });
+  emit('message_stop');
+  return frames;
+}
+
+function messagesApi(cache: CacheHolder<AnthropicCacheState>, count: (text: string) => number): CompletionApi {
+  return {
+    parse(json): ModelCall | Refusal {
+      const parsed = messagesRequestSchema.safeParse(json);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        return anthropicError(
+          400,
+          'invalid_request_error',
+          `${issue ? formatPath(issue.path) || 'body' : 'body'}: ${issue?.message ?? 'invalid request'}`,
+        );
+      }
+      const request = parsed.data;
+      return { model: request.model, chat: toChat(request), stream: request.stream === true, maxTokens: request.max_tokens, native: request };
+    },
+    account(call, now): Accounted | Refusal {
+      const result = applyAnthropicCache(cache.state, { model: call.model, blocks: promptBlocks(call.native as MessagesRequest, count) }, now);
+      if ('problem' in result) return anthropicError(400, 'invalid_request_error', result.problem);
+      const { state, total, read, write5m, write1h } = result.outcome;
+      return {
+        prompt: { total, cacheRead: read, cacheWrite5m: write5m, cacheWrite1h: write1h },
+        commit: () => (cache.state = new Map([...cache.state, ...state])),
+      };
+    },
+    frames: (answer) => streamFrames(answer),
+    json: (answer) => ({
+      id: `msg_${answer.id}`,
+      type: 'message',
+      role: 'assistant',
+      model: answer.model,
+      content: contentJson(answer),
+      stop_reason: STOP_REASONS[answer.finishReason],
+      stop_sequence: null,
+      usage: usageJson(answer),
+    }),
+    countOutput: (text) => count(text),
+    toolCallId: (n) => `toolu_offline_scripted_${n}`,
+  };
+}
+
+export function anthropicFormat(count: (text: string) => number): WireFormat {
+  const cache: CacheHolder<AnthropicCacheState> = { state: new Map() };
+  const messages = messagesApi(cache, count);
+  return {
+    name: 'anthropic',
+    root: '/v1',
+    route(method, path) {
+      if (method === 'POST' && path === '/v1/messages') return { kind: 'completion', api: messages };
+      if (method === 'GET' && path === '/v1/models') return { kind: 'models' };
+      if (method === 'GET' && path.startsWith('/v1/models/')) return { kind: 'model', id: decodeURIComponent(path.slice('/v1/models/'.length)) };
+      return undefined;
+    },
+    authorized: (headers) => Boolean(header(headers, 'x-api-key')) || hasBearer(headers),
+    refuse: {
+      invalid: (message) => anthropicError(400, 'invalid_request_error', message),
+      unauthorized: () => anthropicError(401, 'authentication_error', 'x-api-key header is required'),
+      unknownModel: (model) => anthropicError(404, 'not_found_error', `model: ${model}`),
+      overflow: (window, promptTokens, maxTokens) =>
+        promptTokens > window
+          ? anthropicError(400, 'invalid_request_error', `prompt is too long: ${promptTokens} tokens > ${window} maximum`)
+          : anthropicError(
+              400,
+              'invalid_request_error',
+              `input length and \`max_tokens\` exceed context limit: ${promptTokens} + ${maxTokens} > ${window}, decrease input length or \`max_tokens\` and try again`,
+            ),
+      status: (status) => {
+        const [type, message] =
+          STATUS_ERRORS[status] ??
+          (status >= 500 ? ['api_error', `Server error ${status}.`] : ['invalid_request_error', `Request failed with status ${status}.`]);
+        return anthropicError(status, type, message);
+      },
+    },
+    listModels: (models) => {
+      const data = models.map(describe);
+      return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
+    },
+    describeModel: describe,
+    reset: () => {
+      cache.state = new Map();
+    },
+  };
+}
+
+function describe(model: { id: string; name?: string; window: number; maxOutputTokens?: number }) {
+  return {
+    type: 'model',
+    id: model.id,
+    display_name: model.name ?? `Offline scripted model ${model.id}`,
+    created_at: '2025-01-01T00:00:00Z',
+    max_input_tokens: model.window,
+    max_tokens: model.maxOutputTokens ?? 8_192,
+  };
+}
