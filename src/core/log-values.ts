@@ -15,5 +15,8 @@ export const FILE_CHANGE_KINDS = ['created', 'modified'] as const;
 /** The kinds of needle, in the order they are capped and shown; the stored ledger is read with these. */
 export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
 
-/** Why an output was pruned, in the order the kinds are taken. */
-export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;
+/**
+ * Why an output was pruned, in the order the kinds are taken; `written` is the input of a write call
+ * (the content it wrote, which the file holds), not an output.
+ */
+export const PRUNE_KINDS = ['duplicate', 'stale', 'written', 'old', 'truncated'] as const;
