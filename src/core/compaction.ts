@@ -5,7 +5,7 @@ import { assessBudget } from './budget';
 import type { CompactionConfig } from './config';
 import { outputReserveFor } from './context-window';
 import { redactSecrets } from './redact';
-import { outsideRecentPart, selectForCompaction, type Selection, type SelectionOptions, type SelectionResult } from './cut-point';
+import { recentPartStart, selectForCompaction, type Selection, type SelectionOptions, type SelectionResult } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
 import { renderFileOperations } from './file-ledger';
 import {
@@ -88,7 +88,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     memo: deps.memo,
     // What a write call wrote is on disk once the call is older than the recent part.
     writes: {
-      olderThanTail: outsideRecentPart(view, selectionOptionsOf(request, deps)),
+      recentFrom: recentPartStart(view, selectionOptionsOf(request, deps)),
       holds: filesHoldingWrites(log, request.ledger),
       countInput: (part) => deps.counter.countDerived(part, 'input', () => stringifyOutput(part.input)),
     },

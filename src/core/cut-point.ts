@@ -141,29 +141,39 @@ function describeKeep(options: SelectionOptions): string {
 }
 
 /**
- * The ids of the messages of `view` that do not lie wholly in the recent part the configuration keeps
- * (`keepRecent`): by tokens, those from which the view holds more than the recent tokens to its end;
- * by messages or halves, those before the recent ones. System messages kept in front and the summary
- * are never among them.
+ * Where the recent part the configuration keeps (`keepRecent`) begins in `view`: the position of its
+ * first message, every message from there on lying wholly in it. By tokens, a message from which more
+ * than the recent tokens reach to the end is before it, one larger than them too; by messages or
+ * halves, the recent messages. System messages kept in front and the summary do not count.
  */
-export function outsideRecentPart(
+export function recentPartStart(
   view: readonly Message[],
   options: Pick<SelectionOptions, 'keepRecent' | 'limit' | 'countMessage' | 'keepSystemMessages'>,
-): Set<string> {
-  const body = view.filter((m) => !isSummaryMessage(m) && !(m.role === 'system' && options.keepSystemMessages));
+): number {
+  const inBody = (m: Message): boolean => !isSummaryMessage(m) && !(m.role === 'system' && options.keepSystemMessages);
   const { keepRecent } = options;
-  let first: number;
-  if (keepRecent.mode === 'messages') first = Math.max(0, body.length - keepRecent.messages);
-  else if (keepRecent.mode === 'half') first = Math.floor(body.length / 2);
-  else {
-    const keep = keepRecentTokens(keepRecent, options.limit);
-    let tokens = 0;
-    for (first = body.length; first > 0; first--) {
-      tokens += options.countMessage(body[first - 1]!);
+  let wanted = Number.POSITIVE_INFINITY;
+  if (keepRecent.mode === 'messages') wanted = keepRecent.messages;
+  else if (keepRecent.mode === 'half') {
+    let body = 0;
+    for (const m of view) if (inBody(m)) body++;
+    wanted = body - Math.floor(body / 2);
+  }
+  const keep = keepRecent.mode === 'tokens' ? keepRecentTokens(keepRecent, options.limit) : Number.POSITIVE_INFINITY;
+  let start = view.length;
+  let tokens = 0;
+  let count = 0;
+  for (let i = view.length - 1; i >= 0 && count < wanted; i--) {
+    const message = view[i]!;
+    if (!inBody(message)) continue;
+    if (keepRecent.mode === 'tokens') {
+      tokens += options.countMessage(message);
       if (tokens > keep) break;
     }
+    count++;
+    start = i;
   }
-  return new Set(body.slice(0, first).map((m) => m.id));
+  return start;
 }
 
 /** The cut (index of the first kept message) that keeps the configured recent part. */

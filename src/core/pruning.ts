@@ -2,11 +2,11 @@ import type { PrunedOutput, PruneKind, PruningEntry } from './log';
 
 export type { PrunedOutput, PruneKind, PruningEntry };
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
-import type { CallFacts, EngineMemo, LineRange } from './engine-memo';
+import type { CallFacts, EngineMemo, LineRange, WrittenStub } from './engine-memo';
 import { isRecord } from './errors';
 import { normalizePath } from './text';
 import { TOOL_NAMES } from './tool-names';
-import { isStubbableWrite, withWrittenStub, writtenStub } from './written-content';
+import { isStubbableWrite, withWrittenStub, writtenChars, writtenStub } from './written-content';
 
 /**
  * The cheap tier of compaction: tool outputs the model no longer needs are replaced in its view by
@@ -73,8 +73,8 @@ export interface PruningOptions {
 
 /** What stubbing written content takes (see `written-content.ts`). */
 export interface WrittenOptions {
-  /** Ids of the messages that do not lie wholly in the recent part a compaction keeps. */
-  readonly olderThanTail: ReadonlySet<string>;
+  /** The position in the view where the recent part a compaction keeps begins: calls before it are older. */
+  readonly recentFrom: number;
   /** Whether the file at `path` still holds what the call of message `messageId` wrote. */
   readonly holds: (messageId: string, path: string) => boolean;
   /** The tokens of a call's input (the tokenizer's count of its JSON, as the message count takes it). */
@@ -137,7 +137,7 @@ function writtenCandidates(view: readonly Message[], options: PruningOptions, wr
   view.forEach((message, at) => {
     for (const part of message.content) {
       if (part.type === 'tool-call') {
-        if (message.role === 'assistant' && isStubbableWrite(part.toolName) && writes.olderThanTail.has(message.id)) {
+        if (at < writes.recentFrom && message.role === 'assistant' && isStubbableWrite(part.toolName)) {
           calls.set(part.toolCallId, { message, at, part });
         }
         continue;
@@ -162,18 +162,29 @@ function writtenCandidate(
   const path = filePathOf(part.toolName, part.input);
   if (path === undefined || !writes.holds(message.id, path)) return undefined;
   // Counted only when it may be worth a stub: a token holds at least one character.
-  if (stringifyOutput(part.input).length < MIN_SAVED_TOKENS * 2) return undefined;
+  if (writtenChars(part.toolName, part.input) < MIN_SAVED_TOKENS * 2) return undefined;
   const tokens = writes.countInput(part);
-  const stub = writtenStub(part.toolName, part.toolCallId, part.input, tokens);
-  if (stub === undefined) return undefined;
-  const shown = stringifyOutput(withWrittenStub(part.toolName, part.input, stub));
-  const saved = tokens - options.countStub(part, `stub\u0000written\u0000${tokens}`, shown);
+  const made = writtenStubOf(part, tokens, options.memo);
+  if (!made) return undefined;
+  const { stub } = made;
+  const saved = tokens - options.countStub(part, `stub\u0000written\u0000${tokens}`, made.shown);
   if (saved < MIN_SAVED_TOKENS) return undefined;
   return {
     output: { messageId: message.id, toolCallId: part.toolCallId, toolName: part.toolName, kind: 'written', stub, tokens },
     position: call.at,
     saved,
   };
+}
+
+/** A write call's stub for `tokens`, made once per call (and count) and remembered in `memo`. */
+function writtenStubOf(part: ToolCallPart, tokens: number, memo: EngineMemo): WrittenStub | undefined {
+  const known = memo.writtenStubs.get(part);
+  if (known?.tokens === tokens) return known;
+  const stub = writtenStub(part.toolName, part.toolCallId, part.input, tokens);
+  if (stub === undefined) return undefined;
+  const made: WrittenStub = { tokens, stub, shown: stringifyOutput(withWrittenStub(part.toolName, part.input, stub)) };
+  memo.writtenStubs.set(part, made);
+  return made;
 }
 
 /** Whether a tool succeeded: Longrun's tools answer a failure with text starting "Error:" rather than an error result. */

@@ -39,6 +39,20 @@ export function writtenStub(toolName: string, toolCallId: string, input: unknown
   return `[Pruned by Longrun: this ${toolName} call ${what}; the file holds them. Read the file for its current content, or call recall with query "${toolCallId}" for this call as written.]`;
 }
 
+/** The characters of the content a write call carries (what its stub would replace); 0 for other calls. */
+export function writtenChars(toolName: string, input: unknown): number {
+  if (!isRecord(input)) return 0;
+  if (toolName === TOOL_NAMES.createFile) return typeof input.content === 'string' ? input.content.length : 0;
+  if (toolName !== TOOL_NAMES.editFile || !Array.isArray(input.edits)) return 0;
+  let chars = 0;
+  for (const edit of input.edits as unknown[]) {
+    if (!isRecord(edit)) continue;
+    if (typeof edit.oldText === 'string') chars += edit.oldText.length;
+    if (typeof edit.newText === 'string') chars += edit.newText.length;
+  }
+  return chars;
+}
+
 /**
  * The input of a write call with its content replaced by `stub`: `create_file`'s content is the stub,
  * `edit_file`'s replacements one replacement whose new text is the stub. Still an object the tool's

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { outsideRecentPart, selectForCompaction, validCuts, keepRecentTokens, type SelectionOptions } from '../../../src/core/cut-point';
+import { recentPartStart, selectForCompaction, validCuts, keepRecentTokens, type SelectionOptions } from '../../../src/core/cut-point';
 import { SUMMARY_PREFIX } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import { assistant, config, estimatingCounter, sys, toolResult, turn, user } from './fixtures';
@@ -201,8 +201,8 @@ describe('cut point: the recent part counted in tokens inside a long turn', () =
   });
 });
 
-describe('cut point: the messages outside the recent part', () => {
-  it('by tokens, names every message from which more than the recent tokens reach to the end, one larger than them too', () => {
+describe('cut point: where the recent part begins', () => {
+  it('by tokens, after every message from which more than the recent tokens reach to the end, one larger than them too', () => {
     const view = [
       sys('s', 'be careful'),
       user('u', 'go'),
@@ -211,20 +211,15 @@ describe('cut point: the messages outside the recent part', () => {
       assistant('b', 'b'.repeat(2_000)),
     ];
     const keepRecent = { ...config().keepRecent, mode: 'tokens' as const, tokens: 2_000 };
-    assert.deepEqual([...outsideRecentPart(view, options({ keepRecent }))], ['u', 'w']);
-    assert.deepEqual([...outsideRecentPart(view, options({ keepRecent: { ...keepRecent, tokens: 10_000 } }))], []);
+    assert.deepEqual(ids(view.slice(recentPartStart(view, options({ keepRecent })))), ['a', 'b']);
+    assert.deepEqual(ids(view.slice(recentPartStart(view, options({ keepRecent: { ...keepRecent, tokens: 10_000 } })))), ['u', 'w', 'a', 'b']);
   });
 
-  it('by messages or halves, names the messages before the recent ones; never the system messages kept in front', () => {
+  it('by messages or halves, at the recent messages; the system messages kept in front do not count', () => {
     const view = [sys('s', 'be careful'), ...turn('t1', 'first', 1), ...turn('t2', 'second', 1)];
-    assert.deepEqual(
-      [...outsideRecentPart(view, options({ keepRecent: { ...config().keepRecent, mode: 'messages', messages: 5 } }))],
-      ['t1-u', 't1-a0', 't1-t0'],
-    );
-    assert.deepEqual(
-      [...outsideRecentPart(view, options({ keepRecent: { ...config().keepRecent, mode: 'half' } }))],
-      ['t1-u', 't1-a0', 't1-t0', 't1-done'],
-    );
+    const recent = (keepRecent: SelectionOptions['keepRecent']) => ids(view.slice(recentPartStart(view, options({ keepRecent }))));
+    assert.deepEqual(recent({ ...config().keepRecent, mode: 'messages', messages: 5 }), ['t1-done', 't2-u', 't2-a0', 't2-t0', 't2-done']);
+    assert.deepEqual(recent({ ...config().keepRecent, mode: 'half' }), ['t2-u', 't2-a0', 't2-t0', 't2-done']);
   });
 });
 
