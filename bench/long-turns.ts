@@ -1,6 +1,7 @@
 /**
  * Long agentic turns on small windows: generated sessions of single requests that take 30 to 60 tool
- * calls each (file reads, searches, test runs, type checks, diffs, edits), played through Longrun's
+ * calls each (file reads, searches, test runs, type checks, diffs, edits, and in each turn one new
+ * file larger than the recent part a compaction keeps), played through Longrun's
  * own agent loop, tools and conversation, at 32k and 64k windows. The provider counts 1.22 tokens for
  * each of the local tokenizer's (a Qwen-like tokenizer on code) and refuses any request over its
  * window, as OpenAI-compatible servers do. Measured: the overflow errors, the compactions and the
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import { APICallError } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { DEFAULT_CONFIG } from '../src/core/config';
+import { keepRecentTokens } from '../src/core/cut-point';
 import { INITIAL_GUARD, noteCompaction, type GuardState } from '../src/core/compaction-guard';
 import { outputReserveFor } from '../src/core/context-window';
 import { EngineMemo } from '../src/core/engine-memo';
@@ -29,9 +31,10 @@ import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
 import { runAgentTurn, toolDefinitionsText } from '../src/llm/agent';
 import { createAgentTools } from '../src/llm/agent-tools';
 import { Conversation, ConversationRecords, type ConversationDeps } from '../src/app/conversation';
+import { roomForMessages } from '../src/app/conversation-compactor';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
-import { BenchWorkspace } from './agentic-workspace';
+import { BenchWorkspace, moduleText } from './agentic-workspace';
 import { agentPort, compactAfterTurn, SILENT_UI, summaryText, TrackedStore } from './agent-session';
 import { random } from './sessions';
 import { median } from './stats';
@@ -44,6 +47,12 @@ const MODEL_KEY = 'longrun/qwen2.5-coder:14b';
 const TURNS = 6;
 const SEEDS = [1, 2, 3];
 const MAX_OUTPUT = 4_096;
+/**
+ * The size of the one large file each turn writes, as a multiple of the recent part a compaction keeps
+ * at the window: a `create_file` call that no cut can keep with the tail around it (at a 32k window,
+ * about 12,700 tokens of content against the tail's 9,400; at 64k, 27,000 against 20,000).
+ */
+const LARGE_WRITE_SHARE_OF_TAIL = 1.35;
 
 const SYSTEM = [
   "You are Longrun, a coding agent working in the user's VS Code workspace.",
@@ -76,6 +85,8 @@ interface SessionResult {
   readonly hostMs: number[];
   readonly messages: number;
   readonly toolCalls: number;
+  /** The local tokens of the content of each turn's large file. */
+  readonly largeWriteTokens: number;
 }
 
 /** A store that writes nothing, for timing the host's own work. */
@@ -168,17 +179,23 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
         });
       }
       await clock.sleep(3_000);
+      // The answer: the step's tool call, or the turn's closing text. Its usage counts what it wrote,
+      // arguments included, as providers do: a large file written is that many output tokens.
+      const call = step < plan.length ? plan[step++]!() : undefined;
+      const text = call
+        ? `Next: ${call.name} on ${JSON.stringify(call.input).slice(0, 60)}.`
+        : 'Done: the changes are made and the tests pass; the files touched are listed above.';
+      const output = Math.round(counter.countText(call ? `${text}${call.name}${JSON.stringify(call.input)}` : text) * PROVIDER_RATIO);
       const usage = {
         inputTokens: { total: sent, noCache: sent, cacheRead: undefined, cacheWrite: undefined },
-        outputTokens: { total: 40, text: 40, reasoning: undefined },
+        outputTokens: { total: output, text: output, reasoning: undefined },
       };
       const parts: Record<string, unknown>[] = [{ type: 'stream-start', warnings: [] }];
-      if (step < plan.length) {
-        const call = plan[step++]!();
+      if (call) {
         toolCalls++;
         parts.push(
           { type: 'text-start', id: 't' },
-          { type: 'text-delta', id: 't', delta: `Next: ${call.name} on ${JSON.stringify(call.input).slice(0, 60)}.` },
+          { type: 'text-delta', id: 't', delta: text },
           { type: 'text-end', id: 't' },
           { type: 'tool-call', toolCallId: `call_${newId()}`, toolName: call.name, input: JSON.stringify(call.input) },
           { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage },
@@ -186,7 +203,7 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
       } else {
         parts.push(
           { type: 'text-start', id: 'a' },
-          { type: 'text-delta', id: 'a', delta: 'Done: the changes are made and the tests pass; the files touched are listed above.' },
+          { type: 'text-delta', id: 'a', delta: text },
           { type: 'text-end', id: 'a' },
           { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
         );
@@ -231,6 +248,21 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     }
     return { name: 'list_files', input: { glob: 'src/**' } };
   };
+  // One new module per turn larger than the kept tail: code the model writes whole, which is on disk after.
+  const largeWriteTokens = Math.round(LARGE_WRITE_SHARE_OF_TAIL * keepRecentTokens(DEFAULT_CONFIG.keepRecent, roomForMessages(model()).limit));
+  const largeWrite = (): { name: string; input: Record<string, unknown> } => {
+    const path = `src/new/module-${n}.ts`;
+    const lines = moduleText(next, 'jobs', Math.ceil(largeWriteTokens / 4)).split('\n');
+    // As many whole lines as the size takes, found by halving.
+    let low = 1;
+    let high = lines.length;
+    while (low < high) {
+      const middle = Math.ceil((low + high) / 2);
+      if (counter.countText(lines.slice(0, middle).join('\n')) <= largeWriteTokens) low = middle;
+      else high = middle - 1;
+    }
+    return { name: 'create_file', input: { path, content: lines.slice(0, low).join('\n') } };
+  };
 
   let guard: GuardState = INITIAL_GUARD;
   const gains: number[] = [];
@@ -243,7 +275,8 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
 
   for (let t = 0; t < TURNS; t++) {
     const calls = 30 + Math.floor(next() * 31);
-    plan = Array.from({ length: calls }, () => toolCall);
+    const largeAt = Math.floor(calls * (0.3 + next() * 0.6));
+    plan = Array.from({ length: calls }, (_, i) => (i === largeAt ? largeWrite : toolCall));
     step = 0;
     await c.append([
       { type: 'message', message: { id: newId(), role: 'user', content: [{ type: 'text', text: REQUESTS[(t + seed) % REQUESTS.length]! }] } },
@@ -289,6 +322,7 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     hostMs: await hostMs(log, model),
     messages,
     toolCalls,
+    largeWriteTokens,
   };
 }
 
@@ -359,6 +393,8 @@ export interface LongTurnsBench {
   readonly requests: number;
   readonly tool_calls: number;
   readonly messages: number;
+  /** The local tokens of the file each turn writes whole, larger than the recent part a compaction keeps. */
+  readonly large_write_tokens: number;
   readonly overflow_errors: number;
   readonly first_request_overflows: number;
   readonly compactions: number;
@@ -384,6 +420,7 @@ export async function benchLongTurns(tokenizer: TextTokenizer, windows: readonly
       requests: runs.length * TURNS,
       tool_calls: sum((r) => r.toolCalls),
       messages: sum((r) => r.messages),
+      large_write_tokens: Math.max(...runs.map((r) => r.largeWriteTokens)),
       overflow_errors: sum((r) => r.overflows),
       first_request_overflows: sum((r) => r.firstRequestOverflows),
       compactions: gains.length,

@@ -84,7 +84,11 @@ const TARGETS: Record<Key, Target> = {
     op: '≤',
     limit: 0,
   },
-  long_turn_overflows: { what: 'long agentic turns (36 requests of 30–60 tool calls, 32k and 64k): overflow errors', op: '≤', limit: 0 },
+  long_turn_overflows: {
+    what: 'long agentic turns (36 requests of 30–60 tool calls, each writing a file larger than the kept tail, 32k and 64k): overflow errors',
+    op: '≤',
+    limit: 0,
+  },
   long_turn_min_gain_pct: { what: 'long agentic turns: least share of the view one compaction freed (%)', op: '≥', limit: 10 },
   long_turn_ledger_errors: {
     what: 'long agentic turns: paths and needle ledgers wrong in the summaries, against the log each was applied to',
@@ -242,7 +246,7 @@ async function main(): Promise<void> {
     ...turns.map(
       (t) =>
         `- long agentic turns at ${formatNumber(t.window)} tokens (provider counting ${PROVIDER_RATIO}× the local tokenizer): ${t.sessions} sessions, ${t.requests} requests, ` +
-        `${formatNumber(t.tool_calls)} tool calls, ${formatNumber(t.messages)} messages; overflow errors ${t.overflow_errors} (first request ${t.first_request_overflows}); ` +
+        `${formatNumber(t.tool_calls)} tool calls, ${formatNumber(t.messages)} messages, one file of ${formatNumber(t.large_write_tokens)} tokens written whole per request; overflow errors ${t.overflow_errors} (first request ${t.first_request_overflows}); ` +
         `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
         `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; host ms per compaction median ${round(t.host_ms_median, 2)}, max ${round(t.host_ms_max, 1)}`,
     ),

@@ -55,20 +55,18 @@ function startsWithMessages(log: ConversationLog, ids: readonly string[]): boole
 }
 
 /**
- * Whether `computed`, applied to `current` as it is now (`tokensBefore` being the local count of its
- * view), would free less than the configured share: a summary prepared on an older snapshot may cover
- * too little of a log that grew meanwhile. False when it cannot be applied at all.
+ * The local count of the view `computed` makes of `current` as it is now (`countView` counting it), or
+ * undefined when it cannot be applied at all: a summary prepared on an older snapshot may cover too
+ * little of a log that grew meanwhile.
  */
-export function lowGainAt(
+export function tokensAfterAt(
   current: ConversationLog,
   computed: ComputedCompaction,
-  tokensBefore: number,
   countView: (view: readonly Message[]) => number,
-  config: CompactionConfig,
   memo: EngineMemo,
-): boolean {
+): number | undefined {
   const applied = applyCompaction(current, computed, memo);
-  return applied.ok && lowGain(tokensBefore, countView(applied.view), config);
+  return applied.ok ? countView(applied.view) : undefined;
 }
 
 /** The ids of the log's messages, in order: the basis a compaction is computed on. */

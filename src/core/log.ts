@@ -160,16 +160,19 @@ export interface NeedleLedger {
 /** Why an output was pruned, in the order the kinds are taken. */
 export type PruneKind = (typeof PRUNE_KINDS)[number];
 
-/** One tool output replaced by a stub. */
+/**
+ * One tool output replaced by a stub; or, of kind `written`, the input of a write call (the content
+ * the file holds), whose text is replaced by the stub within an input the tool accepts.
+ */
 export interface PrunedOutput {
-  /** The tool message that holds the output. */
+  /** The tool message that holds the output; for `written`, the assistant message that holds the call. */
   readonly messageId: string;
   readonly toolCallId: string;
   readonly toolName: string;
   readonly kind: PruneKind;
-  /** What the model sees instead of the output. */
+  /** What the model sees instead of the output (for `written`, instead of the content written). */
   readonly stub: string;
-  /** The output's tokens when it was pruned (local count). */
+  /** The output's (or the input's) tokens when it was pruned (local count). */
   readonly tokens: number;
 }
 

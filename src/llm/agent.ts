@@ -11,6 +11,7 @@ import {
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
 import { beginTurn, decideCompaction, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
+import { hasMarker, mark } from '../core/errors';
 import type { CompactionReason, LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
@@ -24,9 +25,14 @@ import { callUsage } from './call-usage';
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
  * start of every step (`prepareStep`, before each request to the model) the budget is checked
  * and the conversation compacted when it must be; on a provider's context-overflow error the
- * conversation is compacted and the turn retried (once by default). Every step's messages are
- * appended to the log as they come, so a cancelled or failed turn leaves a consistent history.
+ * conversation is compacted and the turn retried (once by default). After either compaction the
+ * request is measured again, and compacted harder while it would still not fit: a request known to be
+ * over the window is never sent. Every step's messages are appended to the log as they come, so a
+ * cancelled or failed turn leaves a consistent history.
  */
+
+/** Compactions tried after one that left the next request over the window, before the request is given up. */
+const MAX_FIT_COMPACTIONS = 2;
 
 /** The conversation as the agent sees it; implemented by the extension over its store. */
 export interface AgentConversation {
@@ -142,6 +148,25 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     return outcome;
   };
 
+  /**
+   * After a compaction, the request is measured again: while it would still not fit the window, the
+   * conversation is compacted harder, as after an overflow error, a few times at most. False when it
+   * still does not fit.
+   */
+  const fits = async (): Promise<boolean> => {
+    for (let round = 0; conversation.assess().level === 'over'; round++) {
+      if (round >= MAX_FIT_COMPACTIONS || signal.aborted) return false;
+      const outcome = await compactNow('overflow');
+      if (outcome.status !== 'compacted') return conversation.assess().level !== 'over';
+    }
+    return true;
+  };
+
+  const compactBeforeStep = async (): Promise<void> => {
+    await compactNow('threshold');
+    if (!(await fits()) && !signal.aborted) throw new OverWindow(conversation.assess());
+  };
+
   const beforeStep = async (): Promise<void> => {
     const decision = decideCompaction(conversation.assess(), guard, { confirm: ui.confirmCompaction !== undefined, asked, declined });
     switch (decision.kind) {
@@ -154,10 +179,10 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
           declined = true;
           return;
         }
-        await compactNow('threshold');
+        await compactBeforeStep();
         return;
       case 'compact':
-        await compactNow('threshold');
+        await compactBeforeStep();
         return;
       default:
         return;
@@ -171,6 +196,9 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     finishReason = attempt.finishReason;
     if (attempt.error === undefined) return { steps: stepsDone, finishReason, compactions, guard, cancelled: false };
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    // Compacted as hard as it can be and still over the window: sending it would only be refused.
+    if (OverWindow.isInstance(attempt.error))
+      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
     const overflow = truncation
@@ -191,6 +219,41 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
+    // The retried request is measured again before it is sent.
+    if (!(await fits())) {
+      if (!signal.aborted) ui.notice(OverWindow.describe(conversation.assess()));
+      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
+    }
+  }
+}
+
+const OVER_WINDOW = Symbol.for('longrun.OverWindow');
+
+/**
+ * The next request would not fit the model's window even after compacting as hard as the
+ * conversation can be: it is not sent. (The latest request alone, with the system prompt and tools,
+ * may be larger than the window.)
+ */
+export class OverWindow extends Error {
+  override readonly name = 'OverWindow';
+  constructor(budget: Pick<BudgetAssessment, 'used' | 'limit'>) {
+    super(OverWindow.describe(budget));
+    mark(this, OVER_WINDOW);
+  }
+
+  /** What the chat says of a request that does not fit after compacting. */
+  static describe(budget: Pick<BudgetAssessment, 'used' | 'limit'>): string {
+    return `The next request would still not fit the model's context window after compacting (about ${budget.used.toLocaleString('en-US')} of ${budget.limit.toLocaleString('en-US')} tokens), so Longrun did not send it.`;
+  }
+
+  /** Whether `error` is one, or carries one as its cause (the AI SDK may wrap what a callback threw). */
+  static isInstance(error: unknown): boolean {
+    let current: unknown = error;
+    for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
+      if (hasMarker(current, OVER_WINDOW)) return true;
+      current = current instanceof Error ? current.cause : undefined;
+    }
+    return false;
   }
 }
 

@@ -199,6 +199,8 @@ const fileEventSchema = lazily(() =>
       actor: actorSchema(),
       at: z.number(),
       from: z.string().min(1).optional(),
+      // Added with the stubs of written content: a Longrun from before it drops the mark.
+      revert: z.literal(true).optional(),
     })
     .refine((event) => event.kind !== 'renamed' || event.from !== undefined, {
       message: 'a rename must say where the file came from',
