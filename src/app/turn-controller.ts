@@ -19,6 +19,7 @@ import type { Conversation } from './conversation';
 import type { ConversationRegistry } from './conversation-registry';
 import { diffStats, fencedBlock } from './diff-preview';
 import { errorMessage } from './error-text';
+import { InSightChat, type NoticeSurface } from './in-sight-chat';
 import { resolveInstructions, type Instruction } from './instructions';
 import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
@@ -79,20 +80,23 @@ export class TurnController {
   async handle(request: TurnRequest, chat: ChatSurface, signal: AbortSignal): Promise<TurnResult> {
     this.active++;
     const where: { metadata: TurnMetadata } = { metadata: {} };
+    const shown = new InSightChat(chat);
     try {
-      return await this.route(request, chat, signal, where);
+      return await this.route(request, shown, signal, where);
     } catch (error) {
       const redact = (value: string): string => this.deps.models.redact(value);
       this.deps.log.error(`Request failed: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
       return { errorDetails: { message: errorMessage(error, this.deps.settings(), redact) }, metadata: where.metadata };
     } finally {
+      // VS Code takes nothing more from a cancelled request.
+      if (!signal.aborted) shown.settle();
       this.active--;
       this.completed++;
       if (this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
   }
 
-  private async route(request: TurnRequest, chat: ChatSurface, signal: AbortSignal, where: { metadata: TurnMetadata }): Promise<TurnResult> {
+  private async route(request: TurnRequest, chat: NoticeSurface, signal: AbortSignal, where: { metadata: TurnMetadata }): Promise<TurnResult> {
     if (request.command === 'new') return this.newConversation(chat);
     const agentRequest = request.command === undefined;
     const conversation = await this.conversationOf(request, agentRequest, chat);
@@ -118,7 +122,7 @@ export class TurnController {
    * continues the conversation picked with "Open Conversation…", else starts a new one (agent
    * requests only); a chat Longrun answered before turns were kept continues the current one.
    */
-  private async conversationOf(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+  private async conversationOf(request: TurnRequest, agentRequest: boolean, chat: NoticeSurface): Promise<Conversation | undefined> {
     const { registry } = this.deps;
     const position = chatPosition(request.history, PARTICIPANT_ID);
     // A conversation picked for "the next new chat" is for a new chat only; a request elsewhere drops it.
@@ -166,7 +170,7 @@ export class TurnController {
   private async compactCommand(
     conversation: Conversation | undefined,
     request: TurnRequest,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     where: { metadata: TurnMetadata },
   ): Promise<TurnResult> {
@@ -248,7 +252,7 @@ export class TurnController {
   private async agentTurn(
     conversation: Conversation,
     request: TurnRequest,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     where: { metadata: TurnMetadata },
   ): Promise<TurnResult> {
@@ -290,7 +294,7 @@ export class TurnController {
     model: LanguageModel,
     system: string,
     tools: ToolSet,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
   ): ReturnType<typeof runAgentTurn> {
     const { models, settings } = this.deps;
@@ -331,7 +335,7 @@ export class TurnController {
     });
   }
 
-  private agentUi(conversation: Conversation, chat: ChatSurface, state: { preview: boolean }): AgentUi {
+  private agentUi(conversation: Conversation, chat: NoticeSurface, state: { preview: boolean }): AgentUi {
     return {
       text: (delta) => chat.markdown(delta),
       toolCall: (toolName, input) => chat.progress(describeToolCall(toolName, input)),
@@ -339,7 +343,7 @@ export class TurnController {
       compacting: () => chat.progress('Compacting conversation…'),
       compacted: (outcome, reason) => this.reportOutcome(outcome, reason, chat, conversation.id),
       notice: (message) => {
-        chat.markdown(`\n\n> ${message}\n\n`);
+        chat.notice(`\n\n> ${message}\n\n`);
         this.remember(message);
       },
       ...(this.deps.settings().requireConfirmation
@@ -392,14 +396,14 @@ export class TurnController {
    * When the request continues from an earlier turn than the chat went on from last, and the turns
    * it leaves behind changed files, the chat says so and offers to revert exactly those changes.
    */
-  private offerRevert(conversation: Conversation, request: TurnRequest, chat: ChatSurface): void {
+  private offerRevert(conversation: Conversation, request: TurnRequest, chat: NoticeSurface): void {
     const shared = conversation.sharedRecords();
     const offer = revertOffer(shared.all, shared.turns(), conversation.leaf(), request.chat);
     if (offer) this.showRevertOffer(conversation.id, offer, chat);
   }
 
   /** "Start Over" (or a retry of a chat's first request) leaves the chat's whole conversation behind. */
-  private offerRevertOfStartOver(request: TurnRequest, chat: ChatSurface): void {
+  private offerRevertOfStartOver(request: TurnRequest, chat: NoticeSurface): void {
     const previous = this.deps.registry.currentIfLoaded();
     if (!previous || request.chat === undefined) return;
     const shared = previous.sharedRecords();
@@ -410,13 +414,14 @@ export class TurnController {
     if (offer) this.showRevertOffer(previous.id, offer, chat);
   }
 
-  private showRevertOffer(conversationId: string, offer: RevertOffer, chat: ChatSurface): void {
+  private showRevertOffer(conversationId: string, offer: RevertOffer, chat: NoticeSurface): void {
     const files = [...new Map(offer.changes.map((c) => [c.path, c])).values()];
     const list = files.map((c) => `${inlineCode(c.path)}${c.kind === 'created' ? ' (created)' : ''}`).join(', ');
     const turns = offer.turns === 1 ? 'The turn this chat no longer holds' : `The ${offer.turns} turns this chat no longer holds`;
     const message = `${turns} changed ${files.length === 1 ? 'a file' : `${files.length} files`}: ${list}. Those changes are still in the workspace.`;
-    chat.markdown(`\n\n> ${message} "Revert Longrun's changes" shows exactly what it would write back, and asks first.\n\n`);
-    chat.button({ command: REVERT_COMMAND, title: "Revert Longrun's changes…", arguments: [conversationId, offer.changes.map((c) => c.id)] });
+    chat.notice(`\n\n> ${message} "Revert Longrun's changes" shows exactly what it would write back, and asks first.\n\n`, [
+      { command: REVERT_COMMAND, title: "Revert Longrun's changes…", arguments: [conversationId, offer.changes.map((c) => c.id)] },
+    ]);
     this.remember(message);
   }
 
@@ -433,11 +438,11 @@ export class TurnController {
   }
 
   /** A tool the user named with `#` that is not offered is said in the chat; any other, in the log. */
-  private reportSkippedTools(selection: EditorToolSelection, request: TurnRequest, chat: ChatSurface): void {
+  private reportSkippedTools(selection: EditorToolSelection, request: TurnRequest, chat: NoticeSurface): void {
     const named = new Set(request.toolReferences);
     for (const { name, reason } of selection.skipped) {
       if (named.has(name)) {
-        chat.markdown(`\n\n> The tool ${inlineCode(name)} is not offered to the agent: ${reason}.\n\n`);
+        chat.notice(`\n\n> The tool ${inlineCode(name)} is not offered to the agent: ${reason}.\n\n`);
         this.remember(`The tool ${name} is not offered to the agent: ${reason}.`);
       } else {
         this.deps.log.info(`longrun.agent.editorTools names ${name}, which is not offered: ${reason}.`);
@@ -534,7 +539,7 @@ export class TurnController {
   private reportOutcome(
     outcome: CompactionOutcome & { joined?: boolean },
     reason: CompactionReason,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     conversationId: string,
   ): void {
     // A compaction joined while it ran elsewhere was logged where it started.
