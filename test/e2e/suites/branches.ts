@@ -125,7 +125,8 @@ describe('Longrun follows what the user does to the chat', function () {
     );
     // VS Code's checkpoint restored only its own edits: Longrun's file is still there until the user asks.
     await vscode.workspace.fs.stat(workspaceUri('bravo-notes.txt'));
-    const answer = await ui<string>('chat-button', { text: "Revert Longrun's changes" });
+    // Shown below the answer, where VS Code does not fold it: the files and the button, no fold opened.
+    const answer = await ui<string>('chat-button', { text: "Revert Longrun's changes", inSight: true });
     assert.match(answer, /bravo-notes\.txt/);
     await questionBeforeReverting();
     await ui('dialog-button', { button: 'Revert' });
