@@ -213,12 +213,13 @@ interface TypedMessage {
 /**
  * Types `@longrun <message>` into the chat 1.5 s after the workbench appeared (or as soon as the
  * chat's input is drawn, when later), as a user who opens or reloads the window and types at once.
- * A new user's window shows the chat only once Longrun opens it, which takes a while on a busy machine.
+ * A workspace's first window shows the chat only once Longrun opens it, which takes a while on a
+ * busy machine. `newUser` names the case in the record.
  */
 async function typeSoonAfterOpening(page: Page, message: string, newUser: boolean): Promise<TypedMessage> {
   const shown = Date.now();
   const input = page.locator('.interactive-input-part .monaco-editor').first();
-  await input.waitFor({ state: 'visible', timeout: newUser ? 180_000 : 10_000 });
+  await input.waitFor({ state: 'visible', timeout: 180_000 });
   const inputMs = Date.now() - shown;
   const gaugeAtInput = await page
     .locator('.statusbar-item[id*="longrun.gauge"]')
