@@ -558,7 +558,7 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       const name = new RegExp(`^${String(body.text).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
       const answer = page.locator('.interactive-item-container', { has: page.getByRole('button', { name, includeHidden: true }) }).last();
       const steps = answer.getByText(/Completed \d+ steps/);
-      if (!body.pending) await steps.waitFor({ timeout: 10_000 }).catch(() => undefined);
+      if (!body.pending) await foldClosed(answer);
       // The chat may render the answer again (closed) meanwhile: try again.
       for (let attempt = 1; ; attempt++) {
         try {
@@ -581,10 +581,7 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       // fold, once VS Code has folded it (a finished answer folds what it showed before its final text).
       const answer = page.locator('.interactive-item-container', { hasText: String(body.contains) }).last();
       await answer.waitFor({ timeout: 10_000 });
-      await answer
-        .getByText(/Completed \d+ steps/)
-        .waitFor({ timeout: 10_000 })
-        .catch(() => undefined);
+      await foldClosed(answer);
       return answer.innerText();
     }
     case 'chat-confirm': {
@@ -676,6 +673,17 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
     default:
       throw new Error(`unknown action ${String(body.action)}`);
   }
+}
+
+/**
+ * Waits until VS Code has folded a finished answer: its fold is made open and closed on the next
+ * frame. An answer with nothing to fold has none, and the wait ends after 10 s.
+ */
+async function foldClosed(answer: ReturnType<Page['locator']>): Promise<void> {
+  await answer
+    .locator('details.completed-response-disclosure:not([open])')
+    .waitFor({ state: 'attached', timeout: 10_000 })
+    .catch(() => undefined);
 }
 
 /**
