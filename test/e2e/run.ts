@@ -562,13 +562,16 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       // The chat may render the answer again (closed) meanwhile: try again.
       for (let attempt = 1; ; attempt++) {
         try {
-          const shown = answer.getByRole('button', { name }).filter({ visible: true });
-          if ((await shown.count()) === 0) {
-            if (body.inSight) throw new Error(`"${String(body.text)}" is folded out of sight; the answer shows: ${await answer.innerText()}`);
+          const buttons = answer.getByRole('button', { name, includeHidden: true });
+          const folded = await buttons.evaluateAll((all) => all.map((button) => button.closest('details:not([open])') !== null));
+          let index = folded.lastIndexOf(false);
+          if (index < 0) {
+            if (body.inSight) throw new Error(`"${String(body.text)}" is folded out of sight; the answer shows: ${await shownText(answer)}`);
             await steps.click({ timeout: 2_000 });
+            index = folded.length - 1;
           }
-          const text = body.inSight ? await answer.innerText({ timeout: 2_000 }) : ((await answer.textContent({ timeout: 2_000 })) ?? '');
-          await shown.last().click({ timeout: 2_000 });
+          const text = body.inSight ? await shownText(answer) : ((await answer.textContent({ timeout: 2_000 })) ?? '');
+          await buttons.nth(index).click({ timeout: 2_000 });
           return text;
         } catch (error) {
           if (attempt >= 5) throw error;
@@ -582,7 +585,7 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       const answer = page.locator('.interactive-item-container', { hasText: String(body.contains) }).last();
       await answer.waitFor({ timeout: 10_000 });
       await foldClosed(answer);
-      return answer.innerText();
+      return shownText(answer);
     }
     case 'chat-confirm': {
       // Answers a confirmation VS Code shows in the chat before another extension's tool runs. Its
@@ -673,6 +676,17 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
     default:
       throw new Error(`unknown action ${String(body.action)}`);
   }
+}
+
+/** An item's text without what its closed folds hold (their titles stay): what is shown without opening one. */
+async function shownText(item: ReturnType<Page['locator']>): Promise<string> {
+  return item.evaluate((element) => {
+    const copy = element.cloneNode(true) as typeof element;
+    for (const fold of copy.querySelectorAll('details:not([open])')) {
+      for (const child of [...fold.children]) if (child.tagName !== 'SUMMARY') child.remove();
+    }
+    return copy.textContent ?? '';
+  });
 }
 
 /**
