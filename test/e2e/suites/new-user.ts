@@ -14,7 +14,7 @@ interface Typed {
   readonly inputMs: number;
   readonly typingMs: number;
   readonly sentMs: number;
-  readonly gaugeAtInput: string;
+  readonly gaugeMs: number;
 }
 
 const userTexts = (body: { messages?: Array<{ role: string; content?: unknown }> } | undefined): string[] =>
@@ -32,8 +32,11 @@ describe("A new user's first window", function () {
       },
       240_000,
     );
-    // Longrun's gauge was in the status bar when the chat's input appeared.
-    assert.match(typed.gaugeAtInput, /no conversation|%/, `the chat's input was drawn ${typed.inputMs} ms after the workbench, before Longrun`);
+    // The chat appeared with Longrun: its gauge shows in the status bar at most a moment apart.
+    assert.ok(
+      typed.gaugeMs >= 0 && typed.gaugeMs - typed.inputMs < 3_000,
+      `the chat's input was drawn ${typed.inputMs} ms after the workbench, Longrun's gauge ${typed.gaugeMs} ms`,
+    );
     const request = await waitFor(
       'the message to reach the model',
       async () => (await model.requests()).find((r) => !r.summary && userTexts(r.body).some((t) => t.includes(NEW_USER_MESSAGE))),
