@@ -281,4 +281,8 @@ export const QUIET_SETTINGS: Record<string, unknown> = {
   'git.enabled': false,
   'security.workspace.trust.enabled': false,
   'chat.commandCenter.enabled': false,
+  // A workspace opened for the first time shows no chat: a message typed before Longrun is known
+  // goes to VS Code's own chat, which (without Copilot) waits for a GitHub sign-in and holds every
+  // later message. Longrun opens the chat once it is ready (LONGRUN_OPEN_CHAT_MODEL).
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
 };

@@ -20,6 +20,7 @@ import type { Conversation } from './conversation';
 import type { ConversationRegistry } from './conversation-registry';
 import { diffStats, fencedBlock } from './diff-preview';
 import { errorMessage, READ_AGAIN } from './error-text';
+import { InSightChat, type NoticeSurface } from './in-sight-chat';
 import { resolveInstructions, type Instruction } from './instructions';
 import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
@@ -85,20 +86,23 @@ export class TurnController {
   async handle(request: TurnRequest, chat: ChatSurface, signal: AbortSignal): Promise<TurnResult> {
     this.active++;
     const where: { metadata: TurnMetadata } = { metadata: {} };
+    const shown = new InSightChat(chat);
     try {
-      return await this.route(request, chat, signal, where);
+      return await this.route(request, shown, signal, where);
     } catch (error) {
       const redact = (value: string): string => this.deps.models.redact(value);
       this.deps.log.error(`Request failed: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
       return { errorDetails: { message: errorMessage(error, this.deps.settings(), redact) }, metadata: where.metadata };
     } finally {
+      // VS Code takes nothing more from a cancelled request.
+      if (!signal.aborted) shown.settle();
       this.active--;
       this.completed++;
       if (this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
   }
 
-  private async route(request: TurnRequest, chat: ChatSurface, signal: AbortSignal, where: { metadata: TurnMetadata }): Promise<TurnResult> {
+  private async route(request: TurnRequest, chat: NoticeSurface, signal: AbortSignal, where: { metadata: TurnMetadata }): Promise<TurnResult> {
     if (request.command === 'new') return this.newConversation(chat);
     const agentRequest = request.command === undefined;
     const conversation = await this.conversationOf(request, agentRequest, chat);
@@ -128,27 +132,27 @@ export class TurnController {
    * continues the conversation picked with "Open Conversation…", else starts a new one (agent
    * requests only); a chat Longrun answered before turns were kept continues the current one.
    */
-  private async conversationOf(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+  private async conversationOf(request: TurnRequest, agentRequest: boolean, chat: NoticeSurface): Promise<Conversation | undefined> {
     try {
       return await this.conversationIn(request, agentRequest, chat);
     } catch (error) {
       if (!ConversationChangedError.isInstance(error)) throw error;
       // The registry has dropped its out-of-date copy: found again, the conversation is read anew.
       const notice = `${error.message} ${READ_AGAIN}`;
-      chat.markdown(`\n\n> ${notice}\n\n`);
+      chat.notice(`\n\n> ${notice}\n\n`);
       this.remember(notice);
       return this.conversationIn(request, agentRequest, chat);
     }
   }
 
   /** `conversationOf`, its view read back whole; rejects with `ConversationChangedError` when the files changed under it. */
-  private async conversationIn(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+  private async conversationIn(request: TurnRequest, agentRequest: boolean, chat: NoticeSurface): Promise<Conversation | undefined> {
     const found = await this.findConversation(request, agentRequest, chat);
     await found?.loadView();
     return found;
   }
 
-  private async findConversation(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+  private async findConversation(request: TurnRequest, agentRequest: boolean, chat: NoticeSurface): Promise<Conversation | undefined> {
     const { registry } = this.deps;
     const position = chatPosition(request.history, PARTICIPANT_ID);
     // A conversation picked for "the next new chat" is for a new chat only; a request elsewhere drops it.
@@ -202,7 +206,7 @@ export class TurnController {
   private async compactCommand(
     conversation: Conversation | undefined,
     request: TurnRequest,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     where: { metadata: TurnMetadata },
   ): Promise<TurnResult> {
@@ -285,7 +289,7 @@ export class TurnController {
   private async agentTurn(
     conversation: Conversation,
     request: TurnRequest,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     where: { metadata: TurnMetadata },
   ): Promise<TurnResult> {
@@ -343,7 +347,7 @@ export class TurnController {
    * the pruning that would otherwise wait, and past the warning level the summary prepared ahead, now,
    * since the next request re-sends everything anyway (see `decideColdCompaction`).
    */
-  private async compactIfCacheExpired(conversation: Conversation, chat: ChatSurface, midTurn: boolean): Promise<void> {
+  private async compactIfCacheExpired(conversation: Conversation, chat: NoticeSurface, midTurn: boolean): Promise<void> {
     const { settings, now } = this.deps;
     const cold = coldCompactionOf(conversation, settings().cache, now(), midTurn);
     if (!cold) return;
@@ -354,7 +358,7 @@ export class TurnController {
     const outcome = await conversation.compact('cache-expired', { applyAhead: cold.decision.applyAhead });
     if (outcome.status === 'compacted') {
       const minutes = Math.round((now() - cold.since) / 60_000);
-      chat.markdown(
+      chat.notice(
         `\n\n> The provider's prompt cache expired${minutes > 0 ? ` ${minutes} min ago` : ''}, so this request is read at full price whatever it holds: Longrun compacted first what it had left in place to keep the cache.\n\n`,
       );
     }
@@ -366,7 +370,7 @@ export class TurnController {
     model: LanguageModel,
     system: string,
     tools: ToolSet,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     cacheHints: () => CacheHints | undefined,
   ): ReturnType<typeof runAgentTurn> {
@@ -411,7 +415,7 @@ export class TurnController {
     });
   }
 
-  private agentUi(conversation: Conversation, chat: ChatSurface, state: { preview: boolean }): AgentUi {
+  private agentUi(conversation: Conversation, chat: NoticeSurface, state: { preview: boolean }): AgentUi {
     return {
       text: (delta) => chat.markdown(delta),
       toolCall: (toolName, input) => chat.progress(describeToolCall(toolName, input)),
@@ -422,7 +426,7 @@ export class TurnController {
         this.tellNotice(conversation, chat);
       },
       notice: (message) => {
-        chat.markdown(`\n\n> ${message}\n\n`);
+        chat.notice(`\n\n> ${message}\n\n`);
         this.remember(message);
       },
       ...(this.deps.settings().requireConfirmation
@@ -475,14 +479,14 @@ export class TurnController {
    * When the request continues from an earlier turn than the chat went on from last, and the turns
    * it leaves behind changed files, the chat says so and offers to revert exactly those changes.
    */
-  private offerRevert(conversation: Conversation, request: TurnRequest, chat: ChatSurface): void {
+  private offerRevert(conversation: Conversation, request: TurnRequest, chat: NoticeSurface): void {
     const shared = conversation.sharedRecords();
     const offer = revertOffer(shared.all, shared.turns(), conversation.leaf(), request.chat);
     if (offer) this.showRevertOffer(conversation.id, offer, chat);
   }
 
   /** "Start Over" (or a retry of a chat's first request) leaves the chat's whole conversation behind. */
-  private offerRevertOfStartOver(request: TurnRequest, chat: ChatSurface): void {
+  private offerRevertOfStartOver(request: TurnRequest, chat: NoticeSurface): void {
     const previous = this.deps.registry.currentIfLoaded();
     if (!previous || request.chat === undefined) return;
     const shared = previous.sharedRecords();
@@ -493,13 +497,14 @@ export class TurnController {
     if (offer) this.showRevertOffer(previous.id, offer, chat);
   }
 
-  private showRevertOffer(conversationId: string, offer: RevertOffer, chat: ChatSurface): void {
+  private showRevertOffer(conversationId: string, offer: RevertOffer, chat: NoticeSurface): void {
     const files = [...new Map(offer.changes.map((c) => [c.path, c])).values()];
     const list = files.map((c) => `${inlineCode(c.path)}${c.kind === 'created' ? ' (created)' : ''}`).join(', ');
     const turns = offer.turns === 1 ? 'The turn this chat no longer holds' : `The ${offer.turns} turns this chat no longer holds`;
     const message = `${turns} changed ${files.length === 1 ? 'a file' : `${files.length} files`}: ${list}. Those changes are still in the workspace.`;
-    chat.markdown(`\n\n> ${message} "Revert Longrun's changes" shows exactly what it would write back, and asks first.\n\n`);
-    chat.button({ command: REVERT_COMMAND, title: "Revert Longrun's changes…", arguments: [conversationId, offer.changes.map((c) => c.id)] });
+    chat.notice(`\n\n> ${message} "Revert Longrun's changes" shows exactly what it would write back, and asks first.\n\n`, [
+      { command: REVERT_COMMAND, title: "Revert Longrun's changes…", arguments: [conversationId, offer.changes.map((c) => c.id)] },
+    ]);
     this.remember(message);
   }
 
@@ -516,11 +521,11 @@ export class TurnController {
   }
 
   /** A tool the user named with `#` that is not offered is said in the chat; any other, in the log. */
-  private reportSkippedTools(selection: EditorToolSelection, request: TurnRequest, chat: ChatSurface): void {
+  private reportSkippedTools(selection: EditorToolSelection, request: TurnRequest, chat: NoticeSurface): void {
     const named = new Set(request.toolReferences);
     for (const { name, reason } of selection.skipped) {
       if (named.has(name)) {
-        chat.markdown(`\n\n> The tool ${inlineCode(name)} is not offered to the agent: ${reason}.\n\n`);
+        chat.notice(`\n\n> The tool ${inlineCode(name)} is not offered to the agent: ${reason}.\n\n`);
         this.remember(`The tool ${name} is not offered to the agent: ${reason}.`);
       } else {
         this.deps.log.info(`longrun.agent.editorTools names ${name}, which is not offered: ${reason}.`);
@@ -551,10 +556,10 @@ export class TurnController {
   }
 
   /** Says in the chat what the conversation's compactions have to say and have not said yet. */
-  private tellNotice(conversation: Conversation, chat: ChatSurface): void {
+  private tellNotice(conversation: Conversation, chat: NoticeSurface): void {
     const notice = conversation.takeNotice();
     if (!notice) return;
-    chat.markdown(`\n\n> ${notice}\n\n`);
+    chat.notice(`\n\n> ${notice}\n\n`);
     this.remember(notice);
   }
 
@@ -628,7 +633,7 @@ export class TurnController {
   private reportOutcome(
     outcome: CompactionOutcome & { joined?: boolean },
     reason: CompactionReason,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     conversationId: string,
   ): void {
     // A compaction joined while it ran elsewhere was logged where it started.

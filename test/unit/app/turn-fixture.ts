@@ -2,6 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
+import { firstInSight } from '../../../src/app/chat-folds';
 import { ConversationRegistry } from '../../../src/app/conversation-registry';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { InstructionSource } from '../../../src/app/instructions';
@@ -93,22 +94,36 @@ export function scriptedModel(): MockLanguageModelV4 {
   });
 }
 
-/** What a chat shows of a response: its text and buttons. */
+/** What a chat shows of a response: its text and buttons, and all of it in order. */
 export class RecordingSurface implements ChatSurface {
   readonly texts: string[] = [];
   readonly buttons: ChatButton[] = [];
+  private readonly parts: { readonly kind: 'markdown' | 'other'; readonly text: string }[] = [];
   markdown(text: string): void {
     this.texts.push(text);
+    this.parts.push({ kind: 'markdown', text });
   }
-  progress(): void {}
+  progress(text: string): void {
+    this.parts.push({ kind: 'other', text });
+  }
   button(button: ChatButton): void {
     this.buttons.push(button);
+    this.parts.push({ kind: 'other', text: button.title });
   }
   diffButton(path: string, _diff: string, title: string): void {
     this.buttons.push({ command: 'diff', title, arguments: [path] });
+    this.parts.push({ kind: 'other', text: title });
   }
   text(): string {
     return this.texts.join('');
+  }
+  /** The text and button titles VS Code leaves in sight once the response is finished (see `chat-folds.ts`). */
+  inSight(): string {
+    const first = firstInSight(this.parts.map((p) => ({ kind: p.kind, empty: p.text.length === 0 })));
+    return this.parts
+      .slice(first)
+      .map((p) => p.text)
+      .join('\n');
   }
 }
 
