@@ -102,6 +102,11 @@ export interface AgentTurnOptions {
   /** Said after the notice of a cut prompt: how to raise the server's context, when known. */
   readonly truncationAdvice?: string;
   /**
+   * Whether the window in use is only a lower bound (suggested by a prompt the server cut): a request
+   * larger than it is not known not to fit, so it is sent once compacted as hard as it can be.
+   */
+  readonly windowIsLowerBound?: () => boolean;
+  /**
    * The answer's maximum length for each attempt (the output reserve), read again after an overflow
    * has taught a smaller window; absent: the model's own default.
    */
@@ -162,9 +167,12 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     return true;
   };
 
+  /** Whether a request that does not fit the window is known to be refused (the window is not a mere lower bound). */
+  const knownTooLarge = (): boolean => !(options.windowIsLowerBound?.() ?? false);
+
   const compactBeforeStep = async (): Promise<void> => {
     await compactNow('threshold');
-    if (!(await fits()) && !signal.aborted) throw new OverWindow(conversation.assess());
+    if (!(await fits()) && !signal.aborted && knownTooLarge()) throw new OverWindow(conversation.assess());
   };
 
   const beforeStep = async (): Promise<void> => {
@@ -220,7 +228,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
     // The retried request is measured again before it is sent.
-    if (!(await fits())) {
+    if (!(await fits()) && (signal.aborted || knownTooLarge())) {
       if (!signal.aborted) ui.notice(OverWindow.describe(conversation.assess()));
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }

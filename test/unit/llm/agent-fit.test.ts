@@ -57,13 +57,13 @@ function conversationOf(start: number, after: number[]) {
   return { conversation, reasons, tokens: () => tokens };
 }
 
-/** A provider that refuses its first request (`refuseFirst`) and any over the window, and answers the others. */
-function provider(tokens: () => number, refuseFirst: boolean) {
+/** A provider that refuses its first request (`refuseFirst`) and any over its window (`window`), and answers the others. */
+function provider(tokens: () => number, refuseFirst: boolean, window = LIMIT) {
   const sent: number[] = [];
   const model = new MockLanguageModelV4({
     doStream: async () => {
       sent.push(tokens());
-      if ((refuseFirst && sent.length === 1) || tokens() > LIMIT) {
+      if ((refuseFirst && sent.length === 1) || tokens() > window) {
         throw new APICallError({
           message: `This model's maximum context length is ${LIMIT} tokens. However, your messages resulted in ${tokens() + 200} tokens.`,
           url: 'http://127.0.0.1/v1/chat/completions',
@@ -103,8 +103,9 @@ function ui() {
   return { shown, notices };
 }
 
-function turn(conversation: AgentConversation, model: MockLanguageModelV4, shown: AgentUi) {
+function turn(conversation: AgentConversation, model: MockLanguageModelV4, shown: AgentUi, lowerBound = false) {
   return runAgentTurn({
+    windowIsLowerBound: () => lowerBound,
     model,
     system: 'You are a test agent.',
     tools: {},
@@ -120,6 +121,24 @@ function turn(conversation: AgentConversation, model: MockLanguageModelV4, shown
 const settings = { timeouts: { firstChunkMs: 60_000, idleMs: 60_000 } };
 
 describe('agent turn: a request measured again after each compaction', () => {
+  it('with a window known only as a lower bound (from a prompt the server cut), sends the request compacted as hard as it can be', async () => {
+    const c = conversationOf(1_100, [1_080]);
+    const p = provider(c.tokens, false, 3_000);
+    const u = ui();
+    const result = await turn(c.conversation, p.model, u.shown, true);
+    assert.equal(result.error, undefined, String(result.error));
+    assert.deepEqual(p.sent, [1_080], 'the request over the lower bound is sent once, after compacting');
+    assert.ok(!u.notices.some((n) => /would still not fit/.test(n)));
+  });
+
+  it('with a window known only as a lower bound, retries an overflow with the request compacted as hard as it can be', async () => {
+    const c = conversationOf(800, [1_200, 1_150]);
+    const p = provider(c.tokens, true, 3_000);
+    const result = await turn(c.conversation, p.model, ui().shown, true);
+    assert.equal(result.error, undefined, String(result.error));
+    assert.deepEqual(p.sent, [800, 1_150]);
+  });
+
   it('after an overflow compaction that leaves the request over the window, compacts harder and sends it only once it fits', async () => {
     const c = conversationOf(800, [1_200, 700]);
     const p = provider(c.tokens, true);
