@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModel, ToolSet } from 'ai';
 import type { CompactionOutcome } from '../core/compaction';
 import { decideCompaction, noteCompaction } from '../core/compaction-guard';
@@ -64,8 +65,12 @@ export class TurnController {
   private active = 0;
   private completed = 0;
   private readonly idleWaiters: Array<() => void> = [];
-  /** The chat of the request under way, where the agent's edits and questions are shown. */
-  private activeChat: ChatSurface | undefined;
+  /**
+   * The chat of each request under way, found from the work the request started: a change the
+   * agent writes, or an approval it asks for, is shown in the chat of the request whose tool call
+   * made it, whichever other requests run at the same time.
+   */
+  private readonly turnChats = new AsyncLocalStorage<{ chat: ChatSurface | undefined }>();
   private readonly notices: string[] = [];
   /** The instructions the last request carried: counted in the gauge until the next request. */
   private instructions: readonly Instruction[] = [];
@@ -244,6 +249,7 @@ export class TurnController {
     request?: Pick<TurnRequest, 'toolReferences' | 'editorTools'>,
     conversation?: Conversation,
     onFileEvent?: (event: AgentFileEvent) => void,
+    instructions: readonly Instruction[] = this.instructions,
   ): { system: string; tools: ToolSet; editorTools: EditorToolSelection } {
     const { workspace } = this.deps;
     const trusted = workspace.trusted();
@@ -266,12 +272,12 @@ export class TurnController {
           })
         : { offered: [], skipped: [] };
     const tools = { ...own, ...(port ? createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) : {}) };
-    return { system: this.systemPromptNow(), tools, editorTools };
+    return { system: this.systemPromptNow(instructions), tools, editorTools };
   }
 
-  private systemPromptNow(): string {
+  private systemPromptNow(instructions: readonly Instruction[]): string {
     const { workspace } = this.deps;
-    return systemPrompt({ trusted: workspace.trusted(), folders: workspace.roots().map((r) => r.name), instructions: this.instructions });
+    return systemPrompt({ trusted: workspace.trusted(), folders: workspace.roots().map((r) => r.name), instructions });
   }
 
   /** The names of Longrun's own tools, all of them whatever the workspace's trust. */
@@ -303,7 +309,9 @@ export class TurnController {
         metadata: where.metadata,
       };
     }
-    this.instructions = await resolveInstructions(request.instructions);
+    // This request's own: another chat's request may set the controller's meanwhile.
+    const instructions = await resolveInstructions(request.instructions);
+    this.instructions = instructions;
     const attachments = await this.attachmentsOf(request, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
@@ -318,7 +326,12 @@ export class TurnController {
       // What a compaction in the background has to say is said in the next chat.
       this.tellNotice(conversation, chat);
       await this.compactIfCacheExpired(conversation, chat, midTurn);
-      const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
+      const { system, tools, editorTools } = this.requestSetup(
+        request,
+        conversation,
+        (event) => this.recordAgentFile(conversation, event),
+        instructions,
+      );
       const hints = turnCacheHints(
         () => models.providerKind(),
         () => this.deps.settings().cache,
@@ -328,12 +341,13 @@ export class TurnController {
       models.setAgentPrefix({ system, tools, cache: { hints, stableEnd: () => conversation.stableEnd() } });
       this.reportSkippedTools(editorTools, request, chat);
       await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now()));
-      this.activeChat = chat;
+      const shown = { chat: chat as ChatSurface | undefined };
       try {
-        const result = await this.runAgent(conversation, model, system, tools, chat, signal, hints);
+        const result = await this.turnChats.run(shown, () => this.runAgent(conversation, model, system, tools, chat, signal, hints));
         return this.ended(conversation, result, chat);
       } finally {
-        this.activeChat = undefined;
+        // VS Code takes nothing more from a request once it has ended.
+        shown.chat = undefined;
       }
     } finally {
       const left = (this.turnsUnderWay.get(conversation.id) ?? 1) - 1;
@@ -412,6 +426,7 @@ export class TurnController {
       // A server's usage is its own count of what it read; VS Code's models report a local estimate.
       detectTruncation: models.servedByEndpoint(),
       ...(advice ? { truncationAdvice: advice } : {}),
+      windowIsLowerBound: () => models.windowIsLowerBound(),
     });
   }
 
@@ -538,7 +553,7 @@ export class TurnController {
 
   /** The chat of the request under way (the agent's edits and questions are shown there). */
   activeSurface(): ChatSurface | undefined {
-    return this.activeChat;
+    return this.turnChats.getStore()?.chat;
   }
 
   /**
@@ -547,7 +562,7 @@ export class TurnController {
    * that opens all of it, since the chat has no collapsible block and shows code at full height.
    */
   showChange(change: { readonly kind: string; readonly path: string; readonly diff: string }): void {
-    const chat = this.activeChat;
+    const chat = this.activeSurface();
     if (!chat) return;
     const { added, removed, bodyLines } = diffStats(change.diff);
     chat.markdown(`\n\n**${escapeMarkdown(change.path)}** ${change.kind} (+${added} −${removed})\n\n`);

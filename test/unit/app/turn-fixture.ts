@@ -161,6 +161,8 @@ export interface FixtureOptions {
   readonly settings?: Partial<LongrunSettings>;
   /** The wire format of the model's endpoint; absent: a model of VS Code's. */
   readonly provider?: ProviderKind;
+  /** The model in use; absent: `scriptedModel()`. */
+  readonly model?: MockLanguageModelV4;
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -197,10 +199,11 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     info: () => undefined,
     changed: () => undefined,
   });
-  const model = scriptedModel();
+  const model = options.model ?? scriptedModel();
   const models: TurnModels = {
     languageModel: async () => model,
     learnWindow: () => undefined,
+    windowIsLowerBound: () => false,
     maxOutputTokens: () => undefined,
     telemetry: () => NO_TELEMETRY,
     truncationAdvice: () => undefined,
@@ -231,6 +234,8 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     log: { info: () => undefined, warn: () => undefined, error: () => undefined },
     now: () => clock.now(),
   });
+  // As the extension wires it: each change the agent writes is shown in the chat of its request.
+  files.onDidWrite((change) => controller.showChange(change));
   let chats = 0;
   const fixture: TurnFixture = {
     dir,
