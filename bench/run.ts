@@ -19,6 +19,7 @@ import { benchLongTurns, PROVIDER_RATIO } from './long-turns';
 import { round } from './stats';
 import { benchStore } from './store';
 import { benchMemory } from './memory';
+import { benchStreamAnswer } from './stream-answer';
 
 /** The measures `results.json` holds, in the order of the table. */
 type Key =
@@ -43,7 +44,8 @@ type Key =
   | 'memory_open_rss_mb'
   | 'memory_open_heap_mb'
   | 'memory_answer_rss_mb'
-  | 'memory_session_rss_mb';
+  | 'memory_session_rss_mb'
+  | 'memory_stream_answer_rss_mb';
 
 interface Target {
   readonly what: string;
@@ -102,6 +104,11 @@ const TARGETS: Record<Key, Target> = {
     op: '<',
     limit: 50,
   },
+  memory_stream_answer_rss_mb: {
+    what: 'highest growth of resident memory while a 40 MB answer streams from an OpenAI-compatible server through the agent into the chat (MB)',
+    op: '≤',
+    limit: 130,
+  },
 };
 
 function met(key: Key, value: number): boolean {
@@ -147,6 +154,7 @@ async function main(): Promise<void> {
   const prefix = await step('prefix reuse', () => benchPrefixReuse(tokenizer, 'continuation'));
   const structured = await step('prefix reuse, summaries by a model of their own', () => benchPrefixReuse(tokenizer, 'structured'));
   const memory = await step('memory of a 500 MiB conversation', () => benchMemory());
+  const streamed = await step('memory of a streamed 40 MB answer', () => benchStreamAnswer());
   // What the model sees bounds the memory, not how long the history is.
   const memoryLimit = round(2 * memory.view_mb + 50, 1);
   TARGETS.memory_open_rss_mb = { ...TARGETS.memory_open_rss_mb, limit: memoryLimit };
@@ -182,6 +190,7 @@ async function main(): Promise<void> {
     memory_open_heap_mb: round(memory.open_heap_mb, 1),
     memory_answer_rss_mb: round(memory.answer_rss_mb, 1),
     memory_session_rss_mb: round(memory.session_rss_mb, 1),
+    memory_stream_answer_rss_mb: round(streamed.peak_rss_mb, 1),
   };
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -236,6 +245,9 @@ async function main(): Promise<void> {
     `- memory: a conversation of ${round(memory.stored_mib, 0)} MiB on disk whose view is ${round(memory.view_mb, 2)} MB as JSON, opened in a fresh process: ` +
       `${round(memory.open_rss_mb, 1)} MB resident once settled (${round(memory.open_heap_mb, 1)} MB of heap), ${round(memory.answer_rss_mb, 1)} MB after a 40 MB answer, ` +
       `${round(memory.session_rss_mb, 1)} MB (${round(memory.session_heap_mb, 1)} MB of heap) after a session that wrote ${round(memory.session_mb, 0)} MB more`,
+    `- streamed answer: ${formatNumber(streamed.answer_chars)} characters in deltas of ${streamed.delta_chars} over loopback HTTP in ${round(streamed.seconds, 1)} s; ` +
+      `resident memory ${round(streamed.peak_rss_mb, 1)} MB above the start at its highest, ${round(streamed.settled_rss_mb, 1)} MB once settled ` +
+      `(${round(streamed.settled_heap_mb, 1)} MB of heap); the chat showed ${formatNumber(streamed.shown_chars)} characters, the conversation kept ${formatNumber(streamed.kept_chars)}`,
     '',
     'Conversation store (bench/store.ts):',
     '',
