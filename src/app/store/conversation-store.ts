@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { LogRecord } from '../../core/history';
-import { thousands } from './cap';
+import { thousands } from '../../core/cut-marker';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationVersionError } from './errors';
 import { isCode, isFile } from './files';
