@@ -10,7 +10,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { build, type BuildOptions } from 'esbuild';
 import { IN_THREAD_ENGINE, type CompactionEngine } from '../src/app/compaction-engine';
 import { Conversation } from '../src/app/conversation';
 import { ConversationIndex } from '../src/app/store/conversation-index';
@@ -20,7 +19,8 @@ import { DEFAULT_CONFIG } from '../src/core/config';
 import type { LogRecord } from '../src/core/history';
 import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
-import type { TextTokenizer } from '../src/core/tokenizer';
+import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
+import { buildWorker, gapsDuring, withBusyCore, type Gaps } from './host-thread';
 import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 
 const MILLION_WINDOW = 1_047_576;
@@ -41,36 +41,7 @@ async function storedLog(tokenizer: TextTokenizer): Promise<LogRecord[]> {
   return sessionLog(5_000, 5, SMALL_MESSAGES).map((record) => withTokenCounts(record, counter));
 }
 
-/** Runs `work` while a ticker on this thread notes the gaps it could not run in. */
-async function gapsDuring(work: () => Promise<unknown>): Promise<{ longest: number; busy: number }> {
-  let last = performance.now();
-  let longest = 0;
-  let busy = 0;
-  let running = true;
-  const tick = (): void => {
-    const now = performance.now();
-    const gap = now - last;
-    last = now;
-    longest = Math.max(longest, gap);
-    if (gap > 1) busy += gap;
-    if (running) setImmediate(tick);
-  };
-  setImmediate(tick);
-  try {
-    await work();
-  } finally {
-    running = false;
-  }
-  tick();
-  return { longest, busy };
-}
-
-async function coldCompaction(
-  dir: string,
-  log: readonly LogRecord[],
-  tokenizer: TextTokenizer,
-  engine: CompactionEngine,
-): Promise<{ longest: number; busy: number }> {
+async function coldCompaction(dir: string, log: readonly LogRecord[], tokenizer: TextTokenizer, engine: CompactionEngine): Promise<Gaps> {
   const store = new ConversationStore(dir, () => Date.now());
   await store.create('bench');
   const state = new Map<string, unknown>();
@@ -95,17 +66,6 @@ async function coldCompaction(
     if (outcome.status !== 'compacted') throw new Error(`the cold compaction did not run: ${outcome.status}`);
   });
   return measured;
-}
-
-/** The compaction worker as the extension ships it (`dist/compaction-worker.js`), built into `dir` with its vocabulary inside. */
-async function buildWorker(dir: string): Promise<string> {
-  const { buildOptions } = require('../esbuild.js') as {
-    buildOptions: (options: { production: boolean; outdir: string }) => Promise<Record<string, BuildOptions>>;
-  };
-  const { worker } = await buildOptions({ production: true, outdir: dir });
-  // The vocabulary is bundled in rather than required from a file beside it: the same code, one file.
-  await build({ ...worker, define: {}, logLevel: 'warning' });
-  return join(dir, 'compaction-worker.js');
 }
 
 export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineHostBench> {
@@ -133,4 +93,16 @@ export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineH
     worker.dispose();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+// Run only when started as a script: `npx tsx bench/engine-host.ts [--busy] [runs]`.
+if (require.main === module) {
+  const busy = process.argv.includes('--busy');
+  const runs = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 1);
+  void loadTokenizer('o200k_base').then(async (tokenizer) => {
+    for (let run = 0; run < runs; run++) {
+      const result = await (busy ? withBusyCore(() => benchEngineHost(tokenizer)) : benchEngineHost(tokenizer));
+      console.log(JSON.stringify(result));
+    }
+  });
 }
