@@ -216,7 +216,15 @@ export class ConversationCompactor {
   private freesTooLittle(computed: ComputedCompaction): boolean {
     const { deps, meter } = this.source;
     const tokensBefore = meter.tokensOfView(deps.model().counter).total();
-    return lowGainAt(this.source.records(), computed, tokensBefore, (view) => this.countStored(view), deps.config(), this.source.memo());
+    return lowGainAt(
+      this.source.records(),
+      computed,
+      tokensBefore,
+      (view) => this.countStored(view),
+      deps.config(),
+      this.source.memo(),
+      meter.live(),
+    );
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -286,6 +294,7 @@ export class ConversationCompactor {
       outcome.compaction,
       (text) => counter.countText(text),
       this.source.memo(),
+      () => meter.live(),
     );
     if (!check.ok) return undefined;
     const computed = check.compaction;
