@@ -1,7 +1,8 @@
 /**
  * How long the extension host's thread is held up by the first compaction after a reload: a
  * conversation of 5,000 messages (about a million tokens, their counts stored with the records as
- * Longrun writes them) is opened afresh, with nothing counted or computed yet in this process, and
+ * Longrun writes them) is opened from its files afresh, as a window opens it after a reload, with
+ * nothing counted or computed yet in this process, and
  * compacted through the compaction worker, then on the host's own thread for comparison. A ticker
  * on the host's thread measures the longest stretch it could not run, from the compaction's start
  * until the result is applied.
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { IN_THREAD_ENGINE, type CompactionEngine } from '../src/app/compaction-engine';
-import { Conversation } from '../src/app/conversation';
+import { ConversationRegistry } from '../src/app/conversation-registry';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { WorkerCompactionEngine } from '../src/app/remote-compaction';
@@ -42,29 +43,43 @@ async function storedLog(tokenizer: TextTokenizer): Promise<LogRecord[]> {
 }
 
 async function coldCompaction(dir: string, log: readonly LogRecord[], tokenizer: TextTokenizer, engine: CompactionEngine): Promise<Gaps> {
+  const writer = new ConversationStore(dir, () => Date.now());
+  for (let i = 0; i < log.length; i += 1_000) await writer.appendAll('bench', log.slice(i, i + 1_000));
   const store = new ConversationStore(dir, () => Date.now());
-  await store.create('bench');
   const state = new Map<string, unknown>();
+  const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
   // A counter that has counted nothing yet: a window just reloaded.
   const counter = new MessageTokenCounter(tokenizer);
   let ids = 0;
   const summarizer: Summarizer = { name: 'bench', summarize: async () => ({ text: SUMMARY }) };
-  const conversation = new Conversation('bench', log, {
+  const deps = {
     store,
-    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    index,
     clock: systemClock,
     newId: () => `bench-${++ids}`,
     config: () => DEFAULT_CONFIG,
-    model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+    model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' as const }, counter, fixedOverhead: 0, outputReserve: 0 }),
     summarizer: async () => summarizer,
     engine,
+  };
+  // Opened from its files as a window opens it after a reload.
+  const registry = new ConversationRegistry({
+    ...deps,
+    conversationDeps: () => deps,
+    warn: () => undefined,
+    error: (message) => void process.stderr.write(`${message}\n`),
+    info: () => undefined,
+    changed: () => undefined,
   });
+  const conversation = await registry.open('bench');
+  if (!conversation) throw new Error('the conversation did not open');
   // What the gauge does when the conversation opens: its count, from the stored counts.
   conversation.assess();
   const measured = await gapsDuring(async () => {
     const outcome = await conversation.compact('manual');
     if (outcome.status !== 'compacted') throw new Error(`the cold compaction did not run: ${outcome.status}`);
   });
+  registry.dispose();
   return measured;
 }
 

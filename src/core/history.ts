@@ -292,6 +292,8 @@ export class LiveModelView {
   private pushed: { originals: (Message | undefined)[]; shown: Message[] } = { originals: [], shown: [] };
   /** Whether the messages pushed (the summary aside) are in log order, so that a step at the end can be taken in. */
   private ordered = true;
+  /** The pruning `after` last took in, from what was pushed then (that array and its length): taken in again as it was. */
+  private previewed: { readonly from: Message[]; readonly length: number; readonly record: LogRecord; readonly to: Pushed } | undefined;
   private stale = false;
   private generationCount = 0;
   private messageCount = 0;
@@ -321,7 +323,9 @@ export class LiveModelView {
     for (const record of records) {
       if (record.type === 'pruning') {
         stubs = new Map([...stubs, ...stubsAdding(stubs, record.entry)]);
+        const from = pushed;
         pushed = withStubsOf(pushed, record.entry, stubs, this.memo);
+        if (from === this.pushed) this.previewed = { from: this.pushed.shown, length: this.pushed.shown.length, record, to: pushed };
       } else if (record.type === 'compaction') {
         const next = this.ordered ? afterCompaction(pushed, record.entry, this.memo) : undefined;
         if (!next) return undefined;
@@ -405,7 +409,11 @@ export class LiveModelView {
     let pushed: Pushed | undefined;
     if (record.type === 'pruning') {
       for (const [id, stubs] of stubsAdding(this.stubs, record.entry)) this.stubs.set(id, stubs);
-      pushed = withStubsOf(this.pushed, record.entry, this.stubs, this.memo);
+      const previewed = this.previewed;
+      pushed =
+        previewed?.record === record && previewed.from === this.pushed.shown && previewed.length === this.pushed.shown.length
+          ? previewed.to
+          : withStubsOf(this.pushed, record.entry, this.stubs, this.memo);
     } else if (record.type === 'compaction' && this.ordered) {
       pushed = afterCompaction(this.pushed, record.entry, this.memo);
       if (pushed) {
@@ -413,6 +421,7 @@ export class LiveModelView {
         this.awaitedKeptId = null;
       }
     }
+    this.previewed = undefined;
     if (!pushed) return false;
     this.generationCount++;
     this.pushed = { originals: [], shown: [] };
@@ -430,6 +439,7 @@ export class LiveModelView {
   /** The view derived from the whole log, as it always was. */
   private derive(log: ConversationLog): void {
     this.stale = false;
+    this.previewed = undefined;
     this.generationCount++;
     this.pairing = new ToolPairing();
     this.pushed = { originals: [], shown: [] };
