@@ -24,7 +24,6 @@ export async function gapsDuring(work: () => Promise<unknown>): Promise<Gaps> {
     const gap = now - last;
     last = now;
     longest = Math.max(longest, gap);
-    if (process.env.LONGRUN_BENCH_GAPS && gap > Number(process.env.LONGRUN_BENCH_GAPS)) console.error(`0 at 0: cpu 0 ms, gap ${gap.toFixed(1)} ms [${(Number(process.hrtime.bigint()) / 1e3 - gap * 1e3).toFixed(0)}-${(Number(process.hrtime.bigint()) / 1e3).toFixed(0)}]`); // DIAG
     if (gap > 1) busy += gap;
     if (running) setImmediate(tick);
   };
