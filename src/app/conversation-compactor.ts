@@ -317,7 +317,7 @@ export class ConversationCompactor {
   private staleAhead(computed: ComputedCompaction): boolean {
     const { deps, meter } = this.source;
     const tokensBefore = meter.tokensOfView(deps.model().counter).total();
-    const after = tokensAfterAt(this.source.records(), computed, (view) => this.countStored(view), this.source.memo());
+    const after = tokensAfterAt(this.source.records(), computed, (view) => this.countStored(view), this.source.memo(), meter.live());
     if (after === undefined) return false;
     const fitLimit = meter.fitLimit();
     return lowGain(tokensBefore, after, deps.config()) || (fitLimit !== undefined && after > fitLimit);
@@ -399,6 +399,7 @@ export class ConversationCompactor {
       outcome.compaction,
       (text) => counter.countText(text),
       this.source.memo(),
+      () => meter.live(),
     );
     if (!check.ok) return undefined;
     const computed = check.compaction;

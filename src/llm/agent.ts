@@ -1,7 +1,7 @@
 import {
   asSchema,
+  experimental_streamTextLowMemory as streamTextOnce,
   stepCountIs,
-  streamText,
   type LanguageModel,
   type ModelMessage,
   type TelemetryOptions,
@@ -20,6 +20,7 @@ import { fromResponseMessages } from './model-messages';
 import { withFirstTokenDeadline } from './first-token-deadline';
 import { hintedRequest, takesBreakpoints, type CacheHints, type HintedRequest } from './cache-hints';
 import { callUsage } from './call-usage';
+import { MAX_KEPT_TEXT_CHARS, withKeptText } from './kept-text';
 
 /**
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
@@ -120,6 +121,11 @@ export interface AgentTurnOptions {
   readonly cacheHints?: () => CacheHints | undefined;
   /** The clock a request's usage is stamped with (when it was sent). */
   readonly now?: () => number;
+  /**
+   * Most characters of one streamed text (or reasoning) that a step's message keeps, cut in the
+   * middle past it; the chat is shown all of it. Default {@link MAX_KEPT_TEXT_CHARS}.
+   */
+  readonly maxKeptTextChars?: number;
 }
 
 export interface AgentTurnResult {
@@ -294,7 +300,13 @@ interface Attempt {
   readonly error?: unknown;
 }
 
-/** One `streamText` call of up to `maxSteps` steps, persisting each step's messages. */
+/**
+ * One `streamText` call of up to `maxSteps` steps, persisting each step's messages. The stream is
+ * read once, as it comes: the SDK's default result keeps every part for a second reader (and the
+ * text again for its output), which for a long answer is the whole of it several times over. The
+ * text is shown as the provider sends it, and the SDK is given of a long text only what the log
+ * keeps (`withKeptText`).
+ */
 async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep: () => Promise<void>): Promise<Attempt> {
   const { conversation } = options;
   const steps = new StepRecorder(options);
@@ -305,9 +317,13 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
     return hintedRequest(options.systemNow?.() ?? options.system, viewOf(conversation), steps.hints, stableEnd !== undefined ? { stableEnd } : {});
   };
   const first = request();
+  let finalMessages: readonly ModelMessage[] | undefined;
   try {
-    const result = streamText({
-      model: withFirstTokenDeadline(options.model, options.timeouts?.firstChunkMs),
+    const result = streamTextOnce({
+      model: withFirstTokenDeadline(
+        withKeptText(options.model, { maxChars: options.maxKeptTextChars ?? MAX_KEPT_TEXT_CHARS, onText: (delta) => options.ui.text(delta) }),
+        options.timeouts?.firstChunkMs,
+      ),
       ...(maxOutputTokens ? { maxOutputTokens } : {}),
       instructions: first.instructions,
       messages: first.messages,
@@ -337,11 +353,20 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
           ...(next.providerOptions ? { providerOptions: next.providerOptions } : {}),
         };
       },
+      // Called before the stream closes, once every step is done.
+      onEnd: ({ responseMessages }) => {
+        finalMessages = responseMessages;
+      },
     });
     for await (const part of result.fullStream) steps.see(part);
-    // An answer written from a cut prompt is not kept: the turn asks again after compacting.
-    if (steps.streamError === undefined && !steps.truncation) {
-      await steps.sync(await result.responseMessages);
+    if (steps.streamError === undefined) {
+      // Rejects with what ended the call early (a timeout, an abort), which the stream itself does not carry.
+      await result.finishReason;
+      // An answer written from a cut prompt is not kept: the turn asks again after compacting.
+      if (!steps.truncation) {
+        if (!finalMessages) throw new Error('The model stream ended without its final messages.');
+        await steps.sync(finalMessages);
+      }
     }
   } catch (error) {
     steps.streamError = error;
@@ -399,13 +424,10 @@ class StepRecorder {
     await conversation.append(records);
   }
 
-  /** Shows one part of the stream, and notes the end of a step and a stream error. */
+  /** Shows one part of the stream (its text was shown as it arrived), and notes the end of a step and a stream error. */
   see(part: TextStreamPart<ToolSet>): void {
     const { ui } = this.options;
     switch (part.type) {
-      case 'text-delta':
-        ui.text(part.text);
-        break;
       case 'tool-call':
         ui.toolCall(part.toolName, part.input);
         break;
