@@ -4,6 +4,7 @@ export type { PrunedOutput, PruneKind, PruningEntry };
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
 import type { CallFacts, EngineMemo, LineRange } from './engine-memo';
 import { isRecord } from './errors';
+import { isLoadedSkill } from './loaded-skills';
 import { normalizePath } from './text';
 import { TOOL_NAMES } from './tool-names';
 
@@ -18,6 +19,8 @@ import { TOOL_NAMES } from './tool-names';
  * 3. old large outputs: outputs of at least `largeOutputTokens` in the part a summary would replace;
  * 4. only when the view does not fit the window: the largest outputs anywhere, cut to their first and
  *    last lines (`truncationCandidates`), so that the next request fits without waiting for a summary.
+ *
+ * A loaded skill's instructions are never pruned: they are an instruction of the conversation.
  *
  * The originals stay in the log: a pruning is a record the model's view applies, like a compaction
  * entry, and is undone the same way. Tools are told apart by name and arguments only, so any tool
@@ -87,7 +90,7 @@ export function pruningCandidates(view: readonly Message[], options: PruningOpti
 
   const candidates: PruneCandidate[] = [];
   for (const o of outputs) {
-    if (o.summary || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (o.summary || o.instructions || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     const kind = kindOf(o, { lastByKey, readsByPath, lastWrite }, options);
     if (!kind) continue;
     // An old output is counted only when it may be large: a token holds at least one character.
@@ -163,7 +166,7 @@ const HEAD_SHARE = 0.7;
 export function truncationCandidates(view: readonly Message[], options: TruncationOptions): PruneCandidate[] {
   const sized: Array<{ o: Output; tokens: number }> = [];
   for (const o of collectOutputs(view, options.memo)) {
-    if (o.summary || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (o.summary || o.instructions || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     if (stringifyOutput(o.part.output).length < MIN_TRUNCATED_TOKENS * 2) continue;
     const tokens = options.countOutput(o.message, o.part);
     if (tokens > MIN_TRUNCATED_TOKENS + MIN_SAVED_TOKENS) sized.push({ o, tokens });
@@ -295,6 +298,8 @@ interface Output {
   /** Whether the tool succeeded: only a successful call supersedes or changes anything. */
   readonly ok: boolean;
   readonly summary: boolean;
+  /** A loaded skill: an instruction of the conversation, never pruned (see `loaded-skills.ts`). */
+  readonly instructions: boolean;
   readonly file?: CallFacts['file'];
 }
 
@@ -334,6 +339,7 @@ function collectOutputs(view: readonly Message[], memo: EngineMemo): Output[] {
         // Longrun's tools answer a failure with text starting "Error:" rather than an error result.
         ok: !part.isError && !(typeof part.output === 'string' && part.output.startsWith('Error:')),
         summary: message.summaryOf !== undefined,
+        instructions: isLoadedSkill(part),
         ...(facts.file ? { file: facts.file } : {}),
       });
     }
