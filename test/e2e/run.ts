@@ -27,6 +27,7 @@ const ALL_PHASES = [
   'editor-models',
   'summary-edit',
   'memory',
+  'skills',
   'tool-choice',
   'crash',
   'after-crash',

@@ -119,7 +119,10 @@ describe('what the model is sent (golden files)', () => {
     await scenario('skill', {}, async (f) => {
       const folder = join(f.workspace, '.github', 'skills', 'demo');
       await mkdir(folder, { recursive: true });
-      await writeFile(join(folder, 'SKILL.md'), '---\nname: demo\ndescription: Demo steps. Use when the user asks for the demo.\n---\n# Demo\n\nRun the checklist.\n');
+      await writeFile(
+        join(folder, 'SKILL.md'),
+        '---\nname: demo\ndescription: Demo steps. Use when the user asks for the demo.\n---\n# Demo\n\nRun the checklist.\n',
+      );
       await writeFile(join(folder, 'CHECKLIST.md'), '- one\n');
       const chat = f.newChat();
       await chat.send('use the skill demo');
