@@ -130,6 +130,7 @@ export const EXTENSION_FILES = [
   'dist/schemas.js',
   'dist/catalogue.js',
   'dist/tracing.js',
+  'dist/yaml.js',
   'dist/compaction-worker.js',
   'dist/o200k_base.js',
   'dist/cl100k_base.js',

@@ -27,6 +27,8 @@ import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
 import type { LongrunSettings } from './settings';
 import { ConversationChangedError } from './store/errors';
+import type { SkillCatalog } from './skill-catalog';
+import { SkillLoader } from './skill-loader';
 import { systemPrompt } from './system-prompt';
 import type { CacheHints } from '../llm/cache-hints';
 import { coldCompactionOf, turnCacheHints } from './conversation-cache';
@@ -51,6 +53,8 @@ export interface TurnControllerDeps {
   readonly log: { info(message: string): void; warn(message: string): void; error(message: string): void };
   readonly now: () => number;
   readonly summaries?: SummaryPreviews;
+  /** The skills the agent may load; none without it. */
+  readonly skills?: SkillCatalog;
 }
 
 /** Longest diff (in lines without its headers) shown in the chat itself. */
@@ -261,6 +265,8 @@ export class TurnController {
       // Offered in every request, so that the tool definitions (and their count) do not change when
       // a compaction comes; the system prompt points at it once there is something to recall.
       recall: conversation ?? NO_ARCHIVE,
+      // Offered when there are skills to load: it comes and goes with the system prompt's list of them.
+      ...(this.deps.skills?.skills().length ? { skills: new SkillLoader(this.deps.skills, conversation) } : {}),
     });
     const port = request?.editorTools;
     const editorTools =
@@ -277,7 +283,12 @@ export class TurnController {
 
   private systemPromptNow(instructions: readonly Instruction[]): string {
     const { workspace } = this.deps;
-    return systemPrompt({ trusted: workspace.trusted(), folders: workspace.roots().map((r) => r.name), instructions });
+    return systemPrompt({
+      trusted: workspace.trusted(),
+      folders: workspace.roots().map((r) => r.name),
+      instructions,
+      skills: this.deps.skills?.skills() ?? [],
+    });
   }
 
   /** The names of Longrun's own tools, all of them whatever the workspace's trust. */
@@ -312,6 +323,7 @@ export class TurnController {
     // This request's own: another chat's request may set the controller's meanwhile.
     const instructions = await resolveInstructions(request.instructions);
     this.instructions = instructions;
+    await this.refreshSkills(signal);
     const attachments = await this.attachmentsOf(request, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
@@ -353,6 +365,19 @@ export class TurnController {
       const left = (this.turnsUnderWay.get(conversation.id) ?? 1) - 1;
       if (left > 0) this.turnsUnderWay.set(conversation.id, left);
       else this.turnsUnderWay.delete(conversation.id);
+    }
+  }
+
+  /**
+   * Reads the skills folders again, once per turn, so the system prompt lists the skills on disk now;
+   * a failure keeps the list the last turn had, said in the log.
+   */
+  private async refreshSkills(signal: AbortSignal): Promise<void> {
+    try {
+      await this.deps.skills?.refresh(signal);
+    } catch (error) {
+      // Stopped: the turn's next step sees the signal and ends it.
+      if (!signal.aborted) this.deps.log.warn(`The skills folders could not be read: ${errorText(error)}`);
     }
   }
 

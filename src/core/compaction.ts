@@ -7,11 +7,13 @@ import { outputReserveFor } from './context-window';
 import { redactSecrets } from './redact';
 import { recentPartStart, selectForCompaction, type Selection, type SelectionOptions, type SelectionResult } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
+import { carriedSkills } from './loaded-skills';
 import { EMPTY_LEDGER, renderFileOperations } from './file-ledger';
 import {
   activePrunings,
   currentBasis,
   isSummaryMessage,
+  lastEntry,
   modelView,
   nextRound,
   originalTask,
@@ -457,6 +459,7 @@ function finishCompaction(
     summarizerCalls: written.calls,
     ...(request.focus?.trim() ? { focus: request.focus.trim() } : {}),
     ...(written.failure ? { failure: written.failure } : {}),
+    ...carried(lastEntry(log)?.skills, selection.toCompact),
   };
   // The view does not depend on the entry's numbers: the one derived here is the final one, but for its summary message.
   const provisionalView = modelView([...log, { type: 'compaction', entry: provisional }], deps.memo);
@@ -545,4 +548,10 @@ function continuationOf(plan: SummaryPlan): readonly Message[] | undefined {
     if (replaced.has(message.id)) last = index;
   });
   return last >= 0 ? plan.sent.slice(0, last + 1) : undefined;
+}
+
+/** The `skills` field of an entry: what the summary it replaces carried, and what the messages it takes out loaded. */
+function carried(previous: CompactionEntry['skills'], compacted: readonly Message[]): Pick<CompactionEntry, 'skills'> {
+  const skills = carriedSkills(previous, compacted);
+  return skills ? { skills } : {};
 }

@@ -1,4 +1,5 @@
 import type { EngineMemo } from './engine-memo';
+import { renderLoadedSkills } from './loaded-skills';
 import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
 import type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, PruningEntry, ReportedUsage, TurnInfo } from './log';
 import { text, type Message } from './messages';
@@ -41,10 +42,12 @@ export function isSummaryMessage(message: Message): boolean {
 export function summaryMessage(entry: CompactionEntry, memo: EngineMemo): Message {
   let message = memo.summaryMessages.get(entry);
   if (!message) {
+    // The skills it carries follow as a part of their own, which the summarizer is never asked to rewrite.
+    const skills = renderLoadedSkills(entry.skills);
     message = {
       id: `summary:${entry.id}`,
       role: entry.summaryRole,
-      content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`)],
+      content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`), ...(skills ? [text(skills)] : [])],
       summaryOf: entry.id,
     };
     memo.summaryMessages.set(entry, message);

@@ -63,6 +63,19 @@ export interface CompactionEntry {
    * entry brings back the summary it replaced.
    */
   readonly editOf?: string;
+  /**
+   * The skills the agent had loaded in what this summary replaces (and those the summary before it
+   * carried), put back word for word after the summary: a loaded skill is never summarized away.
+   * Absent when there are none.
+   */
+  readonly skills?: readonly LoadedSkill[];
+}
+
+/** A skill's instructions as the `skill` tool gave them to the model (see `loaded-skills.ts`). */
+export interface LoadedSkill {
+  readonly name: string;
+  /** The tool's whole result, kept word for word. */
+  readonly text: string;
 }
 
 /** One request of the chat (or a command that changed the conversation), and the turn it continues. */

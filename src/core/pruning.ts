@@ -4,6 +4,7 @@ export type { PrunedOutput, PruneKind, PruningEntry };
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
 import type { CallFacts, EngineMemo, LineRange, WrittenStub } from './engine-memo';
 import { isRecord } from './errors';
+import { isLoadedSkill } from './loaded-skills';
 import { normalizePath } from './text';
 import { TOOL_NAMES } from './tool-names';
 import { isStubbableWrite, withWrittenStub, writtenChars, writtenStub } from './written-content';
@@ -24,6 +25,7 @@ import { isStubbableWrite, withWrittenStub, writtenChars, writtenStub } from './
  *
  * Pruning happens only within a compaction, never between two: the prompt a provider has cached stays
  * as it was sent until the compaction changes it anyway.
+ * A loaded skill's instructions are never pruned: they are an instruction of the conversation.
  *
  * The originals stay in the log: a pruning is a record the model's view applies, like a compaction
  * entry, and is undone the same way. Tools are told apart by name and arguments only, so any tool
@@ -106,7 +108,7 @@ export function pruningCandidates(view: readonly Message[], options: PruningOpti
 
   const candidates: PruneCandidate[] = [];
   for (const o of outputs) {
-    if (o.summary || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (o.summary || o.instructions || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     const kind = kindOf(o, { lastByKey, readsByPath, lastWrite }, options);
     if (!kind) continue;
     // An old output is counted only when it may be large: a token holds at least one character.
@@ -255,7 +257,7 @@ const HEAD_SHARE = 0.7;
 export function truncationCandidates(view: readonly Message[], options: TruncationOptions): PruneCandidate[] {
   const sized: Array<{ o: Output; tokens: number }> = [];
   for (const o of collectOutputs(view, options.memo)) {
-    if (o.summary || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (o.summary || o.instructions || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     if (stringifyOutput(o.part.output).length < MIN_TRUNCATED_TOKENS * 2) continue;
     const tokens = options.countOutput(o.message, o.part);
     if (tokens > MIN_TRUNCATED_TOKENS + MIN_SAVED_TOKENS) sized.push({ o, tokens });
@@ -414,6 +416,8 @@ interface Output {
   /** Whether the tool succeeded: only a successful call supersedes or changes anything. */
   readonly ok: boolean;
   readonly summary: boolean;
+  /** A loaded skill: an instruction of the conversation, never pruned (see `loaded-skills.ts`). */
+  readonly instructions: boolean;
   readonly file?: CallFacts['file'];
 }
 
@@ -455,6 +459,7 @@ function collectOutputs(view: readonly Message[], memo: EngineMemo): Output[] {
         key: facts.key,
         ok: succeeded(part),
         summary: message.summaryOf !== undefined,
+        instructions: isLoadedSkill(part),
         ...(facts.file ? { file: facts.file } : {}),
       });
     }

@@ -28,6 +28,7 @@ const ALL_PHASES = [
   'editor-models',
   'summary-edit',
   'memory',
+  'skills',
   'tool-choice',
   'providers',
   'crash',

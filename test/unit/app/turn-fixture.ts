@@ -8,6 +8,7 @@ import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { InstructionSource } from '../../../src/app/instructions';
 import { readSettings, type LongrunSettings } from '../../../src/app/settings';
 import { TurnController, type ChatButton, type ChatSurface, type TurnModels, type TurnResult } from '../../../src/app/turn-controller';
+import { SkillCatalog } from '../../../src/app/skill-catalog';
 import { WorkspaceFiles } from '../../../src/app/workspace-files';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -53,7 +54,8 @@ export function messageTexts(message: Prompt[number]): string {
 /**
  * The model: answers "noted <words>" to "remember <words>"; to "create <path> with <text>" it calls
  * `create_file` and then answers "done"; to "edit <path>: <old> -> <new>" it calls `edit_file`; to
- * "read <path> <path> …" it reads each in turn, then answers.
+ * "read <path> <path> …" it reads each in turn, then answers; to "use the skill <name> [file <path>]" it
+ * calls `skill`, then answers "done".
  */
 export function scriptedModel(): MockLanguageModelV4 {
   return new MockLanguageModelV4({
@@ -68,6 +70,7 @@ export function scriptedModel(): MockLanguageModelV4 {
       const done = prompt.slice(prompt.findLastIndex((m) => m.role === 'user') + 1).filter((m) => m.role === 'tool').length;
       const create = last.role === 'user' ? /create (\S+) with (.+)/.exec(said) : null;
       const edit = last.role === 'user' ? /edit (\S+): (.+) -> (.+)/.exec(said) : null;
+      const skill = last.role === 'user' ? /use the skill (\S+)(?: file (\S+))?/.exec(said) : null;
       if (reads[done] !== undefined) {
         const input = JSON.stringify({ path: reads[done] });
         parts.push({ type: 'tool-call', toolCallId: `r${prompt.length}`, toolName: 'read_file', input });
@@ -79,6 +82,10 @@ export function scriptedModel(): MockLanguageModelV4 {
           toolName: 'create_file',
           input: JSON.stringify({ path: create[1], content: create[2] }),
         });
+        parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
+      } else if (skill) {
+        const input = { name: skill[1], ...(skill[2] ? { file: skill[2] } : {}) };
+        parts.push({ type: 'tool-call', toolCallId: `s${prompt.length}`, toolName: 'skill', input: JSON.stringify(input) });
         parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
       } else if (edit) {
         const input = { path: edit[1], edits: [{ oldText: edit[2], newText: edit[3] }] };
@@ -145,6 +152,8 @@ export interface TurnFixture {
   readonly clock: FakeClock;
   /** Instruction files VS Code attaches to every request of every chat. */
   instructions: InstructionSource[];
+  /** What the turn controller and the skills catalog said in the log, as warnings. */
+  readonly warnings: string[];
   /** The user texts of the prompt the model was sent for the n-th request (0-based; steps of a tool loop count). */
   userTexts(call?: number): string[];
   /** Everything the model was sent in a request (system prompt included). */
@@ -163,6 +172,8 @@ export interface FixtureOptions {
   readonly provider?: ProviderKind;
   /** The model in use; absent: `scriptedModel()`. */
   readonly model?: MockLanguageModelV4;
+  /** Whether the workspace is trusted (default true). */
+  readonly trusted?: boolean;
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -225,14 +236,18 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     settings: () => settings,
     now: () => clock.now(),
   });
+  const warnings: string[] = [];
+  const log = { info: () => undefined, warn: (message: string) => void warnings.push(message), error: () => undefined };
+  const trusted = () => options.trusted ?? true;
   const controller = new TurnController({
     registry,
     models,
-    workspace: { files, trusted: () => true, roots: () => roots },
+    workspace: { files, trusted, roots: () => roots },
     settings: () => settings,
     reporter: { report: () => undefined },
-    log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    log,
     now: () => clock.now(),
+    skills: new SkillCatalog({ roots: () => roots, trusted, userFolders: () => settings.skills.userFolders, log }),
   });
   // As the extension wires it: each change the agent writes is shown in the chat of its request.
   files.onDidWrite((change) => controller.showChange(change));
@@ -246,6 +261,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     store,
     clock,
     instructions: [],
+    warnings,
     userTexts: (call = model.doStreamCalls.length - 1) =>
       model.doStreamCalls[call]!.prompt.filter((m) => m.role === 'user').map((m) => messageTexts(m)),
     sent: (call = model.doStreamCalls.length - 1) => model.doStreamCalls[call]!.prompt.map((m) => `${m.role}: ${messageTexts(m)}`).join('\n'),
