@@ -17,3 +17,6 @@ export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
 
 /** Why an output was pruned, in the order the kinds are taken. */
 export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;
+
+/** The statuses a step of the agent's plan takes (see `plan.ts`). */
+export const PLAN_STATUSES = ['pending', 'in_progress', 'done', 'blocked'] as const;
