@@ -48,4 +48,9 @@ export interface CompactOptions {
    * apply nothing. Absent: the summary is applied as computed.
    */
   readonly review?: (entry: CompactionEntry) => Promise<string | undefined>;
+  /**
+   * Keep less of the recent work than the settings say (a quarter): "Compact harder", offered when
+   * a turn stopped for a compaction loop. A summary prepared ahead is not used for it.
+   */
+  readonly keepLess?: boolean;
 }

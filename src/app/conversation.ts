@@ -104,6 +104,11 @@ export class Conversation {
     return this.shared.readThrough(this.records, (locations) => this.deps.store.readAt(this.id, locations));
   }
 
+  /** `records` (of this conversation, any branch), those held without their content read back from disk (not kept). */
+  readBack(records: readonly LogRecord[]): Promise<readonly LogRecord[]> {
+    return this.shared.readThrough(records, (locations) => this.deps.store.readAt(this.id, locations));
+  }
+
   /** Every record of the conversation, on every branch, in the order they were written. */
   allRecords(): ConversationLog {
     return this.shared.all;

@@ -10,8 +10,16 @@ import {
 } from 'ai';
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
-import { beginTurn, decideCompaction, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
-import type { CompactionReason, LogRecord } from '../core/history';
+import {
+  beginTurn,
+  decideCompaction,
+  mayRetryOverflow,
+  noteCompaction,
+  noteOverflowRetry,
+  stopsForLoop,
+  type GuardState,
+} from '../core/compaction-guard';
+import type { CompactionReason, ConversationLog, LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
@@ -22,8 +30,10 @@ import { withFirstTokenDeadline } from './first-token-deadline';
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
  * start of every step (`prepareStep`, before each request to the model) the budget is checked
  * and the conversation compacted when it must be; on a provider's context-overflow error the
- * conversation is compacted and the turn retried (once by default). Every step's messages are
- * appended to the log as they come, so a cancelled or failed turn leaves a consistent history.
+ * conversation is compacted and the turn retried (once by default). A compaction never ends the
+ * turn: the next step is asked for at once; but two compactions in a row with no progress between
+ * them stop it (`stopsForLoop`), never a third. Every step's messages are appended to the log as
+ * they come, so a cancelled or failed turn leaves a consistent history.
  */
 
 /** The conversation as the agent sees it; implemented by the extension over its store. */
@@ -46,6 +56,11 @@ export interface AgentConversation {
   /** What a request sent now is built on; stamped on the usage that comes back for it. */
   requestBasis(): RequestBasis & { readonly model?: string };
   newId(): string;
+  /**
+   * The branch's records, for the rule against compaction loops (`stopsForLoop`), which reads what
+   * came between two compactions of the turn. Absent: the rule does not apply.
+   */
+  log?(): ConversationLog;
 }
 
 /** How the turn shows itself; the chat participant implements it over the response stream. */
@@ -105,6 +120,8 @@ export interface AgentTurnResult {
   /** Set when the turn ended on an error that was not recovered from. */
   readonly error?: unknown;
   readonly cancelled: boolean;
+  /** Set when the turn stopped after two compactions in a row with no progress between them. */
+  readonly compactionLoop?: true;
 }
 
 export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurnResult> {
@@ -116,17 +133,32 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   // "Not now" holds for the rest of the turn: the question is asked at most once.
   let declined = false;
   let asked = false;
+  // The last compaction of this turn, and whether the turn stops for a compaction loop.
+  let earlier: string | undefined;
+  let loop = false;
 
   const compactNow = async (reason: CompactionReason, stated?: { limit: number; why: string; lowerBound?: boolean }): Promise<CompactionOutcome> => {
+    const records = conversation.log?.();
+    const stalled = records !== undefined && stopsForLoop(records, earlier);
     ui.compacting(reason);
     const outcome = await conversation.compact(reason, signal, stated);
     ui.compacted(outcome, reason);
     if (outcome.status === 'compacted') {
       compactions++;
       guard = noteCompaction(guard, outcome.compaction.lowGain);
+      earlier = outcome.compaction.entry?.id ?? outcome.compaction.pruning?.id ?? earlier;
+      loop = stalled;
     }
     return outcome;
   };
+  const stoppedForLoop = (): AgentTurnResult => ({
+    steps: stepsDone,
+    finishReason: 'compaction-loop',
+    compactions,
+    guard,
+    cancelled: false,
+    compactionLoop: true,
+  });
 
   const beforeStep = async (): Promise<void> => {
     const decision = decideCompaction(conversation.assess(), guard, { confirm: ui.confirmCompaction !== undefined, asked, declined });
@@ -141,13 +173,15 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
           return;
         }
         await compactNow('threshold');
-        return;
+        break;
       case 'compact':
         await compactNow('threshold');
-        return;
+        break;
       default:
         return;
     }
+    // The step is not sent: the turn stops here (see `stoppedForLoop`).
+    if (loop) throw new CompactionLoop();
   };
 
   for (;;) {
@@ -157,6 +191,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     finishReason = attempt.finishReason;
     if (attempt.error === undefined) return { steps: stepsDone, finishReason, compactions, guard, cancelled: false };
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    if (loop) return stoppedForLoop();
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
     const overflow = truncation
@@ -177,6 +212,15 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
+    if (loop) return stoppedForLoop();
+  }
+}
+
+/** Thrown before a step to end the `streamText` call when the turn stops for a compaction loop. */
+class CompactionLoop extends Error {
+  override readonly name = 'CompactionLoop';
+  constructor() {
+    super('Two compactions in a row in this turn with no progress between them: the turn stops.');
   }
 }
 
