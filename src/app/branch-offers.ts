@@ -10,7 +10,7 @@ import {
 } from '../core/branch-account';
 import { turnOf } from '../core/branches';
 import type { LogRecord } from '../core/history';
-import { samePlan } from '../core/plan';
+import { latestPlan, samePlan, type PlanStep } from '../core/plan';
 import { checkPlan } from '../core/plan-check';
 import type { ChatSurface } from './chat-surface';
 import { inlineCode } from './chat-text';
@@ -43,6 +43,8 @@ export interface BranchOffersDeps {
 /** What a request's abandoned turns left, found before the request begins its turn. */
 export interface LeftBehind {
   readonly work: AbandonedWork;
+  /** The plan in force where the turns left behind ended (whoever wrote it); absent when there was none. */
+  readonly planThere?: readonly PlanStep[];
   /** The account the user may carry; absent when the turns did nothing worth carrying. */
   readonly account?: string;
 }
@@ -96,10 +98,12 @@ export class BranchOffers {
     const whole = await conversation.readBack(theirs);
     const replaced = new Map<LogRecord, LogRecord>(theirs.map((r, i) => [r, whole[i] ?? r]));
     const work = abandonedWork({ ...abandoned, path: abandoned.path.map((r) => replaced.get(r) ?? r) });
-    if (!worthCarrying(work)) return { work };
+    const there = latestPlan(abandoned.path)?.update.steps;
+    const planThere = there ? { planThere: there } : {};
+    if (!worthCarrying(work)) return { work, ...planThere };
     const disk = new Map<string, DiskState>();
     for (const file of work.files) disk.set(file.path, await this.diskState(file, signal));
-    return { work, account: renderAccount(work, disk) };
+    return { work, ...planThere, account: renderAccount(work, disk) };
   }
 
   /**
@@ -109,8 +113,7 @@ export class BranchOffers {
   show(left: LeftBehind | undefined, conversation: Conversation, chat: ChatSurface): void {
     if (!left) return;
     const here = checkPlan(conversation.log());
-    const there = left.work.plan;
-    if (here && (!there || !samePlan(here.update.steps, there.update.steps))) chat.markdown(planMarkdown(here, 'The plan at this point of the chat'));
+    if (here && (!left.planThere || !samePlan(here.update.steps, left.planThere))) chat.markdown(planMarkdown(here, 'The plan at this point of the chat'));
     if (!left.account) return;
     const turn = conversation.leaf();
     const turns =

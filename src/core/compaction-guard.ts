@@ -193,7 +193,7 @@ export function progressSince(log: ConversationLog, compactionId: string): boole
     if ((record.type === 'compaction' || record.type === 'pruning') && record.entry.id === compactionId) at = i;
   }
   if (at < 0) return true;
-  let plan = latestPlan(log.slice(0, at))?.update.steps;
+  let plan = latestPlan(log, at)?.update.steps;
   for (let i = at + 1; i < log.length; i++) {
     const record = log[i]!;
     switch (record.type) {

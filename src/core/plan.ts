@@ -127,9 +127,9 @@ function readList(raw: unknown, what: string, problems: string[]): string[] | un
   return [...new Set(items)];
 }
 
-/** The latest plan on a branch's log, with its position; undefined before the agent made one. */
-export function latestPlan(log: ConversationLog): { readonly update: PlanUpdate; readonly index: number } | undefined {
-  for (let i = log.length - 1; i >= 0; i--) {
+/** The latest plan on a branch's log (before position `end`), with its position; undefined before the agent made one. */
+export function latestPlan(log: ConversationLog, end = log.length): { readonly update: PlanUpdate; readonly index: number } | undefined {
+  for (let i = Math.min(end, log.length) - 1; i >= 0; i--) {
     const record = log[i]!;
     if (record.type === 'plan') return { update: record.plan, index: i };
   }

@@ -12,8 +12,9 @@ import { TOOL_NAMES } from './tool-names';
  *
  * - the plan as its last update left it, word for word, each done step with the check's mark
  *   (`plan-check.ts`);
- * - where the agent is: the step in progress, the last tool call and the first lines of its result,
- *   and the files the agent changed since that step began (since the latest request without one);
+ * - where the agent is: the step in progress, the last tool call and the first lines of its result
+ *   (or that its result is kept after the summary, where it is whole), and the files the agent
+ *   changed since that step began (since the latest request without one);
  * - the user's latest request, said to be the one kept after the summary (a compaction always keeps
  *   it), or word for word when the view would not hold it;
  * - in a turn under way, that the agent goes on with its step without waiting for the user.
@@ -88,7 +89,7 @@ export function renderWorkState(input: WorkStateInput): string {
   const head = ["Where the work stands (Longrun keeps this from the conversation's record; the summarizer did not write it):"];
   const where: string[] = [];
   if (plan) where.push(step ? `Step in progress: ${inProgress + 1}. ${step.step}` : 'Step in progress: none.');
-  where.push(...lastCall(log));
+  where.push(...lastCall(log, input.inView));
   where.push(changedSince(log, began, step ? 'since that step began' : 'since the latest request'));
   where.push(...latestRequest(log, input.inView, Math.floor(budget * REQUEST_SHARE), countText));
   where.push(directive(turn, plan !== undefined));
@@ -172,8 +173,11 @@ function changedSince(log: ConversationLog, from: number, when: string): string 
   return `Files the agent changed ${when}: ${paths.length > 0 ? `${shown}${more}` : 'none'}.`;
 }
 
-/** The last tool call on the branch and the first lines of its result. */
-function lastCall(log: ConversationLog): string[] {
+/**
+ * The last tool call on the branch and the first lines of its result; only said to be kept when its
+ * result stays in the view after the summary (where it is whole).
+ */
+function lastCall(log: ConversationLog, inView: readonly Message[]): string[] {
   let call: ToolCallPart | undefined;
   let at = -1;
   for (let i = log.length - 1; i >= 0 && !call; i--) {
@@ -189,8 +193,10 @@ function lastCall(log: ConversationLog): string[] {
     call.toolName === TOOL_NAMES.plan
       ? `${call.toolName} (the update above)`
       : `${call.toolName} ${cut(oneLine(stringifyOutput(call.input)), ARGUMENT_CHARS)}`;
-  const result = resultOf(log, call.toolCallId, at);
-  if (!result) return [`Last tool call: ${shown}; it has no result yet.`];
+  const found = resultOf(log, call.toolCallId, at);
+  if (!found) return [`Last tool call: ${shown}; it has no result yet.`];
+  if (inView.some((m) => m.id === found.messageId)) return [`Last tool call: ${shown}; its result is kept after this summary.`];
+  const result = found.part;
   const lines = stringifyOutput(result.output)
     .split('\n')
     .filter((line) => line.trim() !== '');
@@ -199,12 +205,12 @@ function lastCall(log: ConversationLog): string[] {
   return [`Last tool call: ${shown}; ${result.isError ? 'it failed, and its result' : 'its result'} began:`, ...first, ...more];
 }
 
-function resultOf(log: ConversationLog, id: string, after: number): ToolResultPart | undefined {
+function resultOf(log: ConversationLog, id: string, after: number): { readonly part: ToolResultPart; readonly messageId: string } | undefined {
   for (let i = after; i < log.length; i++) {
     const record = log[i]!;
     if (record.type !== 'message') continue;
     const part = record.message.content.find((p): p is ToolResultPart => p.type === 'tool-result' && p.toolCallId === id);
-    if (part) return part;
+    if (part) return { part, messageId: record.message.id };
   }
   return undefined;
 }

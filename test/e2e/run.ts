@@ -22,6 +22,7 @@ const ALL_PHASES = [
   'main',
   'after-reload',
   'branches',
+  'plan',
   'api',
   'safety',
   'editor-models',

@@ -49,6 +49,16 @@ describe("the agent's plan follows the chat's branches", () => {
     assert.ok(sent.includes('Alpha step') && !sent.includes('Bravo step'), 'the model is sent the plan of this branch alone');
   });
 
+  it('does not show the plan again after a rewind past turns that left it as it was', async () => {
+    const chat = f.newChat();
+    await chat.send(plan(['Alpha step', 'in_progress']));
+    await chat.send('remember BRAVO');
+    chat.restore(2);
+    const after = await chat.send('remember CHARLIE');
+    assert.doesNotMatch(after.surface.text(), /The plan at this point/);
+    assert.deepEqual(await planOf(f, chat), ['Alpha step:in_progress']);
+  });
+
   it('after a retry, keeps the plan the retried turn wrote, and not the one it replaced', async () => {
     const chat = f.newChat();
     await chat.send(plan(['Alpha step', 'in_progress']));

@@ -245,7 +245,13 @@ describe('a long turn compacted in its middle goes on from its plan', () => {
           block,
         );
         assert.ok(block.includes('Step in progress: 2. Read f2.ts'));
-        assert.ok(block.includes('Last tool call: read_file {"path":"f2-5.ts"}; its result began:\n    part 5 of f2'), block);
+        if (round === 1) {
+          assert.ok(block.includes('Last tool call: read_file {"path":"f2-5.ts"}; its result is kept after this summary.'), block);
+          assert.ok(JSON.stringify(view).includes('part 5 of f2'), 'and it is');
+        } else {
+          // Compacted harder, the summary took the last call too: its first lines come with the work state.
+          assert.ok(block.includes('Last tool call: read_file {"path":"f2-5.ts"}; its result began:\n    part 5 of f2\n'), block);
+        }
         assert.ok(
           view.some((m) => m.role === 'user' && !isSummaryMessage(m) && messageText(m) === request),
           'the request word for word',
