@@ -261,7 +261,9 @@ export const planScenario = ({ request }: ScenarioInput): Reply | undefined => {
   const last = lastCall(messages);
   if (!plan) {
     if (last) return { text: LOST_PLACE };
-    return { toolCalls: [{ name: 'plan', arguments: { steps: paths.map((p, i) => ({ step: `Note ${p}`, status: i === 0 ? 'in_progress' : 'pending' })) } }] };
+    return {
+      toolCalls: [{ name: 'plan', arguments: { steps: paths.map((p, i) => ({ step: `Note ${p}`, status: i === 0 ? 'in_progress' : 'pending' })) } }],
+    };
   }
   const current = plan.findIndex((s) => s.status === 'in_progress');
   if (current < 0) return { text: `Offline scripted model: all ${plan.length} steps of the plan are done.` };
@@ -291,7 +293,12 @@ function planIn(messages: ChatCompletionRequest['messages']): PlanStepText[] | u
     const call = [...(message.tool_calls ?? [])].reverse().find((c) => c.function.name === 'plan');
     if (call) return (JSON.parse(call.function.arguments) as { steps: PlanStepText[] }).steps;
   }
-  const block = [...messages.map((m) => contentText(m.content)).join('\n').matchAll(/<work-state>([\s\S]*?)<\/work-state>/g)].at(-1)?.[1];
+  const block = [
+    ...messages
+      .map((m) => contentText(m.content))
+      .join('\n')
+      .matchAll(/<work-state>([\s\S]*?)<\/work-state>/g),
+  ].at(-1)?.[1];
   const steps: PlanStepText[] = [];
   for (const line of block?.split('\n') ?? []) {
     const match = /^\d+\. \[([^\]]+)\] (.+?)(?: · evidence: (.+))?$/.exec(line.trim());

@@ -113,7 +113,8 @@ export class BranchOffers {
   show(left: LeftBehind | undefined, conversation: Conversation, chat: ChatSurface): void {
     if (!left) return;
     const here = checkPlan(conversation.log());
-    if (here && (!left.planThere || !samePlan(here.update.steps, left.planThere))) chat.markdown(planMarkdown(here, 'The plan at this point of the chat'));
+    if (here && (!left.planThere || !samePlan(here.update.steps, left.planThere)))
+      chat.markdown(planMarkdown(here, 'The plan at this point of the chat'));
     if (!left.account) return;
     const turn = conversation.leaf();
     const turns =

@@ -20,7 +20,9 @@ const config = () => vscode.workspace.getConfiguration('longrun');
 /** Whether a request shows the plan only in a work state: its plan calls were summarized away. */
 function planOnlyInWorkState(request: RecordedRequest): boolean {
   const messages = request.body?.messages ?? [];
-  const called = messages.some((m) => (m as { tool_calls?: Array<{ function: { name: string } }> }).tool_calls?.some((c) => c.function.name === 'plan'));
+  const called = messages.some((m) =>
+    (m as { tool_calls?: Array<{ function: { name: string } }> }).tool_calls?.some((c) => c.function.name === 'plan'),
+  );
   return !called && requestText(request).includes('<work-state>');
 }
 
@@ -46,7 +48,10 @@ describe("The agent's plan in VS Code's chat", function () {
       const requestsBefore = (await model.requests()).length;
       await chat(`work through step by step: ${files.join(' ')}`, SMALL_MODEL);
       const steps = (await model.requests()).slice(requestsBefore).filter((r) => !r.summary);
-      assert.ok((await entries()).some((e) => e.reason === 'threshold'), 'compacted during the turn');
+      assert.ok(
+        (await entries()).some((e) => e.reason === 'threshold'),
+        'compacted during the turn',
+      );
       assert.ok(steps.some(planOnlyInWorkState), 'a step found its plan only in the work state');
       const shown = await waitFor('the end of the plan in the chat', async () => {
         const text = await chatText();
@@ -90,6 +95,9 @@ describe("The agent's plan in VS Code's chat", function () {
     const carriedFrom = (await model.requests()).length;
     await chat('remember LIMA-PLAN', MODEL);
     const carried = (await model.requests()).slice(carriedFrom).filter((r) => !r.summary);
-    assert.ok(carried.some((r) => requestText(r).includes('<earlier-branch>') && requestText(r).includes('src/big-10.ts')), 'the account goes with the next request');
+    assert.ok(
+      carried.some((r) => requestText(r).includes('<earlier-branch>') && requestText(r).includes('src/big-10.ts')),
+      'the account goes with the next request',
+    );
   });
 });

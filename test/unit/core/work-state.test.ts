@@ -54,7 +54,10 @@ describe('the work state a summary ends with', () => {
     assert.equal(renderWorkState({ log: asked, inView: [], countText }), '');
     const answered = [...working, message(assistant('a2', 'All ported.'))];
     assert.equal(turnState(answered), 'answered');
-    assert.match(renderWorkState({ log: answered, inView: [], countText }), /The last request was answered: go on with the plan when the user asks\./);
+    assert.match(
+      renderWorkState({ log: answered, inView: [], countText }),
+      /The last request was answered: go on with the plan when the user asks\./,
+    );
     const noPlan = working.filter((r) => r.type !== 'plan');
     assert.match(renderWorkState({ log: noPlan, inView: [], countText }), /go on with the user's latest request now, without waiting/);
     assert.doesNotMatch(renderWorkState({ log: noPlan, inView: [], countText }), /Step in progress/);
@@ -75,7 +78,11 @@ describe('the work state a summary ends with', () => {
     });
     fc.assert(
       fc.property(fc.array(step, { minLength: 1, maxLength: 50 }), fc.nat(49), (steps, at) => {
-        const planned: PlanStep[] = steps.map((s, i) => ({ step: s.step.trim(), status: i === at % steps.length ? 'in_progress' : s.status, ...(s.note ? { note: s.note } : {}) }));
+        const planned: PlanStep[] = steps.map((s, i) => ({
+          step: s.step.trim(),
+          status: i === at % steps.length ? 'in_progress' : s.status,
+          ...(s.note ? { note: s.note } : {}),
+        }));
         const log = [message(user('u', 'go')), plan(...planned), ...working.slice(3)];
         const block = renderWorkState({ log, inView: [], countText });
         assert.ok(countText(block) <= WORK_STATE_MAX_TOKENS, `${countText(block)} tokens`);

@@ -14,7 +14,12 @@ const called = (id: string, name: string, args: unknown, output: string): Messag
   { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }] },
   { role: 'tool', tool_call_id: id, content: output },
 ];
-const firstPlan = { steps: [{ step: 'Note src/a.ts', status: 'in_progress' }, { step: 'Note src/b.ts', status: 'pending' }] };
+const firstPlan = {
+  steps: [
+    { step: 'Note src/a.ts', status: 'in_progress' },
+    { step: 'Note src/b.ts', status: 'pending' },
+  ],
+};
 
 describe('the scripted model works through a plan from what its request holds', () => {
   it('writes the plan, then reads, notes and marks done the step in progress, one call at a time', () => {
@@ -41,18 +46,35 @@ describe('the scripted model works through a plan from what its request holds', 
 
   it('finds its plan in the work state once its plan calls were summarized away', () => {
     const summary = `${SUMMARY_PREFIX}\n\n## Summary\n<work-state>\n1. [done] Note src/a.ts · evidence: notes/a.md\n2. [in progress] Note src/b.ts\n</work-state>`;
-    const messages: Messages = [{ role: 'user', content: summary }, ...ask, ...called('c9', 'read_file', { path: 'src/b.ts' }, 'src/b.ts (lines 1-1 of 1)')];
+    const messages: Messages = [
+      { role: 'user', content: summary },
+      ...ask,
+      ...called('c9', 'read_file', { path: 'src/b.ts' }, 'src/b.ts (lines 1-1 of 1)'),
+    ];
     assert.deepEqual(answer(messages), { toolCalls: [{ name: 'create_file', arguments: { path: 'notes/b.md', content: 'Notes on src/b.ts.\n' } }] });
   });
 
   it('says it lost its place when its request shows tool work but no plan, and is done when every step is', () => {
     assert.deepEqual(answer([...ask, ...called('c9', 'read_file', { path: 'src/b.ts' }, 'text')]), { text: LOST_PLACE });
-    const done = { steps: [{ step: 'Note src/a.ts', status: 'done' }, { step: 'Note src/b.ts', status: 'done' }] };
+    const done = {
+      steps: [
+        { step: 'Note src/a.ts', status: 'done' },
+        { step: 'Note src/b.ts', status: 'done' },
+      ],
+    };
     assert.match((answer([...ask, ...called('c1', 'plan', done, 'Plan saved')]) as { text: string }).text, /all 2 steps of the plan are done/);
     const other = { steps: [{ step: 'Note src/z.ts', status: 'in_progress' }] };
-    assert.deepEqual(answer([...called('c0', 'plan', other, 'Plan saved'), ...ask]), { toolCalls: [{ name: 'plan', arguments: firstPlan }] }, "an earlier request's plan is not this one's");
+    assert.deepEqual(
+      answer([...called('c0', 'plan', other, 'Plan saved'), ...ask]),
+      { toolCalls: [{ name: 'plan', arguments: firstPlan }] },
+      "an earlier request's plan is not this one's",
+    );
     assert.equal(planScenario({ request: request([{ role: 'user', content: 'hello' }]), promptTokens: 1, window: 1 }), undefined);
     const quoted = 'remember X\n\n<earlier-branch>\n- "work through step by step: src/a.ts"\n</earlier-branch>';
-    assert.equal(planScenario({ request: request([{ role: 'user', content: quoted }]), promptTokens: 1, window: 1 }), undefined, 'only a request that asks for it');
+    assert.equal(
+      planScenario({ request: request([{ role: 'user', content: quoted }]), promptTokens: 1, window: 1 }),
+      undefined,
+      'only a request that asks for it',
+    );
   });
 });
