@@ -51,6 +51,11 @@ export interface ContinuationTask {
   readonly failing?: readonly string[];
   /** After this many calls of the turn, the user edits the note of the first module. */
   readonly userEditsFirstNoteAt?: number;
+  /**
+   * When set, the first request lists only this many modules; once it is answered, the conversation
+   * is compacted (`/compact`, between the turns) and a second request lists the rest.
+   */
+  readonly followUpAt?: number;
 }
 
 /** Where the view the stand-in is shown comes from. */
@@ -61,6 +66,8 @@ export interface TaskOutcome {
   readonly name: string;
   readonly calls: number;
   readonly compactions: Readonly<Record<CompactionReason, number>>;
+  /** Of those, the compactions made between two turns rather than inside one. */
+  readonly betweenTurns: number;
   /** Calls counted in the windows after compactions, and how many of them were redone work. */
   readonly windowCalls: number;
   readonly redone: number;
@@ -80,6 +87,7 @@ export function continuationTasks(): ContinuationTask[] {
     {
       name: 'billing-notes',
       modules: modules('billing', ['invoice', 'ledger', 'refund', 'tax', 'currency', 'discount', 'receipt', 'payout', 'dunning']),
+      followUpAt: 5,
     },
     {
       name: 'auth-notes',
@@ -272,7 +280,8 @@ export function nextMove(known: Knowledge, mode: ContinuationMode): Move {
       : (work(known, path) ?? { answer: 'Nothing left to do.' });
   }
   const evidence = (path: string) => ({ files: [noteOf(path)], commands: [testOf(path)] });
-  const plan = known.plan && known.plan.length === modules.length ? known.plan : undefined;
+  // A plan for other modules (an earlier request's) is not this request's.
+  const plan = known.plan && known.plan.map((s) => s.step).join('\n') === modules.map(stepOf).join('\n') ? known.plan : undefined;
   if (!plan) {
     const first = modules.findIndex((p) => !seenDone(p));
     const steps = modules.map((p, i) => ({
@@ -360,8 +369,10 @@ async function runTask(task: ContinuationTask, mode: ContinuationMode, options: 
     memo: new EngineMemo(),
   };
   const at = evalClock.now();
-  const request = `Document each of these modules (read it, write notes/<name>.md, run its tests): ${task.modules.join(' ')}`;
-  let log: ConversationLog = [{ type: 'message', message: { id: newId('user'), role: 'user', content: [text(request)] } }];
+  const batches = task.followUpAt ? [task.modules.slice(0, task.followUpAt), task.modules.slice(task.followUpAt)] : [task.modules];
+  const requestFor = (batch: readonly string[], n: number): string =>
+    `${n === 0 ? 'Document each of these modules' : 'Now document these modules too'} (read it, write notes/<name>.md, run its tests): ${batch.join(' ')}`;
+  let log: ConversationLog = [];
 
   // The world: notes on disk (and whether the user changed one), each command's latest exit.
   const notes = new Map<string, 'agent' | 'user'>();
@@ -377,6 +388,7 @@ async function runTask(task: ContinuationTask, mode: ContinuationMode, options: 
   let loops = 0;
   let earlier: string | undefined;
   let forced = 0;
+  let betweenTurns = 0;
 
   const compact = async (reason: CompactionReason): Promise<boolean> => {
     const stalled = stopsForLoop(log, earlier);
@@ -396,95 +408,112 @@ async function runTask(task: ContinuationTask, mode: ContinuationMode, options: 
   };
 
   let calls = 0;
-  for (;;) {
-    if (calls >= MAX_CALLS) {
-      stalls++;
-      break;
-    }
-    const move = nextMove(knowledgeOf(shownView(modelView(log, deps.memo), mode)), mode);
-    if ('answer' in move) {
-      log = [...log, { type: 'message', message: { id: newId('answer'), role: 'assistant', content: [text(move.answer)] } }];
-      if (!finished(task, notes, lastExit)) stalls++;
-      break;
-    }
-    calls++;
-    const key = `${move.tool} ${JSON.stringify(move.input)}`;
-    const path = typeof move.input.path === 'string' ? move.input.path : undefined;
-    const redo = isRedo({ key, name: move.tool, ...(path ? { path } : {}) }, seen);
-    if (windowLeft > 0) {
-      windowLeft--;
-      windowCalls++;
-      if (redo) redone++;
-    }
-    seen.push({ key, name: move.tool, ...(path ? { path } : {}) });
-    const callId = newId('call');
-    const records: LogRecord[] = [
-      {
-        type: 'message',
-        message: {
-          id: newId('assistant'),
-          role: 'assistant',
-          content: [{ type: 'tool-call', toolCallId: callId, toolName: move.tool, input: move.input }],
+  /** One turn on `batch`, until the stand-in answers; false when it stopped for a compaction loop. */
+  const runTurn = async (batch: readonly string[]): Promise<boolean> => {
+    for (;;) {
+      if (calls >= MAX_CALLS) {
+        stalls++;
+        return true;
+      }
+      const move = nextMove(knowledgeOf(shownView(modelView(log, deps.memo), mode)), mode);
+      if ('answer' in move) {
+        log = [...log, { type: 'message', message: { id: newId('answer'), role: 'assistant', content: [text(move.answer)] } }];
+        if (!finished(batch, notes, lastExit)) stalls++;
+        return true;
+      }
+      calls++;
+      const key = `${move.tool} ${JSON.stringify(move.input)}`;
+      const path = typeof move.input.path === 'string' ? move.input.path : undefined;
+      const redo = isRedo({ key, name: move.tool, ...(path ? { path } : {}) }, seen);
+      if (windowLeft > 0) {
+        windowLeft--;
+        windowCalls++;
+        if (redo) redone++;
+      }
+      seen.push({ key, name: move.tool, ...(path ? { path } : {}) });
+      const callId = newId('call');
+      const records: LogRecord[] = [
+        {
+          type: 'message',
+          message: {
+            id: newId('assistant'),
+            role: 'assistant',
+            content: [{ type: 'tool-call', toolCallId: callId, toolName: move.tool, input: move.input }],
+          },
         },
-      },
-    ];
-    let output: string;
-    switch (move.tool) {
-      case 'read_file':
-        output = moduleText(String(move.input.path));
-        records.push({ type: 'file', event: { kind: 'read', path: String(move.input.path), actor: 'agent', at } });
-        break;
-      case 'create_file': {
-        const note = String(move.input.path);
-        records.push({ type: 'file', event: { kind: notes.has(note) ? 'modified' : 'created', path: note, actor: 'agent', at } });
-        notes.set(note, 'agent');
-        output = `Created ${note} (1 line).`;
-        break;
+      ];
+      let output: string;
+      switch (move.tool) {
+        case 'read_file':
+          output = moduleText(String(move.input.path));
+          records.push({ type: 'file', event: { kind: 'read', path: String(move.input.path), actor: 'agent', at } });
+          break;
+        case 'create_file': {
+          const note = String(move.input.path);
+          records.push({ type: 'file', event: { kind: notes.has(note) ? 'modified' : 'created', path: note, actor: 'agent', at } });
+          notes.set(note, 'agent');
+          output = `Created ${note} (1 line).`;
+          break;
+        }
+        case 'run_command': {
+          const command = String(move.input.command);
+          const module = task.modules.find((m) => testOf(m) === command);
+          const exitCode = module && task.failing?.includes(module) ? 1 : 0;
+          lastExit.set(command, exitCode);
+          records.push({ type: 'command', run: { command, exitCode, at } });
+          output = `$ ${command}\n${exitCode === 0 ? 'All tests passed.' : 'FAIL: 1 test failed.'}\nExit code: ${exitCode}`;
+          break;
+        }
+        case 'plan': {
+          records.push({ type: 'plan', plan: { id: newId('plan'), steps: (move.input as { steps: PlanStep[] }).steps, at } });
+          // What the plan tool answers: the plan as checked against the record.
+          const checked = checkPlan([...log, ...records]);
+          output = checked ? planAnswer(checked, false) : '';
+          break;
+        }
+        default:
+          throw new Error(`the stand-in called an unknown tool: ${move.tool}`);
       }
-      case 'run_command': {
-        const command = String(move.input.command);
-        const module = task.modules.find((m) => testOf(m) === command);
-        const exitCode = module && task.failing?.includes(module) ? 1 : 0;
-        lastExit.set(command, exitCode);
-        records.push({ type: 'command', run: { command, exitCode, at } });
-        output = `$ ${command}\n${exitCode === 0 ? 'All tests passed.' : 'FAIL: 1 test failed.'}\nExit code: ${exitCode}`;
-        break;
+      records.push({
+        type: 'message',
+        message: { id: newId('tool'), role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: move.tool, output }] },
+      });
+      log = [...log, ...records];
+      if (task.userEditsFirstNoteAt === calls) {
+        const note = noteOf(task.modules[0]!);
+        if (notes.has(note)) {
+          notes.set(note, 'user');
+          log = [...log, { type: 'file', event: { kind: 'modified', path: note, actor: 'user', at } }];
+        }
       }
-      case 'plan': {
-        records.push({ type: 'plan', plan: { id: newId('plan'), steps: (move.input as { steps: PlanStep[] }).steps, at } });
-        // What the plan tool answers: the plan as checked against the record.
-        const checked = checkPlan([...log, ...records]);
-        output = checked ? planAnswer(checked, false) : '';
-        break;
-      }
-      default:
-        throw new Error(`the stand-in called an unknown tool: ${move.tool}`);
+      if (calls % COMPACT_EVERY === 0 && (await compact(FORCED[forced++ % FORCED.length]!))) return false;
     }
-    records.push({
-      type: 'message',
-      message: { id: newId('tool'), role: 'tool', content: [{ type: 'tool-result', toolCallId: callId, toolName: move.tool, output }] },
-    });
-    log = [...log, ...records];
-    if (task.userEditsFirstNoteAt === calls) {
-      const note = noteOf(task.modules[0]!);
-      if (notes.has(note)) {
-        notes.set(note, 'user');
-        log = [...log, { type: 'file', event: { kind: 'modified', path: note, actor: 'user', at } }];
-      }
+  };
+
+  for (const [n, batch] of batches.entries()) {
+    // A compaction between two turns belongs to neither: the rule against loops counts within a turn.
+    earlier = undefined;
+    if (n > 0) {
+      const before = compactions.manual;
+      await compact('manual');
+      betweenTurns += compactions.manual - before;
     }
-    if (calls % COMPACT_EVERY === 0 && (await compact(FORCED[forced++ % FORCED.length]!))) break;
+    log = [...log, { type: 'message', message: { id: newId('user'), role: 'user', content: [text(requestFor(batch, n))] } }];
+    earlier = undefined;
+    if (!(await runTurn(batch))) break;
   }
   return {
     name: task.name,
     calls,
     compactions,
+    betweenTurns,
     windowCalls,
     redone,
     stepsCompared,
     stepsRight,
     stalls,
     loops,
-    finished: finished(task, notes, lastExit),
+    finished: finished(task.modules, notes, lastExit),
   };
 }
 
@@ -496,9 +525,9 @@ function isRedo(call: CallSeen, before: readonly CallSeen[]): boolean {
   return before.some((c) => c.key === call.key || (call.name === 'read_file' && c.name === 'read_file' && c.path === call.path));
 }
 
-/** Whether every module has its note and a test run. */
-function finished(task: ContinuationTask, notes: ReadonlyMap<string, unknown>, lastExit: ReadonlyMap<string, number>): boolean {
-  return task.modules.every((m) => notes.has(noteOf(m)) && lastExit.has(testOf(m)));
+/** Whether every module of `modules` has its note and a test run. */
+function finished(modules: readonly string[], notes: ReadonlyMap<string, unknown>, lastExit: ReadonlyMap<string, number>): boolean {
+  return modules.every((m) => notes.has(noteOf(m)) && lastExit.has(testOf(m)));
 }
 
 /**
@@ -536,6 +565,8 @@ export interface ContinuationFigures {
   readonly stalls: number;
   readonly loops: number;
   readonly compactions: number;
+  /** Compactions between two turns, over the tasks; the fewest compactions inside the turns of one task. */
+  readonly betweenTurns: number;
   readonly minCompactionsPerTask: number;
   readonly minCallsPerTask: number;
 }
@@ -551,7 +582,8 @@ export function figuresOf(outcomes: readonly TaskOutcome[]): ContinuationFigures
     stalls: total((o) => o.stalls),
     loops: total((o) => o.loops),
     compactions: total(compactionsOf),
-    minCompactionsPerTask: Math.min(...outcomes.map(compactionsOf)),
+    betweenTurns: total((o) => o.betweenTurns),
+    minCompactionsPerTask: Math.min(...outcomes.map((o) => compactionsOf(o) - o.betweenTurns)),
     minCallsPerTask: Math.min(...outcomes.map((o) => o.calls)),
   };
 }

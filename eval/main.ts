@@ -139,7 +139,7 @@ async function main(): Promise<void> {
   ];
   lines.push(
     '',
-    `Continuation eval: 3 scripted tasks (${withPlan.minCallsPerTask}+ calls, ${withPlan.minCompactionsPerTask}+ compactions inside the turn each), worked through by a stand-in that decides only from its view.`,
+    `Continuation eval: 3 scripted tasks (${withPlan.minCallsPerTask}+ calls, ${withPlan.minCompactionsPerTask}+ compactions inside the turns of each, ${withPlan.betweenTurns} between turns), worked through by a stand-in that decides only from its view.`,
     '',
     '| | with the plan and ledgers | with summaries alone | target (with the plan) |',
     '|---|---:|---:|---:|',

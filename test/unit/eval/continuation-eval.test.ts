@@ -54,10 +54,11 @@ describe('continuation eval: the scripted tasks', () => {
     summariesOnly = await runContinuation('summaries', { counter: new MessageTokenCounter(counter.tokenizer) });
   });
 
-  it('runs long tasks, each compacted at least three times inside its turn, to their end', () => {
+  it('runs long tasks, each compacted at least three times inside its turns and some between them, to their end', () => {
     const figures = figuresOf(withPlan);
     assert.ok(figures.minCallsPerTask >= 30, `${figures.minCallsPerTask} calls`);
     assert.ok(figures.minCompactionsPerTask >= 3, `${figures.minCompactionsPerTask} compactions`);
+    assert.ok(figures.betweenTurns >= 1, `${figures.betweenTurns} between turns`);
     for (const task of withPlan) assert.ok(task.finished, task.name);
   });
 
