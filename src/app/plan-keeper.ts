@@ -1,7 +1,7 @@
 import type { ConversationLog, LogRecord } from '../core/history';
 import { latestPlan, NOTHING_WRITTEN, readPlanInput, samePlan, type PlanStep } from '../core/plan';
 import { checkPlan, commandsNeverRun, type CheckedPlan } from '../core/plan-check';
-import { code, planCounts, stepLine } from '../core/plan-text';
+import { code, planCounts, planLines } from '../core/plan-text';
 import type { PlanPort } from '../llm/agent-tools';
 import { ToolFailure } from '../llm/workspace-port';
 import { resolveInWorkspace, type WorkspaceRoot } from './path-guard';
@@ -73,11 +73,19 @@ export class PlanKeeper implements PlanPort {
   }
 }
 
+/**
+ * Characters the plan's lines take at most in the tool's answer (about 2,000 tokens, the work state's
+ * bound): the latest answer stays in the view until a summary takes it (pruning never stubs it), so
+ * a plan of 50 steps of 200 characters with all their evidence must not fill the window. A plan over
+ * it keeps the step in progress, those to do, then the latest done ones, and says what it left out.
+ */
+export const PLAN_ANSWER_CHARS = 8_000;
+
 /** What the model is told once the plan is written: the plan as checked, and what an unverified step asks of it. */
 export function planAnswer(plan: CheckedPlan, unchanged: boolean): string {
   const lines = [
     `${unchanged ? 'The plan is unchanged' : 'Plan saved'}: ${planCounts(plan.steps)}.`,
-    ...plan.steps.map((s, i) => stepLine(s, i + 1)),
+    ...planLines(plan.steps, PLAN_ANSWER_CHARS, (value) => value.length),
   ];
   if (plan.steps.some((s) => s.unverified !== undefined)) {
     lines.push(
