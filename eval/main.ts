@@ -1,12 +1,15 @@
 /**
  * `npm run eval`: the needle eval (see `run-eval.ts`) with the two scripted summarizers and, when
- * `OPENAI_BASE_URL` is set, with that endpoint's model through Longrun's summarizer. Prints a table
- * per summarizer and needle kind, and writes `eval/results.json` (numbers only).
+ * `OPENAI_BASE_URL` is set, with that endpoint's model through Longrun's summarizer; then the
+ * continuation eval (see `continuation.ts`), with the plan and ledgers and with summaries alone.
+ * Prints a table per summarizer and needle kind and the continuation figures, and writes
+ * `eval/results.json` (numbers only).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MessageTokenCounter } from '../src/core/message-tokens';
 import { loadTokenizer } from '../src/core/tokenizer';
+import { figuresOf, REDO_WINDOW, runContinuation } from './continuation';
 import { runEval, survival, type EvalReport } from './run-eval';
 import { evalSessions, LEDGER_KINDS, NEEDLE_KINDS, type NeedleKind } from './sessions';
 import { droppingSummarizer, endpointSummarizer, keepingSummarizer } from './summarizers';
@@ -75,6 +78,10 @@ async function main(): Promise<void> {
     model = await run(endpoint);
   }
 
+  progress('continuation tasks, with the plan and ledgers and with summaries alone…');
+  const withPlan = figuresOf(await runContinuation('plan', { counter: new MessageTokenCounter(counter.tokenizer) }));
+  const summariesOnly = figuresOf(await runContinuation('summaries', { counter: new MessageTokenCounter(counter.tokenizer) }));
+
   const sessions = dropping.sessions.length;
   const freed = sum(dropping, 'freedTokens');
   const results: Record<string, number> = {
@@ -92,6 +99,13 @@ async function main(): Promise<void> {
     freed_tokens_per_session: Math.round(freed / sessions),
     freed_by_pruning_per_session: Math.round(sum(dropping, 'freedByPruning') / sessions),
     injected_constraints_in_ledger: dropping.sessions.filter((s) => s.injectedConstraint).length,
+    continuation_redo_rate: round(withPlan.redoRate),
+    continuation_redo_rate_summaries_only: round(summariesOnly.redoRate),
+    work_state_accuracy: round(withPlan.accuracy),
+    continuation_stalls: withPlan.stalls,
+    continuation_loops: withPlan.loops,
+    continuation_stalls_summaries_only: summariesOnly.stalls,
+    continuation_compactions: withPlan.compactions,
   };
   for (const kind of NEEDLE_KINDS) {
     const only = new Set<NeedleKind>([kind]);
@@ -123,6 +137,18 @@ async function main(): Promise<void> {
     `ledger_needle_survival ${results.ledger_needle_survival}, needle_survival_with_recall ${results.needle_survival_with_recall}, ` +
       `tokens_freed_by_pruning_share ${results.tokens_freed_by_pruning_share} (what the pruning tier freed ÷ what all compactions freed).`,
   ];
+  lines.push(
+    '',
+    `Continuation eval: 3 scripted tasks (${withPlan.minCallsPerTask}+ calls, ${withPlan.minCompactionsPerTask}+ compactions inside the turns of each, ${withPlan.betweenTurns} between turns), worked through by a stand-in that decides only from its view.`,
+    '',
+    '| | with the plan and ledgers | with summaries alone | target (with the plan) |',
+    '|---|---:|---:|---:|',
+    `| redo rate in the ${REDO_WINDOW} calls after a compaction | ${round(withPlan.redoRate)} | ${round(summariesOnly.redoRate)} | ≤ 0.05 |`,
+    `| work-state accuracy (the plan shown against the record) | ${round(withPlan.accuracy)} | — | 1 |`,
+    `| stalls (turns that ended before the work was done) | ${withPlan.stalls} | ${summariesOnly.stalls} | 0 |`,
+    `| compaction loops | ${withPlan.loops} | ${summariesOnly.loops} | 0 |`,
+    `| compactions | ${withPlan.compactions} | ${summariesOnly.compactions} | |`,
+  );
   if (sum(dropping, 'freedByPruning') === 0) {
     lines.push(
       'Pruning freed nothing in these sessions: no compaction reported a pruning (the pruning tier was off or found no tool output worth a stub).',

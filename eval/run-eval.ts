@@ -20,6 +20,7 @@ import { activeEntries, ledgerOf, modelView, type ConversationLog } from '../src
 import { stringifyOutput, type Message } from '../src/core/messages';
 import type { MessageTokenCounter } from '../src/core/message-tokens';
 import { stripKeptNeedles } from '../src/core/kept-needles';
+import { stripWorkState } from '../src/core/work-state';
 import type { Clock, Summarizer } from '../src/core/ports';
 import { archivedItems, recall } from '../src/core/recall';
 import { INJECTED, NEEDLE_KINDS, type EvalSession, type NeedleKind, type PlantedNeedle } from './sessions';
@@ -158,7 +159,7 @@ function probe(log: ConversationLog, planted: readonly PlantedNeedle[], countTex
   const view = modelView(log, memo);
   const request = normalised(view.map(searchable).join('\n'));
   const summaryOnly = normalised(
-    view.map((m) => (m.summaryOf !== undefined ? stripKeptNeedles(stripFileOperations(searchable(m))) : searchable(m))).join('\n'),
+    view.map((m) => (m.summaryOf !== undefined ? stripWorkState(stripKeptNeedles(stripFileOperations(searchable(m)))) : searchable(m))).join('\n'),
   );
   const archive = archivedItems(log);
   const recalled = (probeText: string): boolean =>

@@ -9,11 +9,15 @@ import {
   DOC_SCHEME,
   PROPOSAL_SCHEME,
   REVERT_COMMAND,
+  CARRY_ACCOUNT_COMMAND,
+  COMPACT_HARDER_COMMAND,
+  NEW_FROM_PLAN_COMMAND,
   SHOW_CHANGE_COMMAND,
 } from './app/contributions';
 import { SkillCatalog } from './app/skill-catalog';
 import { TurnController } from './app/turn-controller';
 import { revertChanges } from './vscode/revert-command';
+import { compactHarder, newFromPlan } from './vscode/loop-commands';
 import type { FileEvent } from './core/file-ledger';
 import { systemClock } from './core/ports';
 import { ApiKeys } from './vscode/api-keys';
@@ -381,6 +385,12 @@ function buildCommands(
       (conversationId: unknown, changeIds: unknown) => revertChanges({ session, workspace, changes, log, now }, conversationId, changeIds),
     ],
     [ANSWER_APPROVAL_COMMAND, answerApproval],
+    [
+      CARRY_ACCOUNT_COMMAND,
+      (conversationId: unknown, turn: unknown, text: unknown, turns: unknown) => controller.carryAccount(conversationId, turn, text, turns),
+    ],
+    [COMPACT_HARDER_COMMAND, (conversationId: unknown) => compactHarder({ session, reporter }, conversationId)],
+    [NEW_FROM_PLAN_COMMAND, (conversationId: unknown) => newFromPlan({ session, reporter }, conversationId)],
     [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
   ]);
 }

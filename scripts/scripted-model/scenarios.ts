@@ -108,12 +108,16 @@ function lastIndexOf<T>(items: readonly T[], predicate: (item: T) => boolean): n
 }
 
 /**
- * The default scenario: after a tool result, a short text quoting its first line; for a request
- * asking to "use the skill <name>", a `skill` call when that tool is offered; for a request naming a
- * path, a `create_file` ("create <path>") or `read_file` call when that tool is offered; otherwise an
- * acknowledgement with the prompt's token count.
+ * The default scenario: a request "work through step by step: <paths>" is worked through with a
+ * plan (`planScenario`); otherwise, after a tool result, a short text quoting its first line; for a
+ * request asking to "use the skill <name>", a `skill` call when that tool is offered; for a request
+ * naming a path, a `create_file` ("create <path>") or `read_file` call when that tool is offered;
+ * otherwise an acknowledgement with the prompt's token count.
  */
-export const demoScenario: Scenario = ({ request, promptTokens }) => {
+export const demoScenario: Scenario = (input) => {
+  const planned = planScenario(input);
+  if (planned) return planned;
+  const { request, promptTokens } = input;
   const { messages } = request;
   const last = messages[messages.length - 1];
   if (last?.role === 'tool') {
@@ -225,3 +229,101 @@ export const summaryScenario: Scenario = ({ request }) => {
   if (focus) lines.push('', '### Focus', `- ${focus}`);
   return { text: lines.join('\n') };
 };
+
+// ---------------------------------------------------------------------------------------------
+// Working through a plan.
+
+/** The request that starts a plan, on its first line: "work through step by step: src/a.ts src/b.ts …". */
+const PLAN_REQUEST = /^(?:@\S+\s+)?work through step by step: ((?:\S+ ?)+)/i;
+
+/** What a plan's step is, as the scenario writes it and reads it back. */
+interface PlanStepText {
+  readonly step: string;
+  readonly status: string;
+  readonly evidence?: { readonly files?: readonly string[] };
+}
+
+/** Said when the request shows tool work but no plan: the scenario lost its place, as a model would. */
+export const LOST_PLACE = 'Offline scripted model: I have lost track of the plan; say "continue" and I will look again.';
+
+const noteOf = (path: string): string => `notes/${path.replace(/^.*\//, '').replace(/\.\w+$/, '')}.md`;
+
+/**
+ * A deterministic agent that decides each step only from what the request holds, for a request
+ * "work through step by step: <paths>": it writes a plan of one step per path ("Note <path>"), then
+ * for the step in progress reads the file, writes `notes/<name>.md` and marks the step done with that
+ * file as evidence, until every step is done. It finds its plan in its last `plan` call or, once that
+ * was summarized away, in the summary's `<work-state>` block; when the request shows neither, it has
+ * lost its place and says so (a turn that would wait for "continue"). Undefined for other requests.
+ */
+export const planScenario = ({ request }: ScenarioInput): Reply | undefined => {
+  const { messages } = request;
+  const userText = [...messages].reverse().find((m) => m.role === 'user' && !contentText(m.content).startsWith(SUMMARY_PREFIX));
+  const paths = PLAN_REQUEST.exec(contentText(userText?.content))?.[1]?.trim().split(/\s+/);
+  if (!paths || !offersTool(request, 'plan')) return undefined;
+  // A plan of an earlier request (other paths) is not this one's.
+  const found = planIn(messages);
+  const plan = found && found.map((s) => s.step).join('\n') === paths.map((p) => `Note ${p}`).join('\n') ? found : undefined;
+  const last = lastCall(messages);
+  if (!plan) {
+    if (last) return { text: LOST_PLACE };
+    return {
+      toolCalls: [{ name: 'plan', arguments: { steps: paths.map((p, i) => ({ step: `Note ${p}`, status: i === 0 ? 'in_progress' : 'pending' })) } }],
+    };
+  }
+  const current = plan.findIndex((s) => s.status === 'in_progress');
+  if (current < 0) return { text: `Offline scripted model: all ${plan.length} steps of the plan are done.` };
+  const path = /^Note (\S+)/.exec(plan[current]!.step)?.[1] ?? '';
+  if (last?.name === 'plan' && last.output.startsWith('Error:')) return { text: `Offline scripted model: the plan was refused: ${last.output}` };
+  if (last?.name === 'read_file' && last.arguments.includes(path)) {
+    return { toolCalls: [{ name: 'create_file', arguments: { path: noteOf(path), content: `Notes on ${path}.\n` } }] };
+  }
+  if (last?.name === 'create_file' && last.arguments.includes(noteOf(path))) {
+    const steps = plan.map((s, i) =>
+      i === current
+        ? { step: s.step, status: 'done', evidence: { files: [noteOf(path)] } }
+        : i === current + 1
+          ? { step: s.step, status: 'in_progress' }
+          : { step: s.step, status: s.status, ...(s.evidence ? { evidence: s.evidence } : {}) },
+    );
+    return { toolCalls: [{ name: 'plan', arguments: { steps } }] };
+  }
+  return { toolCalls: [{ name: 'read_file', arguments: { path } }] };
+};
+
+/** The plan the request shows: the arguments of its last `plan` call, else the steps of its last work state. */
+function planIn(messages: ChatCompletionRequest['messages']): PlanStepText[] | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role !== 'assistant') continue;
+    const call = [...(message.tool_calls ?? [])].reverse().find((c) => c.function.name === 'plan');
+    if (call) return (JSON.parse(call.function.arguments) as { steps: PlanStepText[] }).steps;
+  }
+  const block = [
+    ...messages
+      .map((m) => contentText(m.content))
+      .join('\n')
+      .matchAll(/<work-state>([\s\S]*?)<\/work-state>/g),
+  ].at(-1)?.[1];
+  const steps: PlanStepText[] = [];
+  for (const line of block?.split('\n') ?? []) {
+    const match = /^\d+\. \[([^\]]+)\] (.+?)(?: · evidence: (.+))?$/.exec(line.trim());
+    if (!match) continue;
+    const mark = match[1]!;
+    const status = mark.startsWith('done') ? 'done' : mark === 'in progress' ? 'in_progress' : mark;
+    steps.push({ step: match[2]!, status, ...(match[3] ? { evidence: { files: match[3].split(', ') } } : {}) });
+  }
+  return steps.length > 0 ? steps : undefined;
+}
+
+/** The tool call whose result ends the request: its name, arguments and output; undefined when it ends otherwise. */
+function lastCall(messages: ChatCompletionRequest['messages']): { name: string; arguments: string; output: string } | undefined {
+  const last = messages[messages.length - 1];
+  if (last?.role !== 'tool') return undefined;
+  for (let i = messages.length - 2; i >= 0; i--) {
+    const message = messages[i]!;
+    const call = message.role === 'assistant' ? message.tool_calls?.find((c) => c.id === last.tool_call_id) : undefined;
+    if (call) return { name: call.function.name, arguments: call.function.arguments, output: contentText(last.content) };
+  }
+  return undefined;
+}

@@ -12,6 +12,7 @@ import type { InstructionSource } from './instructions';
 import type { WorkspaceRoot } from './path-guard';
 import type { ProviderKind } from '../core/provider-kind';
 import type { UsageView } from './usage-text';
+import type { RevertFiles } from './revert-changes';
 
 /**
  * What a chat turn is given and gives back, free of `vscode`: the chat it writes to, the request as
@@ -87,7 +88,8 @@ export interface TurnModels {
 
 /** The workspace as a turn sees it. */
 export interface TurnWorkspace {
-  readonly files: WorkspacePort;
+  /** The agent's files, and how a file Longrun changed is read whole, to compare it with what was written. */
+  readonly files: WorkspacePort & Pick<RevertFiles, 'textForRevert'>;
   /** The terminal of `run_command`; offered only in a trusted workspace. */
   readonly commands?: CommandPort;
   trusted(): boolean;

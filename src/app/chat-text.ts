@@ -23,6 +23,8 @@ export function describeToolCall(toolName: string, input: unknown): string {
       const name = typeof i.name === 'string' ? inlineCode(i.name) : 'a skill';
       return typeof i.file === 'string' ? `Reading ${inlineCode(i.file)} of the skill ${name}…` : `Loading the skill ${name}…`;
     }
+    case TOOL_NAMES.plan:
+      return 'Updating the plan…';
     case TOOL_NAMES.runCommand:
       return typeof i.command === 'string'
         ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…`

@@ -54,8 +54,27 @@ export const SHOW_CHANGE_COMMAND = 'longrun.showChange';
  */
 export const REVERT_COMMAND = 'longrun.revertChanges';
 
+/**
+ * The command of the chat's "Carry over what they learned" button, offered when the chat continues
+ * from an earlier point and the turns it leaves behind did work worth telling. Not in the Command Palette.
+ */
+export const CARRY_ACCOUNT_COMMAND = 'longrun.carryAccount';
+
+/** The commands of the buttons offered when a turn stopped for a compaction loop. Not in the Command Palette. */
+export const COMPACT_HARDER_COMMAND = 'longrun.compactHarder';
+export const NEW_FROM_PLAN_COMMAND = 'longrun.newFromPlan';
+
 /** Every command Longrun registers: the Command Palette's and those behind the chat's buttons. */
-export const COMMANDS: readonly string[] = [...PALETTE_COMMANDS, ANSWER_COMMAND, ANSWER_APPROVAL_COMMAND, SHOW_CHANGE_COMMAND, REVERT_COMMAND];
+export const COMMANDS: readonly string[] = [
+  ...PALETTE_COMMANDS,
+  ANSWER_COMMAND,
+  ANSWER_APPROVAL_COMMAND,
+  SHOW_CHANGE_COMMAND,
+  REVERT_COMMAND,
+  CARRY_ACCOUNT_COMMAND,
+  COMPACT_HARDER_COMMAND,
+  NEW_FROM_PLAN_COMMAND,
+];
 
 /** Read-only Markdown documents: summaries and the context report. */
 export const DOC_SCHEME = 'longrun';

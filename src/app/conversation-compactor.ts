@@ -213,7 +213,7 @@ export class ConversationCompactor {
     // A summary prepared ahead serves the threshold, and a manual compaction without focus; an
     // overflow (perhaps a smaller window) or a focus needs one of its own. A pruning alone prepared
     // ahead is made again now, when it costs no more and sees what came since.
-    if (ahead && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
+    if (ahead && !options.keepLess && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
       const ready = await ahead.promise;
       // Prepared on an older snapshot, it may cover too little of the log as it grew: made again then.
       if (ready.status === 'compacted' && ready.compaction.entry && !this.staleAhead(ready.compaction)) {
@@ -228,7 +228,8 @@ export class ConversationCompactor {
     const { deps, meter } = this.source;
     const summarizer = await deps.summarizer();
     if (!summarizer) return { status: 'failed', reason: NO_SUMMARIZER };
-    const computed = await this.computeOn(summarizer, reason, options, deps.config(), meter.pruneTarget());
+    const config = options.keepLess ? keepingLess(deps.config(), roomForMessages(deps.model()).limit) : deps.config();
+    const computed = await this.computeOn(summarizer, reason, options, config, meter.pruneTarget());
     if (computed.status !== 'compacted') return computed;
     const outcome = await this.reviewed(computed, options);
     if (outcome.status !== 'compacted') return outcome;
@@ -464,6 +465,15 @@ function spanAttributes(outcome: CompactionOutcome): Record<string, string | num
     });
   }
   return attributes;
+}
+
+/** A compaction keeps this share of the recent part the settings keep, when asked to keep less. */
+const KEEP_LESS_SHARE = 0.25;
+
+/** `config` keeping a quarter of the recent tokens it keeps (by tokens, whatever its mode). */
+export function keepingLess(config: CompactionConfig, limit: number): CompactionConfig {
+  const tokens = Math.floor(keepRecentTokens(config.keepRecent, limit) * KEEP_LESS_SHARE);
+  return { ...config, keepRecent: { ...config.keepRecent, mode: 'tokens', tokens, tokensShare: 1 } };
 }
 
 /**

@@ -50,4 +50,9 @@ export interface CompactOptions {
   readonly review?: (entry: CompactionEntry) => Promise<string | undefined>;
   /** For a compaction of an expired cache: apply the summary prepared ahead, when it is ready, instead of pruning. */
   readonly applyAhead?: boolean;
+  /**
+   * Keep less of the recent work than the settings say (a quarter): "Compact harder", offered when
+   * a turn stopped for a compaction loop. A summary prepared ahead is not used for it.
+   */
+  readonly keepLess?: boolean;
 }

@@ -4,11 +4,13 @@ import * as path from 'node:path';
 import { onPath, turnOf, TurnIndex, type TurnPath } from '../core/branches';
 import type { ConversationLog, LogRecord } from '../core/history';
 import { stringifyOutput, type Message } from '../core/messages';
+import { stepLine } from '../core/plan-text';
 
 /**
  * A whole conversation as Markdown, for "Longrun: Export Conversation as Markdown": every message
  * in the order it was written, the compacted originals included, and each compaction's summary
- * where it applied (undone ones marked so), and where tool outputs were pruned. Code fences grow to
+ * where it applied (undone ones marked so), where tool outputs were pruned, each update of the
+ * agent's plan, and an account of abandoned turns the user carried over. Code fences grow to
  * hold any backticks in the content.
  *
  * Written record by record to the file, never gathered into one string: a conversation of any size
@@ -275,6 +277,22 @@ function renderRecord(record: LogRecord, undone: ReadonlySet<string>): string[] 
         '',
       ];
     }
+    case 'plan': {
+      const steps = record.plan.steps;
+      return [
+        `> **Plan** (${steps.length} step${steps.length === 1 ? '' : 's'}, as the agent wrote it):`,
+        '>',
+        ...steps.map((step, i) => `> ${stepLine(step, i + 1)}`),
+        '',
+      ];
+    }
+    case 'account':
+      return [
+        '> **Carried over from the turns left behind** (the user asked for it; it went with the next request):',
+        '>',
+        ...quote(record.account.text),
+        '',
+      ];
     default:
       return [];
   }

@@ -109,6 +109,24 @@ export class ConversationRegistry {
     return conversation;
   }
 
+  /**
+   * Conversation `id` on a branch whose path holds turn `turn`: the loaded one used last (a chat went
+   * on from that turn), else one made at `turn`, without making it the current one. Undefined when
+   * the conversation cannot be read or has no such turn.
+   */
+  async branchHolding(id: string, turn: string): Promise<Conversation | undefined> {
+    const loaded = await this.load(id);
+    const turns = loaded?.records.turns();
+    if (!loaded || !turns?.has(turn)) return undefined;
+    const holding = loaded.branches.findLast((b) => {
+      const leaf = b.leaf();
+      return leaf !== null && turns.path(leaf).turns.includes(turn);
+    });
+    const conversation = holding ?? this.add(id, loaded, turn);
+    await conversation.loadView();
+    return conversation;
+  }
+
   /** Whether conversation `id` holds turn `turn` (loading it if need be). */
   async hasTurn(id: string, turn: string): Promise<boolean> {
     const loaded = await this.load(id);

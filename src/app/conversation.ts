@@ -127,6 +127,11 @@ export class Conversation {
     return this.shared.readThrough(this.records, this.readAt);
   }
 
+  /** `records` (of this conversation, any branch), those held without their content read back from disk (not kept). */
+  recordsRead(records: readonly LogRecord[]): Promise<readonly LogRecord[]> {
+    return this.shared.readThrough(records, this.readAt);
+  }
+
   /** Every record of the conversation, on every branch, in the order they were written. */
   allRecords(): ConversationLog {
     return this.shared.all;

@@ -5,15 +5,17 @@ import { activeEntries, lastEntry, ledgerOf, type CompactionEntry, type Conversa
 import { needleLedgerOf } from '../core/needles';
 import type { MessageTokenCounter } from '../core/message-tokens';
 import { stripFileOperations } from '../core/summary-repair';
+import { stripWorkState, workStateOf } from '../core/work-state';
 
 /**
  * Summaries the user reads and edits as documents: before a compaction is applied (the preview
  * asked for with `longrun.compaction.requireConfirmation`), and after ("Edit summary").
  *
- * What the user saves is what the model gets, with one exception: the `<read-files>` /
- * `<modified-files>` lists are Longrun's record of the files touched, so whatever the user writes
- * there is removed and the compaction's own lists are put back at the end. A summary that states a
- * file as unread, or forgets one that was changed, would mislead the model about the workspace.
+ * What the user saves is what the model gets, with two exceptions: the `<read-files>` /
+ * `<modified-files>` lists are Longrun's record of the files touched, and the `<work-state>` block
+ * its record of the agent's plan and where it was, so whatever the user writes there is removed and
+ * the compaction's own are put back at the end. A summary that states a file as unread, forgets one
+ * that was changed, or marks a step done that the record contradicts would mislead the model.
  *
  * An edit of an applied summary is a compaction entry of its own (`editOf`), appended to the log:
  * nothing is rewritten, the edit survives a reload, and Undo takes it back first (the summary
@@ -77,7 +79,7 @@ export function summaryDocument(entry: CompactionEntry, state: SummaryState): st
 function header(entry: CompactionEntry, state: SummaryState): string {
   const title = `Longrun · summary of compaction round ${entry.round}${entry.editOf ? ', edited' : ''}`;
   const ledger =
-    "The <read-files> and <modified-files> lists at the end are Longrun's record of the files touched: whatever you change in them, they are put back as recorded.";
+    "The <work-state> block and the <read-files> and <modified-files> lists at the end are Longrun's record of the agent's plan and of the files touched: whatever you change in them, they are put back as recorded.";
   switch (state) {
     case 'preview':
       return [
@@ -107,11 +109,12 @@ function header(entry: CompactionEntry, state: SummaryState): string {
 }
 
 /**
- * The summary a saved document gives: its text without the header comment, without any file lists,
- * then the compaction's own file lists (`ledger`). An error when nothing is left, or too much.
+ * The summary a saved document gives: its text without the header comment, without any file lists
+ * or work state, then the compaction's own work state (`workState`, the block of the summary it
+ * replaces) and file lists (`ledger`). An error when nothing is left, or too much.
  */
-export function savedSummary(documentText: string, ledger: FileLedger): { readonly summary: string } | { readonly error: string } {
-  const body = stripFileOperations(documentText.replace(/\r\n?/g, '\n').replace(HEADER, '')).trim();
+export function savedSummary(documentText: string, ledger: FileLedger, workState = ''): { readonly summary: string } | { readonly error: string } {
+  const body = stripWorkState(stripFileOperations(documentText.replace(/\r\n?/g, '\n').replace(HEADER, ''))).trim();
   if (!body)
     return {
       error: 'The summary is empty, so the model would know nothing of what it replaces. Write a summary, or close the document without saving.',
@@ -121,7 +124,7 @@ export function savedSummary(documentText: string, ledger: FileLedger): { readon
       error: `The summary has ${body.length.toLocaleString('en-US')} characters; Longrun keeps summaries under ${MAX_SUMMARY_CHARS.toLocaleString('en-US')}.`,
     };
   }
-  return { summary: `${body}\n\n${renderFileOperations(ledger)}` };
+  return { summary: [body, workState, renderFileOperations(ledger)].filter(Boolean).join('\n\n') };
 }
 
 /**
@@ -179,7 +182,7 @@ export async function editSummary(conversation: EditedConversation, compactionId
   // The file lists and the needle ledger are those of the log as it is when the edit is saved.
   const log = conversation.log();
   const fileOperations = ledgerOf(log);
-  const saved = savedSummary(documentText, fileOperations);
+  const saved = savedSummary(documentText, fileOperations, workStateOf(current.entry.summary));
   if ('error' in saved) return { ok: false, reason: saved.error };
   if (saved.summary === current.entry.summary) return { ok: true };
   const entry = { ...editEntry(current.entry, saved.summary, deps), fileOperations, needles: needleLedgerOf(log, conversation.memo()) };

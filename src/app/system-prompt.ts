@@ -26,7 +26,8 @@ export function systemPrompt({ trusted, folders, instructions = [], skills = [] 
     trusted
       ? 'Change files with create_file and edit_file; each edit replaces an exact, unique piece of text. Keep changes minimal and explain them briefly. Run builds, tests and other shell commands with run_command (one line each; the user approves them).'
       : 'The workspace is not trusted, so you can only read: do not try to change files or run commands; describe the changes instead.',
-    'Earlier parts of a long conversation may be replaced by a summary, and old tool outputs by a one-line stub that reads "[Pruned by Longrun: …]"; trust the summary, and re-read files when you need their exact content. The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.',
+    'For work of several steps, keep a plan with the plan tool: send the whole plan when it changes, one step in progress at a time, and mark a step done with its evidence (the files you changed, the commands that passed); Longrun checks it against what happened.',
+    'Earlier parts of a long conversation may be replaced by a summary, and old tool outputs by a one-line stub that reads "[Pruned by Longrun: …]"; trust the summary, and re-read files when you need their exact content. After a summary, its <work-state> block holds your plan and where you were: go on from there, without waiting to be told to continue. The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.',
     'Answer in Markdown, concisely.',
   ];
   return [lines.join('\n'), skillsSection(skills), instructionsSection(instructions)].filter(Boolean).join('\n\n');

@@ -9,14 +9,20 @@ import { text } from '../core/messages';
 import { NOTHING_ARCHIVED } from '../core/recall';
 import { OWN_TOOL_NAMES } from '../core/tool-names';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
-import { createAgentTools, type AgentFileEvent, type RecallPort } from '../llm/agent-tools';
+import { createAgentTools, type AgentFileEvent, type PlanPort, type RecallPort } from '../llm/agent-tools';
+import type { CommandRun as CommandRunResult } from '../llm/workspace-port';
+import { pendingAccounts } from '../core/branch-account';
+import { BranchOffers } from './branch-offers';
+import { offerAfterLoop } from './loop-offer';
+import { planMarkdown } from './plan-chat';
+import { NO_PLAN, PlanKeeper } from './plan-keeper';
 import { createEditorTools, selectEditorTools, type EditorToolSelection } from '../llm/editor-tools';
 import { renderAttachments, resolveAttachments, type Attachment } from './attachments';
 import { chatPosition, type TurnMetadata } from './chat-history';
 import type { ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
 import { describeToolCall, escapeMarkdown, inlineCode } from './chat-text';
 import { CompactionDialog, showOutcome, type SummaryPreview } from './compaction-dialog';
-import { PARTICIPANT_ID, REVERT_COMMAND } from './contributions';
+import { PARTICIPANT_ID } from './contributions';
 import type { Conversation } from './conversation';
 import type { ConversationRegistry } from './conversation-registry';
 import { diffStats, fencedBlock } from './diff-preview';
@@ -24,7 +30,7 @@ import { errorMessage, READ_AGAIN } from './error-text';
 import { InSightChat, type NoticeSurface } from './in-sight-chat';
 import { resolveInstructions, type Instruction } from './instructions';
 import { contextReport, summaryReport } from './reports';
-import { revertOffer, textHash, type RevertOffer } from './revert-changes';
+import { textHash } from './revert-changes';
 import type { LongrunSettings } from './settings';
 import { ConversationChangedError } from './store/errors';
 import type { SkillCatalog } from './skill-catalog';
@@ -82,12 +88,20 @@ export class TurnController {
   private readonly turnsUnderWay = new Map<string, number>();
 
   private readonly dialog: CompactionDialog;
+  private readonly branchOffers: BranchOffers;
 
   constructor(private readonly deps: TurnControllerDeps) {
     this.dialog = new CompactionDialog({
       ...(deps.summaries ? { summaries: deps.summaries } : {}),
       log: deps.log,
       fullness: () => deps.registry.currentIfLoaded()?.assess().fraction ?? 0,
+    });
+    this.branchOffers = new BranchOffers({
+      registry: deps.registry,
+      files: deps.workspace.files,
+      newId: () => deps.models.newId(),
+      now: deps.now,
+      said: (message) => this.remember(message),
     });
   }
 
@@ -174,7 +188,7 @@ export class TurnController {
       return agentRequest ? registry.startNew() : undefined;
     }
     if (position.empty) {
-      if (agentRequest) this.offerRevertOfStartOver(request, chat);
+      if (agentRequest) this.branchOffers.offerRevertOfStartOver(chat, request.chat);
       const picked = registry.takePendingOpen();
       const opened = picked
         ? await registry.open(picked).catch((error: unknown) => {
@@ -252,7 +266,7 @@ export class TurnController {
   requestSetup(
     request?: Pick<TurnRequest, 'toolReferences' | 'editorTools'>,
     conversation?: Conversation,
-    onFileEvent?: (event: AgentFileEvent) => void,
+    hooks: RequestHooks = {},
     instructions: readonly Instruction[] = this.instructions,
   ): { system: string; tools: ToolSet; editorTools: EditorToolSelection } {
     const { workspace } = this.deps;
@@ -261,12 +275,14 @@ export class TurnController {
       readOnly: !trusted,
       ...(trusted && workspace.commands ? { commands: workspace.commands } : {}),
       maxResultChars: MAX_RESULT_CHARS,
-      ...(onFileEvent ? { onFileEvent } : {}),
+      ...(hooks.onFileEvent ? { onFileEvent: hooks.onFileEvent } : {}),
+      ...(hooks.onCommandRun ? { onCommandRun: hooks.onCommandRun } : {}),
       // Offered in every request, so that the tool definitions (and their count) do not change when
       // a compaction comes; the system prompt points at it once there is something to recall.
       recall: conversation ?? NO_ARCHIVE,
       // Offered when there are skills to load: it comes and goes with the system prompt's list of them.
       ...(this.deps.skills?.skills().length ? { skills: new SkillLoader(this.deps.skills, conversation) } : {}),
+      plan: hooks.plan ?? NO_PLAN,
     });
     const port = request?.editorTools;
     const editorTools =
@@ -329,19 +345,31 @@ export class TurnController {
       throw error;
     });
     if (!attachments) return { metadata: where.metadata };
-    this.offerRevert(conversation, request, chat);
+    this.branchOffers.offerRevert(conversation, chat, request.chat);
+    const left = await this.branchOffers.leftBehind(conversation, signal);
     const midTurn = (this.turnsUnderWay.get(conversation.id) ?? 0) > 0;
     this.turnsUnderWay.set(conversation.id, (this.turnsUnderWay.get(conversation.id) ?? 0) + 1);
     try {
       await conversation.beginTurn(models.newId(), request.chat);
       where.metadata = metadataOf(conversation);
+      this.branchOffers.show(left, conversation, chat);
       // What a compaction in the background has to say is said in the next chat.
       this.tellNotice(conversation, chat);
       await this.compactIfCacheExpired(conversation, chat, midTurn);
       const { system, tools, editorTools } = this.requestSetup(
         request,
         conversation,
-        (event) => this.recordAgentFile(conversation, event),
+        {
+          onFileEvent: (event) => this.recordAgentFile(conversation, event),
+          onCommandRun: (run) => this.recordCommand(conversation, run),
+          plan: new PlanKeeper({
+            conversation,
+            roots: () => this.deps.workspace.roots(),
+            newId: () => models.newId(),
+            now: this.deps.now,
+            changed: (plan) => chat.markdown(planMarkdown(plan)),
+          }),
+        },
         instructions,
       );
       const hints = turnCacheHints(
@@ -352,7 +380,9 @@ export class TurnController {
       models.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
       models.setAgentPrefix({ system, tools, cache: { hints, stableEnd: () => conversation.stableEnd() } });
       this.reportSkippedTools(editorTools, request, chat);
-      await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now()));
+      const carried = pendingAccounts(conversation.log());
+      if (carried.length > 0) chat.markdown('\n\n> What the turns left behind had done goes to the model with this request, as you asked.\n\n');
+      await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now(), carried));
       const shown = { chat: chat as ChatSurface | undefined };
       try {
         const result = await this.turnChats.run(shown, () => this.runAgent(conversation, model, system, tools, chat, signal, hints));
@@ -438,6 +468,7 @@ export class TurnController {
         requestBasis: () => conversation.requestBasis(),
         newId: () => models.newId(),
         stableEnd: () => conversation.stableEnd(),
+        log: () => conversation.log(),
       },
       cacheHints,
       now: this.deps.now,
@@ -482,7 +513,7 @@ export class TurnController {
   }
 
   /** What the chat is told once the agent's turn is over, and the compaction it may leave for the background. */
-  private ended(conversation: Conversation, result: Awaited<ReturnType<typeof runAgentTurn>>, chat: ChatSurface): TurnResult {
+  private ended(conversation: Conversation, result: Awaited<ReturnType<typeof runAgentTurn>>, chat: NoticeSurface): TurnResult {
     const { models, settings } = this.deps;
     conversation.setGuard(result.guard);
     models.observeUsage(lastUsage(conversation.log()));
@@ -495,7 +526,9 @@ export class TurnController {
       this.deps.log.warn(`Request failed: ${message}`);
       return { errorDetails: { message }, metadata };
     }
-    if (result.finishReason === 'tool-calls') {
+    if (result.compactionLoop) {
+      this.remember(offerAfterLoop(conversation.id, chat));
+    } else if (result.finishReason === 'tool-calls') {
       chat.markdown(`\n\n> Stopped after ${result.steps} steps (longrun.agent.maxSteps). Say "continue" to go on.`);
     }
     return { metadata };
@@ -515,37 +548,18 @@ export class TurnController {
     void conversation.append(records).catch((error: unknown) => this.deps.log.warn(`Could not record a file operation: ${String(error)}`));
   }
 
-  /**
-   * When the request continues from an earlier turn than the chat went on from last, and the turns
-   * it leaves behind changed files, the chat says so and offers to revert exactly those changes.
-   */
-  private offerRevert(conversation: Conversation, request: TurnRequest, chat: NoticeSurface): void {
-    const shared = conversation.sharedRecords();
-    const offer = revertOffer(shared.all, shared.turns(), conversation.leaf(), request.chat);
-    if (offer) this.showRevertOffer(conversation.id, offer, chat);
-  }
-
-  /** "Start Over" (or a retry of a chat's first request) leaves the chat's whole conversation behind. */
-  private offerRevertOfStartOver(request: TurnRequest, chat: NoticeSurface): void {
-    const previous = this.deps.registry.currentIfLoaded();
-    if (!previous || request.chat === undefined) return;
-    const shared = previous.sharedRecords();
-    const turns = shared.turns();
-    const latest = turns.latest();
-    if (latest === null || turns.info(latest)?.chat !== request.chat) return;
-    const offer = revertOffer(shared.all, turns, null, request.chat);
-    if (offer) this.showRevertOffer(previous.id, offer, chat);
-  }
-
-  private showRevertOffer(conversationId: string, offer: RevertOffer, chat: NoticeSurface): void {
-    const files = [...new Map(offer.changes.map((c) => [c.path, c])).values()];
-    const list = files.map((c) => `${inlineCode(c.path)}${c.kind === 'created' ? ' (created)' : ''}`).join(', ');
-    const turns = offer.turns === 1 ? 'The turn this chat no longer holds' : `The ${offer.turns} turns this chat no longer holds`;
-    const message = `${turns} changed ${files.length === 1 ? 'a file' : `${files.length} files`}: ${list}. Those changes are still in the workspace.`;
-    chat.notice(`\n\n> ${message} "Revert Longrun's changes" shows exactly what it would write back, and asks first.\n\n`, [
-      { command: REVERT_COMMAND, title: "Revert Longrun's changes…", arguments: [conversationId, offer.changes.map((c) => c.id)] },
-    ]);
-    this.remember(message);
+  /** A command the agent ran and how it ended, recorded in the conversation of the turn that ran it, before the model reads its result. */
+  private async recordCommand(conversation: Conversation, run: CommandRunResult): Promise<void> {
+    const record: LogRecord = {
+      type: 'command',
+      run: {
+        command: run.command,
+        ...(run.exitCode !== undefined && run.timedOutAfterSeconds === undefined ? { exitCode: run.exitCode } : {}),
+        ...(run.timedOutAfterSeconds !== undefined ? { stopped: true } : {}),
+        at: this.deps.now(),
+      },
+    };
+    await conversation.append([record]).catch((error: unknown) => this.deps.log.warn(`Could not record a command run: ${String(error)}`));
   }
 
   /** What the user attached to the request, read and capped like a tool result. */
@@ -660,6 +674,14 @@ export class TurnController {
     }
   }
 
+  /**
+   * "Carry over what they learned" (see `BranchOffers`): the account joins the branch that holds
+   * `turn`, for its next request. False when the conversation or the turn is gone.
+   */
+  carryAccount(conversationId: unknown, turn: unknown, text: unknown, turns: unknown): Promise<boolean> {
+    return this.branchOffers.carry(conversationId, turn, text, turns);
+  }
+
   /** The answer to a question the chat asked (see `CompactionDialog.answer`). */
   answerCompaction(id: unknown, compact: unknown): boolean {
     return this.dialog.answer(id, compact);
@@ -692,13 +714,21 @@ function metadataOf(conversation: Conversation): TurnMetadata {
  * The user's request as it is appended: the prompt, then what they attached, in one message; the
  * attached files recorded as read by the user, in the same write.
  */
-function userTurn(prompt: string, attachments: readonly Attachment[], id: string, at: number): LogRecord[] {
+function userTurn(prompt: string, attachments: readonly Attachment[], id: string, at: number, carried: readonly string[] = []): LogRecord[] {
   // One text part: models that join parts without a separator must not run the prompt into the first block.
-  const content = [text(attachments.length > 0 ? `${prompt}\n\n${renderAttachments(attachments)}` : prompt)];
+  const blocks = [prompt, ...(attachments.length > 0 ? [renderAttachments(attachments)] : []), ...carried];
+  const content = [text(blocks.join('\n\n'))];
   const reads: LogRecord[] = attachments.flatMap((a) =>
     a.readPath !== undefined ? [{ type: 'file' as const, event: { kind: 'read' as const, path: a.readPath, actor: 'user' as const, at } }] : [],
   );
   return [{ type: 'message', message: { id, role: 'user', content } }, ...reads];
+}
+
+/** What a request's own tools report to the turn: files the agent touched, commands it ran, and its plan. */
+interface RequestHooks {
+  readonly onFileEvent?: (event: AgentFileEvent) => void;
+  readonly onCommandRun?: (run: CommandRunResult) => Promise<void>;
+  readonly plan?: PlanPort;
 }
 
 /** What `recall` answers in a request made outside any conversation (the count of the tools' definitions). */

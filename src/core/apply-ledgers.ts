@@ -5,13 +5,15 @@ import { ledgerOf, summaryMessage, type CompactionEntry, type ConversationLog, t
 import { keepNeedles, stripKeptNeedles } from './kept-needles';
 import { needleLedgerOf } from './needles';
 import { NEEDLE_BUDGET_SHARE, stripFileOperations } from './summary-repair';
+import { renderWorkState, stripWorkState } from './work-state';
 
 /**
  * A summary's ledgers are those of the log it is applied to, never those of the snapshot it was
  * computed from: a summary prepared in the background is applied after more files were read, edited
- * or created, and more errors hit or resolved. At apply time the file lists are made again from every
- * file operation the log holds, the needle ledger from every message, and the block of needles the
- * summary lacks is checked again against what then stays in the view. The summary's own text is kept.
+ * or created, more errors hit or resolved, and the plan moved on. At apply time the file lists are
+ * made again from every file operation the log holds, the needle ledger from every message, the block
+ * of needles the summary lacks is checked again against what then stays in the view, and the work
+ * state (the plan, where the agent is) is made from the log as it is. The summary's own text is kept.
  */
 
 /** The needle budget of a summary of the default 800-token target, for a compaction that does not say its own. */
@@ -72,12 +74,15 @@ export interface LedgerRefresh {
   readonly memo: EngineMemo;
 }
 
-/** `entry` with the file ledger and the needle ledger of `log`, and its summary's lists and kept needles made from them. */
+/**
+ * `entry` with the file ledger and the needle ledger of `log`, and its summary's lists, kept needles
+ * and work state made from them.
+ */
 export function withLedgersOf(log: ConversationLog, entry: CompactionEntry, refresh: LedgerRefresh): CompactionEntry {
   const fileOperations = ledgerOf(log);
   // The entry's own ledger was made from a prefix of this log: only what came after it is scanned.
   const needles = needleLedgerOf(log, refresh.memo, entry.needles);
-  const body = stripKeptNeedles(stripFileOperations(entry.summary)).trimEnd();
+  const body = stripWorkState(stripKeptNeedles(stripFileOperations(entry.summary))).trimEnd();
   const kept = keepNeedles({
     ledger: needles,
     summary: body,
@@ -85,6 +90,7 @@ export function withLedgersOf(log: ConversationLog, entry: CompactionEntry, refr
     budgetTokens: refresh.needleBudgetTokens,
     countText: refresh.countText,
   });
-  const summary = [body, kept.block, renderFileOperations(fileOperations)].filter(Boolean).join('\n\n');
+  const work = renderWorkState({ log, inView: refresh.inView, countText: refresh.countText });
+  const summary = [body, kept.block, work, renderFileOperations(fileOperations)].filter(Boolean).join('\n\n');
   return { ...entry, summary, fileOperations, needles };
 }

@@ -1,12 +1,14 @@
 import type { BudgetLevel } from './budget';
-import type { CompactionReason } from './history';
+import type { CompactionReason, ConversationLog } from './history';
+import { latestPlan, samePlan } from './plan';
 
 /**
  * Anti-loop rules, so compaction cannot repeat itself turn after turn: a compaction that frees less
  * than the configured share is reported and automatic compaction is not tried again on the next
  * turn, unless the next request would not fit the window at all (waiting would only earn an
  * overflow error); a context-overflow error is answered by at most the configured number of
- * compactions per turn.
+ * compactions per turn; and two compactions in a row inside one turn with no progress between them
+ * stop the turn (`stopsForLoop`), never a third.
  */
 
 export interface GuardState {
@@ -175,4 +177,51 @@ export function restNotice(before: SummaryStreak | undefined, after: SummaryStre
     `The next ${RESTING_COMPACTIONS} automatic compactions do not ask it: they use an extractive summary (what was said and done, without a model), then it is asked again. ` +
     'Compact Conversation asks it at any time.'
   );
+}
+
+/**
+ * Whether the work moved on after the compaction (or pruning) `compactionId` of `log`: in what was
+ * appended since, the plan changed, the agent wrote a file, or a command it ran exited 0. Reading
+ * files, searching and failing do not count: a turn that only does those between two compactions
+ * fills the window again without getting anywhere. True when that compaction is not in `log` (undone,
+ * or on another branch): there is then nothing to hold against the turn.
+ */
+export function progressSince(log: ConversationLog, compactionId: string): boolean {
+  let at = -1;
+  for (let i = log.length - 1; i >= 0 && at < 0; i--) {
+    const record = log[i]!;
+    if ((record.type === 'compaction' || record.type === 'pruning') && record.entry.id === compactionId) at = i;
+  }
+  if (at < 0) return true;
+  let plan = latestPlan(log, at)?.update.steps;
+  for (let i = at + 1; i < log.length; i++) {
+    const record = log[i]!;
+    switch (record.type) {
+      case 'change':
+        return true;
+      case 'file':
+        if (record.event.actor === 'agent' && (record.event.kind === 'created' || record.event.kind === 'modified')) return true;
+        break;
+      case 'command':
+        if (record.run.exitCode === 0 && !record.run.stopped) return true;
+        break;
+      case 'plan':
+        if (!plan || !samePlan(plan, record.plan.steps)) return true;
+        plan = record.plan.steps;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+/**
+ * The rule against compaction loops: a compaction inside a turn never ends it, but when the one
+ * before it in the same turn (`earlierInTurn`) was followed by no progress (`progressSince`), the
+ * turn stops after this one, with an offer to the user, rather than going on to compact a third
+ * time. `log` is the branch's log before this compaction.
+ */
+export function stopsForLoop(log: ConversationLog, earlierInTurn: string | undefined): boolean {
+  return earlierInTurn !== undefined && !progressSince(log, earlierInTurn);
 }

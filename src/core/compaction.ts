@@ -36,6 +36,7 @@ import {
   type BoundedTask,
 } from './summary-repair';
 import type { DirectiveOptions } from './summary-request';
+import { renderWorkState } from './work-state';
 import { describeFailure, summarize, SummarizerFailure, type CallCount } from './summarizer-calls';
 
 export { applicable, appliedTo, applyCompaction, lowGain, tokensAfterAt };
@@ -442,7 +443,7 @@ function finishCompaction(
     id: deps.newId(),
     round,
     reason: request.reason,
-    summary: `${repaired.text}\n\n${renderFileOperations(request.ledger)}`,
+    summary: [repaired.text, workState(log, selection, deps), renderFileOperations(request.ledger)].filter(Boolean).join('\n\n'),
     firstKeptMessageId: selection.kept[0]?.id ?? null,
     compactedMessageIds: selection.toCompact.map((m) => m.id),
     tokensBefore,
@@ -500,6 +501,11 @@ function finishCompaction(
       needleBudgetTokens: Math.floor(plan.config.summary.targetTokens * NEEDLE_BUDGET_SHARE),
     },
   };
+}
+
+/** The work state of `log` for a summary that keeps `selection` (made again when the summary is applied). */
+function workState(log: ConversationLog, selection: Selection, deps: CompactionDeps): string {
+  return renderWorkState({ log, inView: [...selection.pinned, ...selection.kept], countText: (value) => deps.counter.countText(value) });
 }
 
 /** The model's output room (the output reserve rule applied to the summarizer's window) and the bounded task. */

@@ -27,3 +27,6 @@ export const CACHE_TTLS = ['5m', '1h'] as const;
 
 /** Why a model call was made, for the calls that are not the agent's: a summary of a compaction. */
 export const USAGE_PURPOSES = ['summary'] as const;
+
+/** The statuses a step of the agent's plan takes (see `plan.ts`). */
+export const PLAN_STATUSES = ['pending', 'in_progress', 'done', 'blocked'] as const;

@@ -1,5 +1,14 @@
 import type { FileEvent, FileLedger } from './file-ledger';
-import type { CACHE_TTLS, COMPACTION_REASONS, FILE_CHANGE_KINDS, NEEDLE_KINDS, PRUNE_KINDS, SUMMARY_ROLES, USAGE_PURPOSES } from './log-values';
+import type {
+  CACHE_TTLS,
+  COMPACTION_REASONS,
+  FILE_CHANGE_KINDS,
+  NEEDLE_KINDS,
+  PLAN_STATUSES,
+  PRUNE_KINDS,
+  SUMMARY_ROLES,
+  USAGE_PURPOSES,
+} from './log-values';
 import type { Message } from './messages';
 import type { ProviderKind } from './provider-kind';
 
@@ -13,6 +22,7 @@ export type SummaryRole = (typeof SUMMARY_ROLES)[number];
 export type FileChangeKind = (typeof FILE_CHANGE_KINDS)[number];
 export type CacheTtl = (typeof CACHE_TTLS)[number];
 export type UsagePurpose = (typeof USAGE_PURPOSES)[number];
+export type PlanStatus = (typeof PLAN_STATUSES)[number];
 
 export interface CompactionEntry {
   readonly id: string;
@@ -127,12 +137,73 @@ export type LogRecord = (
   | { readonly type: 'change'; readonly change: FileChange }
   /** The start of a turn: a request of the chat, continuing the turn it names (see `branches.ts`). */
   | { readonly type: 'turn'; readonly turn: TurnInfo }
+  /** A command `run_command` ran, and how it ended: what a plan's evidence is checked against (see `plan-check.ts`). */
+  | { readonly type: 'command'; readonly run: CommandRun }
+  /** The agent's plan, as its `plan` tool last wrote it (see `plan.ts`). */
+  | { readonly type: 'plan'; readonly plan: PlanUpdate }
+  /** An account of turns the chat left behind, carried into this branch at the user's request (see `branch-account.ts`). */
+  | { readonly type: 'account'; readonly account: CarriedAccount }
 ) & {
   /** The turn the record was made on; absent in the trunk (records from before turns were kept). */
   readonly turnId?: string;
 };
 
 export type ConversationLog = readonly LogRecord[];
+
+/**
+ * A command the agent ran and how it ended, kept apart from the tool's message, as file operations
+ * are: a message a compaction took out of the view is held without its content, and a plan's
+ * evidence is checked against every run on the branch, however old.
+ */
+export interface CommandRun {
+  /** The command line as it was run. */
+  readonly command: string;
+  /** The exit code the shell reported; absent when it reported none, or the command was stopped. */
+  readonly exitCode?: number;
+  /** Set when the command was stopped (the time limit, or Stop) before it ended. */
+  readonly stopped?: boolean;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+}
+
+/** What a step marked done rests on: files the agent changed, commands it ran. */
+export interface PlanEvidence {
+  /** Workspace-relative paths. */
+  readonly files?: readonly string[];
+  /** Command lines, as `run_command` was given them. */
+  readonly commands?: readonly string[];
+}
+
+/** One step of the agent's plan, as the agent wrote it. */
+export interface PlanStep {
+  readonly step: string;
+  readonly status: PlanStatus;
+  readonly evidence?: PlanEvidence;
+  readonly note?: string;
+}
+
+/** One call of the `plan` tool: the whole plan, written anew each time. */
+export interface PlanUpdate {
+  readonly id: string;
+  readonly steps: readonly PlanStep[];
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+}
+
+/**
+ * What turns the chat left behind (a rewind, an edited request, a retry, a fork) had done, told in
+ * a short text the user chose to carry into the branch they went on with: it joins their next
+ * request, once.
+ */
+export interface CarriedAccount {
+  readonly id: string;
+  /** The account as the model gets it, within its bounds. */
+  readonly text: string;
+  /** The turns it tells of, oldest first. */
+  readonly turns: readonly string[];
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+}
 
 /**
  * Token counts stored with a message's record, by tokenizer name (`o200k_base`, `cl100k_base`): the

@@ -26,6 +26,8 @@ import { isStubbableWrite, withWrittenStub, writtenChars, writtenStub } from './
  * Pruning happens only within a compaction, never between two: the prompt a provider has cached stays
  * as it was sent until the compaction changes it anyway.
  * A loaded skill's instructions are never pruned: they are an instruction of the conversation.
+ * The output of the latest successful `plan` call is never pruned (the plan is what the agent goes
+ * on from), and every earlier one is superseded by it: a plan is written whole at each call.
  *
  * The originals stay in the log: a pruning is a record the model's view applies, like a compaction
  * entry, and is undone the same way. Tools are told apart by name and arguments only, so any tool
@@ -106,9 +108,10 @@ export function pruningCandidates(view: readonly Message[], options: PruningOpti
     if (o.file?.access === 'write') lastWrite.set(o.file.path, o.at);
   }
 
+  const plan = latestPlanOutput(outputs);
   const candidates: PruneCandidate[] = [];
   for (const o of outputs) {
-    if (o.summary || o.instructions || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (o === plan || o.summary || o.instructions || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     const kind = kindOf(o, { lastByKey, readsByPath, lastWrite }, options);
     if (!kind) continue;
     // An old output is counted only when it may be large: a token holds at least one character.
@@ -256,8 +259,10 @@ const HEAD_SHARE = 0.7;
  */
 export function truncationCandidates(view: readonly Message[], options: TruncationOptions): PruneCandidate[] {
   const sized: Array<{ o: Output; tokens: number }> = [];
-  for (const o of collectOutputs(view, options.memo)) {
-    if (o.summary || o.instructions || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+  const outputs = collectOutputs(view, options.memo);
+  const plan = latestPlanOutput(outputs);
+  for (const o of outputs) {
+    if (o === plan || o.summary || o.instructions || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     if (stringifyOutput(o.part.output).length < MIN_TRUNCATED_TOKENS * 2) continue;
     const tokens = options.countOutput(o.message, o.part);
     if (tokens > MIN_TRUNCATED_TOKENS + MIN_SAVED_TOKENS) sized.push({ o, tokens });
@@ -421,6 +426,15 @@ interface Output {
   readonly file?: CallFacts['file'];
 }
 
+/** The output of the latest successful `plan` call: the plan in force, never pruned. */
+function latestPlanOutput(outputs: readonly Output[]): Output | undefined {
+  for (let i = outputs.length - 1; i >= 0; i--) {
+    const o = outputs[i]!;
+    if (o.part.toolName === TOOL_NAMES.plan && o.ok) return o;
+  }
+  return undefined;
+}
+
 /** The kinds an output's stub may have (`written` stands for a call's input). */
 type OutputKind = Exclude<PruneKind, 'written'>;
 
@@ -479,7 +493,8 @@ function callFacts(toolName: string, call: ToolCallPart | undefined, memo: Engin
   const path = filePathOf(toolName, input);
   const facts: CallFacts = {
     toolName,
-    key: callKey(toolName, input),
+    // A plan is written whole at each call: any later one supersedes it, whatever it says.
+    key: toolName === TOOL_NAMES.plan ? callKey(toolName, null) : callKey(toolName, input),
     ...(access && path !== undefined ? { file: { access, path, range: lineRange(input) } } : {}),
   };
   if (call) memo.callFacts.set(call, facts);

@@ -4,14 +4,15 @@ import type { MessageTokenCounter } from './message-tokens';
 import { keepNeedles, stripKeptNeedles, type KeptNeedles } from './kept-needles';
 import type { NeedleLedger } from './needles';
 import { summaryHeading, summarySections } from './summary-request';
+import { stripWorkState } from './work-state';
 
 /**
  * Checks a model-written summary before it replaces anything, and repairs what can be repaired
  * deterministically: the summary must be text of a plausible length in the template's shape, the
- * user's original task must be in it verbatim (up to a cap), no file lists or kept needles of its
- * own may remain (the file ledger and the needle ledger are never left to the model: they are
- * appended by the engine, so exactly one of each ends every summary), and the needles the summary
- * left out are appended word for word.
+ * user's original task must be in it verbatim (up to a cap), no file lists, kept needles or work
+ * state of its own may remain (the file ledger, the needle ledger and the plan are never left to the
+ * model: they are appended by the engine, so exactly one of each ends every summary), and the needles
+ * the summary left out are appended word for word.
  */
 
 const MIN_USABLE_CHARS = 40;
@@ -183,6 +184,12 @@ export function repairSummary(summary: string, round: number, originalTask: stri
   if (unkept !== text) {
     text = unkept;
     repairs.push('earlier kept needles removed');
+  }
+  // The work state is the engine's, made anew for this round: a copy of the last one is stale.
+  const unstated = stripWorkState(text);
+  if (unstated !== text) {
+    text = unstated;
+    repairs.push('earlier work state removed');
   }
   const heading = summaryHeading(round);
   if (!text.includes(heading)) {

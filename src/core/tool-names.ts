@@ -12,6 +12,7 @@ export const TOOL_NAMES = {
   runCommand: 'run_command',
   recall: 'recall',
   skill: 'skill',
+  plan: 'plan',
 } as const;
 
 /** One of Longrun's own tool names. */

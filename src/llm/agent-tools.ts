@@ -1,5 +1,5 @@
 import { lazily } from '../core/lazy';
-import { tool, type ToolSet } from 'ai';
+import { jsonSchema, tool, type ToolSet } from 'ai';
 import { z } from 'zod';
 import {
   ToolFailure,
@@ -13,6 +13,8 @@ import {
 import { formatCapturedOutput } from './command-output';
 import { splitLines } from '../core/lines';
 import { TOOL_NAMES } from '../core/tool-names';
+import { PLAN_LIMITS } from '../core/plan';
+import { PLAN_STATUSES } from '../core/log-values';
 
 /**
  * The agent's AI SDK tools over a {@link WorkspacePort}. Every tool returns a compact string for the
@@ -42,6 +44,10 @@ export interface AgentToolOptions {
   readonly recall?: RecallPort;
   /** The skills listed in the system prompt, for the `skill` tool; without it the tool is not offered. */
   readonly skills?: SkillPort;
+  /** Keeps the agent's plan, for the `plan` tool; without it the tool is not offered. */
+  readonly plan?: PlanPort;
+  /** Called after each command `run_command` ran, before the model gets its result. */
+  readonly onCommandRun?: (run: CommandRun) => void | Promise<void>;
 }
 
 /** What the `skill` tool asks: a skill's instructions, or one file of its folder. */
@@ -58,6 +64,15 @@ export interface SkillRequest {
  */
 export interface SkillPort {
   load(request: SkillRequest, signal: AbortSignal): Promise<string>;
+}
+
+/**
+ * Keeps the agent's plan (`src/core/plan.ts`): checks an update the `plan` tool was given, writes it
+ * to the conversation, and answers with the plan as written and checked against the record; or
+ * throws a `ToolFailure` saying why nothing was written.
+ */
+export interface PlanPort {
+  update(input: unknown, signal: AbortSignal): Promise<string>;
 }
 
 /** What the `recall` tool asks: words, a file path, or both, and the longest answer in tokens. */
@@ -215,10 +230,12 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
   };
   if (options.recall) tools[TOOL_NAMES.recall] = recallTool(options.recall);
   if (options.skills) tools[TOOL_NAMES.skill] = skillTool(options.skills, maxChars);
+  // The plan changes no file: it is offered in an untrusted workspace too.
+  if (options.plan) tools[TOOL_NAMES.plan] = planTool(options.plan);
   if (options.readOnly) return tools;
   tools[TOOL_NAMES.createFile] = createFileTool(port, emit);
   tools[TOOL_NAMES.editFile] = editFileTool(port, emit);
-  if (options.commands) tools[TOOL_NAMES.runCommand] = runCommandTool(options.commands, maxChars);
+  if (options.commands) tools[TOOL_NAMES.runCommand] = runCommandTool(options.commands, maxChars, options.onCommandRun);
   return tools;
 }
 
@@ -367,13 +384,86 @@ function editFileTool(port: WorkspacePort, emit: EmitFileEvent): AgentTool {
 }
 
 /** `run_command`: one command line in the user's terminal, with its exit code and output. */
-function runCommandTool(commands: CommandPort, maxChars: number): AgentTool {
+function runCommandTool(commands: CommandPort, maxChars: number, onRun?: AgentToolOptions['onCommandRun']): AgentTool {
   return tool({
     description:
       "Run one shell command line in the user's VS Code terminal, in the workspace folder, and get its exit code and output (long output keeps its first and last lines). The user approves each command unless it is on their allow list. Use it to build, test, lint or inspect the repository; not for interactive programs (they wait for input until the time limit) or long-running servers. Prefer read_file, list_files and search_text for reading files.",
     inputSchema: runCommandInput(),
     execute: (input, { abortSignal }) =>
-      run(async () => formatRun(await commands.runCommand(input.command, abortSignal ?? neverAborted()), maxChars)),
+      run(async () => {
+        const result = await commands.runCommand(input.command, abortSignal ?? neverAborted());
+        // Recorded before the model sees the result: a plan written next names it as evidence.
+        await onRun?.(result);
+        return formatRun(result, maxChars);
+      }),
+  });
+}
+
+/**
+ * What the model is told of the `plan` tool's input. Its bounds are checked by the port, which
+ * names the one broken, so that a refusal never repeats a plan of hundreds of steps back into the
+ * conversation (the AI SDK's own validation error quotes the whole input).
+ */
+const planInput = lazily(() =>
+  jsonSchema<unknown>(
+    {
+      type: 'object',
+      properties: {
+        steps: {
+          type: 'array',
+          maxItems: PLAN_LIMITS.steps,
+          description: `The whole plan, in order (at most ${PLAN_LIMITS.steps} steps). Send every step each time, not only those that changed.`,
+          items: {
+            type: 'object',
+            properties: {
+              step: {
+                type: 'string',
+                maxLength: PLAN_LIMITS.stepChars,
+                description: `What the step does, in a short sentence (at most ${PLAN_LIMITS.stepChars} characters).`,
+              },
+              status: {
+                type: 'string',
+                enum: [...PLAN_STATUSES],
+                description: 'At most one step is in_progress at a time.',
+              },
+              evidence: {
+                type: 'object',
+                description: `For a done step: what it rests on (at most ${PLAN_LIMITS.evidenceItems} files and commands together).`,
+                properties: {
+                  files: { type: 'array', items: { type: 'string' }, description: 'Workspace-relative paths of files you changed for this step.' },
+                  commands: {
+                    type: 'array',
+                    items: { type: 'string' },
+                    description: 'Command lines you ran with run_command for this step, exactly as you ran them, whose last run passed.',
+                  },
+                },
+                additionalProperties: false,
+              },
+              note: { type: 'string', maxLength: PLAN_LIMITS.noteChars, description: 'Optional: why a step is blocked, or what is left of it.' },
+            },
+            required: ['step', 'status'],
+            additionalProperties: false,
+          },
+        },
+      },
+      required: ['steps'],
+      additionalProperties: false,
+    },
+    { validate: (value) => ({ success: true, value }) },
+  ),
+);
+
+/** `plan`: the agent's plan, written whole, checked against the record and kept through compaction. */
+function planTool(port: PlanPort): AgentTool {
+  return tool({
+    description:
+      `Keep a plan for work of several steps: send the whole plan each time it changes (a step started, finished, blocked, added), every step with its status. ` +
+      `Mark a step done with its evidence: the files you changed and the commands you ran with run_command that passed. ` +
+      `Longrun checks the evidence against what happened and marks a step "done — unverified" when the record does not show it or contradicts it (the command last failed, the file was changed back or changed by the user since), or when it names none. ` +
+      `The plan, where you are, and the files you changed since the step began are kept whole when the conversation is compacted. ` +
+      `Bounds: at most ${PLAN_LIMITS.steps} steps of ${PLAN_LIMITS.stepChars} characters, each naming at most ${PLAN_LIMITS.evidenceItems} files and commands; at most one step in progress; evidence files inside the workspace; a command named for a done step must have been run (in an earlier step than this update).`,
+    inputSchema: planInput(),
+    execute: (input, { abortSignal }) => run(() => port.update(input, abortSignal ?? neverAborted())),
   });
 }
 

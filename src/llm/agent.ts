@@ -10,9 +10,17 @@ import {
 } from 'ai';
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
-import { beginTurn, decideCompaction, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
+import {
+  beginTurn,
+  decideCompaction,
+  mayRetryOverflow,
+  noteCompaction,
+  noteOverflowRetry,
+  stopsForLoop,
+  type GuardState,
+} from '../core/compaction-guard';
 import { hasMarker, mark } from '../core/errors';
-import type { CompactionReason, LogRecord } from '../core/history';
+import type { CompactionReason, ConversationLog, LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
@@ -28,8 +36,10 @@ import { MAX_KEPT_TEXT_CHARS, withKeptText } from './kept-text';
  * and the conversation compacted when it must be; on a provider's context-overflow error the
  * conversation is compacted and the turn retried (once by default). After either compaction the
  * request is measured again, and compacted harder while it would still not fit: a request known to be
- * over the window is never sent. Every step's messages are appended to the log as they come, so a
- * cancelled or failed turn leaves a consistent history.
+ * over the window is never sent. A compaction never ends the turn: the next step is asked for at once;
+ * but two compactions in a row with no progress between them stop it (`stopsForLoop`), never a third.
+ * Every step's messages are appended to the log as they come, so a cancelled or failed turn leaves a
+ * consistent history.
  */
 
 /** Compactions tried after one that left the next request over the window, before the request is given up. */
@@ -60,6 +70,11 @@ export interface AgentConversation {
    * and what it kept), where a cache breakpoint keeps it; absent when there is none.
    */
   stableEnd?(): string | undefined;
+  /**
+   * The branch's records, for the rule against compaction loops (`stopsForLoop`), which reads what
+   * came between two compactions of the turn. Absent: the rule does not apply.
+   */
+  log?(): ConversationLog;
 }
 
 /** How the turn shows itself; the chat participant implements it over the response stream. */
@@ -136,6 +151,8 @@ export interface AgentTurnResult {
   /** Set when the turn ended on an error that was not recovered from. */
   readonly error?: unknown;
   readonly cancelled: boolean;
+  /** Set when the turn stopped after two compactions in a row with no progress between them. */
+  readonly compactionLoop?: true;
 }
 
 export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurnResult> {
@@ -147,17 +164,37 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   // "Not now" holds for the rest of the turn: the question is asked at most once.
   let declined = false;
   let asked = false;
+  // The last compaction of this turn, and whether the turn stops for a compaction loop.
+  let earlier: string | undefined;
+  let loop = false;
 
-  const compactNow = async (reason: CompactionReason, stated?: { limit: number; why: string; lowerBound?: boolean }): Promise<CompactionOutcome> => {
+  /** `harder`: a compaction that goes on from the one before it until the request fits, not a new one (never a loop). */
+  const compactNow = async (
+    reason: CompactionReason,
+    stated?: { limit: number; why: string; lowerBound?: boolean },
+    harder = false,
+  ): Promise<CompactionOutcome> => {
+    const records = conversation.log?.();
+    const stalled = !harder && records !== undefined && stopsForLoop(records, earlier);
     ui.compacting(reason);
     const outcome = await conversation.compact(reason, signal, stated);
     ui.compacted(outcome, reason);
     if (outcome.status === 'compacted') {
       compactions++;
       guard = noteCompaction(guard, outcome.compaction.lowGain);
+      earlier = outcome.compaction.entry?.id ?? outcome.compaction.pruning?.id ?? earlier;
+      if (!harder) loop = stalled;
     }
     return outcome;
   };
+  const stoppedForLoop = (): AgentTurnResult => ({
+    steps: stepsDone,
+    finishReason: 'compaction-loop',
+    compactions,
+    guard,
+    cancelled: false,
+    compactionLoop: true,
+  });
 
   /**
    * After a compaction, the request is measured again: while it would still not fit the window, the
@@ -167,7 +204,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   const fits = async (): Promise<boolean> => {
     for (let round = 0; conversation.assess().level === 'over'; round++) {
       if (round >= MAX_FIT_COMPACTIONS || signal.aborted) return false;
-      const outcome = await compactNow('overflow');
+      const outcome = await compactNow('overflow', undefined, true);
       if (outcome.status !== 'compacted') return conversation.assess().level !== 'over';
     }
     return true;
@@ -178,6 +215,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
 
   const compactBeforeStep = async (): Promise<void> => {
     await compactNow('threshold');
+    if (loop) return;
     if (!(await fits()) && !signal.aborted && knownTooLarge()) throw new OverWindow(conversation.assess());
   };
 
@@ -194,13 +232,15 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
           return;
         }
         await compactBeforeStep();
-        return;
+        break;
       case 'compact':
         await compactBeforeStep();
-        return;
+        break;
       default:
         return;
     }
+    // The step is not sent: the turn stops here (see `stoppedForLoop`).
+    if (loop) throw new CompactionLoop();
   };
 
   for (;;) {
@@ -210,6 +250,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     finishReason = attempt.finishReason;
     if (attempt.error === undefined) return { steps: stepsDone, finishReason, compactions, guard, cancelled: false };
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    if (loop) return stoppedForLoop();
     // Compacted as hard as it can be and still over the window: sending it would only be refused.
     if (OverWindow.isInstance(attempt.error))
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
@@ -233,8 +274,11 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
+    if (loop) return stoppedForLoop();
     // The retried request is measured again before it is sent.
-    if (!(await fits()) && (signal.aborted || knownTooLarge())) {
+    const fitted = await fits();
+    if (loop) return stoppedForLoop();
+    if (!fitted && (signal.aborted || knownTooLarge())) {
       if (!signal.aborted) ui.notice(OverWindow.describe(conversation.assess()));
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
@@ -268,6 +312,14 @@ export class OverWindow extends Error {
       current = current instanceof Error ? current.cause : undefined;
     }
     return false;
+  }
+}
+
+/** Thrown before a step to end the `streamText` call when the turn stops for a compaction loop. */
+class CompactionLoop extends Error {
+  override readonly name = 'CompactionLoop';
+  constructor() {
+    super('Two compactions in a row in this turn with no progress between them: the turn stops.');
   }
 }
 

@@ -3,6 +3,7 @@ import type { CompactionEntry } from '../core/history';
 import type { MessageTokenCounter } from '../core/message-tokens';
 import type { Conversation } from '../app/conversation';
 import { compactionIdOf, editSummary, savedSummary, summaryDocument, summaryOf, type SummaryState } from '../app/summary-edit';
+import { workStateOf } from '../core/work-state';
 import { COMMAND, SUMMARY_SCHEME } from '../app/contributions';
 import type { CommandHandler } from './entry-points';
 
@@ -252,7 +253,7 @@ export class SummaryDocuments implements vscode.FileSystemProvider, vscode.Dispo
     if (!ref) throw vscode.FileSystemError.FileNotFound(uri);
     const preview = this.previews.get(keyOf(ref.conversationId, ref.compactionId));
     if (preview?.state === 'open') {
-      const saved = savedSummary(text, preview.entry.fileOperations);
+      const saved = savedSummary(text, preview.entry.fileOperations, workStateOf(preview.entry.summary));
       if ('error' in saved) throw vscode.FileSystemError.NoPermissions(saved.error);
       this.pin(uri, text);
       preview.settle(saved.summary);

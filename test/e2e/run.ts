@@ -23,6 +23,7 @@ const ALL_PHASES = [
   'main',
   'after-reload',
   'branches',
+  'plan',
   'api',
   'safety',
   'editor-models',

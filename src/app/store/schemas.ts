@@ -3,6 +3,7 @@ import { lazily } from '../../core/lazy';
 import { ACTORS, FILE_OP_KINDS, parseLedger } from '../../core/file-ledger';
 import { parseNeedleLedger } from '../../core/needles';
 import { COMPACTION_REASONS, FILE_CHANGE_KINDS, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../core/history';
+import { PLAN_STATUSES } from '../../core/log-values';
 import { ROLES, type PartType } from '../../core/messages';
 import { PRUNE_KINDS } from '../../core/pruning';
 import { LEGACY_BASIS } from '../../core/usage-calibration';
@@ -231,6 +232,12 @@ const recordUnionSchema = lazily(() =>
     z.object({ type: z.literal('file'), event: fileEventSchema(), turnId: turnIdSchema() }),
     z.object({ type: z.literal('change'), change: fileChangeSchema(), turnId: turnIdSchema() }),
     z.object({ type: z.literal('turn'), turn: turnSchema(), turnId: turnIdSchema() }),
+    // Added with the agent's plan, the runs its evidence is checked against, and the account of
+    // abandoned turns: a Longrun from before them keeps such lines aside as records of an unknown
+    // kind, and reads the conversation as it did.
+    z.object({ type: z.literal('command'), run: commandRunSchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('plan'), plan: planUpdateSchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('account'), account: accountSchema(), turnId: turnIdSchema() }),
   ]),
 );
 
@@ -268,6 +275,29 @@ const fileChangeSchema = lazily(() =>
     inserted: z.string(),
   }),
 );
+
+export const planStatusSchema = lazily(() => z.enum(PLAN_STATUSES));
+
+const planUpdateSchema = lazily(() =>
+  z.object({
+    id: z.string().min(1),
+    steps: z.array(
+      z.object({
+        step: z.string(),
+        status: planStatusSchema(),
+        evidence: z.object({ files: z.array(z.string()).optional(), commands: z.array(z.string()).optional() }).optional(),
+        note: z.string().optional(),
+      }),
+    ),
+    at: z.number(),
+  }),
+);
+
+const commandRunSchema = lazily(() =>
+  z.object({ command: z.string(), exitCode: z.number().int().optional(), stopped: z.literal(true).optional(), at: z.number() }),
+);
+
+const accountSchema = lazily(() => z.object({ id: z.string().min(1), text: z.string(), turns: z.array(z.string().min(1)), at: z.number() }));
 
 export const headerSchema = lazily(() =>
   z.object({

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { ACTORS, EMPTY_LEDGER, FILE_OP_KINDS } from '../../../src/core/file-ledger';
+import { PLAN_STATUSES } from '../../../src/core/log-values';
 import { COMPACTION_REASONS, FILE_CHANGE_KINDS, RECORD_TYPES, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../../src/core/history';
 import { PART_TYPES, ROLES, type Part, type PartType } from '../../../src/core/messages';
 import { NEEDLE_KINDS, parseNeedleLedger } from '../../../src/core/needles';
@@ -9,6 +10,7 @@ import {
   fileChangeKindSchema,
   fileOpKindSchema,
   logRecordSchema,
+  planStatusSchema,
   pruneKindSchema,
   reasonSchema,
   roleSchema,
@@ -59,6 +61,19 @@ const SAMPLES: { readonly [K in RecordType]: Extract<LogRecord, { type: K }> } =
     change: { id: 'x1', path: 'a.ts', kind: 'modified', beforeHash: 'h0', afterHash: 'h1', at: 0, removed: 'a', inserted: 'b' },
   },
   turn: { type: 'turn', turn: { id: 'turn1', parent: null, at: 1 } },
+  command: { type: 'command', run: { command: 'npm test', exitCode: 0, at: 1 } },
+  plan: {
+    type: 'plan',
+    plan: {
+      id: 'plan1',
+      steps: [
+        { step: 'Fix the parser', status: 'done', evidence: { files: ['src/parser.ts'], commands: ['npm test'] } },
+        { step: 'Document it', status: 'pending', note: 'after review' },
+      ],
+      at: 1,
+    },
+  },
+  account: { type: 'account', account: { id: 'a1', text: '<earlier-branch>…</earlier-branch>', turns: ['turn2'], at: 1 } },
 };
 
 /** One message part of each type. */
@@ -80,6 +95,7 @@ describe('store schemas', () => {
       ['FILE_OP_KINDS', FILE_OP_KINDS, fileOpKindSchema()],
       ['ACTORS', ACTORS, actorSchema()],
       ['FILE_CHANGE_KINDS', FILE_CHANGE_KINDS, fileChangeKindSchema()],
+      ['PLAN_STATUSES', PLAN_STATUSES, planStatusSchema()],
     ];
     for (const [name, values, schema] of lists) {
       assert.ok(values.length > 0, name);

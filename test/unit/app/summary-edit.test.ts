@@ -134,6 +134,16 @@ describe('previewing and editing summaries', () => {
       assert.deepEqual(deleted, { summary });
     });
 
+    it('puts back the work state the summary had, whatever the user changed in it or deleted', () => {
+      const block = '<work-state>\nStep in progress: 2. Rename\n</work-state>';
+      const summary = `## Summary\n\nDid things.\n\n${block}\n\n${renderFileOperations(ledger)}`;
+      const entry = entryOf({ summary });
+      assert.deepEqual(savedSummary(summaryDocument(entry, 'in-force'), ledger, block), { summary });
+      const forged = summaryDocument(entry, 'in-force').replace('2. Rename', '9. Done with everything');
+      assert.deepEqual(savedSummary(forged, ledger, block), { summary });
+      assert.deepEqual(savedSummary('## Summary\n\nDid things.\n', ledger, block), { summary });
+    });
+
     it('is refused when nothing but the header and the file lists is left', () => {
       const saved = savedSummary(`<!-- Longrun · header -->\n\n${renderFileOperations(ledger)}\n`, ledger);
       assert.ok('error' in saved);

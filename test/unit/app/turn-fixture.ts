@@ -54,8 +54,8 @@ export function messageTexts(message: Prompt[number]): string {
 /**
  * The model: answers "noted <words>" to "remember <words>"; to "create <path> with <text>" it calls
  * `create_file` and then answers "done"; to "edit <path>: <old> -> <new>" it calls `edit_file`; to
- * "read <path> <path> …" it reads each in turn, then answers; to "use the skill <name> [file <path>]" it
- * calls `skill`, then answers "done".
+ * "plan <json>" it calls `plan` with that input; to "read <path> <path> …" it reads each in turn,
+ * then answers; to "use the skill <name> [file <path>]" it calls `skill`, then answers "done".
  */
 export function scriptedModel(): MockLanguageModelV4 {
   return new MockLanguageModelV4({
@@ -71,7 +71,11 @@ export function scriptedModel(): MockLanguageModelV4 {
       const create = last.role === 'user' ? /create (\S+) with (.+)/.exec(said) : null;
       const edit = last.role === 'user' ? /edit (\S+): (.+) -> (.+)/.exec(said) : null;
       const skill = last.role === 'user' ? /use the skill (\S+)(?: file (\S+))?/.exec(said) : null;
-      if (reads[done] !== undefined) {
+      const plan = last.role === 'user' ? /^plan (\{[\s\S]*\})$/.exec(said.trim()) : null;
+      if (plan) {
+        parts.push({ type: 'tool-call', toolCallId: `p${prompt.length}`, toolName: 'plan', input: plan[1]! });
+        parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
+      } else if (reads[done] !== undefined) {
         const input = JSON.stringify({ path: reads[done] });
         parts.push({ type: 'tool-call', toolCallId: `r${prompt.length}`, toolName: 'read_file', input });
         parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });

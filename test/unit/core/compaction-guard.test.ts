@@ -11,12 +11,14 @@ import {
   noteCompaction,
   noteOverflowRetry,
   noteSummary,
+  progressSince,
   RESTING_COMPACTIONS,
   restNotice,
+  stopsForLoop,
   SUMMARY_FAILURES_TO_REST,
   type SummaryStreak,
 } from '../../../src/core/compaction-guard';
-import type { CompactionReason } from '../../../src/core/history';
+import type { CompactionReason, LogRecord } from '../../../src/core/history';
 
 const CRITICAL = { level: 'critical' } as const;
 const OVER = { level: 'over' } as const;
@@ -164,5 +166,65 @@ describe('a summarizer whose summaries keep failing', () => {
     streak = noteSummary(streak, 'remote', { kind: 'failed', failure: 'y' });
     assert.equal(streak?.failures, 1);
     assert.equal(maySummarize(streak, 'remote', 'threshold').allowed, true);
+  });
+});
+
+describe('compaction loops inside a turn', () => {
+  const compaction = (id: string): LogRecord => ({
+    type: 'pruning',
+    entry: { id, reason: 'threshold', outputs: [], tokensBefore: 2, tokensAfter: 1, createdAt: 1 },
+  });
+  const read = (id: string): LogRecord => ({ type: 'file', event: { kind: 'read', path: `${id}.ts`, actor: 'agent', at: 1 } });
+  const plan = (status: 'pending' | 'done'): LogRecord => ({ type: 'plan', plan: { id: `p-${status}`, steps: [{ step: 'Fix it', status }], at: 1 } });
+  const ran = (exitCode: number): LogRecord => ({ type: 'command', run: { command: 'npm test', exitCode, at: 1 } });
+
+  it('counts as progress a plan that changed, a file the agent wrote, a command that exited 0', () => {
+    const kinds: Array<[string, LogRecord[], boolean]> = [
+      ['nothing', [read('a'), read('b')], false],
+      ['a failed command', [ran(1)], false],
+      ['the same plan again', [plan('pending')], false],
+      ['a user edit', [{ type: 'file', event: { kind: 'modified', path: 'a.ts', actor: 'user', at: 1 } }], false],
+      ['a plan change', [plan('done')], true],
+      ['an agent write', [{ type: 'file', event: { kind: 'modified', path: 'a.ts', actor: 'agent', at: 1 } }], true],
+      ['a passing command', [ran(0)], true],
+    ];
+    for (const [what, between, progress] of kinds) {
+      const log = [plan('pending'), compaction('c1'), ...between];
+      assert.equal(progressSince(log, 'c1'), progress, what);
+      assert.equal(stopsForLoop(log, 'c1'), !progress, what);
+    }
+  });
+
+  it('never stops the first compaction of a turn, nor one whose earlier compaction is not on the branch', () => {
+    assert.equal(stopsForLoop([compaction('c1')], undefined), false);
+    assert.equal(stopsForLoop([compaction('c1')], 'gone'), false);
+  });
+
+  it('lets no run of compactions without progress reach a third, and stops only a second in a row', () => {
+    type Event = 'compact' | 'read' | 'progress';
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom<Event>('compact', 'read', 'progress'), { maxLength: 40 }), (events) => {
+        // The agent loop as it follows the rule: it stops the turn after a compaction the rule calls a loop.
+        const log: LogRecord[] = [plan('pending')];
+        let earlier: string | undefined;
+        let run = 0;
+        let n = 0;
+        for (const event of events) {
+          if (event === 'read') log.push(read(`r${++n}`));
+          if (event === 'progress') {
+            log.push(ran(0));
+            run = 0;
+          }
+          if (event !== 'compact') continue;
+          const stops = stopsForLoop(log, earlier);
+          earlier = `c${++n}`;
+          log.push(compaction(earlier));
+          run++;
+          assert.equal(stops, run === 2, `stops exactly at the second compaction without progress (${events.join(',')})`);
+          if (stops) break;
+        }
+        assert.ok(run <= 2);
+      }),
+    );
   });
 });

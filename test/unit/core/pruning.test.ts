@@ -32,6 +32,29 @@ const candidatesOf = (view: readonly Message[], over: Partial<PruningOptions> = 
   pruningCandidates(view, options(over)).map((c) => `${c.output.messageId}:${c.output.kind}`);
 
 describe('pruning: which tool outputs are superseded or old', () => {
+  it('never prunes the latest plan, however old and large, and prunes each earlier one as superseded by it', () => {
+    const steps = (n: number) => ({
+      steps: Array.from({ length: 40 }, (_, i) => ({ step: `step ${i} ${'x'.repeat(60)}`, status: i < n ? 'done' : 'pending' })),
+    });
+    const view = [
+      user('u', 'go'),
+      ...call('p1', 'plan', steps(1), big('p')),
+      ...call('p2', 'plan', steps(2), big('q')),
+      ...call('bad', 'plan', { steps: 'oops' }, 'Error: The plan must be an object.'),
+      ...call('r1', 'read_file', { path: 'a.ts' }, big('a')),
+    ];
+    const old = new Set(['p1', 'p2', 'r1']);
+    assert.deepEqual(candidatesOf(view, { oldMessageIds: old }), ['p1:duplicate', 'r1:old']);
+    const cut = truncationCandidates(view, {
+      excess: 10_000,
+      exclude: new Set(),
+      countOutput: options().countOutput,
+      countStub: options().countStub,
+      memo: new EngineMemo(),
+    });
+    assert.deepEqual(cut.map((c) => c.output.messageId).sort(), ['p1', 'r1']);
+  });
+
   it('prunes an older read of a file that was read again, never the latest read', () => {
     const view = [
       user('u', 'look at a.ts'),

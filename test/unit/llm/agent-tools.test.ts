@@ -5,11 +5,14 @@ import {
   createAgentTools,
   MAX_RECALL_TOKENS,
   type AgentFileEvent,
+  type PlanPort,
   type RecallPort,
   type RecallRequest,
   type SkillPort,
   type SkillRequest,
 } from '../../../src/llm/agent-tools';
+import { PLAN_LIMITS, readPlanInput } from '../../../src/core/plan';
+import type { CommandRun } from '../../../src/llm/workspace-port';
 import { OWN_TOOL_NAMES } from '../../../src/core/tool-names';
 import { ToolFailure, type LineRange, type ReadResult, type SearchMatch, type TextEdit, type WorkspacePort } from '../../../src/llm/workspace-port';
 
@@ -112,7 +115,8 @@ describe('createAgentTools', () => {
       const recall: RecallPort = { recall: () => ({ text: '', matches: 0 }) } as unknown as RecallPort;
       const commands = { run: async () => ({ exitCode: 0, output: '' }) } as unknown as Parameters<typeof createAgentTools>[1]['commands'];
       const skills: SkillPort = { load: async () => '' };
-      const all = createAgentTools(port, { readOnly: false, commands, recall, skills });
+      const plan: PlanPort = { update: async () => 'saved' };
+      const all = createAgentTools(port, { readOnly: false, commands, recall, skills, plan });
       assert.deepEqual(Object.keys(all).sort(), [...OWN_TOOL_NAMES].sort());
     });
 
@@ -468,5 +472,100 @@ describe('the skill tool', () => {
     assert.match(String(tool.description), /system prompt lists/);
     const schema = (await asSchema(tool.inputSchema).jsonSchema) as Record<string, unknown>;
     assert.deepEqual(fieldsWithoutDescription(schema, 'skill'), []);
+  });
+});
+
+describe('plan', () => {
+  /** A port that keeps the plans it accepted, refusing as the core reads them. */
+  function keeper(): PlanPort & { saved: unknown[] } {
+    const saved: unknown[] = [];
+    return {
+      saved,
+      update: async (input) => {
+        const read = readPlanInput(input);
+        if (!read.ok) throw new ToolFailure(read.error);
+        saved.push(read.steps);
+        return `Plan saved: ${read.steps.length} steps.`;
+      },
+    };
+  }
+
+  it('is offered when the conversation keeps a plan, in a read-only workspace too', () => {
+    assert.ok(createAgentTools(new FakePort(), { readOnly: true, plan: keeper() })['plan']);
+    assert.equal(createAgentTools(new FakePort(), { readOnly: false })['plan'], undefined);
+  });
+
+  it('describes itself, its bounds and its fields for the model', async () => {
+    const tool = createAgentTools(new FakePort(), { readOnly: true, plan: keeper() })['plan']!;
+    const description = String(tool.description);
+    for (const bound of [PLAN_LIMITS.steps, PLAN_LIMITS.stepChars, PLAN_LIMITS.evidenceItems])
+      assert.ok(description.includes(String(bound)), `${bound} is said`);
+    assert.match(description, /done — unverified/);
+    const schema = (await asSchema(tool.inputSchema).jsonSchema) as Record<string, unknown>;
+    assert.deepEqual(fieldsWithoutDescription(schema, 'plan'), []);
+  });
+
+  it("gives the port's refusal of a plan of hundreds of steps back to the model in one sentence, without repeating the plan", async () => {
+    const port = keeper();
+    const tools = createAgentTools(new FakePort(), { readOnly: true, plan: port });
+    const steps = Array.from({ length: 300 }, (_, i) => ({ step: `step number ${i} of a plan far too long`, status: 'pending' }));
+    const model = new MockLanguageModelV4({
+      doGenerate: [
+        {
+          content: [{ type: 'tool-call', toolCallId: 'p1', toolName: 'plan', input: JSON.stringify({ steps }) }],
+          finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+          usage: usage(),
+          warnings: [],
+        },
+        { content: [{ type: 'text', text: 'ok' }], finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(), warnings: [] },
+      ],
+    });
+    await generateText({ model, tools, prompt: 'plan it', stopWhen: isStepCount(3) });
+    const toolMessage = model.doGenerateCalls[1]!.prompt.find((m) => m.role === 'tool');
+    const part = toolMessage?.role === 'tool' ? toolMessage.content.find((p) => p.type === 'tool-result') : undefined;
+    assert.ok(part?.type === 'tool-result' && part.output.type === 'text');
+    const answer = String(part.output.value);
+    assert.match(answer, /^Error: The plan has 300 steps; a plan may have at most 50\./);
+    assert.match(answer, /Nothing was written; the plan is as it was\.$/);
+    assert.ok(answer.length < 300, `${answer.length} characters`);
+    assert.doesNotMatch(answer, /step number/);
+    assert.deepEqual(port.saved, []);
+  });
+
+  it("gives a malformed update back as one clear error, and the port's answer as it is", async () => {
+    const port = keeper();
+    const tools = createAgentTools(new FakePort(), { readOnly: true, plan: port });
+    assert.match(await call(tools, 'plan', { steps: 'all of them' }), /^Error: The plan must be an object \{"steps": \[\.\.\.\]\}/);
+    assert.match(
+      await call(tools, 'plan', { steps: [{ step: 'x', status: 'finished' }] }),
+      /^Error: Step 1 has status "finished"; it must be one of pending, in_progress, done, blocked\./,
+    );
+    assert.equal(await call(tools, 'plan', { steps: [{ step: 'Fix it', status: 'in_progress' }] }), 'Plan saved: 1 steps.');
+    assert.equal(port.saved.length, 1);
+  });
+});
+
+describe('run_command and the record of its runs', () => {
+  it('hands each run to onCommandRun, and the model gets its result only once that is done', async () => {
+    const order: string[] = [];
+    const run: CommandRun = {
+      command: 'npm test',
+      exitCode: 1,
+      output: { head: ['FAIL'], tail: [], omittedLines: 0, omittedChars: 0 },
+      where: 'the terminal',
+    };
+    const commands = { runCommand: async () => run };
+    const tools = createAgentTools(new FakePort(), {
+      readOnly: false,
+      commands,
+      onCommandRun: async (r) => {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        order.push(`recorded ${r.command} ${r.exitCode}`);
+      },
+    });
+    const output = await call(tools, 'run_command', { command: 'npm test' });
+    order.push('answered');
+    assert.deepEqual(order, ['recorded npm test 1', 'answered']);
+    assert.match(output, /Exit code: 1/);
   });
 });
