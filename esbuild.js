@@ -189,11 +189,11 @@ async function buildOptions({ production = false, outdir = 'dist' } = {}) {
       define: { LONGRUN_VOCABULARY_FILES: 'true' },
       plugins: [zodEnglishOnly, await lazyPackages(Object.keys(LAZY_FILES))],
     },
-    // The compaction worker (src/app/remote-compaction.ts): the engine, in a thread of its own. It
+    // The compaction worker (src/app/compaction/remote-compaction.ts): the engine, in a thread of its own. It
     // requires the vocabulary files beside it, as the composition does, and has its own zod.
     worker: {
       ...common,
-      entryPoints: [{ in: path.join(__dirname, 'src', 'app', 'compaction-worker.ts'), out: 'compaction-worker' }],
+      entryPoints: [{ in: path.join(__dirname, 'src', 'app', 'compaction', 'compaction-worker.ts'), out: 'compaction-worker' }],
       outdir,
       define: { LONGRUN_VOCABULARY_FILES: 'true' },
       plugins: [zodEnglishOnly],

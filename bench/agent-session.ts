@@ -24,7 +24,7 @@ import { MessageTokenCounter } from '../src/core/message-tokens';
 import type { Summarizer, SummaryRequest } from '../src/core/ports';
 import type { TextTokenizer } from '../src/core/tokenizer';
 import { runAgentTurn, type AgentConversation, type AgentUi } from '../src/llm/agent';
-import { Conversation } from '../src/app/conversation';
+import { Conversation } from '../src/app/conversation/conversation';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { turns, TWO_K_TURNS, type TurnScript } from './sessions';

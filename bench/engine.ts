@@ -11,7 +11,7 @@ import { modelView, type LogRecord } from '../src/core/history';
 import { MessageTokenCounter } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import type { TextTokenizer } from '../src/core/tokenizer';
-import { Conversation } from '../src/app/conversation';
+import { Conversation } from '../src/app/conversation/conversation';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';

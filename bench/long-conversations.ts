@@ -16,7 +16,7 @@ import type { LogRecord } from '../src/core/history';
 import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../src/core/tokenizer';
-import { Conversation } from '../src/app/conversation';
+import { Conversation } from '../src/app/conversation/conversation';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { random, sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';

@@ -29,7 +29,7 @@ import type { Summarizer } from '../src/core/ports';
 import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
 import { runAgentTurn, toolDefinitionsText } from '../src/llm/agent';
 import { createAgentTools } from '../src/llm/agent-tools';
-import { Conversation } from '../src/app/conversation';
+import { Conversation } from '../src/app/conversation/conversation';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { BenchWorkspace } from './agentic-workspace';
 import { agentPort, compactAfterTurn, SILENT_UI, summaryText, TrackedStore } from './agent-session';

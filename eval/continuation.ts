@@ -37,7 +37,7 @@ import { stringifyOutput, text, type Message } from '../src/core/messages';
 import type { MessageTokenCounter } from '../src/core/message-tokens';
 import { latestPlan } from '../src/core/plan';
 import { checkPlan } from '../src/core/plan-check';
-import { planAnswer } from '../src/app/plan-keeper';
+import { planAnswer } from '../src/app/plan/plan-keeper';
 import type { Clock, Summarizer } from '../src/core/ports';
 import { stripFileOperations } from '../src/core/summary-repair';
 import { stripWorkState, workStateOf } from '../src/core/work-state';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as vscode from 'vscode';
-import { WorkerCompactionEngine } from './app/remote-compaction';
+import { WorkerCompactionEngine } from './app/compaction/remote-compaction';
 import {
   ANSWER_APPROVAL_COMMAND,
   ANSWER_COMMAND,
@@ -14,8 +14,8 @@ import {
   NEW_FROM_PLAN_COMMAND,
   SHOW_CHANGE_COMMAND,
 } from './app/contributions';
-import { SkillCatalog } from './app/skill-catalog';
-import { TurnController } from './app/turn-controller';
+import { SkillCatalog } from './app/skills/skill-catalog';
+import { TurnController } from './app/turn/turn-controller';
 import { revertChanges } from './vscode/revert-command';
 import { compactHarder, newFromPlan } from './vscode/loop-commands';
 import type { FileEvent } from './core/file-ledger';
@@ -23,8 +23,8 @@ import { systemClock } from './core/ports';
 import { ApiKeys } from './vscode/api-keys';
 import { LongrunParticipant } from './vscode/chat-participant';
 import { ChangeDocuments } from './vscode/change-view';
-import { CommandRunner } from './app/command-runner';
-import { lockedPackages } from './app/locked-packages';
+import { CommandRunner } from './app/commands/command-runner';
+import { lockedPackages } from './app/commands/locked-packages';
 import { Approvals } from './vscode/edit-approval';
 import { paletteCommands, ReportDocuments } from './vscode/commands';
 import { CompactionReporter } from './vscode/compaction-report';
@@ -34,14 +34,14 @@ import { ContextGauge } from './vscode/gauge';
 import type { GaugeItem } from './vscode/gauge-item';
 import { discoverContextWindow } from './llm/window-discovery';
 import { LongrunModelProvider } from './vscode/model-provider';
-import { ModelCalibrations } from './app/model-calibrations';
-import { IgnoredToolChoice } from './app/ignored-tool-choice';
-import { ModelWindows } from './app/model-windows';
-import { ModelCatalogue } from './app/model-catalogue';
-import type { WorkspaceRoot } from './app/path-guard';
+import { ModelCalibrations } from './app/models/model-calibrations';
+import { IgnoredToolChoice } from './app/compaction/ignored-tool-choice';
+import { ModelWindows } from './app/models/model-windows';
+import { ModelCatalogue } from './app/models/model-catalogue';
+import type { WorkspaceRoot } from './app/workspace/path-guard';
 import { Session } from './vscode/session';
-import { Redactor } from './app/redactor';
-import { Tracing } from './app/tracing';
+import { Redactor } from './app/report/redactor';
+import { Tracing } from './app/report/tracing';
 import type { LongrunSettings } from './app/settings';
 import { lazily } from './core/lazy';
 import { TerminalShell } from './vscode/terminal-tool';

@@ -4,7 +4,7 @@ import type { CacheTtl } from '../core/log';
 import { CACHE_TTLS } from '../core/log-values';
 import { defaultApiRoot } from '../llm/providers/api-roots';
 import { compactionConfigSchema, DEFAULT_CONFIG, resolveConfig, type CompactionConfig } from '../core/config';
-import { parseAllowRule } from './command-allowlist';
+import { parseAllowRule } from './commands/command-allowlist';
 
 /**
  * The `longrun.*` settings, read through an injected getter so this file needs no `vscode`

@@ -2,7 +2,7 @@
  * How many tokens a model's context window holds, as the engine is given it, and the rule for the
  * room kept for the answer. Where the number comes from (the user's settings, what the model or its
  * server states, the model catalogue, a window learned from a refused request) is decided in one
- * place, `windowFor` and `ModelWindows` in `src/app/model-windows.ts`; an unknown window is passed
+ * place, `windowFor` and `ModelWindows` in `src/app/models/model-windows.ts`; an unknown window is passed
  * as such, never guessed.
  */
 

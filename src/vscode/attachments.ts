@@ -1,9 +1,9 @@
 import * as vscode from 'vscode';
-import type { AttachedReference, LineSpan } from '../app/attachments';
+import type { AttachedReference, LineSpan } from '../app/turn/attachments';
 
 /**
  * A chat request's `references` (what the user attached, or named with `#` in the prompt) as
- * `src/app/attachments.ts` takes them, in the order the user sees them.
+ * `src/app/turn/attachments.ts` takes them, in the order the user sees them.
  */
 export function attachedReferences(references: readonly vscode.ChatPromptReference[]): AttachedReference[] {
   // VS Code lists references named in the prompt last one first; attached ones have no position.

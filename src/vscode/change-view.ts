@@ -1,7 +1,7 @@
 import { lazily } from '../core/lazy';
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import type { WorkspaceChange } from '../app/workspace-files';
+import type { WorkspaceChange } from '../app/workspace/workspace-files';
 import { CHANGE_SCHEME, SHOW_CHANGE_COMMAND } from '../app/contributions';
 
 /**

@@ -1,9 +1,9 @@
 import * as vscode from 'vscode';
-import { isInstructionReference, type InstructionSource } from '../app/instructions';
-import { escapeMarkdown } from '../app/chat-text';
-import type { ChatSurface, TurnRequest } from '../app/chat-surface';
-import type { TurnController } from '../app/turn-controller';
-import type { TurnMetadata } from '../app/chat-history';
+import { isInstructionReference, type InstructionSource } from '../app/turn/instructions';
+import { escapeMarkdown } from '../app/turn/chat-text';
+import type { ChatSurface, TurnRequest } from '../app/turn/chat-surface';
+import type { TurnController } from '../app/turn/turn-controller';
+import type { TurnMetadata } from '../app/turn/chat-history';
 import { ANSWER_APPROVAL_COMMAND } from '../app/contributions';
 import { attachedReferences } from './attachments';
 import type { ChangeDocuments } from './change-view';
@@ -13,7 +13,7 @@ import type { Session } from './session';
 
 /**
  * `@longrun`: VS Code's chat request, history and response stream, adapted to the turn controller
- * (`src/app/turn-controller.ts`), which decides what the request does.
+ * (`src/app/turn/turn-controller.ts`), which decides what the request does.
  */
 
 export interface LongrunChatResult extends vscode.ChatResult {

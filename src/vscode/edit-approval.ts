@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
-import type { ApprovalRequest } from '../app/workspace-files';
+import type { ApprovalRequest } from '../app/workspace/workspace-files';
 import { PROPOSAL_SCHEME } from '../app/contributions';
 import type { Event, Subscription } from '../app/emitter';
-import { OpenQuestions, type OpenQuestion } from '../app/open-questions';
+import { OpenQuestions, type OpenQuestion } from '../app/workspace/open-questions';
 
 /**
  * The questions the agent asks before it writes a file or runs a command.

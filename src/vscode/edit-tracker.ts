@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { FileEvent } from '../core/file-ledger';
-import { toWorkspaceRelative, type WorkspaceRoot } from '../app/path-guard';
+import { toWorkspaceRelative, type WorkspaceRoot } from '../app/workspace/path-guard';
 
 /**
  * Feeds the file ledger from the editor's own events: the user's edits, saves, and file creation,

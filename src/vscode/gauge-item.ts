@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { COMMAND } from '../app/contributions';
-import { noConversationPresentation, type GaugePresentation } from '../app/gauge-text';
+import { noConversationPresentation, type GaugePresentation } from '../app/report/gauge-text';
 
 /**
  * The gauge's status-bar item: made when the extension activates, so that the gauge is there from

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 import type { GaugeItem } from './gauge-item';
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
-import { gaugePresentation, noConversationPresentation, type GaugePresentation } from '../app/gauge-text';
+import { gaugePresentation, noConversationPresentation, type GaugePresentation } from '../app/report/gauge-text';
 
 /**
  * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the

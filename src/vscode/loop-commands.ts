@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
-import { compactionSentence } from '../app/reports';
+import { compactionSentence } from '../app/report/reports';
 import { planHandoff } from '../core/plan-handoff';
 import type { CompactionReporter } from './compaction-report';
 import type { Session } from './session';
 
 /**
- * The buttons offered when a turn stopped for a compaction loop (`src/app/loop-offer.ts`): "Compact
+ * The buttons offered when a turn stopped for a compaction loop (`src/app/plan/loop-offer.ts`): "Compact
  * harder", a compaction keeping a quarter of the recent work the settings keep, and "New conversation
  * from the plan", a new chat whose first request carries the plan and the latest request.
  */

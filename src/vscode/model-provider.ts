@@ -5,7 +5,7 @@ import { streamEndpointChat } from '../llm/endpoint-chat';
 import { createEndpointModel, type EndpointModel } from '../llm/openai-endpoint';
 import { DEFAULT_PROVIDER_KIND, type ProviderKind } from '../core/provider-kind';
 import type { ApiKeys } from './api-keys';
-import type { ModelWindows, WindowInfo } from '../app/model-windows';
+import type { ModelWindows, WindowInfo } from '../app/models/model-windows';
 import type { EndpointSetting } from '../app/settings';
 import { errorText } from '../core/errors';
 import { VENDOR } from '../app/contributions';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { applyRevert, changesWithIds, describeRevert, previewRevert, type RevertFiles, type RevertReport } from '../app/revert-changes';
+import { applyRevert, changesWithIds, describeRevert, previewRevert, type RevertFiles, type RevertReport } from '../app/turn/revert-changes';
 import type { LogRecord } from '../core/history';
 import type { ChangeDocuments } from './change-view';
 import type { Session } from './session';

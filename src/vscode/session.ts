@@ -9,25 +9,25 @@ import { createEndpointModel } from '../llm/openai-endpoint';
 import type { LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
 import type { ApiKeys } from './api-keys';
-import type { Conversation, ModelContext } from '../app/conversation';
-import { ConversationRegistry } from '../app/conversation-registry';
-import type { CompactionEngine } from '../app/compaction-engine';
+import type { Conversation, ModelContext } from '../app/conversation/conversation';
+import { ConversationRegistry } from '../app/conversation/conversation-registry';
+import type { CompactionEngine } from '../app/compaction/compaction-engine';
 import { ConversationIndex } from '../app/store/conversation-index';
 import { ConversationStore } from '../app/store/conversation-store';
 import { toEndpointModel, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
-import { windowFor, type ModelWindows, type WindowInfo } from '../app/model-windows';
-import { SummarizerSource, type SummarizerModel } from '../app/summarizer-source';
-import type { IgnoredToolChoice } from '../app/ignored-tool-choice';
+import { windowFor, type ModelWindows, type WindowInfo } from '../app/models/model-windows';
+import { SummarizerSource, type SummarizerModel } from '../app/compaction/summarizer-source';
+import type { IgnoredToolChoice } from '../app/compaction/ignored-tool-choice';
 import type { LongrunSettings } from '../app/settings';
-import type { Redactor } from '../app/redactor';
-import type { Tracing } from '../app/tracing';
+import type { Redactor } from '../app/report/redactor';
+import type { Tracing } from '../app/report/tracing';
 import type { CalibrationMemory } from '../core/usage-calibration';
 import type { ProviderKind } from '../core/provider-kind';
 import { DEFAULT_PROVIDER_KIND } from '../core/provider-kind';
-import { ModelCatalogue } from '../app/model-catalogue';
-import { UsageViews } from '../app/usage-views';
-import type { UsageView } from '../app/usage-text';
+import { ModelCatalogue } from '../app/models/model-catalogue';
+import { UsageViews } from '../app/usage/usage-views';
+import type { UsageView } from '../app/usage/usage-text';
 
 /**
  * The extension's state: the current conversation and the model in use. One instance, made in

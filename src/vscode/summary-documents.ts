@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
 import type { CompactionEntry } from '../core/history';
 import type { MessageTokenCounter } from '../core/message-tokens';
-import type { Conversation } from '../app/conversation';
-import { compactionIdOf, editSummary, savedSummary, summaryDocument, summaryOf, type SummaryState } from '../app/summary-edit';
+import type { Conversation } from '../app/conversation/conversation';
+import { compactionIdOf, editSummary, savedSummary, summaryDocument, summaryOf, type SummaryState } from '../app/compaction/summary-edit';
 import { workStateOf } from '../core/work-state';
 import { COMMAND, SUMMARY_SCHEME } from '../app/contributions';
 import type { CommandHandler } from './entry-points';

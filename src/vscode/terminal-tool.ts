@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { ToolFailure } from '../llm/workspace-port';
-import type { Shell } from '../app/command-runner';
+import type { Shell } from '../app/commands/command-runner';
 
 /**
  * The {@link Shell} of `run_command`: a VS Code terminal named "Longrun", in the first workspace

@@ -1,9 +1,9 @@
 import * as vscode from 'vscode';
-import type { Replacement } from '../app/exact-edits';
-import type { WorkspaceRoot } from '../app/path-guard';
-import { WorkspaceFiles, type EditorPort, type WorkspaceFilesDeps } from '../app/workspace-files';
+import type { Replacement } from '../app/workspace/exact-edits';
+import type { WorkspaceRoot } from '../app/workspace/path-guard';
+import { WorkspaceFiles, type EditorPort, type WorkspaceFilesDeps } from '../app/workspace/workspace-files';
 
-export type { WorkspaceChange } from '../app/workspace-files';
+export type { WorkspaceChange } from '../app/workspace/workspace-files';
 
 /**
  * The agent's `WorkspacePort` in VS Code: `workspace-files.ts` over VS Code's `findFiles` and

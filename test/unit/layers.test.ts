@@ -25,6 +25,9 @@ const PACKAGES: Record<Layer, (name: string) => boolean> = {
 
 const SRC = resolve(__dirname, '..', '..', 'src');
 
+/** The files at the root of src/app, which every room shares; everything else is in a room. */
+const APP_ROOT_FILES = ['contributions.ts', 'emitter.ts', 'settings.ts'] as const;
+
 function packageName(specifier: string): string {
   const parts = specifier.split('/');
   return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
@@ -211,6 +214,30 @@ describe('the documented layout', () => {
   const root = resolve(__dirname, '..', '..');
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const contributing = readFileSync(join(root, 'CONTRIBUTING.md'), 'utf8');
+
+  it('keeps src/app in rooms CONTRIBUTING.md names, with only the files every room shares at its root', () => {
+    const app = join(SRC, 'app');
+    const entries = readdirSync(app, { withFileTypes: true });
+    assert.deepEqual(
+      entries.filter((e) => e.isFile()).map((e) => e.name),
+      [...APP_ROOT_FILES].sort(),
+      'a file at the root of src/app: put it in the room of its feature',
+    );
+    const rooms = entries.filter((e) => e.isDirectory()).map((e) => `src/app/${e.name}/`);
+    const table = contributing.slice(contributing.indexOf('### The rooms of `src/app`'), contributing.indexOf('## A chat turn'));
+    const named = [...table.matchAll(/^\| `(src\/app\/[\w-]+\/)` \|/gm)].map((m) => m[1]!);
+    assert.deepEqual(
+      rooms.filter((room) => !named.includes(room)),
+      [],
+      "a room CONTRIBUTING.md's table of rooms does not name",
+    );
+    assert.deepEqual(
+      named.filter((room) => !rooms.includes(room)),
+      [],
+      "a room CONTRIBUTING.md's table names that is gone",
+    );
+    for (const room of rooms) assert.ok(sourceFiles(join(root, room)).length > 0, `${room} is empty`);
+  });
 
   it('names every layer in the README and in CONTRIBUTING.md', () => {
     for (const layer of ['src/core/', 'src/llm/', 'src/app/', 'src/vscode/', 'src/composition.ts', 'src/extension.ts']) {

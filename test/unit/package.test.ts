@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
-import { WorkerCompactionEngine } from '../../src/app/remote-compaction';
+import { WorkerCompactionEngine } from '../../src/app/compaction/remote-compaction';
 import { EngineMemo } from '../../src/core/engine-memo';
 import { DEFAULT_CONFIG } from '../../src/core/config';
 import { MessageTokenCounter } from '../../src/core/message-tokens';
@@ -246,7 +246,13 @@ describe('extension manifest', () => {
       assert.ok(!inputs.includes('src/composition.ts'), 'extension.js does not hold the composition');
       assert.ok(Object.keys(output('composition').inputs).includes('src/composition.ts'));
       // Every module extension.js holds, a few constants aside, is one of the entry point's own.
-      const own = ['src/extension.ts', 'src/app/contributions.ts', 'src/vscode/entry-points.ts', 'src/vscode/gauge-item.ts', 'src/app/gauge-text.ts'];
+      const own = [
+        'src/extension.ts',
+        'src/app/contributions.ts',
+        'src/vscode/entry-points.ts',
+        'src/vscode/gauge-item.ts',
+        'src/app/report/gauge-text.ts',
+      ];
       const others = inputs.filter((input) => !own.includes(input) && (output('extension').inputs[input]?.bytesInOutput ?? 0) > 300);
       assert.deepEqual(others, []);
       assert.ok(output('extension').bytes < 16 * 1024, `extension.js is ${output('extension').bytes} bytes`);

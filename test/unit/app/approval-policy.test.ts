@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { changeIsOnlyTheReplacements, decideApproval } from '../../../src/app/approval-policy';
-import { applyReplacements, locateEdits } from '../../../src/app/exact-edits';
+import { changeIsOnlyTheReplacements, decideApproval } from '../../../src/app/workspace/approval-policy';
+import { applyReplacements, locateEdits } from '../../../src/app/workspace/exact-edits';
 
 const gitConfig = { reason: '.git/config can make git run commands (core.fsmonitor, core.hooksPath, aliases, filters).' };
 

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Conversation } from '../../../src/app/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import type { LogRecord } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { renderAttachments, resolveAttachments, type AttachedReference, type AttachmentOptions } from '../../../src/app/attachments';
-import type { WorkspaceRoot } from '../../../src/app/path-guard';
-import { WorkspaceFiles } from '../../../src/app/workspace-files';
+import { renderAttachments, resolveAttachments, type AttachedReference, type AttachmentOptions } from '../../../src/app/turn/attachments';
+import type { WorkspaceRoot } from '../../../src/app/workspace/path-guard';
+import { WorkspaceFiles } from '../../../src/app/workspace/workspace-files';
 import { FakeEditor } from './fake-editor';
 
 describe('attachments: what the user attaches, as the model receives it', () => {

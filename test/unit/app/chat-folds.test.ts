@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { firstInSight, type ShownPart } from '../../../src/app/chat-folds';
+import { firstInSight, type ShownPart } from '../../../src/app/turn/chat-folds';
 
 const md = (text = 'text'): ShownPart => ({ kind: 'markdown', empty: text.length === 0 });
 const other: ShownPart = { kind: 'other' };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Conversation } from '../../../src/app/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { turnFixture, type TurnFixture } from './turn-fixture';
 
 const MINUTE = 60_000;

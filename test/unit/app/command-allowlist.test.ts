@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { allowRules, findAllowRule, hasShellSyntax, parseAllowRule } from '../../../src/app/command-allowlist';
+import { allowRules, findAllowRule, hasShellSyntax, parseAllowRule } from '../../../src/app/commands/command-allowlist';
 
 const allows = (entries: string[], command: string): boolean => findAllowRule(command, allowRules(entries)) !== undefined;
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createAgentTools } from '../../../src/llm/agent-tools';
 import { ToolFailure, type WorkspacePort } from '../../../src/llm/workspace-port';
-import { CommandRunner, type Shell } from '../../../src/app/command-runner';
+import { CommandRunner, type Shell } from '../../../src/app/commands/command-runner';
 
 /**
  * A terminal in memory: a command prints what `outputs` gives for it and ends with its exit code,

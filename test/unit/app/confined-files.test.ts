@@ -4,8 +4,8 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolFailure } from '../../../src/llm/workspace-port';
-import { abortable, createConfined, overwriteConfined, readConfined } from '../../../src/app/confined-files';
-import { resolveInWorkspace, type WorkspaceRoot } from '../../../src/app/path-guard';
+import { abortable, createConfined, overwriteConfined, readConfined } from '../../../src/app/workspace/confined-files';
+import { resolveInWorkspace, type WorkspaceRoot } from '../../../src/app/workspace/path-guard';
 
 const never = new AbortController().signal;
 const bytes = (text: string) => new TextEncoder().encode(text);

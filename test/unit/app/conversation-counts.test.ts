@@ -12,7 +12,7 @@ import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
 import { countContext, effectiveRatio, learnedCalibration } from '../../../src/core/usage-calibration';
-import { Conversation, type ModelContext } from '../../../src/app/conversation';
+import { Conversation, type ModelContext } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';

@@ -5,12 +5,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
-import { conversationMarkdown, exportConversationToFile, writeConversationMarkdown } from '../../../src/app/conversation-export';
-import { usageLines } from '../../../src/app/usage-text';
+import { conversationMarkdown, exportConversationToFile, writeConversationMarkdown } from '../../../src/app/conversation/conversation-export';
+import { usageLines } from '../../../src/app/usage/usage-text';
 import { callCost } from '../../../src/core/usage-cost';
 import { usageReport } from '../../../src/core/usage-report';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { conversationIdOf } from '../../../src/app/chat-history';
+import { conversationIdOf } from '../../../src/app/turn/chat-history';
 
 const entry = (id: string, round: number, compacted: string[]) => ({
   id,

@@ -7,9 +7,9 @@ import type { LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation, type ConversationDeps } from '../../../src/app/conversation';
+import { Conversation, type ConversationDeps } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { compactionSentence, undoSentence } from '../../../src/app/reports';
+import { compactionSentence, undoSentence } from '../../../src/app/report/reports';
 import { FakeClock, RecordingSummarizer, templateSummary } from '../core/fixtures';
 import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 

@@ -9,7 +9,7 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';

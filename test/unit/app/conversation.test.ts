@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation, NEW_TITLE } from '../../../src/app/conversation';
+import { Conversation, NEW_TITLE } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { isSummaryMessage } from '../../../src/core/history';
 import { FakeClock, templateSummary } from '../core/fixtures';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { diffStats, fencedBlock, unifiedDiff, unifiedDiffPreview } from '../../../src/app/diff-preview';
+import { diffStats, fencedBlock, unifiedDiff, unifiedDiffPreview } from '../../../src/app/workspace/diff-preview';
 
 function numbered(count: number, change?: (i: number) => string | undefined): string {
   const lines: string[] = [];

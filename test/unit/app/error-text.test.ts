@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { APICallError } from 'ai';
-import { errorMessage } from '../../../src/app/error-text';
+import { errorMessage } from '../../../src/app/turn/error-text';
 import { redactSecrets } from '../../../src/core/redact';
 import { createEndpointModel } from '../../../src/llm/openai-endpoint';
 

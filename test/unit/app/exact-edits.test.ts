@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ToolFailure } from '../../../src/llm/workspace-port';
-import { applyReplacements, locateEdits } from '../../../src/app/exact-edits';
+import { applyReplacements, locateEdits } from '../../../src/app/workspace/exact-edits';
 
 const edit = (text: string, oldText: string, newText: string) => applyReplacements(text, locateEdits(text, [{ oldText, newText }], 'f.txt'));
 

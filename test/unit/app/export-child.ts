@@ -6,7 +6,7 @@
  * Usage: node --max-old-space-size=N --import tsx export-child.ts <storage dir> <conversation id> <file>
  */
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { exportConversationToFile } from '../../../src/app/conversation-export';
+import { exportConversationToFile } from '../../../src/app/conversation/conversation-export';
 
 async function main(): Promise<void> {
   const [dir, id, file] = process.argv.slice(2) as [string, string, string];

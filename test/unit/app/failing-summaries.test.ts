@@ -6,7 +6,7 @@ import { RESTING_COMPACTIONS } from '../../../src/core/compaction-guard';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import type { CompactionReason } from '../../../src/core/history';
 import type { Summarizer } from '../../../src/core/ports';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';

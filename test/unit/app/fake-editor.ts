@@ -1,9 +1,9 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import type { Replacement } from '../../../src/app/exact-edits';
-import { globToRegExp } from '../../../src/app/glob-match';
-import type { WorkspaceRoot } from '../../../src/app/path-guard';
-import type { EditorPort } from '../../../src/app/workspace-files';
+import type { Replacement } from '../../../src/app/workspace/exact-edits';
+import { globToRegExp } from '../../../src/app/workspace/glob-match';
+import type { WorkspaceRoot } from '../../../src/app/workspace/path-guard';
+import type { EditorPort } from '../../../src/app/workspace/workspace-files';
 
 /**
  * The editor as the agent's tools see it, over real folders: `findFiles` behaves like VS Code's

@@ -4,7 +4,7 @@ import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { CompactionEntry } from '../../../src/core/history';
 import type { PruningEntry } from '../../../src/core/pruning';
-import { compactNumber, gaugePresentation, noConversationPresentation, pruningPhrase, type GaugeState } from '../../../src/app/gauge-text';
+import { compactNumber, gaugePresentation, noConversationPresentation, pruningPhrase, type GaugeState } from '../../../src/app/report/gauge-text';
 import type { ReportedUsage } from '../../../src/core/log';
 import { callCost } from '../../../src/core/usage-cost';
 import { usageReport } from '../../../src/core/usage-report';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { matchesGlob } from '../../../src/app/glob-match';
+import { matchesGlob } from '../../../src/app/workspace/glob-match';
 
 describe('matchesGlob: VS Code glob patterns', () => {
   const cases: Array<[path: string, glob: string, expected: boolean]> = [

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { firstInSight, type ShownPart } from '../../../src/app/chat-folds';
-import type { ChatButton, ChatSurface } from '../../../src/app/chat-surface';
-import { InSightChat } from '../../../src/app/in-sight-chat';
+import { firstInSight, type ShownPart } from '../../../src/app/turn/chat-folds';
+import type { ChatButton, ChatSurface } from '../../../src/app/turn/chat-surface';
+import { InSightChat } from '../../../src/app/turn/in-sight-chat';
 
 /** What a response shows, in order, as VS Code receives it. */
 class Shown implements ChatSurface {

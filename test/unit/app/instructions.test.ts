@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { chatPosition } from '../../../src/app/chat-history';
-import { isInstructionReference, MAX_INSTRUCTIONS_CHARS, resolveInstructions } from '../../../src/app/instructions';
-import { systemPrompt } from '../../../src/app/system-prompt';
+import { chatPosition } from '../../../src/app/turn/chat-history';
+import { isInstructionReference, MAX_INSTRUCTIONS_CHARS, resolveInstructions } from '../../../src/app/turn/instructions';
+import { systemPrompt } from '../../../src/app/turn/system-prompt';
 
 describe('instruction files VS Code attaches', () => {
   it('tells instructions from attachments by how VS Code marks them', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { lockedPackages } from '../../../src/app/locked-packages';
+import { lockedPackages } from '../../../src/app/commands/locked-packages';
 
 describe('lockedPackages: what the lock files pin, for npx under an allow rule', () => {
   let folder: string;

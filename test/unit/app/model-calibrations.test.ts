@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { ModelCalibrations } from '../../../src/app/model-calibrations';
+import { ModelCalibrations } from '../../../src/app/models/model-calibrations';
 import { FakeClock } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { configuredId, ModelCatalogue } from '../../../src/app/model-catalogue';
+import { configuredId, ModelCatalogue } from '../../../src/app/models/model-catalogue';
 import type { ModelOverride } from '../../../src/app/settings';
 import type { ReportedUsage } from '../../../src/core/log';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { DiscoveredWindow } from '../../../src/llm/window-discovery';
-import { applyLearned, ASSUMED_WINDOW, learnedWins, ModelWindows, windowFor, type DiscoveryTarget } from '../../../src/app/model-windows';
-import { ModelCatalogue } from '../../../src/app/model-catalogue';
+import { applyLearned, ASSUMED_WINDOW, learnedWins, ModelWindows, windowFor, type DiscoveryTarget } from '../../../src/app/models/model-windows';
+import { ModelCatalogue } from '../../../src/app/models/model-catalogue';
 import type { ModelOverride } from '../../../src/app/settings';
 
 /** A memento over a map, like VS Code's globalState. */

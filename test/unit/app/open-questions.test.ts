@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { OpenQuestions, type OpenQuestion } from '../../../src/app/open-questions';
+import { OpenQuestions, type OpenQuestion } from '../../../src/app/workspace/open-questions';
 
 /**
  * The agent's questions waiting for the user: subscribers hear each as it is asked (the chat shows it

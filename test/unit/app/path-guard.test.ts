@@ -3,7 +3,7 @@ import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ToolFailure } from '../../../src/llm/workspace-port';
-import { lexicalTarget, locateReal, resolveInWorkspace, toWorkspaceRelative, type WorkspaceRoot } from '../../../src/app/path-guard';
+import { lexicalTarget, locateReal, resolveInWorkspace, toWorkspaceRelative, type WorkspaceRoot } from '../../../src/app/workspace/path-guard';
 
 async function rejectsWith(promise: Promise<unknown>, pattern: RegExp): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {

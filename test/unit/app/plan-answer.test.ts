@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { PLAN_ANSWER_CHARS, planAnswer } from '../../../src/app/plan-keeper';
+import { PLAN_ANSWER_CHARS, planAnswer } from '../../../src/app/plan/plan-keeper';
 import type { PlanStep } from '../../../src/core/log';
 import { PLAN_LIMITS } from '../../../src/core/plan';
 import type { CheckedPlan } from '../../../src/core/plan-check';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { conversationMarkdown } from '../../../src/app/conversation-export';
+import { conversationMarkdown } from '../../../src/app/conversation/conversation-export';
 import { CARRY_ACCOUNT_COMMAND, COMPACT_HARDER_COMMAND, NEW_FROM_PLAN_COMMAND } from '../../../src/app/contributions';
-import { LOOP_NOTICE } from '../../../src/app/loop-offer';
+import { LOOP_NOTICE } from '../../../src/app/plan/loop-offer';
 import { checkPlan } from '../../../src/core/plan-check';
 import { config } from '../core/fixtures';
 import { testRegistry } from '../fixtures/conversation-deps';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { normalizePath, protectionOf } from '../../../src/app/protected-paths';
+import { normalizePath, protectionOf } from '../../../src/app/workspace/protected-paths';
 
 describe('protectionOf: files the agent may only write with approval', () => {
   const reasonOf = (p: string, userGlobs: string[] = []) => protectionOf([p], userGlobs)?.reason;

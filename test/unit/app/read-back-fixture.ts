@@ -1,5 +1,5 @@
 import { promises as fs } from 'node:fs';
-import type { Conversation } from '../../../src/app/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import type { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { Message } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';

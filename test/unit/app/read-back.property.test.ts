@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import type { Conversation } from '../../../src/app/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationChangedError } from '../../../src/app/store/errors';
 import type { Message } from '../../../src/core/messages';
 import { user } from '../core/fixtures';

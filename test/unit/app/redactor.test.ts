@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { Redactor } from '../../../src/app/redactor';
+import { Redactor } from '../../../src/app/report/redactor';
 import { REDACTED } from '../../../src/core/redact';
 
 /** Provider text cleaned of the API keys stored for the configured endpoints. */

@@ -4,11 +4,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { IN_THREAD_ENGINE, type CompactionEngine } from '../../../src/app/compaction-engine';
-import { Conversation } from '../../../src/app/conversation';
+import { IN_THREAD_ENGINE, type CompactionEngine } from '../../../src/app/compaction/compaction-engine';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationIndex } from '../../../src/app/store/conversation-index';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/remote-compaction';
+import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/compaction/remote-compaction';
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -304,7 +304,7 @@ describe('compactions computed in a worker', () => {
     const nicenessBefore = process.platform === 'linux' ? nicenessOfThreads() : [];
     let worker: Worker | undefined;
     let failed: string | undefined;
-    const entry = join(__dirname, '..', '..', '..', 'src', 'app', 'compaction-worker.ts');
+    const entry = join(__dirname, '..', '..', '..', 'src', 'app', 'compaction', 'compaction-worker.ts');
     const engine = new WorkerCompactionEngine(
       () => {
         // The worker loads the TypeScript entry as the built one would load its bundle.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isSkillName, MAX_DESCRIPTION_CHARS, parseSkillFile } from '../../../src/app/skill-file';
+import { isSkillName, MAX_DESCRIPTION_CHARS, parseSkillFile } from '../../../src/app/skills/skill-file';
 
 const file = (frontMatter: string, body = '# Steps\n\n1. Do it.\n') => `---\n${frontMatter}\n---\n${body}`;
 

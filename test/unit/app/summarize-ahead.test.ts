@@ -10,7 +10,7 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { needleLedgerOf } from '../../../src/core/needles';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';

@@ -3,10 +3,10 @@ import { tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import type { SummaryRequest } from '../../../src/core/ports';
-import { SummarizerSource, type SummarizerModel, type SummarizerSourceDeps } from '../../../src/app/summarizer-source';
+import { SummarizerSource, type SummarizerModel, type SummarizerSourceDeps } from '../../../src/app/compaction/summarizer-source';
 import { NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
 import type { AgentPrefix } from '../../../src/llm/ai-summarizer';
-import { IgnoredToolChoice, REMEMBERED_MS } from '../../../src/app/ignored-tool-choice';
+import { IgnoredToolChoice, REMEMBERED_MS } from '../../../src/app/compaction/ignored-tool-choice';
 import { memento } from '../fixtures/memento';
 
 /**

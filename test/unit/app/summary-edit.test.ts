@@ -10,11 +10,19 @@ import { needleLedgerOf } from '../../../src/core/needles';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { conversationMarkdown } from '../../../src/app/conversation-export';
-import { undoSentence } from '../../../src/app/reports';
-import { editEntry, editSummary, latestSummaries, savedSummary, summaryDocument, summaryOf, withSummary } from '../../../src/app/summary-edit';
+import { conversationMarkdown } from '../../../src/app/conversation/conversation-export';
+import { undoSentence } from '../../../src/app/report/reports';
+import {
+  editEntry,
+  editSummary,
+  latestSummaries,
+  savedSummary,
+  summaryDocument,
+  summaryOf,
+  withSummary,
+} from '../../../src/app/compaction/summary-edit';
 import { FakeClock, RecordingSummarizer } from '../core/fixtures';
 import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { MAX_MATCH_TEXT, SearchTimedOut, TextSearch } from '../../../src/app/text-search';
+import { MAX_MATCH_TEXT, SearchTimedOut, TextSearch } from '../../../src/app/workspace/text-search';
 
 describe('TextSearch: regular expressions off the extension host thread', () => {
   const never = new AbortController().signal;

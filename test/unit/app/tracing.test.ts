@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { Tracing } from '../../../src/app/tracing';
+import { Tracing } from '../../../src/app/report/tracing';
 import { NO_TELEMETRY, type LongrunTelemetry, type TelemetryConfig } from '../../../src/llm/telemetry';
 
 /** Tracing follows the settings: started, moved to another endpoint, stopped; what it leaves is shut down. */

@@ -7,8 +7,8 @@ import * as path from 'node:path';
 import type { ToolSet } from 'ai';
 import { createAgentTools } from '../../../src/llm/agent-tools';
 import { ToolFailure } from '../../../src/llm/workspace-port';
-import type { WorkspaceRoot } from '../../../src/app/path-guard';
-import { WorkspaceFiles, type ApprovalRequest, type WorkspaceChange, type WorkspaceFilesDeps } from '../../../src/app/workspace-files';
+import type { WorkspaceRoot } from '../../../src/app/workspace/path-guard';
+import { WorkspaceFiles, type ApprovalRequest, type WorkspaceChange, type WorkspaceFilesDeps } from '../../../src/app/workspace/workspace-files';
 import { FakeEditor } from './fake-editor';
 
 /** The pattern that blocked the extension host for 8.4 s, and a line it backtracks on. */

@@ -7,7 +7,7 @@ import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { text, type Message } from '../../../src/core/messages';
 import { OverWindow, runAgentTurn, type AgentConversation, type AgentUi } from '../../../src/llm/agent';
-import { errorMessage } from '../../../src/app/error-text';
+import { errorMessage } from '../../../src/app/turn/error-text';
 
 /**
  * A request is measured again after every compaction of a turn: while it would still not fit the

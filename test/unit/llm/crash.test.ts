@@ -13,7 +13,7 @@ import { text } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentTurnResult, type AgentUi } from '../../../src/llm/agent';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { CONVERSATION_FORMAT_VERSION } from '../../../src/app/store/schemas';
 import { templateSummary } from '../core/fixtures';

@@ -13,7 +13,7 @@ import { text, type Message } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentUi } from '../../../src/llm/agent';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { conversationDeps, testModel } from '../fixtures/conversation-deps';

@@ -9,7 +9,7 @@ import { generateText, registerTelemetry, type Telemetry } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
-import { Conversation } from '../../../src/app/conversation';
+import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { FakeClock, templateSummary } from '../core/fixtures';
