@@ -285,6 +285,7 @@ function controllerFor(
     setAgentPrefix,
     modelName: () => 'bench',
     newId,
+    subagentModel: async () => undefined,
   };
   const roots = [{ name: 'ws', fsPath: workspace }];
   const editor = { findFiles: async () => [], unsavedText: () => undefined, editUnsaved: async () => false };

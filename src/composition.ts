@@ -10,6 +10,7 @@ import {
   PROPOSAL_SCHEME,
   REVERT_COMMAND,
   SHOW_CHANGE_COMMAND,
+  SHOW_TRANSCRIPT_COMMAND,
 } from './app/contributions';
 import { TurnController } from './app/turn-controller';
 import { revertChanges } from './vscode/revert-command';
@@ -21,7 +22,7 @@ import { ChangeDocuments } from './vscode/change-view';
 import { CommandRunner } from './app/command-runner';
 import { lockedPackages } from './app/locked-packages';
 import { Approvals } from './vscode/edit-approval';
-import { paletteCommands, ReportDocuments } from './vscode/commands';
+import { paletteCommands, ReportDocuments, showSubagentTranscript } from './vscode/commands';
 import { CompactionReporter } from './vscode/compaction-report';
 import { EditTracker } from './vscode/edit-tracker';
 import type { CommandHandler, Served } from './vscode/entry-points';
@@ -294,6 +295,7 @@ function buildParticipant(
     workspace: {
       files: tools.workspace,
       commands: tools.commands,
+      allowedCommands: tools.commands.allowedOnly(),
       trusted: () => vscode.workspace.isTrusted,
       roots: tools.roots,
     },
@@ -363,6 +365,10 @@ function buildCommands(
     ],
     [ANSWER_APPROVAL_COMMAND, answerApproval],
     [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
+    [
+      SHOW_TRANSCRIPT_COMMAND,
+      (conversationId: unknown, subagentId: unknown) => showSubagentTranscript({ session, documents }, conversationId, subagentId),
+    ],
   ]);
 }
 

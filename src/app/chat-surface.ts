@@ -9,6 +9,7 @@ import type { AttachedReference } from './attachments';
 import type { TurnMetadata } from './chat-history';
 import type { Conversation } from './conversation';
 import type { InstructionSource } from './instructions';
+import type { SubagentModel } from './subagent-runner';
 import type { WorkspaceRoot } from './path-guard';
 
 /**
@@ -75,6 +76,8 @@ export interface TurnModels {
   setAgentPrefix(prefix: AgentPrefix): void;
   modelName(): string | undefined;
   newId(): string;
+  /** The model subagents run on: `longrun.subagent.model`, else the conversation's; undefined when there is none. */
+  subagentModel(): Promise<SubagentModel | undefined>;
 }
 
 /** The workspace as a turn sees it. */
@@ -82,6 +85,8 @@ export interface TurnWorkspace {
   readonly files: WorkspacePort;
   /** The terminal of `run_command`; offered only in a trusted workspace. */
   readonly commands?: CommandPort;
+  /** The same terminal running only what the user's allow list lets run unasked, for subagents (never a question). */
+  readonly allowedCommands?: CommandPort;
   trusted(): boolean;
   roots(): readonly WorkspaceRoot[];
 }

@@ -54,8 +54,18 @@ export const SHOW_CHANGE_COMMAND = 'longrun.showChange';
  */
 export const REVERT_COMMAND = 'longrun.revertChanges';
 
+/** The command of a subagent's "Show transcript" button in the chat. Not in the Command Palette. */
+export const SHOW_TRANSCRIPT_COMMAND = 'longrun.showSubagentTranscript';
+
 /** Every command Longrun registers: the Command Palette's and those behind the chat's buttons. */
-export const COMMANDS: readonly string[] = [...PALETTE_COMMANDS, ANSWER_COMMAND, ANSWER_APPROVAL_COMMAND, SHOW_CHANGE_COMMAND, REVERT_COMMAND];
+export const COMMANDS: readonly string[] = [
+  ...PALETTE_COMMANDS,
+  ANSWER_COMMAND,
+  ANSWER_APPROVAL_COMMAND,
+  SHOW_CHANGE_COMMAND,
+  REVERT_COMMAND,
+  SHOW_TRANSCRIPT_COMMAND,
+];
 
 /** Read-only Markdown documents: summaries and the context report. */
 export const DOC_SCHEME = 'longrun';

@@ -8,14 +8,14 @@ import { text } from '../core/messages';
 import { NOTHING_ARCHIVED } from '../core/recall';
 import { OWN_TOOL_NAMES } from '../core/tool-names';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../llm/agent';
-import { createAgentTools, type AgentFileEvent, type RecallPort } from '../llm/agent-tools';
+import { createAgentTools, SubagentFailure, type AgentFileEvent, type DelegatePort, type RecallPort } from '../llm/agent-tools';
 import { createEditorTools, selectEditorTools, type EditorToolSelection } from '../llm/editor-tools';
 import { renderAttachments, resolveAttachments, type Attachment } from './attachments';
 import { chatPosition, type TurnMetadata } from './chat-history';
 import type { ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
 import { describeToolCall, escapeMarkdown, inlineCode } from './chat-text';
 import { CompactionDialog, showOutcome, type SummaryPreview } from './compaction-dialog';
-import { PARTICIPANT_ID, REVERT_COMMAND } from './contributions';
+import { PARTICIPANT_ID, REVERT_COMMAND, SHOW_TRANSCRIPT_COMMAND } from './contributions';
 import type { Conversation } from './conversation';
 import type { ConversationRegistry } from './conversation-registry';
 import { diffStats, fencedBlock } from './diff-preview';
@@ -25,6 +25,8 @@ import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
 import type { LongrunSettings } from './settings';
 import { ConversationChangedError } from './store/errors';
+import { SubagentRunner, type SubagentRunnerDeps } from './subagent-runner';
+import { subagentLine } from './subagent-transcript';
 import { systemPrompt } from './system-prompt';
 
 export type { ChatButton, ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
@@ -47,6 +49,8 @@ export interface TurnControllerDeps {
   readonly log: { info(message: string): void; warn(message: string): void; error(message: string): void };
   readonly now: () => number;
   readonly summaries?: SummaryPreviews;
+  /** What a subagent's model calls cost, when a price is known; absent: the chat shows its tokens alone. */
+  readonly cost?: SubagentRunnerDeps['cost'];
 }
 
 /** Longest diff (in lines without its headers) shown in the chat itself. */
@@ -232,6 +236,7 @@ export class TurnController {
     request?: Pick<TurnRequest, 'toolReferences' | 'editorTools'>,
     conversation?: Conversation,
     onFileEvent?: (event: AgentFileEvent) => void,
+    subagents?: DelegatePort,
   ): { system: string; tools: ToolSet; editorTools: EditorToolSelection } {
     const { workspace } = this.deps;
     const trusted = workspace.trusted();
@@ -243,6 +248,8 @@ export class TurnController {
       // Offered in every request, so that the tool definitions (and their count) do not change when
       // a compaction comes; the system prompt points at it once there is something to recall.
       recall: conversation ?? NO_ARCHIVE,
+      // Offered in every request too: subagents only read, so an untrusted workspace has them as well.
+      delegate: subagents ?? NO_SUBAGENTS,
     });
     const port = request?.editorTools;
     const editorTools =
@@ -302,14 +309,15 @@ export class TurnController {
     where.metadata = metadataOf(conversation);
     // What a compaction in the background has to say is said in the next chat.
     this.tellNotice(conversation, chat);
-    const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
+    const subagents = this.subagentsFor(conversation, chat);
+    const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event), subagents);
     models.setRequestOverhead(`${system}\n${toolDefinitionsText(tools)}`);
     models.setAgentPrefix({ system, tools });
     this.reportSkippedTools(editorTools, request, chat);
     await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now()));
     this.activeChat = chat;
     try {
-      const result = await this.runAgent(conversation, model, system, tools, chat, signal);
+      const result = await this.runAgent(conversation, model, system, tools, chat, signal).finally(() => subagents.idle());
       return this.ended(conversation, result, chat);
     } finally {
       this.activeChat = undefined;
@@ -406,6 +414,39 @@ export class TurnController {
       chat.markdown(`\n\n> Stopped after ${result.steps} steps (longrun.agent.maxSteps). Say "continue" to go on.`);
     }
     return { metadata };
+  }
+
+  /**
+   * The subagents of a turn: they write to `conversation` (on its turn), read the workspace, run
+   * only the commands the user's allow list runs unasked (in a trusted workspace), and show in `chat`
+   * as a line when they end, with a button that opens their transcript.
+   */
+  private subagentsFor(conversation: Conversation, chat: ChatSurface): SubagentRunner {
+    const { models, workspace, settings } = this.deps;
+    const commands = workspace.trusted() && settings().agent.allowedCommands.length > 0 ? workspace.allowedCommands : undefined;
+    return new SubagentRunner({
+      model: () => models.subagentModel(),
+      settings,
+      files: workspace.files,
+      ...(commands ? { commands } : {}),
+      parent: conversation,
+      folders: () => workspace.roots().map((r) => r.name),
+      now: this.deps.now,
+      newId: () => models.newId(),
+      ui: {
+        started: (run) => chat.progress(`Subagent at work (${run.model}): ${run.task.replace(/\s+/g, ' ').slice(0, 100)}…`),
+        ended: (run) => {
+          chat.markdown(`\n\n${subagentLine(run)}\n\n`);
+          chat.button({ command: SHOW_TRANSCRIPT_COMMAND, title: 'Show transcript', arguments: [conversation.id, run.id] });
+        },
+      },
+      maxResultChars: MAX_RESULT_CHARS,
+      telemetry: (id) => models.telemetry().settings('longrun.subagent', { 'longrun.conversation': conversation.id, 'longrun.subagent': id }),
+      ...(this.deps.cost ? { cost: this.deps.cost } : {}),
+      countText: (text) => conversation.countText(text),
+      redact: (text) => models.redact(text),
+      warn: (message) => this.deps.log.warn(message),
+    });
   }
 
   /**
@@ -609,3 +650,8 @@ function userTurn(prompt: string, attachments: readonly Attachment[], id: string
 
 /** What `recall` answers in a request made outside any conversation (the count of the tools' definitions). */
 const NO_ARCHIVE: RecallPort = { recall: () => NOTHING_ARCHIVED };
+
+/** What `delegate` does outside any conversation (the count of the tools' definitions): no subagent runs there. */
+const NO_SUBAGENTS: DelegatePort = {
+  delegate: () => Promise.reject(new SubagentFailure('Subagent failed: no conversation is open, so no subagent can run. Done so far: nothing.')),
+};

@@ -18,7 +18,17 @@ export { COMPACTION_REASONS, FILE_CHANGE_KINDS, SUMMARY_ROLES };
  */
 
 /** Every `type` of `LogRecord`: the list fails to compile when it leaves one out or names another. */
-export const RECORD_TYPES = everyValueOf<LogRecord['type']>()(['message', 'compaction', 'pruning', 'undo', 'usage', 'file', 'change', 'turn']);
+export const RECORD_TYPES = everyValueOf<LogRecord['type']>()([
+  'message',
+  'compaction',
+  'pruning',
+  'undo',
+  'usage',
+  'file',
+  'change',
+  'turn',
+  'subagent',
+]);
 export type RecordType = (typeof RECORD_TYPES)[number];
 
 /** What the model is told just before a summary. */

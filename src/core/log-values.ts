@@ -17,3 +17,10 @@ export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
 
 /** Why an output was pruned, in the order the kinds are taken. */
 export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;
+
+/**
+ * How a subagent's work ended, as its last record says: it reported, it failed (an error, a budget
+ * spent, an empty answer), or the turn that started it was stopped. A subagent with no such record
+ * was cut short (a crash, a reload) and reads back as interrupted.
+ */
+export const SUBAGENT_ENDINGS = ['reported', 'failed', 'cancelled'] as const;

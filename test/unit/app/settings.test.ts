@@ -39,10 +39,27 @@ describe('settings: longrun.* onto the core configuration', () => {
       summaryContinuesConversation: true,
       endpoints: [],
       agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [], allowedCommands: [], commandTimeoutSeconds: 120, editorTools: [] },
+      subagent: { maxSteps: 15, maxTokens: 200_000 },
       telemetry: { enabled: false },
       timeouts: { firstChunkMs: 600_000, idleMs: 120_000 },
       verboseLogging: false,
     });
+  });
+
+  it("reads the subagents' model and budgets, and refuses a model that is no reference", () => {
+    const { settings, problems } = read({
+      'longrun.subagent.model': ' longrun/local/qwen3 ',
+      'longrun.subagent.maxSteps': 6,
+      'longrun.subagent.maxTokens': 50_000,
+    });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(settings.subagent, { model: 'longrun/local/qwen3', maxSteps: 6, maxTokens: 50_000 });
+    const bad = read({ 'longrun.subagent.model': 'gpt-4o', 'longrun.subagent.maxSteps': 1 });
+    assert.deepEqual(bad.settings.subagent, { maxSteps: 15, maxTokens: 200_000 });
+    assert.deepEqual(
+      bad.problems.map((p) => p.setting),
+      ['longrun.subagent.model', 'longrun.subagent.maxSteps'],
+    );
   });
 
   it('maps valid values onto the core configuration', () => {
@@ -426,6 +443,9 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
     'longrun.agent.commandTimeoutSeconds': 'how long a command the agent started runs unattended',
     'longrun.agent.editorTools': "which other extensions' and MCP servers' tools the agent may call",
     'longrun.logging.verbose': 'puts conversation content, secrets included, into log files',
+    'longrun.subagent.model': 'which model, perhaps of another provider, receives the task and every file a subagent reads',
+    'longrun.subagent.maxSteps': 'how many tool calls a subagent makes unattended',
+    'longrun.subagent.maxTokens': 'how many tokens a subagent spends unattended',
   };
 
   /**

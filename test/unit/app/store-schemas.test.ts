@@ -59,6 +59,10 @@ const SAMPLES: { readonly [K in RecordType]: Extract<LogRecord, { type: K }> } =
     change: { id: 'x1', path: 'a.ts', kind: 'modified', beforeHash: 'h0', afterHash: 'h1', at: 0, removed: 'a', inserted: 'b' },
   },
   turn: { type: 'turn', turn: { id: 'turn1', parent: null, at: 1 } },
+  subagent: {
+    type: 'subagent',
+    subagent: { kind: 'message', id: 's1', message: { id: 'm9', role: 'assistant', content: [{ type: 'text', text: 'found it' }] } },
+  },
 };
 
 /** One message part of each type. */

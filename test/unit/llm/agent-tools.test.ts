@@ -103,7 +103,8 @@ describe('createAgentTools', () => {
     it('names every tool it can offer from the one set of tool names, and nothing else', () => {
       const recall: RecallPort = { recall: () => ({ text: '', matches: 0 }) } as unknown as RecallPort;
       const commands = { run: async () => ({ exitCode: 0, output: '' }) } as unknown as Parameters<typeof createAgentTools>[1]['commands'];
-      const all = createAgentTools(port, { readOnly: false, commands, recall });
+      const delegate = { delegate: async () => 'report' };
+      const all = createAgentTools(port, { readOnly: false, commands, recall, delegate });
       assert.deepEqual(Object.keys(all).sort(), [...OWN_TOOL_NAMES].sort());
     });
 
