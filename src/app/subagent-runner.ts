@@ -9,14 +9,7 @@ import type { Summarizer } from '../core/ports';
 import type { RecallQuery } from '../core/recall';
 import { stepLimit, type StepBudget } from '../core/step-limit';
 import { answerText, failureText, lastAnswer, reportText, workDone, WRAP_UP } from '../core/subagents';
-import {
-  isModelTimeout,
-  runAgentTurn,
-  stepLimitReached,
-  toolDefinitionsText,
-  type AgentTurnResult,
-  type AgentUi,
-} from '../llm/agent';
+import { isModelTimeout, runAgentTurn, stepLimitReached, toolDefinitionsText, type AgentTurnResult, type AgentUi } from '../llm/agent';
 import { createAgentTools, SubagentFailure, type DelegatePort, type DelegateRequest } from '../llm/agent-tools';
 import type { CommandPort, WorkspacePort } from '../llm/workspace-port';
 import { Conversation } from './conversation';
@@ -405,7 +398,6 @@ class SubagentWork {
     return this.deps.redact ? this.deps.redact(text) : text;
   }
 }
-
 
 /** Cancels `timer`. */
 function clearer(timer: ReturnType<typeof setTimeout>): () => void {

@@ -169,7 +169,10 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
 
   for (;;) {
     if (signal.aborted) return { steps: stepsDone, usage, finishReason: 'cancelled', compactions, guard, cancelled: true };
-    const attempt = await runSteps(options, options.maxSteps - stepsDone, beforeStep, { steps: stepsDone, tokens: usage.inputTokens + usage.outputTokens });
+    const attempt = await runSteps(options, options.maxSteps - stepsDone, beforeStep, {
+      steps: stepsDone,
+      tokens: usage.inputTokens + usage.outputTokens,
+    });
     stepsDone += attempt.steps;
     usage = { inputTokens: usage.inputTokens + attempt.usage.inputTokens, outputTokens: usage.outputTokens + attempt.usage.outputTokens };
     finishReason = attempt.finishReason;

@@ -169,7 +169,10 @@ describe('subagents: the delegate tool through a chat turn', () => {
         streamOf([
           { type: 'text-start', id: 't' },
           { type: 'text-delta', id: 't', delta: 'Half an ans' },
-          { type: 'error', error: new APICallError({ message: 'upstream connect error', url: 'x', requestBodyValues: {}, statusCode: 502, isRetryable: false }) },
+          {
+            type: 'error',
+            error: new APICallError({ message: 'upstream connect error', url: 'x', requestBodyValues: {}, statusCode: 502, isRetryable: false }),
+          },
         ]),
     );
     f = await fixtureWith({ model });
@@ -348,7 +351,10 @@ describe('subagents: the delegate tool through a chat turn', () => {
     await chat.send('remember the start');
     await chat.send('delegate read a.txt');
     const before = f.registry.currentIfLoaded()!;
-    assert.match(await before.recall({ path: 'a.txt' }), /\(tool, of subagent [^)]+\) ---\n\[result of read_file \{"path":"a\.txt"\}[^\n]*\]\na\.txt \(lines 1-2 of 2\)\n1\| alpha line/);
+    assert.match(
+      await before.recall({ path: 'a.txt' }),
+      /\(tool, of subagent [^)]+\) ---\n\[result of read_file \{"path":"a\.txt"\}[^\n]*\]\na\.txt \(lines 1-2 of 2\)\n1\| alpha line/,
+    );
     // Restore Checkpoint on the delegating request: the next request continues from the first.
     chat.restore(2);
     await chat.send('remember something else');
@@ -391,7 +397,10 @@ describe('subagents: the delegate tool through a chat turn', () => {
   });
 
   it('runs on a model of the editor through the vscode.lm bridge', async () => {
-    const chat = new FakeChatModel([items(new ToolCallPart('c1', 'read_file', { path: 'a.txt' })), items(new TextPart('Findings: alpha is on line 1 of a.txt.'))]);
+    const chat = new FakeChatModel([
+      items(new ToolCallPart('c1', 'read_file', { path: 'a.txt' })),
+      items(new TextPart('Findings: alpha is on line 1 of a.txt.')),
+    ]);
     f = await fixtureWith({ model: createVsCodeLanguageModel(chat, api) });
     await f.newChat().send('delegate find alpha');
     const [result] = delegated(f);
@@ -405,4 +414,3 @@ describe('subagents: the delegate tool through a chat turn', () => {
     );
   });
 });
-

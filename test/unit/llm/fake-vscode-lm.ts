@@ -1,9 +1,4 @@
-import type {
-  VsCodeCancellationToken,
-  VsCodeChatModel,
-  VsCodeChatRequestOptions,
-  VsCodeLmApi,
-} from '../../../src/llm/vscode-lm-bridge';
+import type { VsCodeCancellationToken, VsCodeChatModel, VsCodeChatRequestOptions, VsCodeLmApi } from '../../../src/llm/vscode-lm-bridge';
 
 /**
  * A stand-in for a model VS Code offers (`vscode.LanguageModelChat`) and the pieces of the `vscode`
