@@ -13,6 +13,7 @@ import {
   SHOW_TRANSCRIPT_COMMAND,
 } from './app/contributions';
 import { TurnController } from './app/turn-controller';
+import { usageCost } from './app/model-prices';
 import { revertChanges } from './vscode/revert-command';
 import type { FileEvent } from './core/file-ledger';
 import { systemClock } from './core/ports';
@@ -304,6 +305,7 @@ function buildParticipant(
     log,
     now,
     summaries,
+    cost: (usage, model) => usageCost(settings().endpoints, usage, model),
   });
   const participant = new LongrunParticipant(controller, session, tools.changes, log);
   // Shown in the chat of the request under way.

@@ -30,6 +30,14 @@ export interface EndpointModelSetting {
   readonly contextWindow?: number;
   readonly maxOutputTokens?: number;
   readonly toolCalling: boolean;
+  /** What the model costs, in US dollars per million tokens; absent: costs are not shown. */
+  readonly price?: ModelPrice;
+}
+
+/** A model's price: US dollars per million input tokens and per million output tokens. */
+export interface ModelPrice {
+  readonly input: number;
+  readonly output: number;
 }
 
 /** An OpenAI-compatible endpoint. Its API key is kept in SecretStorage, never in settings. */
@@ -226,6 +234,7 @@ const endpointModelSchema = z.object({
   contextWindow: z.number().int().min(1).optional(),
   maxOutputTokens: z.number().int().min(1).optional(),
   toolCalling: z.boolean().default(true),
+  price: z.object({ input: z.number().min(0), output: z.number().min(0) }).optional(),
 });
 
 const ENDPOINT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
@@ -446,6 +455,7 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
         ...(m.contextWindow !== undefined ? { contextWindow: m.contextWindow } : {}),
         ...(m.maxOutputTokens !== undefined ? { maxOutputTokens: m.maxOutputTokens } : {}),
         toolCalling: m.toolCalling,
+        ...(m.price !== undefined ? { price: m.price } : {}),
       })),
     });
   });

@@ -310,6 +310,23 @@ describe('settings: longrun.* onto the core configuration', () => {
       ]);
     });
 
+    it("keeps a model's price, and drops an endpoint whose price is not two amounts of at least zero", () => {
+      const priced = {
+        name: 'priced',
+        baseUrl: 'http://localhost:1234/v1',
+        models: [{ id: 'm', toolCalling: true, price: { input: 0.15, output: 0.6 } }],
+      };
+      const negative = { name: 'negative', baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm', price: { input: -1, output: 0.6 } }] };
+      const half = { name: 'half', baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm', price: { input: 1 } }] };
+      const { settings, problems } = read({ 'longrun.endpoints': [priced, negative, half] });
+      assert.deepEqual(settings.endpoints, [priced]);
+      assert.deepEqual(
+        problems.map((p) => p.value),
+        [negative, half],
+      );
+      assert.match(problems[0]!.message, /price/);
+    });
+
     it('drops each malformed endpoint with one problem and keeps the others', () => {
       const bad = [
         { name: 'ftp', baseUrl: 'ftp://files.example.com', models: [{ id: 'm' }] },

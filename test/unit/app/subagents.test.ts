@@ -5,7 +5,8 @@ import { APICallError, type LanguageModel } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { conversationMarkdown } from '../../../src/app/conversation-export';
 import { MAX_REPORT_TOKENS } from '../../../src/app/subagent-runner';
-import { transcriptMarkdown } from '../../../src/app/subagent-transcript';
+import { money, transcriptMarkdown } from '../../../src/app/subagent-transcript';
+import { usageCost } from '../../../src/app/model-prices';
 import { readSettings } from '../../../src/app/settings';
 import { subagentRuns, WRAP_UP } from '../../../src/core/subagents';
 import { createEndpointModel } from '../../../src/llm/openai-endpoint';
@@ -137,6 +138,32 @@ describe('subagents: the delegate tool through a chat turn', () => {
       [['longrun.showSubagentTranscript', 'Show transcript', [conversation.id, run.start.id]]],
     );
     assert.match(transcriptMarkdown(run), /## Tool\n\n\*\*Tool result\*\* `read_file`\n\n```\na\.txt \(lines 1-2 of 2\)\n1\| alpha line/);
+  });
+
+  it("shows its cost in the chat and the transcript when its model's price is set", async () => {
+    const endpoints = [
+      { name: 'cheap', baseUrl: 'http://localhost:1/v1', models: [{ id: 'mini', toolCalling: true, price: { input: 0.5, output: 2 } }] },
+    ];
+    f = await turnFixture({
+      subagent: { key: 'longrun/cheap/mini' },
+      settings: { ...settings(), endpoints },
+      cost: (used, model) => usageCost(endpoints, used, model),
+    });
+    await writeFile(join(f.workspace, 'a.txt'), 'alpha line\nsecond line\n');
+    const exchange = await f.newChat().send('delegate read a.txt');
+    const [run] = subagentRuns(f.registry.currentIfLoaded()!.log());
+    const expected = (run!.end!.inputTokens * 0.5 + run!.end!.outputTokens * 2) / 1_000_000;
+    assert.ok(expected > 0);
+    assert.equal(run!.end!.cost, expected, 'the end record keeps the cost');
+    assert.ok(exchange.surface.text().includes(`tokens · ${money(expected)}`), exchange.surface.text());
+    assert.match(transcriptMarkdown(run!), /\$\d/);
+  });
+
+  it('shows no cost when no price is known', async () => {
+    f = await fixtureWith();
+    const exchange = await f.newChat().send('delegate read a.txt');
+    assert.doesNotMatch(exchange.surface.text(), /\$/);
+    assert.equal(subagentRuns(f.registry.currentIfLoaded()!.log())[0]!.end!.cost, undefined);
   });
 
   it('runs the subagents of one step at the same time', async () => {

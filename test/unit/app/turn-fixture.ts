@@ -7,7 +7,14 @@ import { ConversationRegistry } from '../../../src/app/conversation-registry';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { InstructionSource } from '../../../src/app/instructions';
 import { readSettings, type LongrunSettings } from '../../../src/app/settings';
-import { TurnController, type ChatButton, type ChatSurface, type TurnModels, type TurnResult } from '../../../src/app/turn-controller';
+import {
+  TurnController,
+  type ChatButton,
+  type ChatSurface,
+  type TurnControllerDeps,
+  type TurnModels,
+  type TurnResult,
+} from '../../../src/app/turn-controller';
 import { WorkspaceFiles } from '../../../src/app/workspace-files';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -171,7 +178,9 @@ export interface FixtureOptions {
   readonly summarizer?: Summarizer;
   readonly settings?: Partial<LongrunSettings>;
   /** The subagents' model and its window; the scripted model and the conversation's window unless told. */
-  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number };
+  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string };
+  /** What model calls cost (the controller's `cost`); absent: no cost is known. */
+  readonly cost?: TurnControllerDeps['cost'];
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -225,7 +234,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     subagentModel: async () => {
       let limit = options.subagent?.window ?? options.window ?? 100_000;
       return {
-        key: 'mock/subagent',
+        key: options.subagent?.key ?? 'mock/subagent',
         name: 'mock',
         languageModel: async () => options.subagent?.model ?? model,
         context: (fixedText) => testModel({ name: 'mock', limit, counter, fixedOverhead: counter.countText(fixedText) }),
@@ -247,6 +256,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     reporter: { report: () => undefined },
     log: { info: () => undefined, warn: () => undefined, error: () => undefined },
     now: () => clock.now(),
+    ...(options.cost ? { cost: options.cost } : {}),
   });
   let chats = 0;
   const fixture: TurnFixture = {
