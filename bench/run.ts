@@ -19,6 +19,7 @@ import { benchLongTurns, PROVIDER_RATIO } from './long-turns';
 import { round } from './stats';
 import { benchStore } from './store';
 import { benchMemory } from './memory';
+import { benchDelegation } from './delegation';
 
 /** The measures `results.json` holds, in the order of the table. */
 type Key =
@@ -43,11 +44,13 @@ type Key =
   | 'memory_open_rss_mb'
   | 'memory_open_heap_mb'
   | 'memory_answer_rss_mb'
-  | 'memory_session_rss_mb';
+  | 'memory_session_rss_mb'
+  | 'delegate_parent_token_ratio'
+  | 'delegate_parallel_speedup';
 
 interface Target {
   readonly what: string;
-  readonly op: '<' | '≤' | '≥';
+  readonly op: '<' | '≤' | '≥' | '>';
   readonly limit: number;
 }
 
@@ -102,11 +105,17 @@ const TARGETS: Record<Key, Target> = {
     op: '<',
     limit: 50,
   },
+  delegate_parent_token_ratio: {
+    what: "parent's tokens for one investigation (a search and six files read), delegated to a subagent ÷ done in the parent",
+    op: '≤',
+    limit: 0.2,
+  },
+  delegate_parallel_speedup: { what: 'wall time of 3 delegations one step after another ÷ all 3 in one step (in parallel)', op: '>', limit: 2 },
 };
 
 function met(key: Key, value: number): boolean {
   const { op, limit } = TARGETS[key];
-  return op === '<' ? value < limit : op === '≥' ? value >= limit : value <= limit;
+  return op === '<' ? value < limit : op === '>' ? value > limit : op === '≥' ? value >= limit : value <= limit;
 }
 
 function formatNumber(value: number): string {
@@ -147,6 +156,7 @@ async function main(): Promise<void> {
   const prefix = await step('prefix reuse', () => benchPrefixReuse(tokenizer, 'continuation'));
   const structured = await step('prefix reuse, summaries by a model of their own', () => benchPrefixReuse(tokenizer, 'structured'));
   const memory = await step('memory of a 500 MiB conversation', () => benchMemory());
+  const delegation = await step('delegation to subagents', () => benchDelegation(tokenizer));
   // What the model sees bounds the memory, not how long the history is.
   const memoryLimit = round(2 * memory.view_mb + 50, 1);
   TARGETS.memory_open_rss_mb = { ...TARGETS.memory_open_rss_mb, limit: memoryLimit };
@@ -182,6 +192,8 @@ async function main(): Promise<void> {
     memory_open_heap_mb: round(memory.open_heap_mb, 1),
     memory_answer_rss_mb: round(memory.answer_rss_mb, 1),
     memory_session_rss_mb: round(memory.session_rss_mb, 1),
+    delegate_parent_token_ratio: round(delegation.delegate_parent_token_ratio, 3),
+    delegate_parallel_speedup: round(delegation.delegate_parallel_speedup, 2),
   };
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -236,6 +248,10 @@ async function main(): Promise<void> {
     `- memory: a conversation of ${round(memory.stored_mib, 0)} MiB on disk whose view is ${round(memory.view_mb, 2)} MB as JSON, opened in a fresh process: ` +
       `${round(memory.open_rss_mb, 1)} MB resident once settled (${round(memory.open_heap_mb, 1)} MB of heap), ${round(memory.answer_rss_mb, 1)} MB after a 40 MB answer, ` +
       `${round(memory.session_rss_mb, 1)} MB (${round(memory.session_heap_mb, 1)} MB of heap) after a session that wrote ${round(memory.session_mb, 0)} MB more`,
+    `- delegation (median of ${delegation.seeds} seeds): one investigation costs the parent ${formatNumber(delegation.parent_tokens_delegated)} tokens delegated ` +
+      `against ${formatNumber(delegation.parent_tokens_inline)} done itself, the subagent spending ${formatNumber(delegation.subagent_tokens)} on its own model; ` +
+      `three delegations take ${formatNumber(delegation.parallel_ms)} ms in one step against ${formatNumber(delegation.serial_ms)} ms one after another ` +
+      `(${delegation.step_ms} ms a model call); delegations that came back without a report: ${delegation.missing_reports}`,
     '',
     'Conversation store (bench/store.ts):',
     '',
