@@ -28,6 +28,7 @@ const ALL_PHASES = [
   'summary-edit',
   'memory',
   'tool-choice',
+  'subagents',
   'crash',
   'after-crash',
 ] as const;
