@@ -166,6 +166,21 @@ describe('subagents: the delegate tool through a chat turn', () => {
     assert.equal(subagentRuns(f.registry.currentIfLoaded()!.log())[0]!.end!.cost, undefined);
   });
 
+  it('gives a subagent read-only tools: no writes, no commands without allow rules, no delegating further', async () => {
+    f = await fixtureWith();
+    await f.newChat().send('delegate read a.txt');
+    const subagentCalls = f.model.doStreamCalls.filter((c) => messageTexts(c.prompt[0]!).startsWith('You are a subagent'));
+    assert.ok(subagentCalls.length > 0);
+    for (const call of subagentCalls) {
+      assert.deepEqual(call.tools?.map((t) => t.name).sort(), ['list_files', 'read_file', 'recall', 'search_text']);
+    }
+    const parentCall = f.model.doStreamCalls[0]!;
+    assert.ok(
+      parentCall.tools?.some((t) => t.name === 'delegate'),
+      'the agent has delegate',
+    );
+  });
+
   it('runs the subagents of one step at the same time', async () => {
     let inFlight = 0;
     let most = 0;
