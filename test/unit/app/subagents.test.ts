@@ -3,7 +3,9 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { APICallError, type LanguageModel } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
+import { Conversation } from '../../../src/app/conversation';
 import { conversationMarkdown } from '../../../src/app/conversation-export';
+import { conversationDeps } from '../fixtures/conversation-deps';
 import { MAX_REPORT_TOKENS } from '../../../src/app/subagent-runner';
 import { money, transcriptMarkdown } from '../../../src/app/subagent-transcript';
 import { usageCost } from '../../../src/app/model-prices';
@@ -407,6 +409,18 @@ describe('subagents: the delegate tool through a chat turn', () => {
     const exported = conversationMarkdown(after.allRecords(), 't', after.leaf());
     const sides = exported.indexOf('# Side branches');
     assert.ok(sides > 0 && exported.indexOf('## Subagent ') > sides, 'the export shows it in the side branch');
+  });
+
+  it('keeps its transcript across a reload: recall and the export find it in the conversation read back from disk', async () => {
+    f = await fixtureWith();
+    await f.newChat().send('delegate read a.txt');
+    const id = f.registry.currentIfLoaded()!.id;
+    const { log } = await f.store.open(id);
+    const reopened = new Conversation(id, log, conversationDeps({ store: f.store }));
+    await reopened.loadView();
+    assert.equal(subagentRuns(reopened.log())[0]?.status, 'reported');
+    assert.match(await reopened.recall({ path: 'a.txt' }), /\(tool, of subagent [^)]+\)[\s\S]*1\| alpha line/);
+    assert.match(conversationMarkdown(reopened.allRecords(), 't'), /## Subagent \S+ · [\s\S]*1\| alpha line/);
   });
 
   it('reads back a subagent cut short by a crash as interrupted, with what it did', async () => {
