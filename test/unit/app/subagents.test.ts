@@ -469,4 +469,16 @@ describe('subagents: the delegate tool through a chat turn', () => {
       'read-only: no writes, no commands, no subagents of its own',
     );
   });
+
+  it("says what was done when an editor's model calls a tool in its last step, which VS Code cannot forbid", async () => {
+    const chat = new FakeChatModel([
+      items(new ToolCallPart('c1', 'read_file', { path: 'a.txt' })),
+      items(new ToolCallPart('c2', 'read_file', { path: 'b.txt' })),
+    ]);
+    f = await fixtureWith({ model: createVsCodeLanguageModel(chat, api) }, { maxSteps: 2 });
+    await f.newChat().send('delegate find alpha');
+    const text = assertFailure(f, /its last step called a tool instead of writing its report/);
+    assert.match(text, /- a\.txt: all of 2/, 'the file it read');
+    assert.equal(chat.requests.length, 2, 'no step past its budget');
+  });
 });
