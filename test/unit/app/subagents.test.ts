@@ -238,6 +238,30 @@ describe('subagents: the delegate tool through a chat turn', () => {
     }
   });
 
+  it('says so when its model goes silent in the middle of an answer (longrun.timeouts.idleSeconds)', async () => {
+    const model = scripted(
+      () => streamOf(readCall('r1', 'a.txt')),
+      () => ({
+        stream: new ReadableStream({
+          start(controller) {
+            // A few words of its report, then nothing more: the stream stays open.
+            for (const part of [
+              { type: 'stream-start', warnings: [] },
+              { type: 'text-start', id: 't' },
+              { type: 'text-delta', id: 't', delta: 'Findings so far: alpha' },
+            ]) {
+              controller.enqueue(part as never);
+            }
+          },
+        }),
+      }),
+    );
+    f = await fixtureWith({ model }, { timeouts: { firstChunkMs: 5_000, idleMs: 1_000 } });
+    await f.newChat().send('delegate find the alpha line');
+    const text = assertFailure(f, /its model went silent for 1 s in the middle of an answer \(longrun\.timeouts\.idleSeconds\)/);
+    assert.match(text, /- a\.txt: all of 2/, 'the file it read');
+  });
+
   it('says so when the subagent crashes before its first step', async () => {
     const model = new MockLanguageModelV4({
       doStream: async () => {
