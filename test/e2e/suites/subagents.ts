@@ -1,13 +1,14 @@
 /**
  * Subagents through VS Code's chat: the agent hands a search to a subagent with `delegate`, the
- * subagent (on one of Longrun's endpoints, its price set) reads the file the task names and reports;
+ * subagent (on the model `longrun.subagent.model` names, an endpoint's with its price set) reads the
+ * file the task names and reports;
  * the agent gets the report, the chat shows the subagent's line with its cost and a button that opens
  * its transcript, and the transcript is kept in the conversation's log.
  */
 import * as assert from 'assert';
 import * as vscode from 'vscode';
 import { subagentRuns } from '../../../src/core/subagents';
-import { api, chat, lastToolOutput, log, model, newConversation, ui, waitFor } from './harness';
+import { api, chat, lastToolOutput, log, model, newConversation, requestText, ui, waitFor, type RecordedRequest } from './harness';
 
 describe('Longrun subagents', function () {
   this.timeout(300_000);
@@ -20,17 +21,21 @@ describe('Longrun subagents', function () {
     // The scripted model with a price, as a user sets one for a model of an endpoint.
     const priced = (endpoints as Array<{ models: Array<Record<string, unknown>> }>).map((e) => ({
       ...e,
-      models: e.models.map((m) => (m.id === 'scripted' ? { ...m, price: { input: 3, output: 15 } } : m)),
+      models: e.models.map((m) => (m.id === 'scripted-small' ? { ...m, price: { input: 3, output: 15 } } : m)),
     }));
     await config().update('endpoints', priced, vscode.ConfigurationTarget.Global);
+    // A smaller model than the conversation's, as the setting is meant for.
+    await config().update('subagent.model', 'longrun/offline/scripted-small', vscode.ConfigurationTarget.Global);
   });
 
   after(async () => {
+    await config().update('subagent.model', undefined, vscode.ConfigurationTarget.Global);
     await config().update('endpoints', endpoints, vscode.ConfigurationTarget.Global);
   });
 
   it('returns the report of a delegated search, shows its cost in the chat, and opens its transcript', async () => {
     await newConversation();
+    const before = (await model.requests()).length;
     // The agent's first step delegates; the subagent then reads the file its task names (the
     // scripted model's own scenario) and answers from what it read.
     await model.script([{ toolCalls: [{ name: 'delegate', arguments: { task: 'Read README.md and say what the project is.' } }] }]);
@@ -41,9 +46,22 @@ describe('Longrun subagents', function () {
     assert.match(report, /Offline scripted model: the tool returned "README\.md \(lines 1-\d+ of \d+\)"/);
     assert.match(report, /Files read \(lines\):\n- README\.md: all of \d+/);
 
+    const requests = (await model.requests()).slice(before);
+    const bySubagent = (r: RecordedRequest) => requestText(r).includes('You are a subagent of Longrun');
+    assert.deepEqual(
+      requests.filter(bySubagent).map((r) => r.model),
+      ['scripted-small', 'scripted-small'],
+      'the subagent runs on longrun.subagent.model',
+    );
+    assert.ok(
+      requests.filter((r) => !bySubagent(r)).every((r) => r.model === 'scripted'),
+      "the agent stays on the conversation's model",
+    );
+
     const [run] = subagentRuns(await log());
     assert.ok(run, 'the subagent is in the conversation log');
     assert.equal(run.status, 'reported');
+    assert.equal(run.start.model, 'longrun/offline/scripted-small');
     assert.deepEqual(
       run.messages.map((m) => m.role),
       ['user', 'assistant', 'tool', 'assistant'],
