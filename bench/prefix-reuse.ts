@@ -294,6 +294,7 @@ function controllerFor(
         () => undefined,
       ),
     }),
+    subagentModel: async () => undefined,
   };
   const roots = [{ name: 'ws', fsPath: workspace }];
   const editor = { findFiles: async () => [], unsavedText: () => undefined, editUnsaved: async () => false };

@@ -22,6 +22,7 @@ import { round } from './stats';
 import { benchStore } from './store';
 import { benchMemory } from './memory';
 import { benchStreamAnswer } from './stream-answer';
+import { benchDelegation } from './delegation';
 
 /** The measures `results.json` holds, in the order of the table. */
 type Key =
@@ -52,11 +53,13 @@ type Key =
   | 'memory_open_heap_mb'
   | 'memory_answer_rss_mb'
   | 'memory_session_rss_mb'
-  | 'memory_stream_answer_rss_mb';
+  | 'memory_stream_answer_rss_mb'
+  | 'delegate_parent_token_ratio'
+  | 'delegate_parallel_speedup';
 
 interface Target {
   readonly what: string;
-  readonly op: '<' | '≤' | '≥';
+  readonly op: '<' | '≤' | '≥' | '>';
   readonly limit: number;
 }
 
@@ -133,11 +136,17 @@ const TARGETS: Record<Key, Target> = {
     op: '≤',
     limit: 130,
   },
+  delegate_parent_token_ratio: {
+    what: "parent's tokens for one investigation (a search and six files read), delegated to a subagent ÷ done in the parent",
+    op: '≤',
+    limit: 0.2,
+  },
+  delegate_parallel_speedup: { what: 'wall time of 3 delegations one step after another ÷ all 3 in one step (in parallel)', op: '>', limit: 2 },
 };
 
 function met(key: Key, value: number): boolean {
   const { op, limit } = TARGETS[key];
-  return op === '<' ? value < limit : op === '≥' ? value >= limit : value <= limit;
+  return op === '<' ? value < limit : op === '>' ? value > limit : op === '≥' ? value >= limit : value <= limit;
 }
 
 function formatNumber(value: number): string {
@@ -185,6 +194,7 @@ async function main(): Promise<void> {
   }));
   const memory = await step('memory of a 500 MiB conversation', () => benchMemory());
   const streamed = await step('memory of a streamed 40 MB answer', () => benchStreamAnswer());
+  const delegation = await step('delegation to subagents', () => benchDelegation(tokenizer));
   // What the model sees bounds the memory, not how long the history is.
   const memoryLimit = round(2 * memory.view_mb + 50, 1);
   TARGETS.memory_open_rss_mb = { ...TARGETS.memory_open_rss_mb, limit: memoryLimit };
@@ -226,6 +236,8 @@ async function main(): Promise<void> {
     memory_answer_rss_mb: round(memory.answer_rss_mb, 1),
     memory_session_rss_mb: round(memory.session_rss_mb, 1),
     memory_stream_answer_rss_mb: round(streamed.peak_rss_mb, 1),
+    delegate_parent_token_ratio: round(delegation.delegate_parent_token_ratio, 3),
+    delegate_parallel_speedup: round(delegation.delegate_parallel_speedup, 2),
   };
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -290,6 +302,10 @@ async function main(): Promise<void> {
     `- streamed answer: ${formatNumber(streamed.answer_chars)} characters in deltas of ${streamed.delta_chars} over loopback HTTP in ${round(streamed.seconds, 1)} s; ` +
       `resident memory ${round(streamed.peak_rss_mb, 1)} MB above the start at its highest, ${round(streamed.settled_rss_mb, 1)} MB once settled ` +
       `(${round(streamed.settled_heap_mb, 1)} MB of heap); the chat showed ${formatNumber(streamed.shown_chars)} characters, the conversation kept ${formatNumber(streamed.kept_chars)}`,
+    `- delegation (median of ${delegation.seeds} seeds): one investigation costs the parent ${formatNumber(delegation.parent_tokens_delegated)} tokens delegated ` +
+      `against ${formatNumber(delegation.parent_tokens_inline)} done itself, the subagent spending ${formatNumber(delegation.subagent_tokens)} on its own model; ` +
+      `three delegations take ${formatNumber(delegation.parallel_ms)} ms in one step against ${formatNumber(delegation.serial_ms)} ms one after another ` +
+      `(${delegation.step_ms} ms a model call); delegations that came back without a report: ${delegation.missing_reports}`,
     '',
     'Conversation store (bench/store.ts):',
     '',

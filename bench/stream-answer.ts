@@ -218,6 +218,7 @@ async function child(baseUrl: string, dir: string): Promise<void> {
     modelName: () => 'bench',
     newId,
     providerKind: () => 'openai-compatible',
+    subagentModel: async () => undefined,
     usageView: (conversation) => ({
       report: usageReport(
         conversation.allRecords().flatMap((r) => (r.type === 'usage' ? [r.usage] : [])),

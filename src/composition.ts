@@ -13,9 +13,11 @@ import {
   COMPACT_HARDER_COMMAND,
   NEW_FROM_PLAN_COMMAND,
   SHOW_CHANGE_COMMAND,
+  SHOW_TRANSCRIPT_COMMAND,
 } from './app/contributions';
 import { SkillCatalog } from './app/skills/skill-catalog';
 import { TurnController } from './app/turn/turn-controller';
+import { usageCost } from './app/models/model-prices';
 import { revertChanges } from './vscode/revert-command';
 import { compactHarder, newFromPlan } from './vscode/loop-commands';
 import type { FileEvent } from './core/file-ledger';
@@ -26,7 +28,7 @@ import { ChangeDocuments } from './vscode/change-view';
 import { CommandRunner } from './app/commands/command-runner';
 import { lockedPackages } from './app/commands/locked-packages';
 import { Approvals } from './vscode/edit-approval';
-import { paletteCommands, ReportDocuments } from './vscode/commands';
+import { paletteCommands, ReportDocuments, showSubagentTranscript } from './vscode/commands';
 import { CompactionReporter } from './vscode/compaction-report';
 import { EditTracker } from './vscode/edit-tracker';
 import type { CommandHandler, Served } from './vscode/entry-points';
@@ -124,6 +126,8 @@ interface Models {
   readonly tracing: Tracing;
   readonly provider: LongrunModelProvider;
   readonly session: Session;
+  /** Windows and prices of known models, under the user's longrun.models.overrides. */
+  readonly catalogue: ModelCatalogue;
 }
 
 /** The documents the user opens: compaction reports and summaries, and the reporter that logs them. */
@@ -227,7 +231,7 @@ function buildModels({ context, log, now, settings }: Base): Models {
     catalogue,
   });
   context.subscriptions.push(session);
-  return { keys, windows, redactor, tracing, provider, session };
+  return { keys, windows, redactor, tracing, provider, session, catalogue };
 }
 
 /** Builds the compaction reporter, the report documents and the summary documents. */
@@ -299,7 +303,7 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
  */
 function buildParticipant(
   { context, log, now, settings }: Base,
-  { session }: Models,
+  { session, catalogue }: Models,
   { reporter, summaries }: Views,
   tools: Tools,
 ): { controller: TurnController; participant: LongrunParticipant } {
@@ -309,6 +313,7 @@ function buildParticipant(
     workspace: {
       files: tools.workspace,
       commands: tools.commands,
+      allowedCommands: tools.commands.allowedOnly(),
       trusted: () => vscode.workspace.isTrusted,
       roots: tools.roots,
     },
@@ -324,6 +329,7 @@ function buildParticipant(
       userFolders: () => settings().skills.userFolders,
       log,
     }),
+    cost: (usage, model) => usageCost(catalogue, settings().endpoints, usage, model),
   });
   const participant = new LongrunParticipant(controller, session, tools.changes, log);
   // Shown in the chat of the request under way.
@@ -392,6 +398,10 @@ function buildCommands(
     [COMPACT_HARDER_COMMAND, (conversationId: unknown) => compactHarder({ session, reporter }, conversationId)],
     [NEW_FROM_PLAN_COMMAND, (conversationId: unknown) => newFromPlan({ session, reporter }, conversationId)],
     [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
+    [
+      SHOW_TRANSCRIPT_COMMAND,
+      (conversationId: unknown, subagentId: unknown) => showSubagentTranscript({ session, documents }, conversationId, subagentId),
+    ],
   ]);
 }
 

@@ -64,6 +64,9 @@ export const CARRY_ACCOUNT_COMMAND = 'longrun.carryAccount';
 export const COMPACT_HARDER_COMMAND = 'longrun.compactHarder';
 export const NEW_FROM_PLAN_COMMAND = 'longrun.newFromPlan';
 
+/** The command of a subagent's "Show transcript" button in the chat. Not in the Command Palette. */
+export const SHOW_TRANSCRIPT_COMMAND = 'longrun.showSubagentTranscript';
+
 /** Every command Longrun registers: the Command Palette's and those behind the chat's buttons. */
 export const COMMANDS: readonly string[] = [
   ...PALETTE_COMMANDS,
@@ -74,6 +77,7 @@ export const COMMANDS: readonly string[] = [
   CARRY_ACCOUNT_COMMAND,
   COMPACT_HARDER_COMMAND,
   NEW_FROM_PLAN_COMMAND,
+  SHOW_TRANSCRIPT_COMMAND,
 ];
 
 /** Read-only Markdown documents: summaries and the context report. */

@@ -91,6 +91,15 @@ export interface LongrunSettings {
     /** Tools registered in VS Code (other extensions', MCP servers') the agent is offered: names, or "*" for all. */
     readonly editorTools: readonly string[];
   };
+  /** The subagents the agent delegates tasks to (its `delegate` tool). */
+  readonly subagent: {
+    /** A model reference `vendor/id` for subagents; absent means the conversation's model. */
+    readonly model?: string;
+    /** Most steps (model calls) one subagent makes. */
+    readonly maxSteps: number;
+    /** Most tokens, input and output of all its steps, one subagent uses. */
+    readonly maxTokens: number;
+  };
   readonly telemetry: { readonly enabled: boolean; readonly otlpEndpoint?: string };
   /** How long a model call may send nothing: before its first chunk, and between chunks (ms). */
   readonly timeouts: { readonly firstChunkMs: number; readonly idleMs: number };
@@ -213,6 +222,14 @@ const OTHER_SETTINGS = {
   'agent.autoApproveEdits': { schema: z.boolean(), default: false },
   'agent.maxSteps': { schema: z.number().int().min(1).max(200), default: 25 },
   'agent.commandTimeoutSeconds': { schema: z.number().int().min(1).max(3600), default: 120 },
+  'subagent.model': {
+    schema: z
+      .string()
+      .refine((s) => s.trim() === '' || MODEL_REFERENCE.test(s.trim()), 'must be empty or a model reference "vendor/id", e.g. "longrun/local/qwen3"'),
+    default: '',
+  },
+  'subagent.maxSteps': { schema: z.number().int().min(2).max(200), default: 15 },
+  'subagent.maxTokens': { schema: z.number().int().min(5_000).max(100_000_000), default: 200_000 },
   'telemetry.enabled': { schema: z.boolean(), default: false },
   'telemetry.otlpEndpoint': {
     schema: z.string().refine((s) => s.trim() === '' || isHttpUrl(s.trim()), 'must be empty or an http or https URL'),
@@ -340,6 +357,12 @@ export function readSettings(
   const autoApproveEdits = other('agent.autoApproveEdits');
   const maxSteps = other('agent.maxSteps');
   const commandTimeoutSeconds = other('agent.commandTimeoutSeconds');
+  const subagentModel = other('subagent.model').trim();
+  const subagent = {
+    ...(subagentModel !== '' ? { model: subagentModel } : {}),
+    maxSteps: other('subagent.maxSteps'),
+    maxTokens: other('subagent.maxTokens'),
+  };
   const telemetryEnabled = other('telemetry.enabled');
   const otlpEndpoint = other('telemetry.otlpEndpoint').trim();
   const verboseLogging = other('logging.verbose');
@@ -378,6 +401,7 @@ export function readSettings(
       ...(contextWindow > 0 ? { contextWindow } : {}),
       endpoints,
       agent: { autoApproveEdits, maxSteps, protectedPaths, allowedCommands, commandTimeoutSeconds, editorTools },
+      subagent,
       telemetry: { enabled: telemetryEnabled, ...(otlpEndpoint !== '' ? { otlpEndpoint } : {}) },
       timeouts,
       verboseLogging,

@@ -31,6 +31,7 @@ export const RECORD_TYPES = everyValueOf<LogRecord['type']>()([
   'command',
   'plan',
   'account',
+  'subagent',
 ]);
 export type RecordType = (typeof RECORD_TYPES)[number];
 

@@ -30,3 +30,10 @@ export const USAGE_PURPOSES = ['summary'] as const;
 
 /** The statuses a step of the agent's plan takes (see `plan.ts`). */
 export const PLAN_STATUSES = ['pending', 'in_progress', 'done', 'blocked'] as const;
+
+/**
+ * How a subagent's work ended, as its last record says: it reported, it failed (an error, a budget
+ * spent, an empty answer), or the turn that started it was stopped. A subagent with no such record
+ * was cut short (a crash, a reload) and reads back as interrupted.
+ */
+export const SUBAGENT_ENDINGS = ['reported', 'failed', 'cancelled'] as const;

@@ -6,6 +6,7 @@ import type {
   NEEDLE_KINDS,
   PLAN_STATUSES,
   PRUNE_KINDS,
+  SUBAGENT_ENDINGS,
   SUMMARY_ROLES,
   USAGE_PURPOSES,
 } from './log-values';
@@ -23,6 +24,7 @@ export type FileChangeKind = (typeof FILE_CHANGE_KINDS)[number];
 export type CacheTtl = (typeof CACHE_TTLS)[number];
 export type UsagePurpose = (typeof USAGE_PURPOSES)[number];
 export type PlanStatus = (typeof PLAN_STATUSES)[number];
+export type SubagentEnding = (typeof SUBAGENT_ENDINGS)[number];
 
 export interface CompactionEntry {
   readonly id: string;
@@ -143,12 +145,71 @@ export type LogRecord = (
   | { readonly type: 'plan'; readonly plan: PlanUpdate }
   /** An account of turns the chat left behind, carried into this branch at the user's request (see `branch-account.ts`). */
   | { readonly type: 'account'; readonly account: CarriedAccount }
+  /**
+   * What a subagent the agent delegated a task to did (see `subagents.ts`): kept in the log of the
+   * turn that started it, never in the model's view; only its report reaches the agent.
+   */
+  | { readonly type: 'subagent'; readonly subagent: SubagentEvent }
 ) & {
   /** The turn the record was made on; absent in the trunk (records from before turns were kept). */
   readonly turnId?: string;
 };
 
 export type ConversationLog = readonly LogRecord[];
+
+/** A subagent started: the task it was given and what it may spend. */
+export interface SubagentStart {
+  readonly kind: 'start';
+  /** The subagent's id, shared by its records. */
+  readonly id: string;
+  readonly task: string;
+  /** The workspace paths it was told to start from, if any. */
+  readonly scope?: readonly string[];
+  /** The model it runs on, as its key (vendor/id) or name. */
+  readonly model: string;
+  /** Its step and token budgets (tokens: input and output of all its model calls). */
+  readonly budget: { readonly steps: number; readonly tokens: number };
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+}
+
+/** One message of a subagent's own conversation: its task, its answers, its tool calls and their results. */
+export interface SubagentMessage {
+  readonly kind: 'message';
+  readonly id: string;
+  readonly message: Message;
+}
+
+/** A subagent's window filled and it compacted its own conversation (the messages above stay in the log). */
+export interface SubagentCompacted {
+  readonly kind: 'compacted';
+  readonly id: string;
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  /** The summary that replaced its older messages; absent for a pruning alone. */
+  readonly summary?: string;
+  /** Tool outputs replaced by stubs. */
+  readonly pruned: number;
+}
+
+/** A subagent ended: how, what it spent, and what the agent was given. */
+export interface SubagentEnd {
+  readonly kind: 'end';
+  readonly id: string;
+  readonly ending: SubagentEnding;
+  /** Milliseconds since the epoch. */
+  readonly at: number;
+  readonly steps: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** What the agent got back: the report, or the failure and what was done. */
+  readonly result: string;
+  /** What its model calls cost, when a price is known (in the price's currency, US dollars). */
+  readonly cost?: number;
+}
+
+/** One record of a subagent's work. */
+export type SubagentEvent = SubagentStart | SubagentMessage | SubagentCompacted | SubagentEnd;
 
 /**
  * A command the agent ran and how it ended, kept apart from the tool's message, as file operations

@@ -6,8 +6,9 @@ import { normalizePath } from './text';
 /**
  * What the `recall` tool searches: the originals of everything compaction and pruning took out of
  * the model's view and that is still out of it (an undone compaction's messages are back in the view,
- * so they are not archived). Searched by words or by file path; the answer is cut to a token budget
- * and says what it left out, so that the model can ask again more narrowly.
+ * so they are not archived), and the messages of the subagents the agent delegated tasks to (never
+ * in its view: it got their reports). Searched by words or by file path; the answer is cut to a token
+ * budget and says what it left out, so that the model can ask again more narrowly.
  */
 
 /** One archived original: a summarized message, or a pruned tool output. */
@@ -16,8 +17,8 @@ export interface ArchivedItem {
   /** 1-based position of the message among the conversation's messages. */
   readonly number: number;
   readonly role: Role;
-  /** What took it out of the view. */
-  readonly archivedBy: 'summary' | 'pruning';
+  /** What took it out of the view; `subagent` for a message of a subagent's own conversation. */
+  readonly archivedBy: 'summary' | 'pruning' | 'subagent';
   /** The text searched and shown: the message with its tool calls and results. */
   readonly text: string;
   /** The normalized paths its file tool calls (or the calls its results answer) name. */
@@ -61,7 +62,8 @@ export interface RecallResult {
 }
 
 /** What `recall` answers while nothing is archived. */
-export const NOTHING_ARCHIVED = 'Nothing of this conversation has been compacted or pruned yet: everything is still in your context.';
+export const NOTHING_ARCHIVED =
+  'Nothing of this conversation has been compacted or pruned yet, and no subagent has worked for it: everything is still in your context.';
 
 /** An item is cut rather than left out when at least this much of the budget is still free. */
 const MIN_CUT_TOKENS = 200;
@@ -75,11 +77,15 @@ export class ArchiveReader {
   private readonly summarized = new Set<string>();
   private readonly pruned = new Map<string, Set<string>>();
   private readonly calls = new Map<string, ToolCallPart>();
+  /** The calls of each subagent's messages, by subagent: their ids are only unique within a conversation. */
+  private readonly subagentCalls = new Map<string, Map<string, ToolCallPart>>();
   private readonly seen = new Set<string>();
+  private readonly delegated: boolean;
   private number = 0;
 
   /** `log`: the log the records come from; its steps decide what is archived (messages held without content will do). */
   constructor(log: ConversationLog) {
+    this.delegated = log.some((r) => r.type === 'subagent' && r.subagent.kind === 'message');
     for (const step of activeSteps(log)) {
       if (step.kind === 'compaction') for (const id of step.entry.compactedMessageIds) this.summarized.add(id);
       else {
@@ -93,7 +99,7 @@ export class ArchiveReader {
 
   /** Whether nothing of the log is archived. */
   get empty(): boolean {
-    return this.summarized.size === 0 && this.pruned.size === 0;
+    return this.summarized.size === 0 && this.pruned.size === 0 && !this.delegated;
   }
 
   /**
@@ -101,11 +107,15 @@ export class ArchiveReader {
    * results shown with the calls taken since: a search's second read of the few items it shows.
    */
   again(record: LogRecord, number: number): ArchivedItem | undefined {
+    if (record.type === 'subagent' && record.subagent.kind === 'message') {
+      return subagentItem(record.subagent.message, number, record.subagent.id, this.callsOf(record.subagent.id));
+    }
     return record.type === 'message' ? this.itemOf(record.message, number) : undefined;
   }
 
   /** The archived original `record` is, given whole; undefined for anything else. */
   take(record: LogRecord): ArchivedItem | undefined {
+    if (record.type === 'subagent' && record.subagent.kind === 'message') return this.takeSubagent(record.subagent.id, record.subagent.message);
     if (record.type !== 'message') return undefined;
     const message = record.message;
     this.number++;
@@ -117,12 +127,34 @@ export class ArchiveReader {
     return found;
   }
 
+  /** A message of subagent `id`: always archived, since the agent's view never held it. */
+  private takeSubagent(id: string, message: Message): ArchivedItem | undefined {
+    this.number++;
+    const calls = this.callsOf(id);
+    for (const part of message.content) if (part.type === 'tool-call') calls.set(part.toolCallId, part);
+    if (this.seen.has(message.id)) return undefined;
+    this.seen.add(message.id);
+    return subagentItem(message, this.number, id, calls);
+  }
+
+  private callsOf(id: string): Map<string, ToolCallPart> {
+    let calls = this.subagentCalls.get(id);
+    if (!calls) this.subagentCalls.set(id, (calls = new Map()));
+    return calls;
+  }
+
   /** `message` as archived original number `number`, as what took it out of the view left it; undefined when nothing did. */
   private itemOf(message: Message, number: number): ArchivedItem | undefined {
     if (this.summarized.has(message.id)) return item(message, number, 'summary', this.calls, undefined);
     const outputs = this.pruned.get(message.id);
     return outputs === undefined ? undefined : item(message, number, 'pruning', this.calls, outputs);
   }
+}
+
+/** The id of the message `record` holds when it is one `recall` may show (the agent's, or a subagent's); undefined for any other. */
+export function archivedId(record: LogRecord): string | undefined {
+  if (record.type === 'message') return record.message.id;
+  return record.type === 'subagent' && record.subagent.kind === 'message' ? record.subagent.message.id : undefined;
 }
 
 /** The archived originals of a log, in conversation order. */
@@ -292,14 +324,19 @@ export function formatRecall(result: RecallResult): string {
 
 const OMITTED_LISTED = 12;
 
+/** A message of subagent `id`'s conversation as an archived item. */
+function subagentItem(message: Message, number: number, id: string, calls: ReadonlyMap<string, ToolCallPart>): ArchivedItem {
+  return item(message, number, 'subagent', calls, undefined, `of subagent ${id}`);
+}
+
 function item(
   message: Message,
   number: number,
   archivedBy: ArchivedItem['archivedBy'],
   calls: ReadonlyMap<string, ToolCallPart>,
   only: ReadonlySet<string> | undefined,
+  how: string = archivedBy === 'summary' ? 'summarized' : 'pruned',
 ): ArchivedItem {
-  const how = archivedBy === 'summary' ? 'summarized' : 'pruned';
   const lines = [`--- message ${number} (${message.role}, ${how}) ---`];
   const paths = new Set<string>();
   for (const part of message.content) {

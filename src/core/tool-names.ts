@@ -13,6 +13,7 @@ export const TOOL_NAMES = {
   recall: 'recall',
   skill: 'skill',
   plan: 'plan',
+  delegate: 'delegate',
 } as const;
 
 /** One of Longrun's own tool names. */

@@ -48,6 +48,13 @@ export interface AgentToolOptions {
   readonly plan?: PlanPort;
   /** Called after each command `run_command` ran, before the model gets its result. */
   readonly onCommandRun?: (run: CommandRun) => void | Promise<void>;
+  /**
+   * Commands that run without asking (the user's allow list), for a `run_command` that refuses any
+   * other instead of asking: offered even when `readOnly` (a subagent's), never with `commands`.
+   */
+  readonly allowedCommandsOnly?: CommandPort;
+  /** The subagents, for the `delegate` tool; without it the tool is not offered. */
+  readonly delegate?: DelegatePort;
 }
 
 /** What the `skill` tool asks: a skill's instructions, or one file of its folder. */
@@ -73,6 +80,34 @@ export interface SkillPort {
  */
 export interface PlanPort {
   update(input: unknown, signal: AbortSignal): Promise<string>;
+}
+
+/** What the `delegate` tool asks: a self-contained task, where to start, and budgets below the user's. */
+export interface DelegateRequest {
+  readonly task: string;
+  /** Workspace paths (files or folders) to start from. */
+  readonly scope?: readonly string[];
+  /** Lower budgets than the user's settings, for a small task; higher ones are cut to the settings. */
+  readonly budget?: { readonly steps?: number; readonly tokens?: number };
+}
+
+/**
+ * Runs a subagent on a task and resolves with its report. A subagent that failed (an error, a
+ * timeout, a spent budget, Stop, an empty answer) rejects with a {@link SubagentFailure} whose
+ * message says why and what it did: the model is told so as an error, never given an empty result.
+ */
+export interface DelegatePort {
+  delegate(request: DelegateRequest, signal: AbortSignal): Promise<string>;
+}
+
+/** A subagent's failure, its message the text the model is given (`Subagent failed: … Done so far: …`). */
+export class SubagentFailure extends Error {
+  override readonly name = 'SubagentFailure';
+
+  /** The AI SDK gives the model `String(error)`: the failure's text is the whole of it, no class name before it. */
+  override toString(): string {
+    return this.message;
+  }
 }
 
 /** What the `recall` tool asks: words, a file path, or both, and the longest answer in tokens. */
@@ -204,6 +239,25 @@ const skillInput = lazily(() =>
   }),
 );
 
+const delegateInput = lazily(() =>
+  z.object({
+    task: z
+      .string()
+      .min(1)
+      .describe(
+        'The whole task, self-contained: the subagent does not see this conversation. Say what to find or check, what you already know, and what the report should hold.',
+      ),
+    scope: z.array(z.string()).optional().describe('Workspace paths (files or folders) to start from, e.g. ["src/api", "test/api.test.ts"].'),
+    budget: z
+      .object({
+        steps: z.number().int().min(1).max(200).optional().describe("Most model calls it may make (at most the user's setting)."),
+        tokens: z.number().int().min(1_000).optional().describe("Most tokens, input and output, its calls may use (at most the user's setting)."),
+      })
+      .optional()
+      .describe("Lower budgets for a small task; omit to use the user's settings."),
+  }),
+);
+
 const runCommandInput = lazily(() =>
   z.object({
     command: z
@@ -214,9 +268,10 @@ const runCommandInput = lazily(() =>
 );
 
 /**
- * Builds the tools: `read_file`, `list_files`, `search_text`, `recall` and `skill` when given their
- * ports, and unless `readOnly`, `create_file`
- * and `edit_file`, and `run_command` when given a {@link CommandPort}. Each passes the AI SDK's abort signal (the `abortSignal` of its execute options,
+ * Builds the tools: `read_file`, `list_files`, `search_text`, `recall`, `skill`, `plan` and
+ * `delegate` when given their ports, and unless `readOnly`, `create_file` and `edit_file`, and
+ * `run_command` when given a {@link CommandPort} (or the allowed commands alone, `allowedCommandsOnly`,
+ * read-only or not). Each passes the AI SDK's abort signal (the `abortSignal` of its execute options,
  * which fires on the user's Stop) to the port, whose long operations stop when it fires.
  */
 export function createAgentTools(port: WorkspacePort, options: AgentToolOptions): ToolSet {
@@ -232,6 +287,8 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
   if (options.skills) tools[TOOL_NAMES.skill] = skillTool(options.skills, maxChars);
   // The plan changes no file: it is offered in an untrusted workspace too.
   if (options.plan) tools[TOOL_NAMES.plan] = planTool(options.plan);
+  if (options.delegate) tools[TOOL_NAMES.delegate] = delegateTool(options.delegate);
+  if (options.allowedCommandsOnly) tools[TOOL_NAMES.runCommand] = runAllowedCommandTool(options.allowedCommandsOnly, maxChars);
   if (options.readOnly) return tools;
   tools[TOOL_NAMES.createFile] = createFileTool(port, emit);
   tools[TOOL_NAMES.editFile] = editFileTool(port, emit);
@@ -346,6 +403,28 @@ function skillTool(skills: SkillPort, maxChars: number): AgentTool {
         const loaded = await skills.load({ name: input.name.trim(), ...(file ? { file } : {}) }, abortSignal ?? neverAborted());
         return cut(loaded, maxChars, 'Load less at a time.');
       }),
+  });
+}
+
+/**
+ * `delegate`: a task handed to a subagent with its own context; only its report comes back. Several
+ * calls in one step run at the same time (the AI SDK runs a step's tool calls together). A failure
+ * is thrown, so that the model gets it as an error result with what was done.
+ */
+function delegateTool(port: DelegatePort): AgentTool {
+  return tool({
+    description:
+      'Hand a self-contained task (find where something is decided and list the call sites, read logs and say which tests fail and why, check how a module is used) to a subagent: a second model with its own context and read-only tools (read_file, list_files, search_text, recall). You get back only its report (findings, the files and line ranges they rest on, what it did not finish), so what it reads stays out of your context. It does not see this conversation: put everything it needs in the task. Call it several times in one step for independent tasks: they run at the same time. It cannot change files. A subagent that fails comes back as an error saying what it did.',
+    inputSchema: delegateInput(),
+    execute: (input, { abortSignal }) =>
+      port.delegate(
+        {
+          task: input.task,
+          ...(input.scope && input.scope.length > 0 ? { scope: input.scope } : {}),
+          ...(input.budget ? { budget: input.budget } : {}),
+        },
+        abortSignal ?? neverAborted(),
+      ),
   });
 }
 
@@ -464,6 +543,17 @@ function planTool(port: PlanPort): AgentTool {
       `Bounds: at most ${PLAN_LIMITS.steps} steps of ${PLAN_LIMITS.stepChars} characters, each naming at most ${PLAN_LIMITS.evidenceItems} files and commands; at most one step in progress; evidence files inside the workspace; a command named for a done step must have been run (in an earlier step than this update).`,
     inputSchema: planInput(),
     execute: (input, { abortSignal }) => run(() => port.update(input, abortSignal ?? neverAborted())),
+  });
+}
+
+/** `run_command` for a subagent: only the commands the user's allow list lets run without asking; any other is refused. */
+function runAllowedCommandTool(commands: CommandPort, maxChars: number): AgentTool {
+  return tool({
+    description:
+      "Run one shell command line in the user's VS Code terminal, in the workspace folder, and get its exit code and output (long output keeps its first and last lines). Only commands on the user's allow list run; any other is refused, and nobody is asked. Use it to run tests or inspect the repository; prefer read_file, list_files and search_text for reading files.",
+    inputSchema: runCommandInput(),
+    execute: (input, { abortSignal }) =>
+      run(async () => formatRun(await commands.runCommand(input.command, abortSignal ?? neverAborted()), maxChars)),
   });
 }
 

@@ -21,8 +21,9 @@ import {
 } from '../core/compaction-guard';
 import { hasMarker, mark } from '../core/errors';
 import type { CompactionReason, ConversationLog, LogRecord } from '../core/history';
-import type { Message } from '../core/messages';
+import { text, type Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
+import type { Spent, StepLimit } from '../core/step-limit';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
 import { fromResponseMessages } from './model-messages';
 import { withFirstTokenDeadline } from './first-token-deadline';
@@ -141,10 +142,19 @@ export interface AgentTurnOptions {
    * middle past it; the chat is shown all of it. Default {@link MAX_KEPT_TEXT_CHARS}.
    */
   readonly maxKeptTextChars?: number;
+  /**
+   * Asked before every step with what the turn has spent (a loop with budgets, see `step-limit.ts`):
+   * the step may go on, be the last (its directive is appended as a user message, and the step is
+   * sent with tool use off), or not be sent at all (the turn then ends with `StepLimitReached`).
+   * Absent: only `maxSteps` limits the turn.
+   */
+  readonly limit?: (spent: Spent) => StepLimit;
 }
 
 export interface AgentTurnResult {
   readonly steps: number;
+  /** Tokens the provider reported for the turn's steps. */
+  readonly usage: TurnUsage;
   readonly finishReason: string;
   readonly compactions: number;
   readonly guard: GuardState;
@@ -155,10 +165,17 @@ export interface AgentTurnResult {
   readonly compactionLoop?: true;
 }
 
+/** Tokens a provider reported, summed over steps. */
+export interface TurnUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
 export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurnResult> {
   const { conversation, ui, signal } = options;
   let guard = beginTurn(options.guard);
   let stepsDone = 0;
+  let usage: TurnUsage = { inputTokens: 0, outputTokens: 0 };
   let compactions = 0;
   let finishReason = 'unknown';
   // "Not now" holds for the rest of the turn: the question is asked at most once.
@@ -189,6 +206,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   };
   const stoppedForLoop = (): AgentTurnResult => ({
     steps: stepsDone,
+    usage,
     finishReason: 'compaction-loop',
     compactions,
     guard,
@@ -244,35 +262,39 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   };
 
   for (;;) {
-    if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
-    const attempt = await runSteps(options, options.maxSteps - stepsDone, beforeStep);
+    if (signal.aborted) return { steps: stepsDone, usage, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    const attempt = await runSteps(options, options.maxSteps - stepsDone, beforeStep, {
+      steps: stepsDone,
+      tokens: usage.inputTokens + usage.outputTokens,
+    });
     stepsDone += attempt.steps;
+    usage = { inputTokens: usage.inputTokens + attempt.usage.inputTokens, outputTokens: usage.outputTokens + attempt.usage.outputTokens };
     finishReason = attempt.finishReason;
-    if (attempt.error === undefined) return { steps: stepsDone, finishReason, compactions, guard, cancelled: false };
-    if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    if (attempt.error === undefined) return { steps: stepsDone, usage, finishReason, compactions, guard, cancelled: false };
+    if (signal.aborted) return { steps: stepsDone, usage, finishReason: 'cancelled', compactions, guard, cancelled: true };
     if (loop) return stoppedForLoop();
     // Compacted as hard as it can be and still over the window: sending it would only be refused.
     if (OverWindow.isInstance(attempt.error))
-      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
     const overflow = truncation
       ? { limit: truncation.statedWindow, why: 'suggested by a prompt the server cut', lowerBound: true }
       : statedOverflow(attempt.error);
-    if (!overflow) return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
+    if (!overflow) return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     if (truncation) ui.notice(describeTruncation(truncation.verdict, options.truncationAdvice));
     const verdict = mayRetryOverflow(guard, options.overflowRetriesPerTurn);
     if (!verdict.allowed || stepsDone >= options.maxSteps) {
       ui.notice(
         `The model's context window overflowed and Longrun will not retry: ${verdict.allowed ? 'the step limit was reached' : verdict.reason}.`,
       );
-      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
     }
     if (declined) ui.notice("The request no longer fits the model's window, so Longrun compacts now although you chose not to.");
     guard = noteOverflowRetry(guard);
     const outcome = await compactNow('overflow', overflow.limit !== undefined ? { ...overflow, limit: overflow.limit } : undefined);
     if (outcome.status !== 'compacted') {
-      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
     if (loop) return stoppedForLoop();
     // The retried request is measured again before it is sent.
@@ -280,7 +302,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (loop) return stoppedForLoop();
     if (!fitted && (signal.aborted || knownTooLarge())) {
       if (!signal.aborted) ui.notice(OverWindow.describe(conversation.assess()));
-      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
   }
 }
@@ -346,10 +368,30 @@ function describeTruncation(verdict: TruncationVerdict, advice: string | undefin
   return `The server cut the prompt without saying so (${numbers}), dropping the start of the conversation. Longrun compacts and asks again.${advice ? ` ${advice}` : ''}`;
 }
 
+/** The turn's step limit said not to send the next step (see `AgentTurnOptions.limit`). */
+export class StepLimitReached extends Error {
+  override readonly name = 'StepLimitReached';
+}
+
+/** Whether `error` is, or carries, a `StepLimitReached` (the AI SDK may wrap what a callback threw). */
+export function stepLimitReached(error: unknown): StepLimitReached | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof StepLimitReached) return e;
+  }
+  return undefined;
+}
+
 interface Attempt {
   readonly steps: number;
+  /** Tokens the provider reported for the attempt's steps. */
+  readonly usage: TurnUsage;
   readonly finishReason: string;
   readonly error?: unknown;
+}
+
+/** The tokens the provider reported for `steps`, input and output. */
+function tokensOf(steps: ReadonlyArray<{ readonly usage: { readonly inputTokens?: number; readonly outputTokens?: number } }>): number {
+  return steps.reduce((sum, step) => sum + (step.usage.inputTokens ?? 0) + (step.usage.outputTokens ?? 0), 0);
 }
 
 /**
@@ -359,7 +401,7 @@ interface Attempt {
  * text is shown as the provider sends it, and the SDK is given of a long text only what the log
  * keeps (`withKeptText`).
  */
-async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep: () => Promise<void>): Promise<Attempt> {
+async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep: () => Promise<void>, before: Spent): Promise<Attempt> {
   const { conversation } = options;
   const steps = new StepRecorder(options);
   const maxOutputTokens = options.maxOutputTokens?.();
@@ -370,6 +412,8 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   };
   const first = request();
   let finalMessages: readonly ModelMessage[] | undefined;
+  // Set once the step the limit made the last one is sent: the loop ends after it.
+  let lastSent = false;
   try {
     const result = streamTextOnce({
       model: withFirstTokenDeadline(
@@ -382,7 +426,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
       ...(first.providerOptions ? { providerOptions: first.providerOptions } : {}),
       allowSystemInMessages: true,
       tools: options.tools,
-      stopWhen: stepCountIs(Math.max(1, maxSteps)),
+      stopWhen: [stepCountIs(Math.max(1, maxSteps)), () => lastSent],
       abortSignal: options.signal,
       maxRetries: 1,
       // The first chunk's deadline runs from the request (withFirstTokenDeadline), headers included.
@@ -392,15 +436,22 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
         steps.streamError ??= error;
       },
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
-      prepareStep: async ({ responseMessages }) => {
+      prepareStep: async ({ responseMessages, steps: done }) => {
         await steps.sync(responseMessages);
         // The step the server cut has run its tools (kept above); the next one is not sent as is.
         if (steps.truncation) throw steps.truncation;
         await beforeStep();
+        const limit = options.limit?.({ steps: before.steps + done.length, tokens: before.tokens + tokensOf(done) });
+        if (limit?.kind === 'stop') throw new StepLimitReached(limit.reason);
+        if (limit?.kind === 'last') {
+          await conversation.append([{ type: 'message', message: { id: conversation.newId(), role: 'user', content: [text(limit.directive)] } }]);
+          lastSent = true;
+        }
         const next = request();
         steps.takeBasis();
         return {
           messages: next.messages,
+          ...(lastSent ? { toolChoice: 'none' as const } : {}),
           ...(options.systemNow || next.instructions !== options.system ? { instructions: next.instructions } : {}),
           ...(next.providerOptions ? { providerOptions: next.providerOptions } : {}),
         };
@@ -432,6 +483,8 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
  */
 class StepRecorder {
   steps = 0;
+  inputTokens = 0;
+  outputTokens = 0;
   finishReason = 'unknown';
   streamError: unknown;
   truncation: SilentTruncation | undefined;
@@ -493,6 +546,8 @@ class StepRecorder {
         this.steps++;
         this.finishReason = part.finishReason;
         this.cut = part.finishReason === 'interrupted';
+        this.inputTokens += part.usage.inputTokens ?? 0;
+        this.outputTokens += part.usage.outputTokens ?? 0;
         this.onUsage(part);
         break;
       case 'error':
@@ -530,10 +585,11 @@ class StepRecorder {
   /** How the call ended: a cut prompt wins over the error it caused. */
   attempt(): Attempt {
     const { steps, finishReason, streamError, truncation } = this;
+    const usage = { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
     if (truncation && (streamError === undefined || streamError === truncation || isWrapped(streamError, truncation))) {
-      return { steps, finishReason, error: truncation };
+      return { steps, usage, finishReason, error: truncation };
     }
-    return streamError === undefined ? { steps, finishReason } : { steps, finishReason, error: streamError };
+    return streamError === undefined ? { steps, usage, finishReason } : { steps, usage, finishReason, error: streamError };
   }
 }
 

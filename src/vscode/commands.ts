@@ -10,6 +10,8 @@ import { compactionSentence, contextReport, summaryReport, undoSentence } from '
 import type { Session } from './session';
 import type { LongrunSettings } from '../app/settings';
 import { COMMAND, DOC_SCHEME } from '../app/contributions';
+import { subagentRuns } from '../core/subagents';
+import { transcriptMarkdown } from '../app/subagents/subagent-transcript';
 
 /** The Command Palette commands (category "Longrun"). */
 
@@ -230,6 +232,25 @@ async function showContextUsage(deps: CommandDeps): Promise<unknown> {
     : 'Longrun: there is no conversation yet.';
   await deps.documents.open('context-usage', markdown);
   return markdown;
+}
+
+/**
+ * Opens a subagent's transcript (the chat's "Show transcript" button), read from its conversation's
+ * log as it is now: a read-only Markdown document. Returns the subagent's status, or false.
+ */
+export async function showSubagentTranscript(
+  deps: Pick<CommandDeps, 'session' | 'documents'>,
+  conversationId: unknown,
+  subagentId: unknown,
+): Promise<unknown> {
+  const conversation = typeof conversationId === 'string' ? await deps.session.find(conversationId) : undefined;
+  const run = conversation && subagentRuns(conversation.allRecords()).find((r) => r.start.id === subagentId);
+  if (!run) {
+    void vscode.window.showInformationMessage("Longrun: this subagent's transcript is not in this workspace's conversations.");
+    return false;
+  }
+  await deps.documents.open(`subagent-${run.start.id}`, transcriptMarkdown(run));
+  return run.status;
 }
 
 /** Opens a chat with a Longrun model. */

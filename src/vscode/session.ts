@@ -19,6 +19,7 @@ import { VENDOR } from '../app/contributions';
 import { windowFor, type ModelWindows, type WindowInfo } from '../app/models/model-windows';
 import { SummarizerSource, type SummarizerModel } from '../app/compaction/summarizer-source';
 import type { IgnoredToolChoice } from '../app/compaction/ignored-tool-choice';
+import type { SubagentModel } from '../app/subagents/subagent-runner';
 import type { LongrunSettings } from '../app/settings';
 import type { Redactor } from '../app/report/redactor';
 import type { Tracing } from '../app/report/tracing';
@@ -43,6 +44,11 @@ export type ChatModel =
 /** The key a model's learned window and calibration are kept under: its vendor and id. */
 function keyOf(model: ChatModel): string {
   return model.kind === 'vscode' ? `${model.model.vendor}/${model.model.id}` : `${VENDOR}/${model.resolved.id}`;
+}
+
+/** A model's name, as the chat shows it. */
+function nameOf(model: ChatModel): string {
+  return model.kind === 'vscode' ? model.model.name : model.name;
 }
 
 /** The runtime pieces of the `vscode` module that the model bridge needs. */
@@ -317,9 +323,7 @@ export class Session implements vscode.Disposable {
   }
 
   modelName(): string | undefined {
-    const m = this.chatModel;
-    if (!m) return undefined;
-    return m.kind === 'vscode' ? m.model.name : m.name;
+    return this.chatModel ? nameOf(this.chatModel) : undefined;
   }
 
   /** The configured endpoint model in use, read afresh: its window may have been discovered or learned since. */
@@ -331,8 +335,11 @@ export class Session implements vscode.Disposable {
 
   /** The whole window of the model in use, the room kept for its answer, and where the numbers come from. */
   windowInUse(): { window: WindowInfo; outputReserve: number; inputLimit: number } | undefined {
-    const m = this.chatModel;
-    if (!m) return undefined;
+    return this.chatModel ? this.windowOf(this.chatModel) : undefined;
+  }
+
+  /** The whole window of `m`, the room kept for its answer, and where the numbers come from. */
+  private windowOf(m: ChatModel): { window: WindowInfo; outputReserve: number; inputLimit: number } | undefined {
     const learned = this.deps.windows.learnedWindow(keyOf(m));
     if (m.kind === 'vscode') {
       return windowFor(
@@ -341,7 +348,7 @@ export class Session implements vscode.Disposable {
         learned,
       );
     }
-    const r = this.endpointModel()!;
+    const r = this.deps.provider.find(m.resolved.id) ?? m.resolved;
     const maxOutput = r.model.maxOutputTokens ?? this.deps.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.maxOutputTokens;
     const resolved = { window: r.window, outputReserve: r.maxOutputTokens, inputLimit: r.inputLimit };
     return windowFor({ kind: 'endpoint', resolved, ...(maxOutput !== undefined ? { maxOutput } : {}) }, this.deps.settings().contextWindow, learned);
@@ -371,25 +378,29 @@ export class Session implements vscode.Disposable {
   }
 
   modelContext(): ModelContext {
-    const sized = this.windowInUse();
-    const name = this.modelName() ?? 'no model';
-    const key = this.modelKey();
+    return this.contextOf(this.chatModel, this.counter, this.fixedOverhead());
+  }
+
+  /** What a conversation on `m` needs to know of it: its window, its counter, what every request carries. */
+  private contextOf(m: ChatModel | undefined, counter: MessageTokenCounter, fixedOverhead: number): ModelContext {
+    const sized = m ? this.windowOf(m) : undefined;
+    const name = m ? nameOf(m) : 'no model';
     const window: ContextWindow = sized
       ? { limit: sized.inputLimit, source: sized.window.assumed ? 'assumed' : 'model' }
       : {
           limit: 0,
           source: 'unknown',
-          reason: this.chatModel
+          reason: m
             ? `the context window of "${name}" is unknown: the model reports none; set longrun.contextWindow to enable automatic compaction`
             : 'no model is selected, so the context window is unknown',
         };
     return {
       name,
       window,
-      counter: this.counter,
-      fixedOverhead: this.fixedOverhead(),
+      counter,
+      fixedOverhead,
       outputReserve: sized?.outputReserve ?? 0,
-      ...(key ? { key } : {}),
+      ...(m ? { key: keyOf(m) } : {}),
       ...(sized ? { whole: sized.window } : {}),
     };
   }
@@ -422,28 +433,11 @@ export class Session implements vscode.Disposable {
 
   /**
    * The model that writes summaries: `longrun.compaction.model` when set (so summaries can use a
-   * cheaper model) and available, else the conversation's.
+   * cheaper model) and available, else `fallback` (the conversation's model, or a subagent's).
    */
-  private async summarizerModel(): Promise<SummarizerModel | undefined> {
+  private async summarizerModel(fallback: ChatModel | undefined = this.chatModel): Promise<SummarizerModel | undefined> {
     const reference = this.deps.settings().summarizerModel;
-    let chosen: ChatModel | undefined = this.chatModel;
-    if (reference) {
-      const slash = reference.indexOf('/');
-      const vendor = slash > 0 ? reference.slice(0, slash) : VENDOR;
-      const id = slash > 0 ? reference.slice(slash + 1) : reference;
-      if (vendor === VENDOR) {
-        const resolved = this.deps.provider.find(id);
-        if (resolved) chosen = { kind: 'endpoint', resolved, name: resolved.model.name ?? resolved.model.id };
-        else
-          this.deps.log.warn(
-            `longrun.compaction.model names "${reference}", which is not a configured endpoint model; using the conversation's model.`,
-          );
-      } else {
-        const [found] = await vscode.lm.selectChatModels({ vendor, id });
-        if (found) chosen = { kind: 'vscode', model: found };
-        else this.deps.log.warn(`longrun.compaction.model names "${reference}", which is not available; using the conversation's model.`);
-      }
-    }
+    const chosen = (reference ? await this.modelNamed(reference, 'longrun.compaction.model') : undefined) ?? fallback;
     if (!chosen) return undefined;
     const model = chosen;
     const endpoint = model.kind === 'endpoint' ? (this.deps.provider.find(model.resolved.id) ?? model.resolved).endpoint : undefined;
@@ -456,6 +450,67 @@ export class Session implements vscode.Disposable {
         model.kind === 'vscode' ? model.model.maxInputTokens : (this.deps.provider.find(model.resolved.id) ?? model.resolved).contextWindow,
       languageModel: () => this.toLanguageModel(model),
     };
+  }
+
+  /**
+   * The model `reference` (`vendor/id`) names: one of Longrun's endpoints' or one VS Code offers.
+   * Undefined, said in the log naming `setting`, when there is no such model.
+   */
+  private async modelNamed(reference: string, setting: string): Promise<ChatModel | undefined> {
+    const slash = reference.indexOf('/');
+    const vendor = slash > 0 ? reference.slice(0, slash) : VENDOR;
+    const id = slash > 0 ? reference.slice(slash + 1) : reference;
+    if (vendor === VENDOR) {
+      const resolved = this.deps.provider.find(id);
+      if (resolved) return { kind: 'endpoint', resolved, name: resolved.model.name ?? resolved.model.id };
+      this.deps.log.warn(`${setting} names "${reference}", which is not a configured endpoint model; using the conversation's model.`);
+      return undefined;
+    }
+    const [found] = await vscode.lm.selectChatModels({ vendor, id });
+    if (found) return { kind: 'vscode', model: found };
+    this.deps.log.warn(`${setting} names "${reference}", which is not available; using the conversation's model.`);
+    return undefined;
+  }
+
+  /**
+   * The model subagents run on: `longrun.subagent.model` when set and available (a cheaper model is
+   * the point), else the conversation's; with its window, its tokenizer and a summarizer of its own
+   * (which never continues the agent's conversation: a subagent's is another one).
+   */
+  async subagentModel(): Promise<SubagentModel | undefined> {
+    const reference = this.deps.settings().subagent.model;
+    const chosen = (reference ? await this.modelNamed(reference, 'longrun.subagent.model') : undefined) ?? this.chatModel;
+    if (!chosen) return undefined;
+    const counter = keyOf(chosen) === this.modelKey() ? this.counter : await this.counterFor(chosen);
+    const summarizers = new SummarizerSource({
+      choose: () => this.summarizerModel(chosen),
+      conversationModel: () => undefined,
+      learnedWindow: (key) => this.deps.windows.learnedWindow(key)?.limit,
+      settings: () => this.deps.settings(),
+      telemetry: () => this.deps.tracing.telemetry(),
+      ignoredToolChoice: this.deps.ignoredToolChoice,
+    });
+    return {
+      key: keyOf(chosen),
+      name: nameOf(chosen),
+      languageModel: () => this.toLanguageModel(chosen),
+      context: (fixedText) => this.contextOf(chosen, counter, counter.countText(fixedText)),
+      maxOutputTokens: () =>
+        chosen.kind === 'endpoint' ? (this.deps.provider.find(chosen.resolved.id) ?? chosen.resolved).maxOutputTokens : undefined,
+      summarizer: () => summarizers.summarizer(),
+      learnWindow: (limit, why, lowerBound = false) => {
+        this.deps.windows.learn(keyOf(chosen), limit, why, lowerBound);
+        this.deps.log.info(`The provider of ${keyOf(chosen)} stated a window of ${limit} tokens (${why}); subagents on it aim for it from now on.`);
+      },
+      servedByEndpoint: chosen.kind === 'endpoint',
+    };
+  }
+
+  /** A token counter with `m`'s tokenizer; the chars/4 estimate when it does not load. */
+  private async counterFor(m: ChatModel): Promise<MessageTokenCounter> {
+    const family = m.kind === 'vscode' ? m.model.family || m.model.id : m.resolved.model.id;
+    const tokenizer = await loadTokenizer(encodingForModel(family)).catch(() => charEstimator);
+    return new MessageTokenCounter(tokenizer);
   }
 
   /** Records what the agent's requests begin with, for a summary request that continues them. */

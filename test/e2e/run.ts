@@ -32,6 +32,7 @@ const ALL_PHASES = [
   'skills',
   'tool-choice',
   'providers',
+  'subagents',
   'crash',
   'after-crash',
 ] as const;

@@ -55,19 +55,31 @@ export class CommandRunner implements CommandPort {
   constructor(private readonly deps: CommandRunnerDeps) {}
 
   runCommand(command: string, signal: AbortSignal): Promise<CommandRun> {
-    const next = this.queue.then(() => this.runNow(command, signal));
+    return this.enqueue(command, signal, true);
+  }
+
+  /**
+   * The same terminal for a caller that may not ask the user (a subagent): only the commands the
+   * allow list lets run without asking run, in the same queue; any other is refused with the reason.
+   */
+  allowedOnly(): CommandPort {
+    return { runCommand: (command, signal) => this.enqueue(command, signal, false) };
+  }
+
+  private enqueue(command: string, signal: AbortSignal, mayAsk: boolean): Promise<CommandRun> {
+    const next = this.queue.then(() => this.runNow(command, signal, mayAsk));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
-  private async runNow(command: string, signal: AbortSignal): Promise<CommandRun> {
+  private async runNow(command: string, signal: AbortSignal, mayAsk: boolean): Promise<CommandRun> {
     signal.throwIfAborted();
     const line = command.trim();
     if (line === '') throw new ToolFailure('The command is empty.');
     if (/[\r\n]/.test(line)) {
       throw new ToolFailure('Give one command line: join the steps with && (or write a script file and run it).');
     }
-    await this.consent(line, signal);
+    await this.consent(line, signal, mayAsk);
 
     const seconds = this.deps.timeoutSeconds();
     const stop = new AbortController();
@@ -92,14 +104,19 @@ export class CommandRunner implements CommandPort {
     return timedOut() ? { ...ran, exitCode: undefined, timedOutAfterSeconds: seconds } : { ...ran, exitCode };
   }
 
-  /** Returns when the command may run: allowed by the setting, or approved by the user. */
-  private async consent(line: string, signal: AbortSignal): Promise<void> {
+  /** Returns when the command may run: allowed by the setting, or approved by the user when it may be asked. */
+  private async consent(line: string, signal: AbortSignal, mayAsk: boolean): Promise<void> {
     const rules = allowRules(this.deps.allowedCommands());
     const lockedPackages = rules.some((r) => r.kind === 'prefix') ? await this.lockedPackages(signal) : new Set<string>();
     const rule = findAllowRule(line, rules, { lockedPackages });
     if (rule) {
       this.deps.onAllowed?.(line, rule.entry);
       return;
+    }
+    if (!mayAsk) {
+      throw new ToolFailure(
+        "This command is not on the user's allow list (longrun.agent.allowedCommands), and a subagent never asks: it was not run. Say in your report that it needs running.",
+      );
     }
     // The question cannot be closed from here, but Stop must not wait for it.
     const approved = await abortable(signal, () => this.deps.confirm(line, signal));

@@ -11,9 +11,18 @@ import type { ConversationStore } from '../store/conversation-store';
 
 /** What a `Conversation` is made with, and what a compaction of it is asked with. */
 
+/**
+ * Where a conversation's records are written and read back from: its files (`ConversationStore`),
+ * or, for a conversation that lives in memory (a subagent's), something that takes them elsewhere.
+ */
+export type ConversationFiles = Pick<ConversationStore, 'appendAll' | 'readAt'>;
+
+/** What a conversation tells the list of conversations (its title, its summaries): `ConversationIndex`. */
+export type ConversationListing = Pick<ConversationIndex, 'list' | 'upsert' | 'addSummary' | 'removeSummary'>;
+
 export interface ConversationDeps {
-  readonly store: ConversationStore;
-  readonly index: ConversationIndex;
+  readonly store: ConversationFiles;
+  readonly index: ConversationListing;
   readonly clock: Clock;
   readonly newId: () => string;
   readonly config: () => CompactionConfig;

@@ -5,13 +5,14 @@ import { onPath, turnOf, TurnIndex, type TurnPath } from '../../core/branches';
 import type { ConversationLog, LogRecord } from '../../core/history';
 import { stringifyOutput, type Message } from '../../core/messages';
 import { stepLine } from '../../core/plan-text';
+import type { SubagentEvent } from '../../core/log';
 
 /**
  * A whole conversation as Markdown, for "Longrun: Export Conversation as Markdown": every message
  * in the order it was written, the compacted originals included, and each compaction's summary
  * where it applied (undone ones marked so), where tool outputs were pruned, each update of the
- * agent's plan, and an account of abandoned turns the user carried over. Code fences grow to
- * hold any backticks in the content.
+ * agent's plan, an account of abandoned turns the user carried over, and what each subagent did, its
+ * messages named after it. Code fences grow to hold any backticks in the content.
  *
  * Written record by record to the file, never gathered into one string: a conversation of any size
  * exports in the memory one record takes. It ends with `closing` when given: the usage and cost table.
@@ -78,6 +79,8 @@ export function conversationMarkdown(log: ConversationLog, title: string, leaf?:
  */
 class ExportPasses {
   private readonly undone = new Set<string>();
+  /** Subagents whose end was written: one without is said to have been cut short. */
+  private readonly ended = new Set<string>();
   private readonly turns = new TurnIndex();
   private path: TurnPath | undefined;
   private sides = 0;
@@ -89,6 +92,7 @@ class ExportPasses {
   scan(record: LogRecord, index: number): void {
     if (record.type === 'undo') this.undone.add(record.entryId);
     if (record.type === 'turn') this.turns.note(record.turn, index);
+    if (record.type === 'subagent' && record.subagent.kind === 'end') this.ended.add(record.subagent.id);
   }
 
   start(title: string): string {
@@ -101,7 +105,7 @@ class ExportPasses {
       this.sides++;
       return '';
     }
-    return this.out.lines(renderRecord(record, this.undone));
+    return this.out.lines(renderRecord(record, this.undone, this.ended));
   }
 
   hasSides(): boolean {
@@ -122,7 +126,7 @@ class ExportPasses {
     const turn = turnOf(record);
     const heading = turn !== this.current ? this.sideHeading(turn) : [];
     this.current = turn;
-    return this.out.lines([...heading, ...renderRecord(record, this.undone)]);
+    return this.out.lines([...heading, ...renderRecord(record, this.undone, this.ended)]);
   }
 
   /** The closing section: what the conversation's requests used and cost. */
@@ -232,10 +236,12 @@ function trailingWhitespace(text: string): number {
   return text.length - i;
 }
 
-function renderRecord(record: LogRecord, undone: ReadonlySet<string>): string[] {
+function renderRecord(record: LogRecord, undone: ReadonlySet<string>, ended: ReadonlySet<string>): string[] {
   switch (record.type) {
     case 'message':
       return [...renderMessage(record.message), ''];
+    case 'subagent':
+      return renderSubagentEvent(record.subagent, ended);
     case 'compaction': {
       const e = record.entry;
       const state = undone.has(e.id) ? ', later undone' : '';
@@ -298,9 +304,37 @@ function renderRecord(record: LogRecord, undone: ReadonlySet<string>): string[] 
   }
 }
 
-function renderMessage(message: Message): string[] {
+/**
+ * One record of a subagent's work: its start (and whether it was cut short), each message of its
+ * own conversation under a heading naming it, its compactions, and what the agent got back.
+ */
+export function renderSubagentEvent(event: SubagentEvent, ended: ReadonlySet<string>): string[] {
+  switch (event.kind) {
+    case 'start': {
+      const cut = ended.has(event.id) ? '' : ' It has no end: it was cut short (a crash, or the window closed while it ran).';
+      return [`> **Subagent ${event.id} started** on ${event.model}:${cut}`, '', ...quote(event.task), ''];
+    }
+    case 'message':
+      return [...renderMessage(event.message, `Subagent ${event.id} · `), ''];
+    case 'compacted':
+      return [
+        `> Subagent ${event.id} compacted its own conversation${event.pruned > 0 ? ` (${event.pruned} tool outputs pruned)` : ''}, ${event.tokensBefore.toLocaleString('en-US')} → ${event.tokensAfter.toLocaleString('en-US')} tokens.`,
+        '',
+      ];
+    case 'end':
+      return [
+        `> **Subagent ${event.id} ${event.ending}** after ${event.steps} step${event.steps === 1 ? '' : 's'}, ${(event.inputTokens + event.outputTokens).toLocaleString('en-US')} tokens. What the agent got back:`,
+        '',
+        ...quote(event.result),
+        '',
+      ];
+  }
+}
+
+/** A message as Markdown: a heading with its role (after `who`, when it is not the agent's), then its parts. */
+export function renderMessage(message: Message, who = ''): string[] {
   const cut = message.incomplete ? ' (incomplete: the stream ended without a finish reason)' : '';
-  const lines: string[] = [`## ${heading(message.role)}${cut}`, ''];
+  const lines: string[] = [`## ${who}${heading(message.role)}${cut}`, ''];
   for (const part of message.content) {
     switch (part.type) {
       case 'text':
@@ -344,6 +378,6 @@ function longestBacktickRun(text: string): number {
   return longest;
 }
 
-function quote(text: string): string[] {
+export function quote(text: string): string[] {
   return text.split('\n').map((line) => (line ? `> ${line}` : '>'));
 }

@@ -19,7 +19,7 @@ import { skillsLoadedIn, type LoadedSkill } from '../../core/loaded-skills';
 import { withTokenCounts } from '../../core/message-tokens';
 import type { Message } from '../../core/messages';
 import type { PruningEntry } from '../../core/pruning';
-import { ArchiveReader, formatRecall, RecallSearch, type RecallQuery } from '../../core/recall';
+import { archivedId, ArchiveReader, formatRecall, RecallSearch, type RecallQuery } from '../../core/recall';
 import type { ContextCount, RequestBasis } from '../../core/usage-calibration';
 import { ConversationCompactor } from '../compaction/conversation-compactor';
 import type { CompactOptions, ConversationDeps } from './conversation-deps';
@@ -347,14 +347,15 @@ export class Conversation {
     // Only what the answer shows is read a second time.
     const wanted = search.wanted();
     const shown = await this.shared.readThrough(
-      records.filter((r) => r.type === 'message' && wanted.has(r.message.id)),
+      records.filter((r) => wanted.has(archivedId(r) ?? '')),
       read,
     );
     const texts = new Map<string, string>();
     for (const record of shown) {
-      if (record.type !== 'message' || texts.has(record.message.id)) continue;
-      const again = archive.again(record, wanted.get(record.message.id)!);
-      if (again) texts.set(record.message.id, again.text);
+      const id = archivedId(record);
+      if (id === undefined || texts.has(id)) continue;
+      const again = archive.again(record, wanted.get(id)!);
+      if (again) texts.set(id, again.text);
     }
     return formatRecall(search.result(texts));
   }

@@ -49,12 +49,21 @@ function withoutTokenCounts(record: LogRecord): LogRecord {
 
 function contentSlots(record: LogRecord, whole: boolean): Slot[] {
   const slots: Slot[] = [];
-  if (record.type === 'message') {
-    for (const part of record.message.content as unknown as Array<Record<string, unknown>>) {
+  const message =
+    record.type === 'message'
+      ? record.message
+      : record.type === 'subagent' && record.subagent.kind === 'message'
+        ? record.subagent.message
+        : undefined;
+  if (message) {
+    for (const part of message.content as unknown as Array<Record<string, unknown>>) {
       if (part.type === 'text' || part.type === 'reasoning') stringSlot(slots, part, 'text');
       else if (part.type === 'tool-call') valueSlots(slots, part, 'input', whole, 0);
       else if (part.type === 'tool-result') valueSlots(slots, part, 'output', whole, 0);
     }
+  } else if (record.type === 'subagent') {
+    const event = record.subagent as unknown as Record<string, unknown>;
+    for (const key of ['task', 'summary', 'result']) stringSlot(slots, event, key);
   } else if (record.type === 'compaction') {
     const entry = record.entry as unknown as Record<string, unknown>;
     for (const key of ['summary', 'focus', 'failure']) stringSlot(slots, entry, key);

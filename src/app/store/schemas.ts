@@ -3,7 +3,7 @@ import { lazily } from '../../core/lazy';
 import { ACTORS, FILE_OP_KINDS, parseLedger } from '../../core/file-ledger';
 import { parseNeedleLedger } from '../../core/needles';
 import { COMPACTION_REASONS, FILE_CHANGE_KINDS, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../core/history';
-import { PLAN_STATUSES } from '../../core/log-values';
+import { PLAN_STATUSES, SUBAGENT_ENDINGS } from '../../core/log-values';
 import { ROLES, type PartType } from '../../core/messages';
 import { PRUNE_KINDS } from '../../core/pruning';
 import { LEGACY_BASIS } from '../../core/usage-calibration';
@@ -77,6 +77,7 @@ export const pruneKindSchema = lazily(() => z.enum(PRUNE_KINDS));
 export const fileOpKindSchema = lazily(() => z.enum(FILE_OP_KINDS));
 export const actorSchema = lazily(() => z.enum(ACTORS));
 export const fileChangeKindSchema = lazily(() => z.enum(FILE_CHANGE_KINDS));
+export const subagentEndingSchema = lazily(() => z.enum(SUBAGENT_ENDINGS));
 
 const ledgerSchema = lazily(() =>
   z.unknown().transform((value, ctx) => {
@@ -238,6 +239,7 @@ const recordUnionSchema = lazily(() =>
     z.object({ type: z.literal('command'), run: commandRunSchema(), turnId: turnIdSchema() }),
     z.object({ type: z.literal('plan'), plan: planUpdateSchema(), turnId: turnIdSchema() }),
     z.object({ type: z.literal('account'), account: accountSchema(), turnId: turnIdSchema() }),
+    z.object({ type: z.literal('subagent'), subagent: subagentEventSchema(), turnId: turnIdSchema() }),
   ]),
 );
 
@@ -261,6 +263,42 @@ const turnIdSchema = lazily(() => z.string().min(1).optional());
 
 const turnSchema = lazily(() =>
   z.object({ id: z.string().min(1), parent: z.string().min(1).nullable(), at: z.number(), chat: z.string().optional() }),
+);
+
+// Added with subagents: a Longrun from before them keeps such lines aside as an unknown kind of record,
+// which loses nothing the model saw (a subagent's records never enter the agent's view).
+const subagentEventSchema = lazily(() =>
+  z.discriminatedUnion('kind', [
+    z.object({
+      kind: z.literal('start'),
+      id: z.string().min(1),
+      task: z.string(),
+      scope: z.array(z.string()).optional(),
+      model: z.string(),
+      budget: z.object({ steps: z.number().int().min(1), tokens: countSchema() }),
+      at: z.number(),
+    }),
+    z.object({ kind: z.literal('message'), id: z.string().min(1), message: messageSchema() }),
+    z.object({
+      kind: z.literal('compacted'),
+      id: z.string().min(1),
+      tokensBefore: countSchema(),
+      tokensAfter: countSchema(),
+      summary: z.string().optional(),
+      pruned: z.number().int().min(0),
+    }),
+    z.object({
+      kind: z.literal('end'),
+      id: z.string().min(1),
+      ending: subagentEndingSchema(),
+      at: z.number(),
+      steps: z.number().int().min(0),
+      inputTokens: countSchema(),
+      outputTokens: countSchema(),
+      result: z.string(),
+      cost: countSchema().optional(),
+    }),
+  ]),
 );
 
 const fileChangeSchema = lazily(() =>

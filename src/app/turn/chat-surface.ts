@@ -13,6 +13,7 @@ import type { WorkspaceRoot } from '../workspace/path-guard';
 import type { ProviderKind } from '../../core/provider-kind';
 import type { UsageView } from '../usage/usage-text';
 import type { RevertFiles } from './revert-changes';
+import type { SubagentModel } from '../subagents/subagent-runner';
 
 /**
  * What a chat turn is given and gives back, free of `vscode`: the chat it writes to, the request as
@@ -84,6 +85,8 @@ export interface TurnModels {
   providerKind(): ProviderKind | undefined;
   /** What a conversation used and cost, and the state of its provider's cache (the gauge, `/context`). */
   usageView(conversation: Conversation): UsageView;
+  /** The model subagents run on: `longrun.subagent.model`, else the conversation's; undefined when there is none. */
+  subagentModel(): Promise<SubagentModel | undefined>;
 }
 
 /** The workspace as a turn sees it. */
@@ -92,6 +95,8 @@ export interface TurnWorkspace {
   readonly files: WorkspacePort & Pick<RevertFiles, 'textForRevert'>;
   /** The terminal of `run_command`; offered only in a trusted workspace. */
   readonly commands?: CommandPort;
+  /** The same terminal running only what the user's allow list lets run unasked, for subagents (never a question). */
+  readonly allowedCommands?: CommandPort;
   trusted(): boolean;
   roots(): readonly WorkspaceRoot[];
 }

@@ -25,6 +25,8 @@ export function describeToolCall(toolName: string, input: unknown): string {
     }
     case TOOL_NAMES.plan:
       return 'Updating the plan…';
+    case TOOL_NAMES.delegate:
+      return typeof i.task === 'string' ? `Delegating to a subagent: ${oneLine(i.task, 80)}…` : 'Delegating to a subagent…';
     case TOOL_NAMES.runCommand:
       return typeof i.command === 'string'
         ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…`
@@ -32,6 +34,12 @@ export function describeToolCall(toolName: string, input: unknown): string {
     default:
       return `Running ${toolName}…`;
   }
+}
+
+/** `text` on one line, cut to `max` characters. */
+function oneLine(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max)}…` : line;
 }
 
 /** `text` as inline code, on one line, whatever backticks it holds. */

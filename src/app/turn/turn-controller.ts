@@ -9,7 +9,7 @@ import { text } from '../../core/messages';
 import { NOTHING_ARCHIVED } from '../../core/recall';
 import { OWN_TOOL_NAMES } from '../../core/tool-names';
 import { runAgentTurn, toolDefinitionsText, type AgentUi } from '../../llm/agent';
-import { createAgentTools, type AgentFileEvent, type PlanPort, type RecallPort } from '../../llm/agent-tools';
+import { createAgentTools, SubagentFailure, type AgentFileEvent, type DelegatePort, type PlanPort, type RecallPort } from '../../llm/agent-tools';
 import type { CommandRun as CommandRunResult } from '../../llm/workspace-port';
 import { pendingAccounts } from '../../core/branch-account';
 import { BranchOffers } from './branch-offers';
@@ -22,7 +22,7 @@ import { chatPosition, type TurnMetadata } from './chat-history';
 import type { ChatSurface, SummaryPreviews, TurnModels, TurnRequest, TurnResult, TurnWorkspace } from './chat-surface';
 import { describeToolCall, escapeMarkdown, inlineCode } from './chat-text';
 import { CompactionDialog, showOutcome, type SummaryPreview } from '../compaction/compaction-dialog';
-import { PARTICIPANT_ID } from '../contributions';
+import { PARTICIPANT_ID, SHOW_TRANSCRIPT_COMMAND } from '../contributions';
 import type { Conversation } from '../conversation/conversation';
 import type { ConversationRegistry } from '../conversation/conversation-registry';
 import { diffStats, fencedBlock } from '../workspace/diff-preview';
@@ -35,6 +35,8 @@ import type { LongrunSettings } from '../settings';
 import { ConversationChangedError } from '../store/errors';
 import type { SkillCatalog } from '../skills/skill-catalog';
 import { SkillLoader } from '../skills/skill-loader';
+import { SubagentRunner, type SubagentRunnerDeps } from '../subagents/subagent-runner';
+import { subagentLine } from '../subagents/subagent-transcript';
 import { systemPrompt } from './system-prompt';
 import type { CacheHints } from '../../llm/cache-hints';
 import { coldCompactionOf, turnCacheHints } from '../usage/conversation-cache';
@@ -61,6 +63,8 @@ export interface TurnControllerDeps {
   readonly summaries?: SummaryPreviews;
   /** The skills the agent may load; none without it. */
   readonly skills?: SkillCatalog;
+  /** What a subagent's model calls cost, when a price is known; absent: the chat shows its tokens alone. */
+  readonly cost?: SubagentRunnerDeps['cost'];
 }
 
 /** Longest diff (in lines without its headers) shown in the chat itself. */
@@ -283,6 +287,8 @@ export class TurnController {
       // Offered when there are skills to load: it comes and goes with the system prompt's list of them.
       ...(this.deps.skills?.skills().length ? { skills: new SkillLoader(this.deps.skills, conversation) } : {}),
       plan: hooks.plan ?? NO_PLAN,
+      // Offered in every request too: subagents only read, so an untrusted workspace has them as well.
+      delegate: hooks.delegate ?? NO_SUBAGENTS,
     });
     const port = request?.editorTools;
     const editorTools =
@@ -356,6 +362,7 @@ export class TurnController {
       // What a compaction in the background has to say is said in the next chat.
       this.tellNotice(conversation, chat);
       await this.compactIfCacheExpired(conversation, chat, midTurn);
+      const subagents = this.subagentsFor(conversation, chat);
       const { system, tools, editorTools } = this.requestSetup(
         request,
         conversation,
@@ -369,6 +376,7 @@ export class TurnController {
             now: this.deps.now,
             changed: (plan) => chat.markdown(planMarkdown(plan)),
           }),
+          delegate: subagents,
         },
         instructions,
       );
@@ -385,7 +393,9 @@ export class TurnController {
       await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now(), carried));
       const shown = { chat: chat as ChatSurface | undefined };
       try {
-        const result = await this.turnChats.run(shown, () => this.runAgent(conversation, model, system, tools, chat, signal, hints));
+        const result = await this.turnChats
+          .run(shown, () => this.runAgent(conversation, model, system, tools, chat, signal, hints))
+          .finally(() => subagents.idle());
         return this.ended(conversation, result, chat);
       } finally {
         // VS Code takes nothing more from a request once it has ended.
@@ -532,6 +542,39 @@ export class TurnController {
       chat.markdown(`\n\n> Stopped after ${result.steps} steps (longrun.agent.maxSteps). Say "continue" to go on.`);
     }
     return { metadata };
+  }
+
+  /**
+   * The subagents of a turn: they write to `conversation` (on its turn), read the workspace, run
+   * only the commands the user's allow list runs unasked (in a trusted workspace), and show in `chat`
+   * as a line when they end, with a button that opens their transcript.
+   */
+  private subagentsFor(conversation: Conversation, chat: ChatSurface): SubagentRunner {
+    const { models, workspace, settings } = this.deps;
+    const commands = workspace.trusted() && settings().agent.allowedCommands.length > 0 ? workspace.allowedCommands : undefined;
+    return new SubagentRunner({
+      model: () => models.subagentModel(),
+      settings,
+      files: workspace.files,
+      ...(commands ? { commands } : {}),
+      parent: conversation,
+      folders: () => workspace.roots().map((r) => r.name),
+      now: this.deps.now,
+      newId: () => models.newId(),
+      ui: {
+        started: (run) => chat.progress(`Subagent at work (${run.model}): ${run.task.replace(/\s+/g, ' ').slice(0, 100)}…`),
+        ended: (run) => {
+          chat.markdown(`\n\n${subagentLine(run)}\n\n`);
+          chat.button({ command: SHOW_TRANSCRIPT_COMMAND, title: 'Show transcript', arguments: [conversation.id, run.id] });
+        },
+      },
+      maxResultChars: MAX_RESULT_CHARS,
+      telemetry: (id) => models.telemetry().settings('longrun.subagent', { 'longrun.conversation': conversation.id, 'longrun.subagent': id }),
+      ...(this.deps.cost ? { cost: this.deps.cost } : {}),
+      countText: (text) => conversation.countText(text),
+      redact: (text) => models.redact(text),
+      warn: (message) => this.deps.log.warn(message),
+    });
   }
 
   /**
@@ -729,7 +772,13 @@ interface RequestHooks {
   readonly onFileEvent?: (event: AgentFileEvent) => void;
   readonly onCommandRun?: (run: CommandRunResult) => Promise<void>;
   readonly plan?: PlanPort;
+  readonly delegate?: DelegatePort;
 }
 
 /** What `recall` answers in a request made outside any conversation (the count of the tools' definitions). */
 const NO_ARCHIVE: RecallPort = { recall: () => NOTHING_ARCHIVED };
+
+/** What `delegate` does outside any conversation (the count of the tools' definitions): no subagent runs there. */
+const NO_SUBAGENTS: DelegatePort = {
+  delegate: () => Promise.reject(new SubagentFailure('Subagent failed: no conversation is open, so no subagent can run. Done so far: nothing.')),
+};

@@ -157,6 +157,18 @@ describe('run_command: consent, time limit, Stop and output', () => {
     assert.deepEqual(shell.interrupted, ['sleep 300']);
   });
 
+  it('gives a subagent only the allowed commands: read-only tools, an allowed command run, any other refused without asking', async () => {
+    allowed = ['npm test'];
+    const tools = createAgentTools(port, { readOnly: true, allowedCommandsOnly: runner.allowedOnly() });
+    assert.deepEqual(Object.keys(tools).sort(), ['list_files', 'read_file', 'run_command', 'search_text']);
+    const run = (command: string) =>
+      tools['run_command']!.execute!({ command }, { toolCallId: 'c1', messages: [], abortSignal: undefined, context: {} }) as Promise<string>;
+    assert.match(await run('npm test'), /^\$ npm test/);
+    assert.match(await run('rm -rf build'), /^Error: This command is not on the user's allow list .*it was not run/);
+    assert.deepEqual(asked, [], 'nobody was asked');
+    assert.deepEqual(shell.ran, ['npm test']);
+  });
+
   it('stops waiting for an answer on Stop, and never runs the command', async () => {
     runner = new CommandRunner({ shell, allowedCommands: () => [], timeoutSeconds: () => 120, confirm: () => new Promise<boolean>(() => undefined) });
     const controller = new AbortController();

@@ -40,6 +40,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       summaryContinuesConversation: true,
       endpoints: [],
       agent: { autoApproveEdits: false, maxSteps: 25, protectedPaths: [], allowedCommands: [], commandTimeoutSeconds: 120, editorTools: [] },
+      subagent: { maxSteps: 15, maxTokens: 200_000 },
       telemetry: { enabled: false },
       timeouts: { firstChunkMs: 600_000, idleMs: 120_000 },
       verboseLogging: false,
@@ -77,6 +78,22 @@ describe('settings: longrun.* onto the core configuration', () => {
     assert.deepEqual(wrong.settings.modelOverrides, {});
     assert.equal(wrong.settings.cache.ttl, '5m');
     assert.equal(wrong.problems.length, 2);
+  });
+
+  it("reads the subagents' model and budgets, and refuses a model that is no reference", () => {
+    const { settings, problems } = read({
+      'longrun.subagent.model': ' longrun/local/qwen3 ',
+      'longrun.subagent.maxSteps': 6,
+      'longrun.subagent.maxTokens': 50_000,
+    });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(settings.subagent, { model: 'longrun/local/qwen3', maxSteps: 6, maxTokens: 50_000 });
+    const bad = read({ 'longrun.subagent.model': 'gpt-4o', 'longrun.subagent.maxSteps': 1 });
+    assert.deepEqual(bad.settings.subagent, { maxSteps: 15, maxTokens: 200_000 });
+    assert.deepEqual(
+      bad.problems.map((p) => p.setting),
+      ['longrun.subagent.model', 'longrun.subagent.maxSteps'],
+    );
   });
 
   it('maps valid values onto the core configuration', () => {
@@ -522,6 +539,9 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
     'longrun.cache.ttl': 'how long the provider keeps the conversation cached, at twice the price of a write for an hour',
     'longrun.cache.openaiRetention': "how long OpenAI keeps the conversation's prefixes on its side",
     'longrun.skills.userFolders': "folders outside the workspace whose skills' text the agent is given as instructions",
+    'longrun.subagent.model': 'which model, perhaps of another provider, receives the task and every file a subagent reads',
+    'longrun.subagent.maxSteps': 'how many tool calls a subagent makes unattended',
+    'longrun.subagent.maxTokens': 'how many tokens a subagent spends unattended',
   };
 
   /**

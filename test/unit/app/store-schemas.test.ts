@@ -74,6 +74,10 @@ const SAMPLES: { readonly [K in RecordType]: Extract<LogRecord, { type: K }> } =
     },
   },
   account: { type: 'account', account: { id: 'a1', text: '<earlier-branch>…</earlier-branch>', turns: ['turn2'], at: 1 } },
+  subagent: {
+    type: 'subagent',
+    subagent: { kind: 'message', id: 's1', message: { id: 'm9', role: 'assistant', content: [{ type: 'text', text: 'found it' }] } },
+  },
 };
 
 /** One message part of each type. */

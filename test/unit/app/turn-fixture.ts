@@ -1,13 +1,21 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LanguageModel } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { firstInSight } from '../../../src/app/turn/chat-folds';
 import { ConversationRegistry } from '../../../src/app/conversation/conversation-registry';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { InstructionSource } from '../../../src/app/turn/instructions';
 import { readSettings, type LongrunSettings } from '../../../src/app/settings';
-import { TurnController, type ChatButton, type ChatSurface, type TurnModels, type TurnResult } from '../../../src/app/turn/turn-controller';
+import {
+  TurnController,
+  type ChatButton,
+  type ChatSurface,
+  type TurnControllerDeps,
+  type TurnModels,
+  type TurnResult,
+} from '../../../src/app/turn/turn-controller';
 import { SkillCatalog } from '../../../src/app/skills/skill-catalog';
 import { WorkspaceFiles } from '../../../src/app/workspace/workspace-files';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
@@ -51,11 +59,25 @@ export function messageTexts(message: Prompt[number]): string {
     .join(' ');
 }
 
+/** The text of the tool results of a prompt message. */
+function toolOutputs(message: Prompt[number]): string {
+  if (typeof message.content === 'string') return message.content;
+  return message.content
+    .map((part) => {
+      const output = (part as { output?: { value?: unknown } }).output;
+      return typeof output?.value === 'string' ? output.value : '';
+    })
+    .join('\n');
+}
+
 /**
  * The model: answers "noted <words>" to "remember <words>"; to "create <path> with <text>" it calls
  * `create_file` and then answers "done"; to "edit <path>: <old> -> <new>" it calls `edit_file`; to
  * "plan <json>" it calls `plan` with that input; to "read <path> <path> …" it reads each in turn,
- * then answers; to "use the skill <name> [file <path>]" it calls `skill`, then answers "done".
+ * then answers; to "use the skill <name> [file <path>]" it calls `skill`, then answers "done"; to
+ * "delegate <task> | <task> …" it hands each task to a subagent, all in one step, then answers
+ * "done". As a subagent (its system prompt says so) it does the same with its task, and answers
+ * "Findings:" and the first line of each result it got.
  */
 export function scriptedModel(): MockLanguageModelV4 {
   return new MockLanguageModelV4({
@@ -66,15 +88,28 @@ export function scriptedModel(): MockLanguageModelV4 {
       const read = Math.ceil(prompt.reduce((n, m) => n + messageTexts(m).length + 16, 0) / 4);
       const usage = (output: number) => usageOf(read, output);
       const parts: StreamPart[] = [{ type: 'stream-start', warnings: [] }];
-      const reads = /read ((?:\S+ ?)+)$/.exec(messageTexts(prompt.findLast((m) => m.role === 'user') ?? last))?.[1]?.split(' ') ?? [];
+      const asked = messageTexts(prompt.findLast((m) => m.role === 'user') ?? last);
+      const reads = asked.startsWith('delegate ') ? [] : (/read ((?:\S+ ?)+)$/.exec(asked)?.[1]?.split(' ') ?? []);
       const done = prompt.slice(prompt.findLastIndex((m) => m.role === 'user') + 1).filter((m) => m.role === 'tool').length;
       const create = last.role === 'user' ? /create (\S+) with (.+)/.exec(said) : null;
       const edit = last.role === 'user' ? /edit (\S+): (.+) -> (.+)/.exec(said) : null;
       const skill = last.role === 'user' ? /use the skill (\S+)(?: file (\S+))?/.exec(said) : null;
       const plan = last.role === 'user' ? /^plan (\{[\s\S]*\})$/.exec(said.trim()) : null;
+      const delegate = last.role === 'user' ? /^delegate (.+)$/s.exec(said) : null;
+      const subagent = messageTexts(prompt[0]!).startsWith('You are a subagent');
       if (plan) {
         parts.push({ type: 'tool-call', toolCallId: `p${prompt.length}`, toolName: 'plan', input: plan[1]! });
         parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
+      } else if (delegate) {
+        delegate[1]!.split(' | ').forEach((task, i) => {
+          parts.push({ type: 'tool-call', toolCallId: `d${prompt.length}-${i}`, toolName: 'delegate', input: JSON.stringify({ task }) });
+        });
+        parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
+      } else if (subagent && reads[done] === undefined) {
+        const results = prompt.filter((m) => m.role === 'tool').map((m) => toolOutputs(m).split('\n')[0]);
+        const answer = `Findings: ${results.join('; ') || 'nothing read'}`;
+        parts.push({ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: answer }, { type: 'text-end', id: 't' });
+        parts.push({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(5) });
       } else if (reads[done] !== undefined) {
         const input = JSON.stringify({ path: reads[done] });
         parts.push({ type: 'tool-call', toolCallId: `r${prompt.length}`, toolName: 'read_file', input });
@@ -114,7 +149,9 @@ export class RecordingSurface implements ChatSurface {
     this.texts.push(text);
     this.parts.push({ kind: 'markdown', text });
   }
+  readonly progresses: string[] = [];
   progress(text: string): void {
+    this.progresses.push(text);
     this.parts.push({ kind: 'other', text });
   }
   button(button: ChatButton): void {
@@ -178,6 +215,10 @@ export interface FixtureOptions {
   readonly model?: MockLanguageModelV4;
   /** Whether the workspace is trusted (default true). */
   readonly trusted?: boolean;
+  /** The subagents' model and its window; the scripted model and the conversation's window unless told. */
+  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string };
+  /** What model calls cost (the controller's `cost`); absent: no cost is known. */
+  readonly cost?: TurnControllerDeps['cost'];
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -231,6 +272,19 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     newId,
     providerKind: () => options.provider,
     usageView: (conversation) => usageViews.of(conversation, options.provider === undefined),
+    subagentModel: async () => {
+      let limit = options.subagent?.window ?? options.window ?? 100_000;
+      return {
+        key: options.subagent?.key ?? 'mock/subagent',
+        name: 'mock',
+        languageModel: async () => options.subagent?.model ?? model,
+        context: (fixedText) => testModel({ name: 'mock', limit, counter, fixedOverhead: counter.countText(fixedText) }),
+        maxOutputTokens: () => undefined,
+        summarizer: async () => summarizer,
+        learnWindow: (stated) => void (limit = Math.min(limit, stated)),
+        servedByEndpoint: false,
+      };
+    },
   };
   const roots = [{ name: 'ws', fsPath: workspace }];
   const files = new WorkspaceFiles({ roots: () => roots, autoApprove: () => true, confirm: async () => true, editor: new FakeEditor(() => roots) });
@@ -252,6 +306,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     log,
     now: () => clock.now(),
     skills: new SkillCatalog({ roots: () => roots, trusted, userFolders: () => settings.skills.userFolders, log }),
+    ...(options.cost ? { cost: options.cost } : {}),
   });
   // As the extension wires it: each change the agent writes is shown in the chat of its request.
   files.onDidWrite((change) => controller.showChange(change));
@@ -299,7 +354,7 @@ export class FakeChat {
     ]);
   }
 
-  async send(prompt: string, command?: string): Promise<Exchange> {
+  async send(prompt: string, command?: string, signal = new AbortController().signal): Promise<Exchange> {
     const surface = new RecordingSurface();
     const result = await this.fixture.controller.handle(
       {
@@ -312,7 +367,7 @@ export class FakeChat {
         toolReferences: [],
       },
       surface,
-      new AbortController().signal,
+      signal,
     );
     const exchange = { prompt, ...(command !== undefined ? { command } : {}), result, surface };
     this.exchanges.push(exchange);

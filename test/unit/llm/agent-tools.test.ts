@@ -116,7 +116,8 @@ describe('createAgentTools', () => {
       const commands = { run: async () => ({ exitCode: 0, output: '' }) } as unknown as Parameters<typeof createAgentTools>[1]['commands'];
       const skills: SkillPort = { load: async () => '' };
       const plan: PlanPort = { update: async () => 'saved' };
-      const all = createAgentTools(port, { readOnly: false, commands, recall, skills, plan });
+      const delegate = { delegate: async () => 'report' };
+      const all = createAgentTools(port, { readOnly: false, commands, recall, skills, plan, delegate });
       assert.deepEqual(Object.keys(all).sort(), [...OWN_TOOL_NAMES].sort());
     });
 
