@@ -4,7 +4,8 @@
 // (dist/o200k_base.js, dist/cl100k_base.js: together they are most of the size, and a conversation
 // needs one at most; src/core/vocabularies.ts requires it on first use), and so are the packages
 // that call models (dist/models.js, and one file for each native provider: dist/anthropic.js,
-// dist/google.js, dist/openrouter.js), validate (dist/schemas.js) and trace (dist/tracing.js), each
+// dist/google.js, dist/openrouter.js), validate (dist/schemas.js), read YAML (dist/yaml.js) and
+// trace (dist/tracing.js), each
 // required on first use. The AI SDK is ESM-only; esbuild converts it. `vscode` is provided by the editor.
 //
 // The compaction worker is dist/compaction-worker.js, started by the composition on the first compaction.
@@ -44,6 +45,8 @@ const LAZY_FILES = {
     'tokenlens/providers/mistral',
     'tokenlens/providers/xai',
   ],
+  // The YAML reader of skills' front matter: read at the first turn in a workspace with skills.
+  'yaml.js': ['js-yaml'],
   'tracing.js': [
     '@ai-sdk/otel',
     '@opentelemetry/api',
@@ -211,6 +214,11 @@ async function buildOptions({ production = false, outdir = 'dist' } = {}) {
       ...common,
       stdin: { contents: lazyEntry('catalogue.js'), resolveDir: __dirname, sourcefile: 'catalogue-entry.js', loader: 'js' },
       outfile: path.join(outdir, 'catalogue.js'),
+    },
+    yaml: {
+      ...common,
+      stdin: { contents: lazyEntry('yaml.js'), resolveDir: __dirname, sourcefile: 'yaml-entry.js', loader: 'js' },
+      outfile: path.join(outdir, 'yaml.js'),
     },
     tracing: {
       ...common,

@@ -17,6 +17,8 @@
 // endpoint is added to the settings, and VS Code is told to ask again and offered its model.
 // --check-broken is an installation whose composition.js cannot be loaded: a command is run twice,
 // and the output says what each run threw and which error messages the user was shown.
+// --check-open-chat starts as `npm start` does (LONGRUN_OPEN_CHAT_MODEL set): the output says how
+// the chat was opened at activation, and how often again when the workspace's next window activates.
 'use strict';
 const fs = require('node:fs');
 const Module = require('node:module');
@@ -24,7 +26,8 @@ const os = require('node:os');
 const path = require('node:path');
 
 const [bundleDir, mode] = process.argv.slice(2);
-const checking = mode === '--check' || mode === '--check-unused' || mode === '--check-broken';
+const checking = mode === '--check' || mode === '--check-unused' || mode === '--check-broken' || mode === '--check-open-chat';
+if (mode === '--check-open-chat') process.env.LONGRUN_OPEN_CHAT_MODEL = 'gpt-4o';
 if (!bundleDir) {
   console.error('usage: node bench/activation-host.js <bundle folder> [--check | --check-unused | --check-broken]');
   process.exit(2);
@@ -126,6 +129,8 @@ function changeSetting(key, value) {
   for (const listener of [...configurationListeners]) listener(change);
 }
 const shownErrors = [];
+/** What `workbench.action.chat.open` was given, with --check-open-chat. */
+const chatOpens = [];
 
 /**
  * Anything not stubbed explicitly: callable, constructible, every member again such a thing; an
@@ -251,7 +256,12 @@ const vscode = namespace({
       commands.set(id, handler);
       return new Disposable(() => commands.delete(id));
     },
-    executeCommand: async () => undefined,
+    executeCommand: (id, ...args) => {
+      if (mode !== '--check-open-chat') return Promise.resolve(undefined);
+      if (id === 'workbench.action.chat.open') chatOpens.push(args[0]);
+      // As VS Code does, later: never inside the caller's own turn.
+      return new Promise((resolve, reject) => setImmediate(() => Promise.resolve(commands.get(id)?.(...args)).then(resolve, reject)));
+    },
   }),
   lm: namespace({
     registerLanguageModelChatProvider: (vendor, provider) => {
@@ -333,7 +343,17 @@ async function main() {
   let loadedBeforeEndpoints;
   let modelsChangedEvents;
   let modelsAfterEndpoint;
-  if (mode === '--check') {
+  let chatOpensInNextWindow;
+  if (mode === '--check-open-chat') {
+    const deadline = Date.now() + 10_000;
+    while (chatOpens.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The workspace's next window: the same workspace state, a new activation.
+    const opened = chatOpens.length;
+    extension.activate(context);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    chatOpensInNextWindow = chatOpens.length - opened;
+  } else if (mode === '--check') {
     // The rest of the extension, the saved conversation, the default model and its tokenizer load in the background.
     const deadline = Date.now() + 10_000;
     while (!vocabularies.afterActivation.some((f) => f.endsWith('_base')) && Date.now() < deadline)
@@ -381,6 +401,8 @@ async function main() {
     modelsChangedEvents,
     modelsAfterEndpoint,
     modelsChangedAtActivation,
+    chatOpens,
+    chatOpensInNextWindow,
   };
   fs.writeSync(1, JSON.stringify(result));
   fs.rmSync(storage, { recursive: true, force: true });

@@ -28,7 +28,7 @@ function pick<T>(next: () => number, items: readonly T[]): T {
 const capital = (word: string): string => word.charAt(0).toUpperCase() + word.slice(1);
 
 /** A plausible TypeScript module of about `lines` lines. */
-function moduleText(next: () => number, area: string, lines: number): string {
+export function moduleText(next: () => number, area: string, lines: number): string {
   const out: string[] = [
     `import { z } from 'zod';`,
     `import type { Context } from '../core/context';`,

@@ -1,7 +1,8 @@
 /**
  * How long the extension host's thread is held up by the first compaction after a reload: a
  * conversation of 5,000 messages (about a million tokens, their counts stored with the records as
- * Longrun writes them) is opened afresh, with nothing counted or computed yet in this process, and
+ * Longrun writes them) is opened from its files afresh, as a window opens it after a reload, with
+ * nothing counted or computed yet in this process, and
  * compacted through the compaction worker, then on the host's own thread for comparison. A ticker
  * on the host's thread measures the longest stretch it could not run, from the compaction's start
  * until the result is applied.
@@ -10,9 +11,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { build, type BuildOptions } from 'esbuild';
 import { IN_THREAD_ENGINE, type CompactionEngine } from '../src/app/compaction-engine';
-import { Conversation } from '../src/app/conversation';
+import { ConversationRegistry } from '../src/app/conversation-registry';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { WorkerCompactionEngine } from '../src/app/remote-compaction';
@@ -20,7 +20,8 @@ import { DEFAULT_CONFIG } from '../src/core/config';
 import type { LogRecord } from '../src/core/history';
 import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
-import type { TextTokenizer } from '../src/core/tokenizer';
+import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
+import { buildWorker, gapsDuring, withBusyCore, type Gaps } from './host-thread';
 import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 
 const MILLION_WINDOW = 1_047_576;
@@ -41,71 +42,45 @@ async function storedLog(tokenizer: TextTokenizer): Promise<LogRecord[]> {
   return sessionLog(5_000, 5, SMALL_MESSAGES).map((record) => withTokenCounts(record, counter));
 }
 
-/** Runs `work` while a ticker on this thread notes the gaps it could not run in. */
-async function gapsDuring(work: () => Promise<unknown>): Promise<{ longest: number; busy: number }> {
-  let last = performance.now();
-  let longest = 0;
-  let busy = 0;
-  let running = true;
-  const tick = (): void => {
-    const now = performance.now();
-    const gap = now - last;
-    last = now;
-    longest = Math.max(longest, gap);
-    if (gap > 1) busy += gap;
-    if (running) setImmediate(tick);
-  };
-  setImmediate(tick);
-  try {
-    await work();
-  } finally {
-    running = false;
-  }
-  tick();
-  return { longest, busy };
-}
-
-async function coldCompaction(
-  dir: string,
-  log: readonly LogRecord[],
-  tokenizer: TextTokenizer,
-  engine: CompactionEngine,
-): Promise<{ longest: number; busy: number }> {
+async function coldCompaction(dir: string, log: readonly LogRecord[], tokenizer: TextTokenizer, engine: CompactionEngine): Promise<Gaps> {
+  const writer = new ConversationStore(dir, () => Date.now());
+  for (let i = 0; i < log.length; i += 1_000) await writer.appendAll('bench', log.slice(i, i + 1_000));
   const store = new ConversationStore(dir, () => Date.now());
-  await store.create('bench');
   const state = new Map<string, unknown>();
+  const index = new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) });
   // A counter that has counted nothing yet: a window just reloaded.
   const counter = new MessageTokenCounter(tokenizer);
   let ids = 0;
   const summarizer: Summarizer = { name: 'bench', summarize: async () => ({ text: SUMMARY }) };
-  const conversation = new Conversation('bench', log, {
+  const deps = {
     store,
-    index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+    index,
     clock: systemClock,
     newId: () => `bench-${++ids}`,
     config: () => DEFAULT_CONFIG,
-    model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+    model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' as const }, counter, fixedOverhead: 0, outputReserve: 0 }),
     summarizer: async () => summarizer,
     engine,
+  };
+  // Opened from its files as a window opens it after a reload.
+  const registry = new ConversationRegistry({
+    ...deps,
+    conversationDeps: () => deps,
+    warn: () => undefined,
+    error: (message) => void process.stderr.write(`${message}\n`),
+    info: () => undefined,
+    changed: () => undefined,
   });
+  const conversation = await registry.open('bench');
+  if (!conversation) throw new Error('the conversation did not open');
   // What the gauge does when the conversation opens: its count, from the stored counts.
   conversation.assess();
   const measured = await gapsDuring(async () => {
     const outcome = await conversation.compact('manual');
     if (outcome.status !== 'compacted') throw new Error(`the cold compaction did not run: ${outcome.status}`);
   });
+  registry.dispose();
   return measured;
-}
-
-/** The compaction worker as the extension ships it (`dist/compaction-worker.js`), built into `dir` with its vocabulary inside. */
-async function buildWorker(dir: string): Promise<string> {
-  const { buildOptions } = require('../esbuild.js') as {
-    buildOptions: (options: { production: boolean; outdir: string }) => Promise<Record<string, BuildOptions>>;
-  };
-  const { worker } = await buildOptions({ production: true, outdir: dir });
-  // The vocabulary is bundled in rather than required from a file beside it: the same code, one file.
-  await build({ ...worker, define: {}, logLevel: 'warning' });
-  return join(dir, 'compaction-worker.js');
 }
 
 export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineHostBench> {
@@ -133,4 +108,16 @@ export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineH
     worker.dispose();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+// Run only when started as a script: `npx tsx bench/engine-host.ts [--busy] [runs]`.
+if (require.main === module) {
+  const busy = process.argv.includes('--busy');
+  const runs = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 1);
+  void loadTokenizer('o200k_base').then(async (tokenizer) => {
+    for (let run = 0; run < runs; run++) {
+      const result = await (busy ? withBusyCore(() => benchEngineHost(tokenizer)) : benchEngineHost(tokenizer));
+      console.log(JSON.stringify(result));
+    }
+  });
 }

@@ -124,6 +124,11 @@ async function assessAfterCompaction(tokenizer: TextTokenizer, runs: number): Pr
 }
 
 /** Runs both measurements. */
+/** `engine_ms_5k` alone: the median of the compactions after the first, to the first summarizer call (ms). */
+export async function benchEngineMs(tokenizer: TextTokenizer): Promise<number> {
+  return (await engineToFirstCall(tokenizer, 6)).ms;
+}
+
 export async function benchEngine(tokenizer: TextTokenizer): Promise<EngineBench> {
   const engine = await engineToFirstCall(tokenizer, 6);
   const gauge = await assessAfterCompaction(tokenizer, 101);

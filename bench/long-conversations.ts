@@ -153,6 +153,21 @@ async function appendMs(dir: string, ids: readonly string[], tokenizer: TextToke
   return times.map(median);
 }
 
+/**
+ * `reload_ms_10k` alone: the 10,000-message conversation built and stored as for
+ * `benchLongConversations`, then reopened, with `during` around the reopening (another process
+ * keeping a core busy, say).
+ */
+export async function benchReload(tokenizer: TextTokenizer, during: <T>(run: () => Promise<T>) => Promise<T> = (run) => run()): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-reload-'));
+  try {
+    await store(dir, 'c10k', (await grownConversation(10_000, 22)).log, tokenizer);
+    return (await during(() => reloadMs(dir, 'c10k', tokenizer))).total;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** Builds the three conversations, stores them, and measures. */
 export async function benchLongConversations(tokenizer: TextTokenizer): Promise<LongConversationBench> {
   const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-long-'));

@@ -1,27 +1,34 @@
 /**
  * Long agentic turns on small windows: generated sessions of single requests that take 30 to 60 tool
- * calls each (file reads, searches, test runs, type checks, diffs, edits), played through Longrun's
+ * calls each (file reads, searches, test runs, type checks, diffs, edits, and in each turn one new
+ * file larger than the recent part a compaction keeps), played through Longrun's
  * own agent loop, tools and conversation, at 32k and 64k windows. The provider counts 1.22 tokens for
  * each of the local tokenizer's (a Qwen-like tokenizer on code) and refuses any request over its
  * window, as OpenAI-compatible servers do. Measured: the overflow errors, the compactions and the
  * least any of them freed, the file lists and needle ledgers of every summary against those of the
- * log it was applied to, the summarizer's input against the session's unique tokens, and the
- * milliseconds of the extension host's thread one compaction takes (computed and applied again on
- * the log as it stood, with a summarizer that answers at once and a store that writes nothing).
+ * log it was applied to, the summarizer's input against the session's unique tokens, and what one
+ * compaction takes of the extension host's thread: each compaction of the session is made again on
+ * the log as it stood, computed in the compaction worker as the extension ships it and applied on
+ * the host's thread, written to a store on disk, while a ticker notes the longest stretch the thread
+ * could not run (quiet, and with another process keeping one core busy); and, for the engine's own
+ * work, the milliseconds the same compaction takes computed and applied on the host's thread with a
+ * summarizer that answers at once and a store that writes nothing.
  *
  * Run alone with `npx tsx bench/long-turns.ts`, or through `npm run bench`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { APICallError } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { DEFAULT_CONFIG } from '../src/core/config';
+import { keepRecentTokens } from '../src/core/cut-point';
 import { INITIAL_GUARD, noteCompaction, type GuardState } from '../src/core/compaction-guard';
 import { outputReserveFor } from '../src/core/context-window';
 import { EngineMemo } from '../src/core/engine-memo';
 import { renderFileOperations } from '../src/core/file-ledger';
-import { ledgerOf, type ConversationLog, type LogRecord } from '../src/core/history';
+import { ledgerOf, type CompactionReason, type ConversationLog, type LogRecord } from '../src/core/history';
 import { MessageTokenCounter } from '../src/core/message-tokens';
 import { needleLedgerOf } from '../src/core/needles';
 import type { Summarizer } from '../src/core/ports';
@@ -29,10 +36,13 @@ import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
 import { runAgentTurn, toolDefinitionsText } from '../src/llm/agent';
 import { createAgentTools } from '../src/llm/agent-tools';
 import { Conversation, ConversationRecords, type ConversationDeps } from '../src/app/conversation';
+import { roomForMessages } from '../src/app/conversation-compactor';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
-import { BenchWorkspace } from './agentic-workspace';
+import { WorkerCompactionEngine } from '../src/app/remote-compaction';
+import { BenchWorkspace, moduleText } from './agentic-workspace';
 import { agentPort, compactAfterTurn, SILENT_UI, summaryText, TrackedStore } from './agent-session';
+import { buildWorker, gapsDuring, withBusyCore } from './host-thread';
 import { random } from './sessions';
 import { median } from './stats';
 import { VirtualClock } from './virtual-time';
@@ -44,6 +54,12 @@ const MODEL_KEY = 'longrun/qwen2.5-coder:14b';
 const TURNS = 6;
 const SEEDS = [1, 2, 3];
 const MAX_OUTPUT = 4_096;
+/**
+ * The size of the one large file each turn writes, as a multiple of the recent part a compaction keeps
+ * at the window: a `create_file` call that no cut can keep with the tail around it (at a 32k window,
+ * about 12,700 tokens of content against the tail's 9,400; at 64k, 27,000 against 20,000).
+ */
+const LARGE_WRITE_SHARE_OF_TAIL = 1.35;
 
 const SYSTEM = [
   "You are Longrun, a coding agent working in the user's VS Code workspace.",
@@ -74,8 +90,14 @@ interface SessionResult {
   readonly summarizerInput: number;
   readonly uniqueTokens: number;
   readonly hostMs: number[];
+  /** Per compaction, the longest stretch of the host's thread, the compaction computed in the worker. */
+  readonly hostStretchMs: number[];
+  /** The same with one core kept busy. */
+  readonly hostStretchMsBusy: number[];
   readonly messages: number;
   readonly toolCalls: number;
+  /** The local tokens of the content of each turn's large file. */
+  readonly largeWriteTokens: number;
 }
 
 /** A store that writes nothing, for timing the host's own work. */
@@ -85,19 +107,30 @@ class NullStore extends ConversationStore {
   }
 }
 
-async function playSession(window: number, seed: number, tokenizer: TextTokenizer): Promise<SessionResult> {
+async function playSession(window: number, seed: number, tokenizer: TextTokenizer, workerFile: string): Promise<SessionResult> {
   const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-long-turns-'));
   let store: TrackedStore | undefined;
   const clock = new VirtualClock(() => store?.busy() ?? false);
   store = new TrackedStore(dir, () => clock.now());
   try {
-    return await clock.run(() => play(window, seed, tokenizer, store!, clock));
+    const { log, model, ...played } = await clock.run(() => play(window, seed, tokenizer, store!, clock));
+    return {
+      ...played,
+      hostMs: await hostMs(log, model),
+      hostStretchMs: await hostStretches(log, model, workerFile, join(dir, 'quiet')),
+      hostStretchMsBusy: await withBusyCore(() => hostStretches(log, model, workerFile, join(dir, 'busy'))),
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function play(window: number, seed: number, tokenizer: TextTokenizer, store: ConversationStore, clock: VirtualClock): Promise<SessionResult> {
+type Played = Omit<SessionResult, 'hostMs' | 'hostStretchMs' | 'hostStretchMsBusy'> & {
+  readonly log: ConversationLog;
+  readonly model: ConversationDeps['model'];
+};
+
+async function play(window: number, seed: number, tokenizer: TextTokenizer, store: ConversationStore, clock: VirtualClock): Promise<Played> {
   const counter = new MessageTokenCounter(tokenizer);
   const state = new Map<string, unknown>();
   const workspace = new BenchWorkspace(seed);
@@ -168,17 +201,23 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
         });
       }
       await clock.sleep(3_000);
+      // The answer: the step's tool call, or the turn's closing text. Its usage counts what it wrote,
+      // arguments included, as providers do: a large file written is that many output tokens.
+      const call = step < plan.length ? plan[step++]!() : undefined;
+      const text = call
+        ? `Next: ${call.name} on ${JSON.stringify(call.input).slice(0, 60)}.`
+        : 'Done: the changes are made and the tests pass; the files touched are listed above.';
+      const output = Math.round(counter.countText(call ? `${text}${call.name}${JSON.stringify(call.input)}` : text) * PROVIDER_RATIO);
       const usage = {
         inputTokens: { total: sent, noCache: sent, cacheRead: undefined, cacheWrite: undefined },
-        outputTokens: { total: 40, text: 40, reasoning: undefined },
+        outputTokens: { total: output, text: output, reasoning: undefined },
       };
       const parts: Record<string, unknown>[] = [{ type: 'stream-start', warnings: [] }];
-      if (step < plan.length) {
-        const call = plan[step++]!();
+      if (call) {
         toolCalls++;
         parts.push(
           { type: 'text-start', id: 't' },
-          { type: 'text-delta', id: 't', delta: `Next: ${call.name} on ${JSON.stringify(call.input).slice(0, 60)}.` },
+          { type: 'text-delta', id: 't', delta: text },
           { type: 'text-end', id: 't' },
           { type: 'tool-call', toolCallId: `call_${newId()}`, toolName: call.name, input: JSON.stringify(call.input) },
           { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage },
@@ -186,7 +225,7 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
       } else {
         parts.push(
           { type: 'text-start', id: 'a' },
-          { type: 'text-delta', id: 'a', delta: 'Done: the changes are made and the tests pass; the files touched are listed above.' },
+          { type: 'text-delta', id: 'a', delta: text },
           { type: 'text-end', id: 'a' },
           { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
         );
@@ -231,6 +270,21 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     }
     return { name: 'list_files', input: { glob: 'src/**' } };
   };
+  // One new module per turn larger than the kept tail: code the model writes whole, which is on disk after.
+  const largeWriteTokens = Math.round(LARGE_WRITE_SHARE_OF_TAIL * keepRecentTokens(DEFAULT_CONFIG.keepRecent, roomForMessages(model()).limit));
+  const largeWrite = (): { name: string; input: Record<string, unknown> } => {
+    const path = `src/new/module-${n}.ts`;
+    const lines = moduleText(next, 'jobs', Math.ceil(largeWriteTokens / 4)).split('\n');
+    // As many whole lines as the size takes, found by halving.
+    let low = 1;
+    let high = lines.length;
+    while (low < high) {
+      const middle = Math.ceil((low + high) / 2);
+      if (counter.countText(lines.slice(0, middle).join('\n')) <= largeWriteTokens) low = middle;
+      else high = middle - 1;
+    }
+    return { name: 'create_file', input: { path, content: lines.slice(0, low).join('\n') } };
+  };
 
   let guard: GuardState = INITIAL_GUARD;
   const gains: number[] = [];
@@ -243,7 +297,8 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
 
   for (let t = 0; t < TURNS; t++) {
     const calls = 30 + Math.floor(next() * 31);
-    plan = Array.from({ length: calls }, () => toolCall);
+    const largeAt = Math.floor(calls * (0.3 + next() * 0.6));
+    plan = Array.from({ length: calls }, (_, i) => (i === largeAt ? largeWrite : toolCall));
     step = 0;
     await c.append([
       { type: 'message', message: { id: newId(), role: 'user', content: [{ type: 'text', text: REQUESTS[(t + seed) % REQUESTS.length]! }] } },
@@ -286,9 +341,11 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     ledgerErrors: ledgerErrors(log),
     summarizerInput,
     uniqueTokens,
-    hostMs: await hostMs(log, model),
+    log,
+    model,
     messages,
     toolCalls,
+    largeWriteTokens,
   };
 }
 
@@ -326,13 +383,7 @@ async function hostMs(log: ConversationLog, model: ConversationDeps['model']): P
   // One memo for the session, as the extension keeps one for a conversation: each compaction finds
   // what the ones before it remembered.
   const memo = new EngineMemo();
-  for (let at = 0; at < log.length; at++) {
-    const record = log[at]!;
-    // The first record of each compaction: a pruning, or a summary not made with the pruning before it.
-    const first =
-      record.type === 'pruning' || (record.type === 'compaction' && !(log[at - 1]?.type === 'pruning' && record.entry.pruningId !== undefined));
-    if (!first) continue;
-    const reason = record.entry.reason;
+  for (const { at, reason } of compactionsOf(log)) {
     const records = log.slice(0, at);
     const deps: ConversationDeps = {
       store: new NullStore(tmpdir(), () => 0),
@@ -346,10 +397,78 @@ async function hostMs(log: ConversationLog, model: ConversationDeps['model']): P
     const conversation = new Conversation('replay', records, deps, { records: new ConversationRecords(records, memo) });
     conversation.count();
     const start = process.hrtime.bigint();
-    await conversation.compact(reason === 'manual' ? 'threshold' : reason);
+    await conversation.compact(reason);
     times.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
   return times;
+}
+
+/** The compactions of a session to make again: where each begins in the log, and why it ran. */
+function compactionsOf(log: ConversationLog): Array<{ readonly at: number; readonly reason: CompactionReason }> {
+  const found: Array<{ at: number; reason: CompactionReason }> = [];
+  log.forEach((record, at) => {
+    // The first record of each compaction: a pruning, or a summary not made with the pruning before it.
+    const first =
+      record.type === 'pruning' || (record.type === 'compaction' && !(log[at - 1]?.type === 'pruning' && record.entry.pruningId !== undefined));
+    if (first) found.push({ at, reason: record.entry.reason === 'manual' ? 'threshold' : record.entry.reason });
+  });
+  return found;
+}
+
+/**
+ * For each compaction of the session, made again on the log as it stood through the compaction worker
+ * (built from `workerFile`) and applied on this thread to a conversation stored in `dir`: the longest
+ * stretch this thread could not run (ms). The worker holds the records up to the compaction before
+ * (as in the session) and is sent the rest, in slices, as part of the compaction. The summarizer
+ * answers at once; its calls come from the worker and are made here, as the extension makes them.
+ */
+async function hostStretches(log: ConversationLog, model: ConversationDeps['model'], workerFile: string, dir: string): Promise<number[]> {
+  const instant: Summarizer = { name: 'instant', summarize: async (request) => ({ text: summaryText(request) }) };
+  let failed: string | undefined;
+  const engine = new WorkerCompactionEngine(
+    () => new Worker(workerFile),
+    (message) => void (failed = message),
+  );
+  const store = new ConversationStore(dir, () => 0);
+  const state = new Map<string, unknown>();
+  const memo = new EngineMemo();
+  const longest: number[] = [];
+  let held = 0;
+  try {
+    for (const { at, reason } of compactionsOf(log)) {
+      const records = log.slice(0, at);
+      const id = `replay${at}`;
+      const conversation = new Conversation(
+        id,
+        records,
+        {
+          store,
+          index: new ConversationIndex({ get: (k) => state.get(k) as never, update: async (k, v) => void state.set(k, v) }),
+          clock: { now: () => 0, setTimer: () => () => undefined },
+          newId: () => `${id}-${Math.random().toString(36).slice(2)}`,
+          config: () => DEFAULT_CONFIG,
+          model,
+          summarizer: async () => instant,
+          engine,
+        },
+        { records: new ConversationRecords(records, memo) },
+      );
+      conversation.count();
+      // What the worker held after the compaction before; the records since go with this one.
+      const all = conversation.allRecords() as LogRecord[];
+      const since = all.splice(held);
+      await engine.count({ conversationId: id, all, ids: [], tokenizer: model().counter.tokenizer.name });
+      all.push(...since);
+      const gaps = await gapsDuring(() => conversation.compact(reason));
+      if (failed) throw new Error(`the compaction worker failed: ${failed}`);
+      longest.push(gaps.longest);
+      engine.forget(id);
+      held = at;
+    }
+  } finally {
+    engine.dispose();
+  }
+  return longest;
 }
 
 /** What `npm run bench` reports of the long turns, per window. */
@@ -359,6 +478,8 @@ export interface LongTurnsBench {
   readonly requests: number;
   readonly tool_calls: number;
   readonly messages: number;
+  /** The local tokens of the file each turn writes whole, larger than the recent part a compaction keeps. */
+  readonly large_write_tokens: number;
   readonly overflow_errors: number;
   readonly first_request_overflows: number;
   readonly compactions: number;
@@ -366,36 +487,55 @@ export interface LongTurnsBench {
   readonly min_gain_pct: number;
   readonly ledger_errors: number;
   readonly summarizer_input_ratio: number;
+  /** The host's thread, the compaction computed and applied there with a store that writes nothing (ms). */
   readonly host_ms_median: number;
   readonly host_ms_max: number;
+  /** The longest stretch of the host's thread one compaction took, computed in the worker and applied on the host (ms). */
+  readonly host_stretch_ms_median: number;
+  readonly host_stretch_ms_max: number;
+  /** The same with one core kept busy (ms). */
+  readonly host_stretch_ms_max_busy: number;
 }
 
 export async function benchLongTurns(tokenizer: TextTokenizer, windows: readonly number[] = [32_768, 65_536]): Promise<LongTurnsBench[]> {
   const out: LongTurnsBench[] = [];
-  for (const window of windows) {
-    const runs: SessionResult[] = [];
-    for (const seed of SEEDS) runs.push(await playSession(window, seed, tokenizer));
-    const sum = (f: (r: SessionResult) => number): number => runs.reduce((total, r) => total + f(r), 0);
-    const gains = runs.flatMap((r) => r.gains);
-    const host = runs.flatMap((r) => r.hostMs);
-    out.push({
-      window,
-      sessions: runs.length,
-      requests: runs.length * TURNS,
-      tool_calls: sum((r) => r.toolCalls),
-      messages: sum((r) => r.messages),
-      overflow_errors: sum((r) => r.overflows),
-      first_request_overflows: sum((r) => r.firstRequestOverflows),
-      compactions: gains.length,
-      summaries: sum((r) => r.summaries),
-      min_gain_pct: gains.length > 0 ? Math.round(Math.min(...gains) * 1000) / 10 : 0,
-      ledger_errors: sum((r) => r.ledgerErrors),
-      summarizer_input_ratio: sum((r) => r.summarizerInput) / sum((r) => r.uniqueTokens),
-      host_ms_median: median(host),
-      host_ms_max: Math.max(...host),
-    });
+  const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-worker-'));
+  try {
+    const workerFile = await buildWorker(dir);
+    for (const window of windows) out.push(await benchWindow(window, tokenizer, workerFile));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
   return out;
+}
+
+async function benchWindow(window: number, tokenizer: TextTokenizer, workerFile: string): Promise<LongTurnsBench> {
+  const runs: SessionResult[] = [];
+  for (const seed of SEEDS) runs.push(await playSession(window, seed, tokenizer, workerFile));
+  const sum = (f: (r: SessionResult) => number): number => runs.reduce((total, r) => total + f(r), 0);
+  const gains = runs.flatMap((r) => r.gains);
+  const host = runs.flatMap((r) => r.hostMs);
+  const stretches = runs.flatMap((r) => r.hostStretchMs);
+  return {
+    window,
+    sessions: runs.length,
+    requests: runs.length * TURNS,
+    tool_calls: sum((r) => r.toolCalls),
+    messages: sum((r) => r.messages),
+    large_write_tokens: Math.max(...runs.map((r) => r.largeWriteTokens)),
+    overflow_errors: sum((r) => r.overflows),
+    first_request_overflows: sum((r) => r.firstRequestOverflows),
+    compactions: gains.length,
+    summaries: sum((r) => r.summaries),
+    min_gain_pct: gains.length > 0 ? Math.round(Math.min(...gains) * 1000) / 10 : 0,
+    ledger_errors: sum((r) => r.ledgerErrors),
+    summarizer_input_ratio: sum((r) => r.summarizerInput) / sum((r) => r.uniqueTokens),
+    host_ms_median: median(host),
+    host_ms_max: Math.max(...host),
+    host_stretch_ms_median: median(stretches),
+    host_stretch_ms_max: Math.max(...stretches),
+    host_stretch_ms_max_busy: Math.max(...runs.flatMap((r) => r.hostStretchMsBusy)),
+  };
 }
 
 if (require.main === module) {

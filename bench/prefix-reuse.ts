@@ -276,6 +276,7 @@ function controllerFor(
   const models: TurnModels = {
     languageModel: async () => model,
     learnWindow: () => undefined,
+    windowIsLowerBound: () => false,
     maxOutputTokens: () => OUTPUT_RESERVE,
     telemetry: () => NO_TELEMETRY,
     truncationAdvice: () => undefined,

@@ -130,6 +130,7 @@ export const EXTENSION_FILES = [
   'dist/schemas.js',
   'dist/catalogue.js',
   'dist/tracing.js',
+  'dist/yaml.js',
   'dist/compaction-worker.js',
   'dist/o200k_base.js',
   'dist/cl100k_base.js',
@@ -281,4 +282,8 @@ export const QUIET_SETTINGS: Record<string, unknown> = {
   'git.enabled': false,
   'security.workspace.trust.enabled': false,
   'chat.commandCenter.enabled': false,
+  // A workspace opened for the first time shows no chat: a message typed before Longrun is known
+  // goes to VS Code's own chat, which (without Copilot) waits for a GitHub sign-in and holds every
+  // later message. Longrun opens the chat once it is ready (LONGRUN_OPEN_CHAT_MODEL).
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
 };

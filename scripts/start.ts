@@ -165,7 +165,8 @@ async function main(): Promise<void> {
     workspace,
     logFile: join(home, 'code-server.log'),
     env: {
-      // Opens the chat with this model selected, since a VS Code without Copilot selects none.
+      // Longrun opens the chat on this model once it is ready (the sandbox shows no chat until then):
+      // what is typed before Longrun is known goes to VS Code's own chat setup, a Copilot sign-in.
       LONGRUN_OPEN_CHAT_MODEL: `${model.endpoint.name}/${firstModel}`,
       // Moved into VS Code's secret storage when the extension starts; never written to settings.
       ...(model.apiKey ? { LONGRUN_API_KEY: model.apiKey, LONGRUN_API_KEY_ENDPOINT: model.endpoint.name } : {}),

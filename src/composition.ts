@@ -11,6 +11,7 @@ import {
   REVERT_COMMAND,
   SHOW_CHANGE_COMMAND,
 } from './app/contributions';
+import { SkillCatalog } from './app/skill-catalog';
 import { TurnController } from './app/turn-controller';
 import { revertChanges } from './vscode/revert-command';
 import type { FileEvent } from './core/file-ledger';
@@ -312,6 +313,13 @@ function buildParticipant(
     log,
     now,
     summaries,
+    // The workspace's and the user's Agent Skills, read again at the start of every turn.
+    skills: new SkillCatalog({
+      roots: tools.roots,
+      trusted: () => vscode.workspace.isTrusted,
+      userFolders: () => settings().skills.userFolders,
+      log,
+    }),
   });
   const participant = new LongrunParticipant(controller, session, tools.changes, log);
   // Shown in the chat of the request under way.

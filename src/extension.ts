@@ -6,6 +6,9 @@ import { GaugeItem } from './vscode/gauge-item';
 
 export type { LongrunApi } from './composition';
 
+/** The workspace-state key set once Longrun has opened the chat at start (`LONGRUN_OPEN_CHAT_MODEL`). */
+const CHAT_OPENED_KEY = 'longrun.chatOpenedAtStart';
+
 /**
  * The entry point VS Code loads. Activation registers what VS Code can call (src/vscode/entry-points.ts)
  * and shows the gauge, and loads nothing else: the rest of the extension (src/composition.ts, built
@@ -57,9 +60,19 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
       }
     });
   }
-  // `npm start` opens the chat with a model picked for the user.
+  // `npm start` keeps the chat closed in a new workspace (workbench.secondarySideBar.defaultVisibility)
+  // and Longrun opens it, on the model named, once it is ready: a message typed before Longrun is
+  // known would go to VS Code's own chat, which waits for a Copilot sign-in. Once per workspace:
+  // later windows keep the layout the user left.
   const openWith = process.env.LONGRUN_OPEN_CHAT_MODEL;
-  if (openWith) void vscode.commands.executeCommand(COMMAND.openChat, openWith);
+  if (openWith && context.workspaceState.get(CHAT_OPENED_KEY) === undefined) {
+    Promise.resolve(vscode.commands.executeCommand(COMMAND.openChat, openWith)).then(
+      (opened) => {
+        if (opened === true) void context.workspaceState.update(CHAT_OPENED_KEY, true);
+      },
+      (error: unknown) => log.warn(`Could not open the chat: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  }
 
   return {
     get session() {

@@ -88,6 +88,9 @@ export function workspacePaths(text: string): string[] {
   return Array.from(text.matchAll(new RegExp(PATH_SOURCE, 'gi')), (match) => match[0].replace(/^(?:\.\/)+/, ''));
 }
 
+/** "use the skill <name>" (or "use skill <name>"), as a user asks the agent to follow one. */
+const SKILL_PATTERN = /\buse (?:the )?skill [`'"]?([a-z0-9]+(?:-[a-z0-9]+)*)/i;
+
 const CREATE_PATTERN = new RegExp(`\\bcreate\\s+(?:(?:a\\s+)?(?:new\\s+)?file\\s+)?[\`'"]?(${PATH_SOURCE})`, 'i');
 
 function offersTool(request: ChatCompletionRequest, name: string): boolean {
@@ -106,8 +109,9 @@ function lastIndexOf<T>(items: readonly T[], predicate: (item: T) => boolean): n
 
 /**
  * The default scenario: after a tool result, a short text quoting its first line; for a request
- * naming a path, a `create_file` ("create <path>") or `read_file` call when that tool is offered;
- * otherwise an acknowledgement with the prompt's token count.
+ * asking to "use the skill <name>", a `skill` call when that tool is offered; for a request naming a
+ * path, a `create_file` ("create <path>") or `read_file` call when that tool is offered; otherwise an
+ * acknowledgement with the prompt's token count.
  */
 export const demoScenario: Scenario = ({ request, promptTokens }) => {
   const { messages } = request;
@@ -123,6 +127,8 @@ export const demoScenario: Scenario = ({ request, promptTokens }) => {
   const answered = messages.slice(userIndex + 1).some((m) => m.role === 'tool');
   if (user && !answered) {
     const text = contentText(user.content);
+    const skill = SKILL_PATTERN.exec(text)?.[1];
+    if (skill && offersTool(request, 'skill')) return { toolCalls: [{ name: 'skill', arguments: { name: skill.toLowerCase() } }] };
     const created = CREATE_PATTERN.exec(text)?.[1]?.replace(/^(?:\.\/)+/, '');
     if (created && offersTool(request, 'create_file')) {
       return {

@@ -64,6 +64,8 @@ export interface TurnResult {
 export interface TurnModels {
   languageModel(): Promise<LanguageModel | undefined>;
   learnWindow(limit: number, why?: string, lowerBound?: boolean): void;
+  /** Whether the window in use is only a lower bound, learned from a prompt the server cut. */
+  windowIsLowerBound(): boolean;
   maxOutputTokens(): number | undefined;
   telemetry(): LongrunTelemetry;
   truncationAdvice(): string | undefined;

@@ -19,6 +19,10 @@ export function describeToolCall(toolName: string, input: unknown): string {
       return `Editing ${path ?? 'a file'}…`;
     case TOOL_NAMES.recall:
       return `Searching the conversation's earlier parts${typeof i.query === 'string' ? ` for ${JSON.stringify(i.query)}` : path ? ` for ${path}` : ''}…`;
+    case TOOL_NAMES.skill: {
+      const name = typeof i.name === 'string' ? inlineCode(i.name) : 'a skill';
+      return typeof i.file === 'string' ? `Reading ${inlineCode(i.file)} of the skill ${name}…` : `Loading the skill ${name}…`;
+    }
     case TOOL_NAMES.runCommand:
       return typeof i.command === 'string'
         ? `Running ${inlineCode(i.command.length > 80 ? `${i.command.slice(0, 80)}…` : i.command)}…`

@@ -3,6 +3,7 @@ import type { CompactionEntry, CompactionReason } from '../core/history';
 import type { ChatSurface, SummaryPreviews } from './chat-surface';
 import { ANSWER_COMMAND, COMMAND } from './contributions';
 import type { Conversation } from './conversation';
+import type { NoticeSurface } from './in-sight-chat';
 import { compactionSentence } from './reports';
 
 /**
@@ -127,11 +128,12 @@ export class CompactionDialog {
 /**
  * A compaction's outcome in the chat: the line that says what it did (with "Open summary" and,
  * when summaries can be edited, "Edit summary"), why it failed, or, for `/compact`, why nothing was done.
+ * A failure, and a summary made without the model, are warnings: they stay in sight.
  */
 export function showOutcome(
   outcome: CompactionOutcome,
   reason: CompactionReason,
-  chat: ChatSurface,
+  chat: NoticeSurface,
   conversationId: string,
   editable: boolean,
 ): void {
@@ -140,16 +142,24 @@ export function showOutcome(
       const e = outcome.compaction.entry;
       const fallback = e?.fallback ? ` — ${e.failure ?? 'the summarizer failed'}, so an extractive summary was used` : '';
       const low = outcome.compaction.lowGain ? ' — this freed little; automatic compaction waits a turn' : '';
-      chat.markdown(`\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`);
-      if (e) chat.button({ command: COMMAND.showSummary, title: 'Open summary', arguments: [e.id] });
-      if (e && editable) chat.button({ command: COMMAND.editSummary, title: 'Edit summary', arguments: [conversationId, e.id] });
+      const line = `\n\n*${compactionSentence(outcome.compaction)}${fallback}${low}.*\n\n`;
+      const buttons = [
+        ...(e ? [{ command: COMMAND.showSummary, title: 'Open summary', arguments: [e.id] }] : []),
+        ...(e && editable ? [{ command: COMMAND.editSummary, title: 'Edit summary', arguments: [conversationId, e.id] }] : []),
+      ];
+      if (e?.fallback) {
+        chat.notice(line, buttons);
+      } else {
+        chat.markdown(line);
+        for (const button of buttons) chat.button(button);
+      }
       break;
     }
     case 'noop':
       if (reason === 'manual') chat.markdown(outcome.reason);
       break;
     case 'failed':
-      chat.markdown(`\n\n> ${outcome.reason}\n\n`);
+      chat.notice(`\n\n> ${outcome.reason}\n\n`);
       break;
     case 'cancelled':
       break;

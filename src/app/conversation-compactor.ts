@@ -8,7 +8,7 @@ import {
   type SummaryResult,
   type SummaryStreak,
 } from '../core/compaction-guard';
-import { computeColdPruning, lowGainAt, type CompactionOutcome, type ComputedCompaction } from '../core/compaction';
+import { computeColdPruning, lowGain, tokensAfterAt, type CompactionOutcome, type ComputedCompaction } from '../core/compaction';
 import type { CompactionConfig } from '../core/config';
 import type { ContextWindow } from '../core/context-window';
 import { keepRecentTokens } from '../core/cut-point';
@@ -216,7 +216,7 @@ export class ConversationCompactor {
     if (ahead && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
       const ready = await ahead.promise;
       // Prepared on an older snapshot, it may cover too little of the log as it grew: made again then.
-      if (ready.status === 'compacted' && ready.compaction.entry && !this.freesTooLittle(ready.compaction)) {
+      if (ready.status === 'compacted' && ready.compaction.entry && !this.staleAhead(ready.compaction)) {
         const reviewed = await this.reviewed(ready, options);
         if (reviewed.status !== 'compacted') return reviewed;
         const applied = await this.applyComputed(reviewed, reason);
@@ -249,7 +249,7 @@ export class ConversationCompactor {
     if (ahead && options.applyAhead && ahead.settled) {
       this.ahead = undefined;
       const ready = await ahead.promise;
-      if (ready.status === 'compacted' && ready.compaction.entry && !this.freesTooLittle(ready.compaction)) {
+      if (ready.status === 'compacted' && ready.compaction.entry && !this.staleAhead(ready.compaction)) {
         const applied = await this.applyComputed(ready, 'cache-expired');
         if (applied) return applied;
       }
@@ -310,11 +310,17 @@ export class ConversationCompactor {
     return total;
   }
 
-  /** Whether `computed`, applied to the log as it is now, would free less than the configured share of the view. */
-  private freesTooLittle(computed: ComputedCompaction): boolean {
+  /**
+   * Whether `computed`, applied to the log as it is now, would free less than the configured share of
+   * the view, or leave the next request over the window (a large file written since it was prepared).
+   */
+  private staleAhead(computed: ComputedCompaction): boolean {
     const { deps, meter } = this.source;
     const tokensBefore = meter.tokensOfView(deps.model().counter).total();
-    return lowGainAt(this.source.records(), computed, tokensBefore, (view) => this.countStored(view), deps.config(), this.source.memo());
+    const after = tokensAfterAt(this.source.records(), computed, (view) => this.countStored(view), this.source.memo(), meter.live());
+    if (after === undefined) return false;
+    const fitLimit = meter.fitLimit();
+    return lowGain(tokensBefore, after, deps.config()) || (fitLimit !== undefined && after > fitLimit);
   }
 
   /** The computed compaction with the summary the user saved in `options.review`; cancelled when they saved none. */
@@ -393,6 +399,7 @@ export class ConversationCompactor {
       outcome.compaction,
       (text) => counter.countText(text),
       this.source.memo(),
+      () => meter.live(),
     );
     if (!check.ok) return undefined;
     const computed = check.compaction;

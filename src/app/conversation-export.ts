@@ -263,9 +263,15 @@ function renderRecord(record: LogRecord, undone: ReadonlySet<string>): string[] 
     case 'pruning': {
       const e = record.entry;
       const state = undone.has(e.id) ? ', later undone' : '';
-      const n = e.outputs.length;
+      const written = e.outputs.filter((o) => o.kind === 'written').length;
+      const n = e.outputs.length - written;
+      const what = [
+        n > 0 ? `${n} tool output${n === 1 ? '' : 's'}` : '',
+        written > 0 ? `the content of ${written} file write${written === 1 ? '' : 's'}` : '',
+      ].filter((w) => w !== '');
+      const were = n + written === 1 ? 'was' : 'were';
       return [
-        `> **Pruning** (${e.reason}${state}): ${n} tool output${n === 1 ? '' : 's'} above ${n === 1 ? 'was' : 'were'} replaced by a stub in the model's view (kept here in full), ${e.tokensBefore.toLocaleString('en-US')} → ${e.tokensAfter.toLocaleString('en-US')} tokens.`,
+        `> **Pruning** (${e.reason}${state}): ${what.join(' and ')} above ${were} replaced by a stub in the model's view (kept here in full), ${e.tokensBefore.toLocaleString('en-US')} → ${e.tokensAfter.toLocaleString('en-US')} tokens.`,
         '',
       ];
     }

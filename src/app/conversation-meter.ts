@@ -247,6 +247,16 @@ export class ConversationMeter {
   }
 
   /**
+   * The local count of the view (messages only) above which the next request would not fit the window:
+   * the window scaled by the ratio learned, less the system prompt and tools; undefined when unknown.
+   */
+  fitLimit(): number | undefined {
+    const model = this.source.deps.model();
+    if (model.window.limit <= 0) return undefined;
+    return Math.max(0, Math.floor(model.window.limit / this.guess(model.key)) - model.fixedOverhead);
+  }
+
+  /**
    * The provider's count over the local count for the view as it is now: `learnedCalibration` over the
    * usage reports, weighed by the view's share of framing.
    */

@@ -15,6 +15,7 @@ import {
   type ConversationLog,
   type LogRecord,
 } from '../core/history';
+import { skillsLoadedIn, type LoadedSkill } from '../core/loaded-skills';
 import { withTokenCounts } from '../core/message-tokens';
 import type { Message } from '../core/messages';
 import type { PruningEntry } from '../core/pruning';
@@ -58,6 +59,9 @@ export const NEW_TITLE = 'New conversation';
 const RECALL_DEFAULT_TOKENS = 4_000;
 const RECALL_WINDOW_SHARE = 0.1;
 const RECALL_MIN_TOKENS = 500;
+/** Most tokens the skills loaded on a branch may take together, and their share of a smaller window. */
+export const MAX_SKILL_TOKENS = 12_000;
+const SKILL_WINDOW_SHARE = 0.2;
 
 export class Conversation {
   /** The records of this branch: the path to `leaf`, the log everything here is derived from. */
@@ -289,6 +293,27 @@ export class Conversation {
   /** Whether part of the conversation is out of the model's view: summarized or pruned. */
   hasArchive(): boolean {
     return this.meter.live().activeSteps().length > 0;
+  }
+
+  /**
+   * The skills the agent loaded on this branch: those the summary in force carries, then those the
+   * view's tool results hold (see `loaded-skills.ts`); each once.
+   */
+  loadedSkills(): readonly LoadedSkill[] {
+    const carried = this.lastCompaction()?.skills ?? [];
+    const names = new Set(carried.map((s) => s.name));
+    return [...carried, ...skillsLoadedIn(this.view()).filter((s) => !names.has(s.name))];
+  }
+
+  /** Most tokens the loaded skills may take together: a fifth of the window, at most {@link MAX_SKILL_TOKENS}. */
+  skillBudgetTokens(): number {
+    const limit = this.deps.model().window.limit;
+    return limit > 0 ? Math.min(MAX_SKILL_TOKENS, Math.floor(limit * SKILL_WINDOW_SHARE)) : MAX_SKILL_TOKENS;
+  }
+
+  /** The tokens of `text` by the model's tokenizer. */
+  countText(text: string): number {
+    return this.deps.model().counter.countText(text);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { describeOverflow } from '../core/overflow-error';
-import { isModelTimeout } from '../llm/agent';
+import { isModelTimeout, OverWindow } from '../llm/agent';
 import type { LongrunSettings } from './settings';
 import { errorText } from '../core/errors';
 import { ViewNotWholeError } from './conversation-records';
@@ -29,6 +29,7 @@ export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'ti
     return "The conversation no longer fits the model's context window, even after compacting. Run /compact with a focus, or /new to start over.";
   // Nothing was sent: storing the key is the whole remedy, and the conversation is as it was.
   if (MissingApiKeyError.isInstance(error)) return error.message;
+  if (OverWindow.isInstance(error)) return `${errorText(error)} Run /compact with a focus, or /new to start over.`;
   if (isModelTimeout(error)) {
     const first = /first chunk/i.test(error instanceof Error ? error.message : '');
     const seconds = Math.round((first ? settings.timeouts.firstChunkMs : settings.timeouts.idleMs) / 1000);

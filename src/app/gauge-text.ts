@@ -146,11 +146,12 @@ function tooltip(state: GaugeState): string {
 }
 
 /**
- * What a pruning did: "Pruned 5 superseded and 2 old large tool outputs (−12,400 tokens)", with ", cut 3
+ * What a pruning did: "Pruned 5 superseded and 2 old large tool outputs (−12,400 tokens)", with ", stubbed
+ * the content of 1 file write" when what write calls wrote (on disk) was replaced by a stub, and ", cut 3
  * large ones to fit the window" when outputs were cut to their head and tail.
  */
 export function pruningPhrase(pruning: PruningEntry): string {
-  const { superseded, old, truncated } = prunedCounts(pruning.outputs);
+  const { superseded, old, truncated, written } = prunedCounts(pruning.outputs);
   const outputs = (n: number) => `tool output${n === 1 ? '' : 's'}`;
   const pruned =
     superseded > 0 && old > 0
@@ -160,9 +161,13 @@ export function pruningPhrase(pruning: PruningEntry): string {
         : old > 0
           ? `${old} old large ${outputs(old)}`
           : '';
-  const cut = truncated > 0 ? `cut ${truncated} large ${outputs(truncated)} to fit the window` : '';
-  const what = pruned && cut ? `Pruned ${pruned}, ${cut}` : pruned ? `Pruned ${pruned}` : `${cut.charAt(0).toUpperCase()}${cut.slice(1)}`;
-  return `${what} (−${(pruning.tokensBefore - pruning.tokensAfter).toLocaleString('en-US')} tokens)`;
+  const clauses = [
+    pruned ? `pruned ${pruned}` : '',
+    written > 0 ? `stubbed the content of ${written} file write${written === 1 ? '' : 's'}` : '',
+    truncated > 0 ? `cut ${truncated} large ${outputs(truncated)} to fit the window` : '',
+  ].filter((c) => c !== '');
+  const what = clauses.join(', ');
+  return `${what.charAt(0).toUpperCase()}${what.slice(1)} (−${(pruning.tokensBefore - pruning.tokensAfter).toLocaleString('en-US')} tokens)`;
 }
 
 function lowerFirst(text: string): string {

@@ -1,19 +1,21 @@
 import { withCurrentLedgers, type AppliedWithLedgers } from '../core/apply-ledgers';
 import { applicable, appliedTo, type ComputedCompaction } from '../core/compaction';
 import type { EngineMemo } from '../core/engine-memo';
-import type { LogRecord } from '../core/history';
+import type { LiveModelView, LogRecord } from '../core/history';
 
 /**
  * `applyWithCurrentLedgers` on the log as `records()` gives it now, in three parts with the editor's
  * thread let go after each: whether it still applies, the view, then the ledgers. What was appended meanwhile (or a log
  * replaced by another branch's) is taken in by starting again, the last time without letting go, so
- * the ledgers are those of the log the result is written to.
+ * the ledgers are those of the log the result is written to. `live()` gives the live view of
+ * `records()`, brought up to date: the view after the compaction is made from it, not from the whole log.
  */
 export async function ledgersAtApply(
   records: () => readonly LogRecord[],
   computed: ComputedCompaction,
   countText: (text: string) => number,
   memo: EngineMemo,
+  live?: () => LiveModelView,
 ): Promise<AppliedWithLedgers> {
   for (let attempt = 0; ; attempt++) {
     const log = records();
@@ -27,7 +29,7 @@ export async function ledgersAtApply(
     const check = applicable(log, computed);
     if (!check.ok) return check;
     if (!(await unchanged())) continue;
-    const applied = appliedTo(log, computed, memo);
+    const applied = appliedTo(log, computed, memo, live?.());
     if (!(await unchanged())) continue;
     const withLedgers = withCurrentLedgers(log, computed, applied, countText, memo);
     if (await unchanged()) return withLedgers;

@@ -160,6 +160,11 @@ export class ModelWindows {
     return true;
   }
 
+  /** Whether the window learned for `modelKey` is only a lower bound (suggested by a cut prompt). */
+  isLowerBound(modelKey: string): boolean {
+    return this.learned.has(modelKey) && this.lowerBounds.has(modelKey);
+  }
+
   learnedWindow(modelKey: string): { limit: number; why: string } | undefined {
     return this.learned.get(modelKey);
   }

@@ -50,9 +50,6 @@ const COMPILED_BUILT_INS = BUILT_IN_RULES.map((rule) => ({ ...rule, pattern: glo
 
 const COMPILED_COMMAND_FILES = COMMAND_FILE_RULES.map((rule) => ({ ...rule, pattern: globToRegExp(rule.glob, { caseInsensitive: true }) }));
 
-/** The globs protected whatever the settings say, for documentation and tests. */
-export const BUILT_IN_PROTECTED_GLOBS: readonly string[] = BUILT_IN_RULES.map((r) => r.glob);
-
 /**
  * Whether writing a file needs the user's approval, and why.
  *

@@ -33,8 +33,13 @@ export interface PortLike {
   on(event: 'message', listener: (message: unknown) => void): unknown;
 }
 
-/** Records sent to the worker per message: each slice takes the host's thread for well under a millisecond. */
+/**
+ * Most records sent to the worker per message, and about the most characters they may hold: a
+ * message is copied for the worker on the host's thread, so each slice takes it for about a
+ * millisecond at most, however long the records (a few long tool outputs make a slice of their own).
+ */
 const SLICE = 200;
+const SLICE_CHARS = 256 * 1024;
 /** Ids handed to the worker per compaction, for its entries (a pruning and a summary need two). */
 const IDS_PER_JOB = 8;
 
@@ -199,7 +204,7 @@ export class WorkerCompactionEngine implements CompactionEngine {
       if (!known || known.all !== all || known.count > all.length) known = { all, count: 0 };
       this.sent.set(id, known);
       while (known.count < all.length && !this.broken) {
-        const end = Math.min(all.length, known.count + SLICE);
+        const end = sliceEnd(all, known.count);
         worker.postMessage({ kind: 'sync', id, from: known.count, records: all.slice(known.count, end) } satisfies ToWorker);
         known.count = end;
         if (end < all.length) await nextTurn();
@@ -410,6 +415,24 @@ class CompactionServer {
         }),
     };
   }
+}
+
+/** Where the slice of `all` that begins at `from` ends: `SLICE` records or about `SLICE_CHARS` characters, one record at least. */
+function sliceEnd(all: ConversationLog, from: number): number {
+  let end = from;
+  let chars = 0;
+  while (end < all.length && end - from < SLICE && chars < SLICE_CHARS) chars += charsOf(all[end++]);
+  return end;
+}
+
+/** About how many characters `value` holds: its strings' lengths, and a few for anything else; nothing is copied. */
+function charsOf(value: unknown, depth = 0): number {
+  if (typeof value === 'string') return value.length;
+  if (typeof value !== 'object' || value === null || depth > 32) return 8;
+  let chars = 0;
+  if (Array.isArray(value)) for (const item of value) chars += charsOf(item, depth + 1);
+  else for (const key in value) chars += key.length + charsOf((value as Record<string, unknown>)[key], depth + 1);
+  return chars;
 }
 
 /** Each message's count without its framing (as stored with a record), for those of `ids` that `records` hold. */

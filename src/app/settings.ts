@@ -106,6 +106,10 @@ export interface LongrunSettings {
   };
   /** Windows and prices of models by model id, over the catalogue's (`longrun.models.overrides`). */
   readonly modelOverrides: Readonly<Record<string, ModelOverride>>;
+  readonly skills: {
+    /** Folders of the user's own skills, besides the workspace's: absolute paths, `~` for the home folder. */
+    readonly userFolders: readonly string[];
+  };
 }
 
 export interface SettingProblem {
@@ -234,6 +238,8 @@ const allowedCommandSchema = z.string().superRefine((entry, context) => {
   if ('problem' in rule) context.addIssue({ code: 'custom', message: rule.problem });
 });
 const EDITOR_TOOLS_KEY = 'agent.editorTools';
+const SKILL_FOLDERS_KEY = 'skills.userFolders';
+const skillFolderSchema = z.string().refine((s) => s.trim() !== '', 'must not be empty');
 const MODEL_OVERRIDES_KEY = 'models.overrides';
 const price = z.number().min(0);
 const modelOverrideSchema = z.strictObject({
@@ -289,6 +295,7 @@ export function settingDefaults(): Record<string, unknown> {
   defaults[PREFIX + PROTECTED_PATHS_KEY] = [];
   defaults[PREFIX + ALLOWED_COMMANDS_KEY] = [];
   defaults[PREFIX + EDITOR_TOOLS_KEY] = [];
+  defaults[PREFIX + SKILL_FOLDERS_KEY] = [];
   defaults[PREFIX + MODEL_OVERRIDES_KEY] = {};
   return defaults;
 }
@@ -359,6 +366,7 @@ export function readSettings(
     coldCompaction: other('cache.coldCompaction'),
   };
   const modelOverrides = readModelOverrides(get(MODEL_OVERRIDES_KEY), problems);
+  const userFolders = readStringList(SKILL_FOLDERS_KEY, 'must be a list of folders', skillFolderSchema, get(SKILL_FOLDERS_KEY), problems);
 
   return {
     settings: {
@@ -375,6 +383,7 @@ export function readSettings(
       verboseLogging,
       cache,
       modelOverrides,
+      skills: { userFolders },
     },
     problems,
   };
@@ -534,7 +543,7 @@ function stripUndefined<T extends object>(value: T): T {
 }
 
 /**
- * A list setting (`agent.protectedPaths`, `agent.allowedCommands`, `agent.editorTools`): each valid entry is kept,
+ * A list setting (`agent.protectedPaths`, `agent.allowedCommands`, `agent.editorTools`, `skills.userFolders`): each valid entry is kept,
  * trimmed, and each invalid one reported on its own: a typo in one entry must not lift the
  * protection of the others, nor drop the user's other allowed commands.
  */

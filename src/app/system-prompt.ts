@@ -1,4 +1,5 @@
 import { instructionsSection, type Instruction } from './instructions';
+import { skillsSection, type ListedSkill } from './skill-listing';
 
 /** What the system prompt says of the workspace and the conversation. */
 export interface SystemPromptInput {
@@ -7,14 +8,17 @@ export interface SystemPromptInput {
   readonly folders: readonly string[];
   /** The user's instruction files, as VS Code attached them to the request. */
   readonly instructions?: readonly Instruction[];
+  /** The skills the agent may load, by name (see `skill-catalog.ts`). */
+  readonly skills?: readonly ListedSkill[];
 }
 
 /**
  * The agent's system prompt. It says nothing that changes during a conversation (only the workspace,
- * its trust and the instruction files decide it), so that every request begins with the same bytes
- * and a provider's prompt cache keeps serving them: the `recall` tool is described from the start.
+ * its trust, the instruction files and the skills on disk decide it), so that every request begins
+ * with the same bytes and a provider's prompt cache keeps serving them: the `recall` tool is
+ * described from the start.
  */
-export function systemPrompt({ trusted, folders, instructions = [] }: SystemPromptInput): string {
+export function systemPrompt({ trusted, folders, instructions = [], skills = [] }: SystemPromptInput): string {
   const lines = [
     "You are Longrun, a coding agent working in the user's VS Code workspace.",
     `Workspace folders: ${folders.length ? folders.join(', ') : '(none open)'}. Paths are relative to the workspace${folders.length > 1 ? ', starting with the folder name' : ''}.`,
@@ -25,6 +29,5 @@ export function systemPrompt({ trusted, folders, instructions = [] }: SystemProm
     'Earlier parts of a long conversation may be replaced by a summary, and old tool outputs by a one-line stub that reads "[Pruned by Longrun: …]"; trust the summary, and re-read files when you need their exact content. The originals are kept: when you need exact earlier content (a tool output, an error, a decision), search them with the recall tool by words or file path.',
     'Answer in Markdown, concisely.',
   ];
-  const section = instructionsSection(instructions);
-  return section ? `${lines.join('\n')}\n\n${section}` : lines.join('\n');
+  return [lines.join('\n'), skillsSection(skills), instructionsSection(instructions)].filter(Boolean).join('\n\n');
 }

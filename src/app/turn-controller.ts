@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModel, ToolSet } from 'ai';
 import type { CompactionOutcome } from '../core/compaction';
 import { decideCompaction, noteCompaction } from '../core/compaction-guard';
@@ -20,11 +21,14 @@ import type { Conversation } from './conversation';
 import type { ConversationRegistry } from './conversation-registry';
 import { diffStats, fencedBlock } from './diff-preview';
 import { errorMessage, READ_AGAIN } from './error-text';
+import { InSightChat, type NoticeSurface } from './in-sight-chat';
 import { resolveInstructions, type Instruction } from './instructions';
 import { contextReport, summaryReport } from './reports';
 import { revertOffer, textHash, type RevertOffer } from './revert-changes';
 import type { LongrunSettings } from './settings';
 import { ConversationChangedError } from './store/errors';
+import type { SkillCatalog } from './skill-catalog';
+import { SkillLoader } from './skill-loader';
 import { systemPrompt } from './system-prompt';
 import type { CacheHints } from '../llm/cache-hints';
 import { coldCompactionOf, turnCacheHints } from './conversation-cache';
@@ -49,6 +53,8 @@ export interface TurnControllerDeps {
   readonly log: { info(message: string): void; warn(message: string): void; error(message: string): void };
   readonly now: () => number;
   readonly summaries?: SummaryPreviews;
+  /** The skills the agent may load; none without it. */
+  readonly skills?: SkillCatalog;
 }
 
 /** Longest diff (in lines without its headers) shown in the chat itself. */
@@ -63,8 +69,12 @@ export class TurnController {
   private active = 0;
   private completed = 0;
   private readonly idleWaiters: Array<() => void> = [];
-  /** The chat of the request under way, where the agent's edits and questions are shown. */
-  private activeChat: ChatSurface | undefined;
+  /**
+   * The chat of each request under way, found from the work the request started: a change the
+   * agent writes, or an approval it asks for, is shown in the chat of the request whose tool call
+   * made it, whichever other requests run at the same time.
+   */
+  private readonly turnChats = new AsyncLocalStorage<{ chat: ChatSurface | undefined }>();
   private readonly notices: string[] = [];
   /** The instructions the last request carried: counted in the gauge until the next request. */
   private instructions: readonly Instruction[] = [];
@@ -85,20 +95,23 @@ export class TurnController {
   async handle(request: TurnRequest, chat: ChatSurface, signal: AbortSignal): Promise<TurnResult> {
     this.active++;
     const where: { metadata: TurnMetadata } = { metadata: {} };
+    const shown = new InSightChat(chat);
     try {
-      return await this.route(request, chat, signal, where);
+      return await this.route(request, shown, signal, where);
     } catch (error) {
       const redact = (value: string): string => this.deps.models.redact(value);
       this.deps.log.error(`Request failed: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
       return { errorDetails: { message: errorMessage(error, this.deps.settings(), redact) }, metadata: where.metadata };
     } finally {
+      // VS Code takes nothing more from a cancelled request.
+      if (!signal.aborted) shown.settle();
       this.active--;
       this.completed++;
       if (this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
   }
 
-  private async route(request: TurnRequest, chat: ChatSurface, signal: AbortSignal, where: { metadata: TurnMetadata }): Promise<TurnResult> {
+  private async route(request: TurnRequest, chat: NoticeSurface, signal: AbortSignal, where: { metadata: TurnMetadata }): Promise<TurnResult> {
     if (request.command === 'new') return this.newConversation(chat);
     const agentRequest = request.command === undefined;
     const conversation = await this.conversationOf(request, agentRequest, chat);
@@ -128,27 +141,27 @@ export class TurnController {
    * continues the conversation picked with "Open Conversation…", else starts a new one (agent
    * requests only); a chat Longrun answered before turns were kept continues the current one.
    */
-  private async conversationOf(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+  private async conversationOf(request: TurnRequest, agentRequest: boolean, chat: NoticeSurface): Promise<Conversation | undefined> {
     try {
       return await this.conversationIn(request, agentRequest, chat);
     } catch (error) {
       if (!ConversationChangedError.isInstance(error)) throw error;
       // The registry has dropped its out-of-date copy: found again, the conversation is read anew.
       const notice = `${error.message} ${READ_AGAIN}`;
-      chat.markdown(`\n\n> ${notice}\n\n`);
+      chat.notice(`\n\n> ${notice}\n\n`);
       this.remember(notice);
       return this.conversationIn(request, agentRequest, chat);
     }
   }
 
   /** `conversationOf`, its view read back whole; rejects with `ConversationChangedError` when the files changed under it. */
-  private async conversationIn(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+  private async conversationIn(request: TurnRequest, agentRequest: boolean, chat: NoticeSurface): Promise<Conversation | undefined> {
     const found = await this.findConversation(request, agentRequest, chat);
     await found?.loadView();
     return found;
   }
 
-  private async findConversation(request: TurnRequest, agentRequest: boolean, chat: ChatSurface): Promise<Conversation | undefined> {
+  private async findConversation(request: TurnRequest, agentRequest: boolean, chat: NoticeSurface): Promise<Conversation | undefined> {
     const { registry } = this.deps;
     const position = chatPosition(request.history, PARTICIPANT_ID);
     // A conversation picked for "the next new chat" is for a new chat only; a request elsewhere drops it.
@@ -202,7 +215,7 @@ export class TurnController {
   private async compactCommand(
     conversation: Conversation | undefined,
     request: TurnRequest,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     where: { metadata: TurnMetadata },
   ): Promise<TurnResult> {
@@ -240,6 +253,7 @@ export class TurnController {
     request?: Pick<TurnRequest, 'toolReferences' | 'editorTools'>,
     conversation?: Conversation,
     onFileEvent?: (event: AgentFileEvent) => void,
+    instructions: readonly Instruction[] = this.instructions,
   ): { system: string; tools: ToolSet; editorTools: EditorToolSelection } {
     const { workspace } = this.deps;
     const trusted = workspace.trusted();
@@ -251,6 +265,8 @@ export class TurnController {
       // Offered in every request, so that the tool definitions (and their count) do not change when
       // a compaction comes; the system prompt points at it once there is something to recall.
       recall: conversation ?? NO_ARCHIVE,
+      // Offered when there are skills to load: it comes and goes with the system prompt's list of them.
+      ...(this.deps.skills?.skills().length ? { skills: new SkillLoader(this.deps.skills, conversation) } : {}),
     });
     const port = request?.editorTools;
     const editorTools =
@@ -262,12 +278,17 @@ export class TurnController {
           })
         : { offered: [], skipped: [] };
     const tools = { ...own, ...(port ? createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) : {}) };
-    return { system: this.systemPromptNow(), tools, editorTools };
+    return { system: this.systemPromptNow(instructions), tools, editorTools };
   }
 
-  private systemPromptNow(): string {
+  private systemPromptNow(instructions: readonly Instruction[]): string {
     const { workspace } = this.deps;
-    return systemPrompt({ trusted: workspace.trusted(), folders: workspace.roots().map((r) => r.name), instructions: this.instructions });
+    return systemPrompt({
+      trusted: workspace.trusted(),
+      folders: workspace.roots().map((r) => r.name),
+      instructions,
+      skills: this.deps.skills?.skills() ?? [],
+    });
   }
 
   /** The names of Longrun's own tools, all of them whatever the workspace's trust. */
@@ -285,7 +306,7 @@ export class TurnController {
   private async agentTurn(
     conversation: Conversation,
     request: TurnRequest,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     where: { metadata: TurnMetadata },
   ): Promise<TurnResult> {
@@ -299,7 +320,10 @@ export class TurnController {
         metadata: where.metadata,
       };
     }
-    this.instructions = await resolveInstructions(request.instructions);
+    // This request's own: another chat's request may set the controller's meanwhile.
+    const instructions = await resolveInstructions(request.instructions);
+    this.instructions = instructions;
+    await this.refreshSkills(signal);
     const attachments = await this.attachmentsOf(request, signal).catch((error: unknown) => {
       if (signal.aborted) return undefined;
       throw error;
@@ -314,7 +338,12 @@ export class TurnController {
       // What a compaction in the background has to say is said in the next chat.
       this.tellNotice(conversation, chat);
       await this.compactIfCacheExpired(conversation, chat, midTurn);
-      const { system, tools, editorTools } = this.requestSetup(request, conversation, (event) => this.recordAgentFile(conversation, event));
+      const { system, tools, editorTools } = this.requestSetup(
+        request,
+        conversation,
+        (event) => this.recordAgentFile(conversation, event),
+        instructions,
+      );
       const hints = turnCacheHints(
         () => models.providerKind(),
         () => this.deps.settings().cache,
@@ -324,12 +353,13 @@ export class TurnController {
       models.setAgentPrefix({ system, tools, cache: { hints, stableEnd: () => conversation.stableEnd() } });
       this.reportSkippedTools(editorTools, request, chat);
       await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now()));
-      this.activeChat = chat;
+      const shown = { chat: chat as ChatSurface | undefined };
       try {
-        const result = await this.runAgent(conversation, model, system, tools, chat, signal, hints);
+        const result = await this.turnChats.run(shown, () => this.runAgent(conversation, model, system, tools, chat, signal, hints));
         return this.ended(conversation, result, chat);
       } finally {
-        this.activeChat = undefined;
+        // VS Code takes nothing more from a request once it has ended.
+        shown.chat = undefined;
       }
     } finally {
       const left = (this.turnsUnderWay.get(conversation.id) ?? 1) - 1;
@@ -339,11 +369,24 @@ export class TurnController {
   }
 
   /**
+   * Reads the skills folders again, once per turn, so the system prompt lists the skills on disk now;
+   * a failure keeps the list the last turn had, said in the log.
+   */
+  private async refreshSkills(signal: AbortSignal): Promise<void> {
+    try {
+      await this.deps.skills?.refresh(signal);
+    } catch (error) {
+      // Stopped: the turn's next step sees the signal and ends it.
+      if (!signal.aborted) this.deps.log.warn(`The skills folders could not be read: ${errorText(error)}`);
+    }
+  }
+
+  /**
    * At the start of a turn, when the provider's cache has expired since the conversation's last request:
    * the pruning that would otherwise wait, and past the warning level the summary prepared ahead, now,
    * since the next request re-sends everything anyway (see `decideColdCompaction`).
    */
-  private async compactIfCacheExpired(conversation: Conversation, chat: ChatSurface, midTurn: boolean): Promise<void> {
+  private async compactIfCacheExpired(conversation: Conversation, chat: NoticeSurface, midTurn: boolean): Promise<void> {
     const { settings, now } = this.deps;
     const cold = coldCompactionOf(conversation, settings().cache, now(), midTurn);
     if (!cold) return;
@@ -354,7 +397,7 @@ export class TurnController {
     const outcome = await conversation.compact('cache-expired', { applyAhead: cold.decision.applyAhead });
     if (outcome.status === 'compacted') {
       const minutes = Math.round((now() - cold.since) / 60_000);
-      chat.markdown(
+      chat.notice(
         `\n\n> The provider's prompt cache expired${minutes > 0 ? ` ${minutes} min ago` : ''}, so this request is read at full price whatever it holds: Longrun compacted first what it had left in place to keep the cache.\n\n`,
       );
     }
@@ -366,7 +409,7 @@ export class TurnController {
     model: LanguageModel,
     system: string,
     tools: ToolSet,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     signal: AbortSignal,
     cacheHints: () => CacheHints | undefined,
   ): ReturnType<typeof runAgentTurn> {
@@ -408,10 +451,11 @@ export class TurnController {
       // A server's usage is its own count of what it read; VS Code's models report a local estimate.
       detectTruncation: models.servedByEndpoint(),
       ...(advice ? { truncationAdvice: advice } : {}),
+      windowIsLowerBound: () => models.windowIsLowerBound(),
     });
   }
 
-  private agentUi(conversation: Conversation, chat: ChatSurface, state: { preview: boolean }): AgentUi {
+  private agentUi(conversation: Conversation, chat: NoticeSurface, state: { preview: boolean }): AgentUi {
     return {
       text: (delta) => chat.markdown(delta),
       toolCall: (toolName, input) => chat.progress(describeToolCall(toolName, input)),
@@ -422,7 +466,7 @@ export class TurnController {
         this.tellNotice(conversation, chat);
       },
       notice: (message) => {
-        chat.markdown(`\n\n> ${message}\n\n`);
+        chat.notice(`\n\n> ${message}\n\n`);
         this.remember(message);
       },
       ...(this.deps.settings().requireConfirmation
@@ -475,14 +519,14 @@ export class TurnController {
    * When the request continues from an earlier turn than the chat went on from last, and the turns
    * it leaves behind changed files, the chat says so and offers to revert exactly those changes.
    */
-  private offerRevert(conversation: Conversation, request: TurnRequest, chat: ChatSurface): void {
+  private offerRevert(conversation: Conversation, request: TurnRequest, chat: NoticeSurface): void {
     const shared = conversation.sharedRecords();
     const offer = revertOffer(shared.all, shared.turns(), conversation.leaf(), request.chat);
     if (offer) this.showRevertOffer(conversation.id, offer, chat);
   }
 
   /** "Start Over" (or a retry of a chat's first request) leaves the chat's whole conversation behind. */
-  private offerRevertOfStartOver(request: TurnRequest, chat: ChatSurface): void {
+  private offerRevertOfStartOver(request: TurnRequest, chat: NoticeSurface): void {
     const previous = this.deps.registry.currentIfLoaded();
     if (!previous || request.chat === undefined) return;
     const shared = previous.sharedRecords();
@@ -493,13 +537,14 @@ export class TurnController {
     if (offer) this.showRevertOffer(previous.id, offer, chat);
   }
 
-  private showRevertOffer(conversationId: string, offer: RevertOffer, chat: ChatSurface): void {
+  private showRevertOffer(conversationId: string, offer: RevertOffer, chat: NoticeSurface): void {
     const files = [...new Map(offer.changes.map((c) => [c.path, c])).values()];
     const list = files.map((c) => `${inlineCode(c.path)}${c.kind === 'created' ? ' (created)' : ''}`).join(', ');
     const turns = offer.turns === 1 ? 'The turn this chat no longer holds' : `The ${offer.turns} turns this chat no longer holds`;
     const message = `${turns} changed ${files.length === 1 ? 'a file' : `${files.length} files`}: ${list}. Those changes are still in the workspace.`;
-    chat.markdown(`\n\n> ${message} "Revert Longrun's changes" shows exactly what it would write back, and asks first.\n\n`);
-    chat.button({ command: REVERT_COMMAND, title: "Revert Longrun's changes…", arguments: [conversationId, offer.changes.map((c) => c.id)] });
+    chat.notice(`\n\n> ${message} "Revert Longrun's changes" shows exactly what it would write back, and asks first.\n\n`, [
+      { command: REVERT_COMMAND, title: "Revert Longrun's changes…", arguments: [conversationId, offer.changes.map((c) => c.id)] },
+    ]);
     this.remember(message);
   }
 
@@ -516,11 +561,11 @@ export class TurnController {
   }
 
   /** A tool the user named with `#` that is not offered is said in the chat; any other, in the log. */
-  private reportSkippedTools(selection: EditorToolSelection, request: TurnRequest, chat: ChatSurface): void {
+  private reportSkippedTools(selection: EditorToolSelection, request: TurnRequest, chat: NoticeSurface): void {
     const named = new Set(request.toolReferences);
     for (const { name, reason } of selection.skipped) {
       if (named.has(name)) {
-        chat.markdown(`\n\n> The tool ${inlineCode(name)} is not offered to the agent: ${reason}.\n\n`);
+        chat.notice(`\n\n> The tool ${inlineCode(name)} is not offered to the agent: ${reason}.\n\n`);
         this.remember(`The tool ${name} is not offered to the agent: ${reason}.`);
       } else {
         this.deps.log.info(`longrun.agent.editorTools names ${name}, which is not offered: ${reason}.`);
@@ -533,7 +578,7 @@ export class TurnController {
 
   /** The chat of the request under way (the agent's edits and questions are shown there). */
   activeSurface(): ChatSurface | undefined {
-    return this.activeChat;
+    return this.turnChats.getStore()?.chat;
   }
 
   /**
@@ -542,7 +587,7 @@ export class TurnController {
    * that opens all of it, since the chat has no collapsible block and shows code at full height.
    */
   showChange(change: { readonly kind: string; readonly path: string; readonly diff: string }): void {
-    const chat = this.activeChat;
+    const chat = this.activeSurface();
     if (!chat) return;
     const { added, removed, bodyLines } = diffStats(change.diff);
     chat.markdown(`\n\n**${escapeMarkdown(change.path)}** ${change.kind} (+${added} −${removed})\n\n`);
@@ -551,10 +596,10 @@ export class TurnController {
   }
 
   /** Says in the chat what the conversation's compactions have to say and have not said yet. */
-  private tellNotice(conversation: Conversation, chat: ChatSurface): void {
+  private tellNotice(conversation: Conversation, chat: NoticeSurface): void {
     const notice = conversation.takeNotice();
     if (!notice) return;
-    chat.markdown(`\n\n> ${notice}\n\n`);
+    chat.notice(`\n\n> ${notice}\n\n`);
     this.remember(notice);
   }
 
@@ -628,7 +673,7 @@ export class TurnController {
   private reportOutcome(
     outcome: CompactionOutcome & { joined?: boolean },
     reason: CompactionReason,
-    chat: ChatSurface,
+    chat: NoticeSurface,
     conversationId: string,
   ): void {
     // A compaction joined while it ran elsewhere was logged where it started.

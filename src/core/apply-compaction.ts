@@ -1,7 +1,7 @@
 import type { CompactionConfig } from './config';
 import type { ApplyResult, ComputedCompaction } from './compaction-types';
 import type { EngineMemo } from './engine-memo';
-import { currentBasis, modelView, type ConversationLog } from './history';
+import { currentBasis, modelView, type ConversationLog, type LiveModelView } from './history';
 import type { Message } from './messages';
 
 /** Whether a compaction from `before` to `after` tokens frees less than the configured share of the view. */
@@ -14,15 +14,24 @@ export function lowGain(before: number, after: number, config: CompactionConfig)
  * be a prefix of the log (same messages, no compaction or undo since); messages appended after it
  * stay in the view as recent messages.
  */
-export function applyCompaction(current: ConversationLog, computed: ComputedCompaction, memo: EngineMemo): ApplyResult {
+export function applyCompaction(current: ConversationLog, computed: ComputedCompaction, memo: EngineMemo, live?: LiveModelView): ApplyResult {
   const check = applicable(current, computed);
-  return check.ok ? appliedTo(current, computed, memo) : check;
+  return check.ok ? appliedTo(current, computed, memo, live) : check;
 }
 
-/** The log and view `computed` makes of `current`, once `applicable` said it applies. */
-export function appliedTo(current: ConversationLog, computed: ComputedCompaction, memo: EngineMemo): ApplyResult & { readonly ok: true } {
+/**
+ * The log and view `computed` makes of `current`, once `applicable` said it applies. `live`, a live
+ * view up to date with `current`, gives the view at the cost of the view rather than of the log,
+ * when it can (see `LiveModelView.after`).
+ */
+export function appliedTo(
+  current: ConversationLog,
+  computed: ComputedCompaction,
+  memo: EngineMemo,
+  live?: LiveModelView,
+): ApplyResult & { readonly ok: true } {
   const log = [...current, ...computed.records];
-  return { ok: true, log, view: modelView(log, memo) };
+  return { ok: true, log, view: live?.after(computed.records) ?? modelView(log, memo) };
 }
 
 /**
@@ -55,20 +64,19 @@ function startsWithMessages(log: ConversationLog, ids: readonly string[]): boole
 }
 
 /**
- * Whether `computed`, applied to `current` as it is now (`tokensBefore` being the local count of its
- * view), would free less than the configured share: a summary prepared on an older snapshot may cover
- * too little of a log that grew meanwhile. False when it cannot be applied at all.
+ * The local count of the view `computed` makes of `current` as it is now (`countView` counting it), or
+ * undefined when it cannot be applied at all: a summary prepared on an older snapshot may cover too
+ * little of a log that grew meanwhile. `live`: as for `appliedTo`.
  */
-export function lowGainAt(
+export function tokensAfterAt(
   current: ConversationLog,
   computed: ComputedCompaction,
-  tokensBefore: number,
   countView: (view: readonly Message[]) => number,
-  config: CompactionConfig,
   memo: EngineMemo,
-): boolean {
-  const applied = applyCompaction(current, computed, memo);
-  return applied.ok && lowGain(tokensBefore, countView(applied.view), config);
+  live?: LiveModelView,
+): number | undefined {
+  const applied = applyCompaction(current, computed, memo, live);
+  return applied.ok ? countView(applied.view) : undefined;
 }
 
 /** The ids of the log's messages, in order: the basis a compaction is computed on. */

@@ -1,17 +1,19 @@
-import { applicable, appliedTo, applyCompaction, lowGain, lowGainAt, messageIds } from './apply-compaction';
+import { applicable, appliedTo, applyCompaction, lowGain, messageIds, tokensAfterAt } from './apply-compaction';
 import { briefTruncation, type Positioned } from './batches';
 import type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress, CompactionRequest, ComputedCompaction } from './compaction-types';
 import { assessBudget } from './budget';
 import type { CompactionConfig } from './config';
 import { outputReserveFor } from './context-window';
 import { redactSecrets } from './redact';
-import { selectForCompaction, type Selection, type SelectionResult } from './cut-point';
+import { recentPartStart, selectForCompaction, type Selection, type SelectionOptions, type SelectionResult } from './cut-point';
 import { extractiveSummary, FALLBACK_MODEL } from './fallback-summary';
+import { carriedSkills } from './loaded-skills';
 import { EMPTY_LEDGER, renderFileOperations } from './file-ledger';
 import {
   activePrunings,
   currentBasis,
   isSummaryMessage,
+  lastEntry,
   modelView,
   nextRound,
   originalTask,
@@ -20,7 +22,8 @@ import {
   type ConversationLog,
   type LogRecord,
 } from './history';
-import type { Message } from './messages';
+import { stringifyOutput, type Message } from './messages';
+import { filesHoldingWrites } from './written-content';
 import { planPruning, prunedKey, pruningCandidates, truncationCandidates, type PruneCandidate, type PruningEntry } from './pruning';
 import { needleLedgerOf } from './needles';
 import {
@@ -35,7 +38,7 @@ import {
 import type { DirectiveOptions } from './summary-request';
 import { describeFailure, summarize, SummarizerFailure, type CallCount } from './summarizer-calls';
 
-export { applicable, appliedTo, applyCompaction, lowGain, lowGainAt };
+export { applicable, appliedTo, applyCompaction, lowGain, tokensAfterAt };
 export type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress, CompactionRequest, ComputedCompaction };
 
 /**
@@ -85,6 +88,12 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
     countOutput: (message, part) => deps.counter.countToolOutput(message, part),
     countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
     memo: deps.memo,
+    // What a write call wrote is on disk once the call is older than the recent part.
+    writes: {
+      recentFrom: recentPartStart(view, selectionOptionsOf(request, deps)),
+      holds: filesHoldingWrites(log, request.ledger),
+      countInput: (part) => deps.counter.countDerived(part, 'input', () => stringifyOutput(part.input)),
+    },
   });
   const target = pruneTargetOf({ ...request, overWindow: over });
   const pruned = (taken: readonly PruneCandidate[]) => pruningOutcome(log, taken, request, deps, { tokensBefore, basis });
@@ -164,8 +173,9 @@ export function computeColdPruning(
 }
 
 /**
- * The messages a summary would replace and those it would keep, as configured. When `harder`, and the
- * configured recent part is all there is, only the latest request and what follows it are kept.
+ * The messages a summary would replace and those it would keep, as configured. When the configured
+ * recent part is larger than the kept part may be, or when `harder` and the configured recent part is
+ * all there is, only the latest request and what follows it are kept (`hardestSelection`).
  */
 function selectMessages(
   view: readonly Message[],
@@ -173,23 +183,31 @@ function selectMessages(
   deps: Pick<CompactionDeps, 'counter'>,
   harder: boolean,
 ): SelectionResult {
-  const { config } = request;
+  const selected = selectForCompaction(view, selectionOptionsOf(request, deps));
+  // Asked for by the user, or forced by an overflow or a view over the window: when the configured
+  // recent part is all there is, keep only the latest request and its answer. A recent part too large
+  // to keep is never kept, whatever the reason.
+  if (selected.ok || !(harder || selected.tooLarge)) return selected;
+  const hardest = hardestSelection(view, request, deps);
+  return hardest.ok ? hardest : selected;
+}
+
+/** The selection that keeps only the latest request and what follows it (its early steps summarized when too large). */
+function hardestSelection(view: readonly Message[], request: CompactionRequest, deps: Pick<CompactionDeps, 'counter'>): SelectionResult {
+  const options = selectionOptionsOf(request, deps);
+  return selectForCompaction(view, { ...options, keepRecent: { ...options.keepRecent, mode: 'messages', messages: 0 } });
+}
+
+/** How the request's configuration selects: its recent part, and at most `MAX_KEPT_SHARE` of the window kept. */
+function selectionOptionsOf(request: CompactionRequest, deps: Pick<CompactionDeps, 'counter'>): SelectionOptions {
   const limit = request.window.limit;
-  const selectionOptions = {
-    keepRecent: config.keepRecent,
+  return {
+    keepRecent: request.config.keepRecent,
     limit,
     countMessage: (m: Message) => deps.counter.countMessage(m),
-    keepSystemMessages: config.keepSystemMessages,
+    keepSystemMessages: request.config.keepSystemMessages,
     maxKeptTokens: limit > 0 ? Math.floor(limit * MAX_KEPT_SHARE) : Number.POSITIVE_INFINITY,
   };
-  const selected = selectForCompaction(view, selectionOptions);
-  if (!selected.ok && harder) {
-    // Asked for by the user, or forced by an overflow or a view over the window: when the configured
-    // recent part is all there is, keep only the latest request and its answer.
-    const harder = selectForCompaction(view, { ...selectionOptions, keepRecent: { ...config.keepRecent, mode: 'messages', messages: 0 } });
-    if (harder.ok) return harder;
-  }
-  return selected;
 }
 
 /** The count to get under: the request's, else the compaction target of the window; undefined when unknown. */
@@ -204,6 +222,11 @@ function pruneTargetOf(request: CompactionRequest): number | undefined {
 /** Where an automatic compaction brings the view: the target share of the window, never above the warning level. */
 export function compactionTarget(limit: number, warningAt: number, config: Pick<CompactionConfig, 'targetThreshold'>): number {
   return Math.min(warningAt, Math.floor(limit * config.targetThreshold));
+}
+
+/** Whether a compaction answers a request that does not fit: after an overflow error, or a view over the window. */
+function overPath(request: CompactionRequest): boolean {
+  return request.reason === 'overflow' || request.overWindow === true;
 }
 
 /** Whether the view of `tokensBefore` (local count) does not fit: as the caller says, else by the local count. */
@@ -264,9 +287,18 @@ async function summarizeLog(
   sent: readonly Message[] = view,
 ): Promise<CompactionOutcome> {
   const tokensBefore = deps.counter.countMessages(view);
-  const selected = selectMessages(view, request, deps, request.reason !== 'threshold' || request.overWindow === true);
+  const over = overPath(request);
+  let selected = selectMessages(view, request, deps, request.reason !== 'threshold' || over);
   if (!selected.ok) return { status: 'noop', reason: selected.reason };
-  const tooLittle = tooLittleToSummarize(selected.selection, request, deps, tokensBefore);
+  let tooLittle = tooLittleToSummarize(selected.selection, request, deps, tokensBefore);
+  // Over the window, a summary of too little would leave the request over it: the latest request alone is kept instead.
+  if (tooLittle && over) {
+    const hardest = hardestSelection(view, request, deps);
+    if (hardest.ok) {
+      selected = hardest;
+      tooLittle = tooLittleToSummarize(hardest.selection, request, deps, tokensBefore);
+    }
+  }
   if (tooLittle) return { status: 'noop', reason: tooLittle };
   const plan = { ...planSummary(view, selected.selection, request, deps), sent };
   const written = await writeSummary(plan, request, deps);
@@ -275,13 +307,13 @@ async function summarizeLog(
 }
 
 /**
- * Why an automatic compaction is not worth a summarizer call: the messages a summary would replace
- * hold less than the share of the view a compaction must free, so even an empty summary would free
- * too little. Over the window too: such a summary would not make the request fit, and a refused or
- * cut request is answered by the overflow compaction, which, like one the user asks for, is always tried.
+ * Why an automatic compaction (at the threshold, or after an overflow) is not worth a summarizer call:
+ * the messages a summary would replace hold less than the share of the view a compaction must free,
+ * so even an empty summary would free too little. Over the window too: such a summary would not make
+ * the request fit. Only a compaction the user asks for is always tried.
  */
 function tooLittleToSummarize(selection: Selection, request: CompactionRequest, deps: CompactionDeps, tokensBefore: number): string | undefined {
-  if (request.reason !== 'threshold' || tokensBefore <= 0) return undefined;
+  if (request.reason === 'manual' || tokensBefore <= 0) return undefined;
   const freeable = deps.counter.countMessages(selection.toCompact);
   if (freeable >= tokensBefore * request.config.minGainShare) return undefined;
   const count = selection.toCompact.length;
@@ -427,6 +459,7 @@ function finishCompaction(
     summarizerCalls: written.calls,
     ...(request.focus?.trim() ? { focus: request.focus.trim() } : {}),
     ...(written.failure ? { failure: written.failure } : {}),
+    ...carried(lastEntry(log)?.skills, selection.toCompact),
   };
   // The view does not depend on the entry's numbers: the one derived here is the final one, but for its summary message.
   const provisionalView = modelView([...log, { type: 'compaction', entry: provisional }], deps.memo);
@@ -435,6 +468,14 @@ function finishCompaction(
     return {
       status: 'noop',
       reason: `Not compacting: the summary would leave ${tokensAfter.toLocaleString('en-US')} tokens, no fewer than the ${tokensBefore.toLocaleString('en-US')} there are now.`,
+    };
+  }
+  // Over the window, a summary that frees little leaves the request over it: it is not applied.
+  if (overPath(request) && lowGain(tokensBefore, tokensAfter, config)) {
+    const freed = tokensBefore - tokensAfter;
+    return {
+      status: 'noop',
+      reason: `Not compacting: the summary would free only ${freed.toLocaleString('en-US')} of the view's ${tokensBefore.toLocaleString('en-US')} tokens (${((freed / tokensBefore) * 100).toFixed(1)}%), less than the ${Math.round(config.minGainShare * 100)}% a compaction must free.`,
     };
   }
   const entry: CompactionEntry = {
@@ -507,4 +548,10 @@ function continuationOf(plan: SummaryPlan): readonly Message[] | undefined {
     if (replaced.has(message.id)) last = index;
   });
   return last >= 0 ? plan.sent.slice(0, last + 1) : undefined;
+}
+
+/** The `skills` field of an entry: what the summary it replaces carried, and what the messages it takes out loaded. */
+function carried(previous: CompactionEntry['skills'], compacted: readonly Message[]): Pick<CompactionEntry, 'skills'> {
+  const skills = carriedSkills(previous, compacted);
+  return skills ? { skills } : {};
 }

@@ -9,7 +9,9 @@ import type { Message } from './messages';
  * by tokens, the recent part is the latest tokens wherever turns begin: when they all lie inside
  * the latest turn, the cut falls between its steps and its user message stays in the kept part.
  * Kept by messages or by halves, the cut never passes the latest user message unless that turn
- * alone is larger than the kept part may be.
+ * alone is larger than the kept part may be. A selection whose kept part is larger than it may be is
+ * never given as usable (but for the latest user message alone, which nothing can make smaller): the
+ * caller is told it does not fit and keeps less.
  */
 
 export interface Selection {
@@ -25,7 +27,10 @@ export interface Selection {
   readonly splitTurn: boolean;
 }
 
-export type SelectionResult = { readonly ok: true; readonly selection: Selection } | { readonly ok: false; readonly reason: string };
+export type SelectionResult =
+  | { readonly ok: true; readonly selection: Selection }
+  /** `tooLarge`: the recent part as configured is larger than the kept part may be. */
+  | { readonly ok: false; readonly reason: string; readonly tooLarge?: true };
 
 export interface SelectionOptions {
   readonly keepRecent: KeepRecentConfig;
@@ -102,7 +107,18 @@ export function selectForCompaction(view: readonly Message[], options: Selection
   }
 
   if (cut > 0) {
-    return { ok: true, selection: { pinned, previousSummary, toCompact: body.slice(0, cut), kept: body.slice(cut), splitTurn: false } };
+    // Only the latest request is kept, and nothing can make it smaller: what is before it is summarized.
+    const onlyTheRequest = cut === latestUser && latestUser === body.length - 1;
+    if (keptTokens <= options.maxKeptTokens || onlyTheRequest) {
+      return { ok: true, selection: { pinned, previousSummary, toCompact: body.slice(0, cut), kept: body.slice(cut), splitTurn: false } };
+    }
+    return {
+      ok: false,
+      tooLarge: true,
+      reason:
+        `Not compacting as configured: the recent part that would be kept (${describeKeep(options)}) holds about ` +
+        `${keptTokens.toLocaleString('en-US')} tokens, more than the ${options.maxKeptTokens.toLocaleString('en-US')} the kept part may hold.`,
+    };
   }
   const count = body.length;
   return {
@@ -122,6 +138,42 @@ function describeKeep(options: SelectionOptions): string {
     case 'tokens':
       return `about ${keepRecentTokens(options.keepRecent, options.limit).toLocaleString('en-US')} recent tokens`;
   }
+}
+
+/**
+ * Where the recent part the configuration keeps (`keepRecent`) begins in `view`: the position of its
+ * first message, every message from there on lying wholly in it. By tokens, a message from which more
+ * than the recent tokens reach to the end is before it, one larger than them too; by messages or
+ * halves, the recent messages. System messages kept in front and the summary do not count.
+ */
+export function recentPartStart(
+  view: readonly Message[],
+  options: Pick<SelectionOptions, 'keepRecent' | 'limit' | 'countMessage' | 'keepSystemMessages'>,
+): number {
+  const inBody = (m: Message): boolean => !isSummaryMessage(m) && !(m.role === 'system' && options.keepSystemMessages);
+  const { keepRecent } = options;
+  let wanted = Number.POSITIVE_INFINITY;
+  if (keepRecent.mode === 'messages') wanted = keepRecent.messages;
+  else if (keepRecent.mode === 'half') {
+    let body = 0;
+    for (const m of view) if (inBody(m)) body++;
+    wanted = body - Math.floor(body / 2);
+  }
+  const keep = keepRecent.mode === 'tokens' ? keepRecentTokens(keepRecent, options.limit) : Number.POSITIVE_INFINITY;
+  let start = view.length;
+  let tokens = 0;
+  let count = 0;
+  for (let i = view.length - 1; i >= 0 && count < wanted; i--) {
+    const message = view[i]!;
+    if (!inBody(message)) continue;
+    if (keepRecent.mode === 'tokens') {
+      tokens += options.countMessage(message);
+      if (tokens > keep) break;
+    }
+    count++;
+    start = i;
+  }
+  return start;
 }
 
 /** The cut (index of the first kept message) that keeps the configured recent part. */

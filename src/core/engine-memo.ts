@@ -25,6 +25,8 @@ export class EngineMemo {
   readonly stubbedMessages = new WeakMap<Message, Map<string, Message>>();
   /** What pruning compares of each tool call. */
   readonly callFacts = new WeakMap<ToolCallPart, CallFacts>();
+  /** The stub of each write call's content (`written-content.ts`), for the token count it names. */
+  readonly writtenStubs = new WeakMap<ToolCallPart, WrittenStub>();
   /** The message that carries each compaction entry's summary into the view (`history.ts`). */
   readonly summaryMessages = new WeakMap<CompactionEntry, Message>();
   /** What each message of a summary request was rendered from (`summary-request.ts`). */
@@ -53,6 +55,15 @@ export interface CallFacts {
   readonly toolName: string;
   readonly key: string;
   readonly file?: { readonly access: 'read' | 'write'; readonly path: string; readonly range: LineRange };
+}
+
+/** A write call's stub: the line that stands for its content, and the input the model sees with it. */
+export interface WrittenStub {
+  /** The tokens of the content replaced, as the stub names them. */
+  readonly tokens: number;
+  readonly stub: string;
+  /** The call's input with the stub in place of the content, as JSON. */
+  readonly shown: string;
 }
 
 /** What a rendered message of a summary request was made from, so that its count is reused wherever it is numbered. */

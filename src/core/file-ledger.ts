@@ -56,6 +56,11 @@ export interface FileEvent {
   at: number;
   /** For `renamed`: the old path. */
   from?: string;
+  /**
+   * Set when the event is the user's revert of Longrun's changes: the file no longer holds what the
+   * agent wrote, so a write's content is no longer to be found there.
+   */
+  revert?: true;
 }
 
 export interface FileRecord {

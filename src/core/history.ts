@@ -1,4 +1,5 @@
 import type { EngineMemo } from './engine-memo';
+import { renderLoadedSkills } from './loaded-skills';
 import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
 import type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, PruningEntry, ReportedUsage, TurnInfo } from './log';
 import { text, type Message } from './messages';
@@ -41,10 +42,12 @@ export function isSummaryMessage(message: Message): boolean {
 export function summaryMessage(entry: CompactionEntry, memo: EngineMemo): Message {
   let message = memo.summaryMessages.get(entry);
   if (!message) {
+    // The skills it carries follow as a part of their own, which the summarizer is never asked to rewrite.
+    const skills = renderLoadedSkills(entry.skills);
     message = {
       id: `summary:${entry.id}`,
       role: entry.summaryRole,
-      content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`)],
+      content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`), ...(skills ? [text(skills)] : [])],
       summaryOf: entry.id,
     };
     memo.summaryMessages.set(entry, message);
@@ -257,11 +260,25 @@ export class ToolPairing {
   }
 }
 
+/** The stubs of prunings, by message id, then tool call id. */
+type Stubs = ReadonlyMap<string, ReadonlyMap<string, string>>;
+
+/**
+ * What a view is made of, before its tool traffic is paired: each message as the log holds it
+ * (undefined for the summary) and as the view shows it (its pruned outputs replaced by their stubs).
+ */
+interface Pushed {
+  readonly originals: readonly (Message | undefined)[];
+  readonly shown: readonly Message[];
+}
+
 /**
  * The model's view of a log that only grows, kept up to date record by record: equal to
  * `modelView(log)` after every `update`, at the cost of what was appended. A message appended after
- * the compaction in force joins the end of the view; a compaction, a pruning or an undo (and the
- * rare message that moves where the kept part begins) has the view derived anew, once.
+ * the compaction in force joins the end of the view; so does a pruning or a compaction appended at
+ * the end, at the cost of the view rather than of the log (what a long conversation's compactions
+ * took out is never walked again). An undo, a compaction whose first kept message is not in the view,
+ * and the rare message that moves where the kept part begins have the view derived anew, once.
  */
 export class LiveModelView {
   private log: ConversationLog | undefined;
@@ -270,10 +287,16 @@ export class LiveModelView {
   private readonly inForce = new StepsInForce();
   private removed = new Set<string>();
   /** The stubs of the prunings in force, by message id, then tool call id. */
-  private stubs = new Map<string, Map<string, string>>();
+  private stubs = new Map<string, ReadonlyMap<string, string>>();
   /** The first kept message the entry in force names but the log did not hold when it was derived. */
   private awaitedKeptId: string | null = null;
   private pairing = new ToolPairing();
+  /** What was pushed to `pairing`, in order. */
+  private pushed: { originals: (Message | undefined)[]; shown: Message[] } = { originals: [], shown: [] };
+  /** Whether the messages pushed (the summary aside) are in log order, so that a step at the end can be taken in. */
+  private ordered = true;
+  /** The pruning `after` last took in, from what was pushed then (that array and its length): taken in again as it was. */
+  private previewed: { readonly from: Message[]; readonly length: number; readonly record: LogRecord; readonly to: Pushed } | undefined;
   private stale = false;
   private generationCount = 0;
   private messageCount = 0;
@@ -289,6 +312,34 @@ export class LiveModelView {
     if (log !== this.log || log.length < this.seen) this.reset(log);
     for (; this.seen < log.length; this.seen++) this.take(log[this.seen]!);
     if (this.stale) this.derive(log);
+  }
+
+  /**
+   * The view once `records` (prunings and compactions) are appended to the log this view is up to
+   * date with, without taking them in; undefined when only deriving the view from the whole log
+   * can tell (see the class comment).
+   */
+  after(records: readonly LogRecord[]): Message[] | undefined {
+    if (this.stale) return undefined;
+    let pushed: Pushed = this.pushed;
+    let stubs: Stubs = this.stubs;
+    for (const record of records) {
+      if (record.type === 'pruning') {
+        stubs = new Map([...stubs, ...stubsAdding(stubs, record.entry)]);
+        const from = pushed;
+        pushed = withStubsOf(pushed, record.entry, stubs, this.memo);
+        if (from === this.pushed) this.previewed = { from: this.pushed.shown, length: this.pushed.shown.length, record, to: pushed };
+      } else if (record.type === 'compaction') {
+        const next = this.ordered ? afterCompaction(pushed, record.entry, this.memo) : undefined;
+        if (!next) return undefined;
+        pushed = next;
+      } else {
+        return undefined;
+      }
+    }
+    const pairing = new ToolPairing();
+    for (const message of pushed.shown) pairing.push(message);
+    return pairing.messages();
   }
 
   /** The view, as a new array. */
@@ -350,30 +401,62 @@ export class LiveModelView {
       if (this.stale) return;
       // The first kept message arriving late moves where the kept part begins, removed or not.
       if (this.awaitedKeptId !== null && record.message.id === this.awaitedKeptId) this.stale = true;
-      else if (!this.removed.has(record.message.id)) this.pairing.push(this.shown(record.message));
-    } else if (this.inForce.take(record)) {
+      else if (!this.removed.has(record.message.id)) this.push(record.message, this.shown(record.message));
+    } else if (this.inForce.take(record) && !this.stale && !this.takeStep(record)) {
       this.stale = true;
     }
+  }
+
+  /** Takes in a pruning or a compaction appended at the end, from the view as it is; false when it cannot. */
+  private takeStep(record: LogRecord): boolean {
+    let pushed: Pushed | undefined;
+    if (record.type === 'pruning') {
+      for (const [id, stubs] of stubsAdding(this.stubs, record.entry)) this.stubs.set(id, stubs);
+      const previewed = this.previewed;
+      pushed =
+        previewed?.record === record && previewed.from === this.pushed.shown && previewed.length === this.pushed.shown.length
+          ? previewed.to
+          : withStubsOf(this.pushed, record.entry, this.stubs, this.memo);
+    } else if (record.type === 'compaction' && this.ordered) {
+      pushed = afterCompaction(this.pushed, record.entry, this.memo);
+      if (pushed) {
+        for (const id of record.entry.compactedMessageIds) this.removed.add(id);
+        this.awaitedKeptId = null;
+      }
+    }
+    this.previewed = undefined;
+    if (!pushed) return false;
+    this.generationCount++;
+    this.pushed = { originals: [], shown: [] };
+    this.pairing = new ToolPairing();
+    pushed.shown.forEach((shown, i) => this.push(pushed.originals[i], shown));
+    return true;
+  }
+
+  private push(original: Message | undefined, shown: Message): void {
+    this.pushed.originals.push(original);
+    this.pushed.shown.push(shown);
+    this.pairing.push(shown);
   }
 
   /** The view derived from the whole log, as it always was. */
   private derive(log: ConversationLog): void {
     this.stale = false;
+    this.previewed = undefined;
     this.generationCount++;
     this.pairing = new ToolPairing();
+    this.pushed = { originals: [], shown: [] };
     this.removed = new Set();
     this.awaitedKeptId = null;
     this.stubs = new Map();
     for (const pruning of this.inForce.prunings) {
-      for (const output of pruning.outputs) {
-        let byCall = this.stubs.get(output.messageId);
-        if (!byCall) this.stubs.set(output.messageId, (byCall = new Map()));
-        byCall.set(output.toolCallId, output.stub);
-      }
+      for (const [id, stubs] of stubsAdding(this.stubs, pruning)) this.stubs.set(id, stubs);
     }
     const last = this.inForce.compactions.at(-1);
+    // With nothing kept, system messages stay in front of messages before them: not in log order.
+    this.ordered = last === undefined || last.firstKeptMessageId !== null;
     if (!last) {
-      for (const record of log) if (record.type === 'message') this.pairing.push(this.shown(record.message));
+      for (const record of log) if (record.type === 'message') this.push(record.message, this.shown(record.message));
       return;
     }
     for (const entry of this.inForce.compactions) for (const id of entry.compactedMessageIds) this.removed.add(id);
@@ -391,11 +474,11 @@ export class LiveModelView {
     const after: Message[] = [];
     log.forEach((record, index) => {
       if (record.type !== 'message' || this.removed.has(record.message.id)) return;
-      if (index < keptFrom && (index < takenUpTo || record.message.role === 'system')) this.pairing.push(this.shown(record.message));
-      else after.push(this.shown(record.message));
+      if (index < keptFrom && (index < takenUpTo || record.message.role === 'system')) this.push(record.message, this.shown(record.message));
+      else after.push(record.message);
     });
-    this.pairing.push(summaryMessage(last, this.memo));
-    for (const message of after) this.pairing.push(message);
+    this.push(undefined, summaryMessage(last, this.memo));
+    for (const message of after) this.push(message, this.shown(message));
   }
 
   /** A message as the view shows it: with the outputs a pruning in force replaced by their stubs. */
@@ -403,6 +486,56 @@ export class LiveModelView {
     const stubs = this.stubs.get(message.id);
     return stubs ? withStubs(message, stubs, this.memo) : message;
   }
+}
+
+/** The stubs `entry` sets, merged with those `stubs` holds for the same messages (a later pruning's stub wins): by message id. */
+function stubsAdding(stubs: Stubs, entry: PruningEntry): Map<string, ReadonlyMap<string, string>> {
+  const changed = new Map<string, Map<string, string>>();
+  for (const output of entry.outputs) {
+    let byCall = changed.get(output.messageId);
+    if (!byCall) changed.set(output.messageId, (byCall = new Map(stubs.get(output.messageId))));
+    byCall.set(output.toolCallId, output.stub);
+  }
+  return changed;
+}
+
+/** `pushed` with the messages `entry` prunes shown with `stubs`. */
+function withStubsOf(pushed: Pushed, entry: PruningEntry, stubs: Stubs, memo: EngineMemo): Pushed {
+  const pruned = new Set(entry.outputs.map((o) => o.messageId));
+  const shown = pushed.shown.map((message, i) => {
+    const original = pushed.originals[i];
+    if (original === undefined || !pruned.has(original.id)) return message;
+    const byCall = stubs.get(original.id);
+    return byCall ? withStubs(original, byCall, memo) : original;
+  });
+  return { originals: pushed.originals, shown };
+}
+
+/**
+ * `pushed` (in log order, the summary aside) once compaction `entry` comes into force at the end of
+ * the log, as deriving the view would make it: the messages before its first kept one stay in front
+ * unless it took them out, then its summary, then the messages from the first kept one on that it did
+ * not take out. Undefined when its first kept message is not in the view: only deriving can tell.
+ */
+function afterCompaction(pushed: Pushed, entry: CompactionEntry, memo: EngineMemo): Pushed | undefined {
+  if (entry.firstKeptMessageId === null) return undefined;
+  // Every message no compaction took out is pushed, so the first pushed with the id is the log's first.
+  const kept = pushed.originals.findIndex((m) => m?.id === entry.firstKeptMessageId);
+  if (kept < 0) return undefined;
+  const taken = new Set(entry.compactedMessageIds);
+  const originals: (Message | undefined)[] = [];
+  const shown: Message[] = [];
+  const keep = (i: number): void => {
+    const original = pushed.originals[i];
+    if (original === undefined || taken.has(original.id)) return;
+    originals.push(original);
+    shown.push(pushed.shown[i]!);
+  };
+  for (let i = 0; i < kept; i++) keep(i);
+  originals.push(undefined);
+  shown.push(summaryMessage(entry, memo));
+  for (let i = kept; i < pushed.originals.length; i++) keep(i);
+  return { originals, shown };
 }
 
 /**

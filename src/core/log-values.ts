@@ -16,8 +16,11 @@ export const FILE_CHANGE_KINDS = ['created', 'modified'] as const;
 /** The kinds of needle, in the order they are capped and shown; the stored ledger is read with these. */
 export const NEEDLE_KINDS = ['constraint', 'error', 'task'] as const;
 
-/** Why an output was pruned, in the order the kinds are taken. */
-export const PRUNE_KINDS = ['duplicate', 'stale', 'old', 'truncated'] as const;
+/**
+ * Why an output was pruned, in the order the kinds are taken; `written` is the input of a write call
+ * (the content it wrote, which the file holds), not an output.
+ */
+export const PRUNE_KINDS = ['duplicate', 'stale', 'written', 'old', 'truncated'] as const;
 
 /** How long a provider keeps what a request asked it to cache (Anthropic's breakpoints): five minutes or an hour. */
 export const CACHE_TTLS = ['5m', '1h'] as const;

@@ -63,6 +63,19 @@ export interface CompactionEntry {
    * entry brings back the summary it replaced.
    */
   readonly editOf?: string;
+  /**
+   * The skills the agent had loaded in what this summary replaces (and those the summary before it
+   * carried), put back word for word after the summary: a loaded skill is never summarized away.
+   * Absent when there are none.
+   */
+  readonly skills?: readonly LoadedSkill[];
+}
+
+/** A skill's instructions as the `skill` tool gave them to the model (see `loaded-skills.ts`). */
+export interface LoadedSkill {
+  readonly name: string;
+  /** The tool's whole result, kept word for word. */
+  readonly text: string;
 }
 
 /** One request of the chat (or a command that changed the conversation), and the turn it continues. */
@@ -160,16 +173,19 @@ export interface NeedleLedger {
 /** Why an output was pruned, in the order the kinds are taken. */
 export type PruneKind = (typeof PRUNE_KINDS)[number];
 
-/** One tool output replaced by a stub. */
+/**
+ * One tool output replaced by a stub; or, of kind `written`, the input of a write call (the content
+ * the file holds), whose text is replaced by the stub within an input the tool accepts.
+ */
 export interface PrunedOutput {
-  /** The tool message that holds the output. */
+  /** The tool message that holds the output; for `written`, the assistant message that holds the call. */
   readonly messageId: string;
   readonly toolCallId: string;
   readonly toolName: string;
   readonly kind: PruneKind;
-  /** What the model sees instead of the output. */
+  /** What the model sees instead of the output (for `written`, instead of the content written). */
   readonly stub: string;
-  /** The output's tokens when it was pruned (local count). */
+  /** The output's (or the input's) tokens when it was pruned (local count). */
   readonly tokens: number;
 }
 

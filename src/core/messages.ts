@@ -86,10 +86,6 @@ export function toolResults(message: Message): ToolResultPart[] {
   return message.content.filter((p): p is ToolResultPart => p.type === 'tool-result');
 }
 
-export function hasToolCalls(message: Message): boolean {
-  return message.content.some((p) => p.type === 'tool-call');
-}
-
 /** A tool output as text: strings as they are, anything else as JSON. */
 export function stringifyOutput(output: unknown): string {
   if (typeof output === 'string') return output;

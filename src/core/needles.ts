@@ -78,13 +78,23 @@ const MAX_ERROR_LINES = 3;
  * The scan so far is remembered in `memo`.
  */
 export function needleLedgerOf(log: ConversationLog, memo: EngineMemo, start?: NeedleLedger): NeedleLedger {
-  const messages = allMessages(log);
   const stored = start ?? lastEntry(log)?.needles;
-  if (stored?.through) {
-    const at = messages.findIndex((m) => m.id === stored.through);
-    if (at >= 0) return scanOnce(stored, messages.slice(at + 1), memo);
+  const after = stored?.through ? messagesAfter(log, stored.through) : undefined;
+  return after ? scanOnce(stored!, after, memo) : scanOnce(EMPTY_NEEDLES, allMessages(log), memo);
+}
+
+/**
+ * The messages after the first one with id `id`, in order; undefined when the log holds none. Only
+ * what follows is gathered: a long log's earlier messages are passed over, not copied.
+ */
+function messagesAfter(log: ConversationLog, id: string): Message[] | undefined {
+  let after: Message[] | undefined;
+  for (const record of log) {
+    if (record.type !== 'message') continue;
+    if (after) after.push(record.message);
+    else if (record.message.id === id) after = [];
   }
-  return scanOnce(EMPTY_NEEDLES, messages, memo);
+  return after;
 }
 
 /**

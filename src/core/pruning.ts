@@ -2,10 +2,12 @@ import type { PrunedOutput, PruneKind, PruningEntry } from './log';
 
 export type { PrunedOutput, PruneKind, PruningEntry };
 import { stringifyOutput, type Message, type ToolCallPart, type ToolResultPart } from './messages';
-import type { CallFacts, EngineMemo, LineRange } from './engine-memo';
+import type { CallFacts, EngineMemo, LineRange, WrittenStub } from './engine-memo';
 import { isRecord } from './errors';
+import { isLoadedSkill } from './loaded-skills';
 import { normalizePath } from './text';
 import { TOOL_NAMES } from './tool-names';
+import { isStubbableWrite, withWrittenStub, writtenChars, writtenStub } from './written-content';
 
 /**
  * The cheap tier of compaction: tool outputs the model no longer needs are replaced in its view by
@@ -15,9 +17,15 @@ import { TOOL_NAMES } from './tool-names';
  * 1. duplicates: an output superseded by a later successful call with the same tool and arguments
  *    (a listing or a search run again), or a read of a file read again later over the same lines;
  * 2. stale reads: a read of a file that was created or edited after it;
- * 3. old large outputs: outputs of at least `largeOutputTokens` in the part a summary would replace;
- * 4. only when the view does not fit the window: the largest outputs anywhere, cut to their first and
+ * 3. written content: the input of a successful write call older than the recent part a compaction
+ *    keeps, whose file still holds what it wrote (`written-content.ts`): the content is on disk;
+ * 4. old large outputs: outputs of at least `largeOutputTokens` in the part a summary would replace;
+ * 5. only when the view does not fit the window: the largest outputs anywhere, cut to their first and
  *    last lines (`truncationCandidates`), so that the next request fits without waiting for a summary.
+ *
+ * Pruning happens only within a compaction, never between two: the prompt a provider has cached stays
+ * as it was sent until the compaction changes it anyway.
+ * A loaded skill's instructions are never pruned: they are an instruction of the conversation.
  *
  * The originals stay in the log: a pruning is a record the model's view applies, like a compaction
  * entry, and is undone the same way. Tools are told apart by name and arguments only, so any tool
@@ -54,18 +62,31 @@ export interface PruningOptions {
   /** The tokens of an output of a message (the tokenizer's count of its text, as the message count takes it). */
   readonly countOutput: (message: Message, part: ToolResultPart) => number;
   /**
-   * The tokens of `stub`, the stub of `part`'s output; `key` names the stub among those the same
-   * output may get (a counter may remember the count by part and key, as `countDerived` does).
+   * The tokens of `stub`, what stands for `part`'s output (or, for a call, its input); `key` names
+   * the stub among those the same part may get (a counter may remember the count by part and key,
+   * as `countDerived` does).
    */
-  readonly countStub: (part: ToolResultPart, key: string, stub: string) => number;
+  readonly countStub: (part: ToolCallPart | ToolResultPart, key: string, stub: string) => number;
   /** Where what pruning works out of each call is remembered. */
   readonly memo: EngineMemo;
+  /** Written content: what it takes to stub the input of write calls; absent, none is. */
+  readonly writes?: WrittenOptions;
+}
+
+/** What stubbing written content takes (see `written-content.ts`). */
+export interface WrittenOptions {
+  /** The position in the view where the recent part a compaction keeps begins: calls before it are older. */
+  readonly recentFrom: number;
+  /** Whether the file at `path` still holds what the call of message `messageId` wrote. */
+  readonly holds: (messageId: string, path: string) => boolean;
+  /** The tokens of a call's input (the tokenizer's count of its JSON, as the message count takes it). */
+  readonly countInput: (part: ToolCallPart) => number;
 }
 
 /** A stub is worth its line only when it frees at least this many tokens. */
 const MIN_SAVED_TOKENS = 32;
 
-const KIND_ORDER: Readonly<Record<PruneKind, number>> = { duplicate: 0, stale: 1, old: 2, truncated: 3 };
+const KIND_ORDER: Readonly<Record<PruneKind, number>> = { duplicate: 0, stale: 1, written: 2, old: 3, truncated: 4 };
 
 /** The key of an already pruned output in `PruningOptions.alreadyPruned`. */
 export function prunedKey(messageId: string, toolCallId: string): string {
@@ -87,7 +108,7 @@ export function pruningCandidates(view: readonly Message[], options: PruningOpti
 
   const candidates: PruneCandidate[] = [];
   for (const o of outputs) {
-    if (o.summary || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (o.summary || o.instructions || options.alreadyPruned.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     const kind = kindOf(o, { lastByKey, readsByPath, lastWrite }, options);
     if (!kind) continue;
     // An old output is counted only when it may be large: a token holds at least one character.
@@ -104,7 +125,73 @@ export function pruningCandidates(view: readonly Message[], options: PruningOpti
       saved,
     });
   }
+  if (options.writes) candidates.push(...writtenCandidates(view, options, options.writes));
   return candidates.sort((a, b) => KIND_ORDER[a.output.kind] - KIND_ORDER[b.output.kind] || a.position - b.position);
+}
+
+/**
+ * The inputs of successful write calls older than the recent part whose files still hold what they
+ * wrote, each with what its stub frees.
+ */
+function writtenCandidates(view: readonly Message[], options: PruningOptions, writes: WrittenOptions): PruneCandidate[] {
+  const calls = new Map<string, { message: Message; at: number; part: ToolCallPart }>();
+  const candidates: PruneCandidate[] = [];
+  view.forEach((message, at) => {
+    for (const part of message.content) {
+      if (part.type === 'tool-call') {
+        if (at < writes.recentFrom && message.role === 'assistant' && isStubbableWrite(part.toolName)) {
+          calls.set(part.toolCallId, { message, at, part });
+        }
+        continue;
+      }
+      if (part.type !== 'tool-result' || !succeeded(part)) continue;
+      const call = calls.get(part.toolCallId);
+      calls.delete(part.toolCallId);
+      const candidate = call && writtenCandidate(call, options, writes);
+      if (candidate) candidates.push(candidate);
+    }
+  });
+  return candidates;
+}
+
+function writtenCandidate(
+  call: { readonly message: Message; readonly at: number; readonly part: ToolCallPart },
+  options: PruningOptions,
+  writes: WrittenOptions,
+): PruneCandidate | undefined {
+  const { message, part } = call;
+  if (options.alreadyPruned.has(prunedKey(message.id, part.toolCallId))) return undefined;
+  const path = filePathOf(part.toolName, part.input);
+  if (path === undefined || !writes.holds(message.id, path)) return undefined;
+  // Counted only when it may be worth a stub: a token holds at least one character.
+  if (writtenChars(part.toolName, part.input) < MIN_SAVED_TOKENS * 2) return undefined;
+  const tokens = writes.countInput(part);
+  const made = writtenStubOf(part, tokens, options.memo);
+  if (!made) return undefined;
+  const { stub } = made;
+  const saved = tokens - options.countStub(part, `stub\u0000written\u0000${tokens}`, made.shown);
+  if (saved < MIN_SAVED_TOKENS) return undefined;
+  return {
+    output: { messageId: message.id, toolCallId: part.toolCallId, toolName: part.toolName, kind: 'written', stub, tokens },
+    position: call.at,
+    saved,
+  };
+}
+
+/** A write call's stub for `tokens`, made once per call (and count) and remembered in `memo`. */
+function writtenStubOf(part: ToolCallPart, tokens: number, memo: EngineMemo): WrittenStub | undefined {
+  const known = memo.writtenStubs.get(part);
+  if (known?.tokens === tokens) return known;
+  const stub = writtenStub(part.toolName, part.toolCallId, part.input, tokens);
+  if (stub === undefined) return undefined;
+  const made: WrittenStub = { tokens, stub, shown: stringifyOutput(withWrittenStub(part.toolName, part.input, stub)) };
+  memo.writtenStubs.set(part, made);
+  return made;
+}
+
+/** Whether a tool succeeded: Longrun's tools answer a failure with text starting "Error:" rather than an error result. */
+function succeeded(part: ToolResultPart): boolean {
+  return !part.isError && !(typeof part.output === 'string' && part.output.startsWith('Error:'));
 }
 
 /**
@@ -123,17 +210,24 @@ export function planPruning(candidates: readonly PruneCandidate[], excess: numbe
 }
 
 /**
- * How many of the outputs of a pruning are superseded (duplicates and stale reads), how many old, and
- * how many cut to their head and tail to fit the window.
+ * How many of the outputs of a pruning are superseded (duplicates and stale reads), how many old, how
+ * many cut to their head and tail to fit the window, and how many write calls' content was stubbed.
  */
-export function prunedCounts(outputs: readonly PrunedOutput[]): { readonly superseded: number; readonly old: number; readonly truncated: number } {
+export function prunedCounts(outputs: readonly PrunedOutput[]): {
+  readonly superseded: number;
+  readonly old: number;
+  readonly truncated: number;
+  readonly written: number;
+} {
   let old = 0;
   let truncated = 0;
+  let written = 0;
   for (const o of outputs) {
     if (o.kind === 'old') old++;
     else if (o.kind === 'truncated') truncated++;
+    else if (o.kind === 'written') written++;
   }
-  return { superseded: outputs.length - old - truncated, old, truncated };
+  return { superseded: outputs.length - old - truncated - written, old, truncated, written };
 }
 
 export interface TruncationOptions {
@@ -163,7 +257,7 @@ const HEAD_SHARE = 0.7;
 export function truncationCandidates(view: readonly Message[], options: TruncationOptions): PruneCandidate[] {
   const sized: Array<{ o: Output; tokens: number }> = [];
   for (const o of collectOutputs(view, options.memo)) {
-    if (o.summary || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
+    if (o.summary || o.instructions || options.exclude.has(prunedKey(o.messageId, o.part.toolCallId))) continue;
     if (stringifyOutput(o.part.output).length < MIN_TRUNCATED_TOKENS * 2) continue;
     const tokens = options.countOutput(o.message, o.part);
     if (tokens > MIN_TRUNCATED_TOKENS + MIN_SAVED_TOKENS) sized.push({ o, tokens });
@@ -240,11 +334,13 @@ function lineStartAfter(text: string, at: number): number {
 }
 
 /**
- * `message` with the outputs named in `stubs` (by tool call id) replaced by their stubs; the same
- * object when none applies. The same message and stubs always give the same object under one
- * `memo`, so that a token counter that remembers messages by identity counts each pruned message once.
+ * `message` with the outputs named in `stubs` (by tool call id) replaced by their stubs, or, in an
+ * assistant message, the content its write calls carry (see `withWrittenStub`); the same object when
+ * none applies. The same message and stubs always give the same object under one `memo`, so that a
+ * token counter that remembers messages by identity counts each pruned message once.
  */
 export function withStubs(message: Message, stubs: ReadonlyMap<string, string>, memo: EngineMemo): Message {
+  if (message.role === 'assistant') return withWrittenStubs(message, stubs, memo);
   if (message.role !== 'tool') return message;
   let signature = '';
   for (const part of message.content) {
@@ -263,6 +359,31 @@ export function withStubs(message: Message, stubs: ReadonlyMap<string, string>, 
         if (part.type !== 'tool-result') return part;
         const stub = stubs.get(part.toolCallId);
         return stub === undefined ? part : { ...part, output: stub };
+      }),
+    };
+    made.set(signature, copy);
+  }
+  return copy;
+}
+
+function withWrittenStubs(message: Message, stubs: ReadonlyMap<string, string>, memo: EngineMemo): Message {
+  let signature = '';
+  for (const part of message.content) {
+    if (part.type !== 'tool-call') continue;
+    const stub = stubs.get(part.toolCallId);
+    if (stub !== undefined) signature += `${part.toolCallId}\u0000${stub}\u0001`;
+  }
+  if (signature === '') return message;
+  let made = memo.stubbedMessages.get(message);
+  if (!made) memo.stubbedMessages.set(message, (made = new Map()));
+  let copy = made.get(signature);
+  if (!copy) {
+    copy = {
+      ...message,
+      content: message.content.map((part) => {
+        if (part.type !== 'tool-call') return part;
+        const stub = stubs.get(part.toolCallId);
+        return stub === undefined ? part : { ...part, input: withWrittenStub(part.toolName, part.input, stub) };
       }),
     };
     made.set(signature, copy);
@@ -295,8 +416,13 @@ interface Output {
   /** Whether the tool succeeded: only a successful call supersedes or changes anything. */
   readonly ok: boolean;
   readonly summary: boolean;
+  /** A loaded skill: an instruction of the conversation, never pruned (see `loaded-skills.ts`). */
+  readonly instructions: boolean;
   readonly file?: CallFacts['file'];
 }
+
+/** The kinds an output's stub may have (`written` stands for a call's input). */
+type OutputKind = Exclude<PruneKind, 'written'>;
 
 interface Later {
   readonly lastByKey: ReadonlyMap<string, number>;
@@ -304,7 +430,7 @@ interface Later {
   readonly lastWrite: ReadonlyMap<string, number>;
 }
 
-function kindOf(o: Output, later: Later, options: PruningOptions): PruneKind | undefined {
+function kindOf(o: Output, later: Later, options: PruningOptions): OutputKind | undefined {
   if (o.file?.access === 'read') {
     const range = o.file.range;
     const reread = later.readsByPath.get(o.file.path)?.some((r) => r.at > o.at && r.range.start <= range.start && r.range.end >= range.end);
@@ -331,9 +457,9 @@ function collectOutputs(view: readonly Message[], memo: EngineMemo): Output[] {
         at,
         part,
         key: facts.key,
-        // Longrun's tools answer a failure with text starting "Error:" rather than an error result.
-        ok: !part.isError && !(typeof part.output === 'string' && part.output.startsWith('Error:')),
+        ok: succeeded(part),
         summary: message.summaryOf !== undefined,
+        instructions: isLoadedSkill(part),
         ...(facts.file ? { file: facts.file } : {}),
       });
     }
@@ -367,7 +493,7 @@ function lineRange(input: unknown): LineRange {
   return { start, end };
 }
 
-function stubText(o: { toolName: string; toolCallId: string; kind: PruneKind; tokens: number; path?: string }): string {
+function stubText(o: { toolName: string; toolCallId: string; kind: OutputKind; tokens: number; path?: string }): string {
   const what = `this ${o.toolName} output (${thousands(o.tokens)} tokens)`;
   const recallCall = `call recall with query "${o.toolCallId}"`;
   if (o.path !== undefined) {

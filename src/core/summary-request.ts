@@ -300,8 +300,13 @@ export function maxOutputTokens(summary: SummaryConfig): number {
   return Math.ceil(summary.targetTokens * 1.25);
 }
 
+/**
+ * The text of a summary message, without the skills it carries (its later parts): they are put back
+ * word for word after every summary, so the summarizer need not repeat them.
+ */
 export function previousSummaryText(previous: Message): string {
-  const body = previous.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
+  const first = previous.content[0];
+  const body = first?.type === 'text' ? first.text : '';
   return body.startsWith(SUMMARY_PREFIX) ? body.slice(SUMMARY_PREFIX.length).trimStart() : body;
 }
 

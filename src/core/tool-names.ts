@@ -11,6 +11,7 @@ export const TOOL_NAMES = {
   editFile: 'edit_file',
   runCommand: 'run_command',
   recall: 'recall',
+  skill: 'skill',
 } as const;
 
 /** One of Longrun's own tool names. */

@@ -40,6 +40,24 @@ export interface AgentToolOptions {
   readonly onFileEvent?: (event: AgentFileEvent) => void;
   /** The conversation's archive, for the `recall` tool; without it the tool is not offered. */
   readonly recall?: RecallPort;
+  /** The skills listed in the system prompt, for the `skill` tool; without it the tool is not offered. */
+  readonly skills?: SkillPort;
+}
+
+/** What the `skill` tool asks: a skill's instructions, or one file of its folder. */
+export interface SkillRequest {
+  readonly name: string;
+  /** A path relative to the skill's folder; absent for the instructions (the `SKILL.md` body). */
+  readonly file?: string;
+}
+
+/**
+ * Loads the skills the system prompt lists, as text for the model: a skill's instructions once per
+ * conversation, or a file of its folder (never one outside it). Throws `ToolFailure` for what the
+ * model should be told (no such skill, a file outside the folder, too large).
+ */
+export interface SkillPort {
+  load(request: SkillRequest, signal: AbortSignal): Promise<string>;
 }
 
 /** What the `recall` tool asks: words, a file path, or both, and the longest answer in tokens. */
@@ -159,6 +177,18 @@ const recallInput = lazily(() =>
   }),
 );
 
+const skillInput = lazily(() =>
+  z.object({
+    name: z.string().min(1).describe("The skill's name, as the system prompt lists it."),
+    file: z
+      .string()
+      .optional()
+      .describe(
+        'A file of the skill\'s folder, relative to it, as its instructions name it (e.g. "references/FORMS.md"). Omit to load the instructions themselves.',
+      ),
+  }),
+);
+
 const runCommandInput = lazily(() =>
   z.object({
     command: z
@@ -169,7 +199,8 @@ const runCommandInput = lazily(() =>
 );
 
 /**
- * Builds the tools: `read_file`, `list_files`, `search_text`, and unless `readOnly`, `create_file`
+ * Builds the tools: `read_file`, `list_files`, `search_text`, `recall` and `skill` when given their
+ * ports, and unless `readOnly`, `create_file`
  * and `edit_file`, and `run_command` when given a {@link CommandPort}. Each passes the AI SDK's abort signal (the `abortSignal` of its execute options,
  * which fires on the user's Stop) to the port, whose long operations stop when it fires.
  */
@@ -183,6 +214,7 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
     [TOOL_NAMES.searchText]: searchTextTool(port, maxChars),
   };
   if (options.recall) tools[TOOL_NAMES.recall] = recallTool(options.recall);
+  if (options.skills) tools[TOOL_NAMES.skill] = skillTool(options.skills, maxChars);
   if (options.readOnly) return tools;
   tools[TOOL_NAMES.createFile] = createFileTool(port, emit);
   tools[TOOL_NAMES.editFile] = editFileTool(port, emit);
@@ -281,6 +313,21 @@ function recallTool(archive: RecallPort): AgentTool {
           ...(path ? { path } : {}),
           ...(input.maxTokens !== undefined ? { maxTokens: input.maxTokens } : {}),
         });
+      }),
+  });
+}
+
+/** `skill`: a skill's instructions, once per conversation, or a file of its folder. */
+function skillTool(skills: SkillPort, maxChars: number): AgentTool {
+  return tool({
+    description:
+      "Load a skill the system prompt lists: its instructions (give its name), or a file of the skill's folder that they name (give name and file). Load a skill's instructions once: they stay in force for the rest of the conversation.",
+    inputSchema: skillInput(),
+    execute: (input, { abortSignal }) =>
+      run(async () => {
+        const file = input.file?.trim();
+        const loaded = await skills.load({ name: input.name.trim(), ...(file ? { file } : {}) }, abortSignal ?? neverAborted());
+        return cut(loaded, maxChars, 'Load less at a time.');
       }),
   });
 }

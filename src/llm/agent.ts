@@ -1,7 +1,7 @@
 import {
   asSchema,
+  experimental_streamTextLowMemory as streamTextOnce,
   stepCountIs,
-  streamText,
   type LanguageModel,
   type ModelMessage,
   type TelemetryOptions,
@@ -11,6 +11,7 @@ import {
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
 import { beginTurn, decideCompaction, mayRetryOverflow, noteCompaction, noteOverflowRetry, type GuardState } from '../core/compaction-guard';
+import { hasMarker, mark } from '../core/errors';
 import type { CompactionReason, LogRecord } from '../core/history';
 import type { Message } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
@@ -19,14 +20,20 @@ import { fromResponseMessages } from './model-messages';
 import { withFirstTokenDeadline } from './first-token-deadline';
 import { hintedRequest, takesBreakpoints, type CacheHints, type HintedRequest } from './cache-hints';
 import { callUsage } from './call-usage';
+import { MAX_KEPT_TEXT_CHARS, withKeptText } from './kept-text';
 
 /**
  * One turn of the coding agent: `streamText` with the workspace tools and a step limit. At the
  * start of every step (`prepareStep`, before each request to the model) the budget is checked
  * and the conversation compacted when it must be; on a provider's context-overflow error the
- * conversation is compacted and the turn retried (once by default). Every step's messages are
- * appended to the log as they come, so a cancelled or failed turn leaves a consistent history.
+ * conversation is compacted and the turn retried (once by default). After either compaction the
+ * request is measured again, and compacted harder while it would still not fit: a request known to be
+ * over the window is never sent. Every step's messages are appended to the log as they come, so a
+ * cancelled or failed turn leaves a consistent history.
  */
+
+/** Compactions tried after one that left the next request over the window, before the request is given up. */
+const MAX_FIT_COMPACTIONS = 2;
 
 /** The conversation as the agent sees it; implemented by the extension over its store. */
 export interface AgentConversation {
@@ -96,6 +103,11 @@ export interface AgentTurnOptions {
   /** Said after the notice of a cut prompt: how to raise the server's context, when known. */
   readonly truncationAdvice?: string;
   /**
+   * Whether the window in use is only a lower bound (suggested by a prompt the server cut): a request
+   * larger than it is not known not to fit, so it is sent once compacted as hard as it can be.
+   */
+  readonly windowIsLowerBound?: () => boolean;
+  /**
    * The answer's maximum length for each attempt (the output reserve), read again after an overflow
    * has taught a smaller window; absent: the model's own default.
    */
@@ -109,6 +121,11 @@ export interface AgentTurnOptions {
   readonly cacheHints?: () => CacheHints | undefined;
   /** The clock a request's usage is stamped with (when it was sent). */
   readonly now?: () => number;
+  /**
+   * Most characters of one streamed text (or reasoning) that a step's message keeps, cut in the
+   * middle past it; the chat is shown all of it. Default {@link MAX_KEPT_TEXT_CHARS}.
+   */
+  readonly maxKeptTextChars?: number;
 }
 
 export interface AgentTurnResult {
@@ -142,6 +159,28 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     return outcome;
   };
 
+  /**
+   * After a compaction, the request is measured again: while it would still not fit the window, the
+   * conversation is compacted harder, as after an overflow error, a few times at most. False when it
+   * still does not fit.
+   */
+  const fits = async (): Promise<boolean> => {
+    for (let round = 0; conversation.assess().level === 'over'; round++) {
+      if (round >= MAX_FIT_COMPACTIONS || signal.aborted) return false;
+      const outcome = await compactNow('overflow');
+      if (outcome.status !== 'compacted') return conversation.assess().level !== 'over';
+    }
+    return true;
+  };
+
+  /** Whether a request that does not fit the window is known to be refused (the window is not a mere lower bound). */
+  const knownTooLarge = (): boolean => !(options.windowIsLowerBound?.() ?? false);
+
+  const compactBeforeStep = async (): Promise<void> => {
+    await compactNow('threshold');
+    if (!(await fits()) && !signal.aborted && knownTooLarge()) throw new OverWindow(conversation.assess());
+  };
+
   const beforeStep = async (): Promise<void> => {
     const decision = decideCompaction(conversation.assess(), guard, { confirm: ui.confirmCompaction !== undefined, asked, declined });
     switch (decision.kind) {
@@ -154,10 +193,10 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
           declined = true;
           return;
         }
-        await compactNow('threshold');
+        await compactBeforeStep();
         return;
       case 'compact':
-        await compactNow('threshold');
+        await compactBeforeStep();
         return;
       default:
         return;
@@ -171,6 +210,9 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     finishReason = attempt.finishReason;
     if (attempt.error === undefined) return { steps: stepsDone, finishReason, compactions, guard, cancelled: false };
     if (signal.aborted) return { steps: stepsDone, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    // Compacted as hard as it can be and still over the window: sending it would only be refused.
+    if (OverWindow.isInstance(attempt.error))
+      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
     const overflow = truncation
@@ -191,6 +233,41 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (outcome.status !== 'compacted') {
       return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
     }
+    // The retried request is measured again before it is sent.
+    if (!(await fits()) && (signal.aborted || knownTooLarge())) {
+      if (!signal.aborted) ui.notice(OverWindow.describe(conversation.assess()));
+      return { steps: stepsDone, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
+    }
+  }
+}
+
+const OVER_WINDOW = Symbol.for('longrun.OverWindow');
+
+/**
+ * The next request would not fit the model's window even after compacting as hard as the
+ * conversation can be: it is not sent. (The latest request alone, with the system prompt and tools,
+ * may be larger than the window.)
+ */
+export class OverWindow extends Error {
+  override readonly name = 'OverWindow';
+  constructor(budget: Pick<BudgetAssessment, 'used' | 'limit'>) {
+    super(OverWindow.describe(budget));
+    mark(this, OVER_WINDOW);
+  }
+
+  /** What the chat says of a request that does not fit after compacting. */
+  static describe(budget: Pick<BudgetAssessment, 'used' | 'limit'>): string {
+    return `The next request would still not fit the model's context window after compacting (about ${budget.used.toLocaleString('en-US')} of ${budget.limit.toLocaleString('en-US')} tokens), so Longrun did not send it.`;
+  }
+
+  /** Whether `error` is one, or carries one as its cause (the AI SDK may wrap what a callback threw). */
+  static isInstance(error: unknown): boolean {
+    let current: unknown = error;
+    for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
+      if (hasMarker(current, OVER_WINDOW)) return true;
+      current = current instanceof Error ? current.cause : undefined;
+    }
+    return false;
   }
 }
 
@@ -223,7 +300,13 @@ interface Attempt {
   readonly error?: unknown;
 }
 
-/** One `streamText` call of up to `maxSteps` steps, persisting each step's messages. */
+/**
+ * One `streamText` call of up to `maxSteps` steps, persisting each step's messages. The stream is
+ * read once, as it comes: the SDK's default result keeps every part for a second reader (and the
+ * text again for its output), which for a long answer is the whole of it several times over. The
+ * text is shown as the provider sends it, and the SDK is given of a long text only what the log
+ * keeps (`withKeptText`).
+ */
 async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep: () => Promise<void>): Promise<Attempt> {
   const { conversation } = options;
   const steps = new StepRecorder(options);
@@ -234,9 +317,13 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
     return hintedRequest(options.systemNow?.() ?? options.system, viewOf(conversation), steps.hints, stableEnd !== undefined ? { stableEnd } : {});
   };
   const first = request();
+  let finalMessages: readonly ModelMessage[] | undefined;
   try {
-    const result = streamText({
-      model: withFirstTokenDeadline(options.model, options.timeouts?.firstChunkMs),
+    const result = streamTextOnce({
+      model: withFirstTokenDeadline(
+        withKeptText(options.model, { maxChars: options.maxKeptTextChars ?? MAX_KEPT_TEXT_CHARS, onText: (delta) => options.ui.text(delta) }),
+        options.timeouts?.firstChunkMs,
+      ),
       ...(maxOutputTokens ? { maxOutputTokens } : {}),
       instructions: first.instructions,
       messages: first.messages,
@@ -266,11 +353,20 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
           ...(next.providerOptions ? { providerOptions: next.providerOptions } : {}),
         };
       },
+      // Called before the stream closes, once every step is done.
+      onEnd: ({ responseMessages }) => {
+        finalMessages = responseMessages;
+      },
     });
     for await (const part of result.fullStream) steps.see(part);
-    // An answer written from a cut prompt is not kept: the turn asks again after compacting.
-    if (steps.streamError === undefined && !steps.truncation) {
-      await steps.sync(await result.responseMessages);
+    if (steps.streamError === undefined) {
+      // Rejects with what ended the call early (a timeout, an abort), which the stream itself does not carry.
+      await result.finishReason;
+      // An answer written from a cut prompt is not kept: the turn asks again after compacting.
+      if (!steps.truncation) {
+        if (!finalMessages) throw new Error('The model stream ended without its final messages.');
+        await steps.sync(finalMessages);
+      }
     }
   } catch (error) {
     steps.streamError = error;
@@ -328,13 +424,10 @@ class StepRecorder {
     await conversation.append(records);
   }
 
-  /** Shows one part of the stream, and notes the end of a step and a stream error. */
+  /** Shows one part of the stream (its text was shown as it arrived), and notes the end of a step and a stream error. */
   see(part: TextStreamPart<ToolSet>): void {
     const { ui } = this.options;
     switch (part.type) {
-      case 'text-delta':
-        ui.text(part.text);
-        break;
       case 'tool-call':
         ui.toolCall(part.toolName, part.input);
         break;

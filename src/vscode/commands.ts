@@ -255,11 +255,10 @@ async function openChat(deps: CommandDeps, modelId?: unknown): Promise<unknown> 
           )
         )?.model);
   if (!chosen) return false;
-  await vscode.commands.executeCommand('workbench.action.chat.open', {
-    query: '@longrun ',
-    isPartialQuery: true,
-    modelSelector: { vendor: chosen.vendor, id: chosen.id },
-  });
+  // The input first, then the model: given both, VS Code shows the chat, selects the model, and only
+  // then puts "@longrun " in, over what the user may have begun to type meanwhile.
+  await vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun ', isPartialQuery: true });
+  await vscode.commands.executeCommand('workbench.action.chat.open', { modelSelector: { vendor: chosen.vendor, id: chosen.id } });
   return true;
 }
 

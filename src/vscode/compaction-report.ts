@@ -26,9 +26,9 @@ export class CompactionReporter {
         const lastHour = this.times.filter((t) => at - t <= 3_600_000).length;
         const often = `${lastHour} compaction(s) in the last hour, ${this.times.length} this session.`;
         if (p) {
-          const { superseded, old, truncated } = prunedCounts(p.outputs);
+          const { superseded, old, truncated, written } = prunedCounts(p.outputs);
           this.log.info(
-            `Pruning (${p.reason}): ${p.tokensBefore} → ${p.tokensAfter} tokens, ${superseded} superseded and ${old} old large tool output(s) replaced by stubs, ${truncated} cut to fit the window` +
+            `Pruning (${p.reason}): ${p.tokensBefore} → ${p.tokensAfter} tokens, ${superseded} superseded and ${old} old large tool output(s) replaced by stubs, ${written} write call(s) whose content is on disk stubbed, ${truncated} cut to fit the window` +
               `${e ? '; a summary follows.' : `, no summary needed${outcome.compaction.lowGain ? ', low gain' : ''}; ${often}`}`,
           );
         }

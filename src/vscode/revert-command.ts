@@ -65,7 +65,7 @@ async function record(deps: RevertCommandDeps, report: RevertReport): Promise<vo
   const at = deps.now();
   const records: LogRecord[] = report.reverted.map((r) => ({
     type: 'file',
-    event: { kind: r.removed ? 'deleted' : 'modified', path: r.path, actor: 'user', at },
+    event: { kind: r.removed ? 'deleted' : 'modified', path: r.path, actor: 'user', at, revert: true },
   }));
   await conversation.append(records).catch((error: unknown) => deps.log.warn(`Could not record the revert: ${String(error)}`));
 }

@@ -247,6 +247,11 @@ export class Session implements vscode.Disposable {
     this.changed.fire();
   }
 
+  windowIsLowerBound(): boolean {
+    const key = this.modelKey();
+    return key !== undefined && this.deps.windows.isLowerBound(key);
+  }
+
   /**
    * Sets what every request carries besides the messages (system prompt, tool definitions). Given
    * as a function, the text is made when the gauge first counts it: making it needs the model

@@ -14,11 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startScriptedModelServer } from '../../scripts/scripted-model/server';
-import { FIRST_MESSAGE } from './phrases';
+import { FIRST_MESSAGE, NEW_USER_MESSAGE } from './phrases';
 import { ANTHROPIC_MODELS, bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
 
 const ALL_PHASES = [
+  'new-user',
   'main',
   'after-reload',
   'branches',
@@ -27,6 +28,7 @@ const ALL_PHASES = [
   'editor-models',
   'summary-edit',
   'memory',
+  'skills',
   'tool-choice',
   'providers',
   'crash',
@@ -69,6 +71,9 @@ async function main(): Promise<number> {
 
   const workspace = join(work, 'workspace');
   makeWorkspace(workspace, 10);
+  // The new-user phase opens a workspace of its own, for the first time, as `npm start` does.
+  const newUserWorkspace = join(work, 'new-user');
+  makeWorkspace(newUserWorkspace, 0);
   const extensionsDir = join(work, 'extensions');
   const userDataDir = join(work, 'user-data');
   // The .vsix a user would install, installed the way a user would.
@@ -110,6 +115,8 @@ async function main(): Promise<number> {
       LONGRUN_E2E_UI: uiAgent.url,
       LONGRUN_E2E_MODEL_CONTROL: server.url.replace(/\/v1$/, ''),
       LONGRUN_E2E_ANTHROPIC_URL: anthropic.url,
+      // As `npm start` sets it: Longrun opens the chat on this model, once per workspace.
+      LONGRUN_OPEN_CHAT_MODEL: 'offline/scripted',
     },
   };
   let codeServer = await startCodeServer(serverOptions);
@@ -141,11 +148,17 @@ async function main(): Promise<number> {
     for (const [index, phase] of PHASES.entries()) {
       writeFileSync(join(e2eDir, 'phase'), phase);
       say(`Phase "${phase}"…`);
-      if (index === 0) await page.goto(codeServer.url);
-      else await openAgain(page, codeServer.url);
+      const url = phase === 'new-user' ? folderUrl(codeServer.url, newUserWorkspace) : codeServer.url;
+      if (index === 0) await page.goto(url);
+      else await openAgain(page, url);
       await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
-      // A user who reloads the window and types at once: the branches phase checks it was answered.
-      if (phase === 'branches') writeFileSync(join(e2eDir, 'first-message.json'), JSON.stringify(await typeSoonAfterOpening(page)));
+      // A new user's first window, and a user who reloads the window, each typing at once: the
+      // new-user and branches phases check that what they typed was answered.
+      if (phase === 'new-user') {
+        writeFileSync(join(e2eDir, 'first-message-new-user.json'), JSON.stringify(await typeSoonAfterOpening(page, NEW_USER_MESSAGE, true)));
+      }
+      if (phase === 'branches')
+        writeFileSync(join(e2eDir, 'first-message.json'), JSON.stringify(await typeSoonAfterOpening(page, FIRST_MESSAGE, false)));
       const finished = waitForResults(join(e2eDir, `results-${phase}.json`), join(e2eDir, `started-${phase}`), page);
       // The crash phase asks to be killed in the middle of a turn; the next phase runs on a new server.
       const phaseResults = await Promise.race([
@@ -201,28 +214,56 @@ async function main(): Promise<number> {
   return failed > 0 || passed === 0 ? 1 : 0;
 }
 
+/** What the driver did when it typed a first message, in milliseconds after the workbench appeared. */
+interface TypedMessage {
+  /** When the chat's input was drawn. */
+  readonly inputMs: number;
+  readonly typingMs: number;
+  readonly sentMs: number;
+  /** When Longrun's gauge was first seen in the status bar, from the moment the input was drawn on (-1: not within 30 s). */
+  readonly gaugeMs: number;
+}
+
 /**
- * Types a request into the chat 1.5 s after the workbench appeared (or as soon as the chat's input is
- * drawn, when later), as a user who reloads and types at once. Resolves with when the input was drawn,
- * when typing began and when the request was sent, in milliseconds after the workbench appeared.
+ * Types `@longrun <message>` into the chat 1.5 s after the workbench appeared (or as soon as the
+ * chat's input is drawn, when later), as a user who opens or reloads the window and types at once.
+ * A workspace's first window shows the chat only once Longrun opens it, which takes a while on a
+ * busy machine. `newUser` names the case in the record.
  */
-async function typeSoonAfterOpening(page: Page): Promise<{ inputMs: number; typingMs: number; sentMs: number }> {
+async function typeSoonAfterOpening(page: Page, message: string, newUser: boolean): Promise<TypedMessage> {
   const shown = Date.now();
   const input = page.locator('.interactive-input-part .monaco-editor').first();
-  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.waitFor({ state: 'visible', timeout: 180_000 });
   const inputMs = Date.now() - shown;
+  // Watched beside the typing: Longrun's gauge, in the status bar once Longrun is there.
+  const gaugeSeen = page
+    .locator('.statusbar-item[id*="longrun.gauge"]')
+    .first()
+    .waitFor({ state: 'attached', timeout: 30_000 })
+    .then(
+      () => Date.now() - shown,
+      () => -1,
+    );
   await page.waitForTimeout(Math.max(0, 1_500 - (Date.now() - shown)));
   const typingMs = Date.now() - shown;
   await input.click();
   await page.keyboard.press('Control+A');
-  await page.keyboard.type(`@longrun ${FIRST_MESSAGE}`);
+  await page.keyboard.type(`@longrun ${message}`);
   await page.keyboard.press('Enter');
   const sentMs = Date.now() - shown;
-  writeFileSync(
+  const gaugeMs = await gaugeSeen;
+  appendFileSync(
     join(RESULTS, 'first-message.txt'),
-    `input drawn ${inputMs} ms, typing began ${typingMs} ms, sent ${sentMs} ms after the workbench appeared\n`,
+    `${newUser ? 'new user' : 'after a reload'}: input drawn ${inputMs} ms, Longrun's gauge seen ${gaugeMs} ms, typing began ${typingMs} ms, sent ${sentMs} ms after the workbench appeared\n`,
   );
-  return { inputMs, typingMs, sentMs };
+  return { inputMs, typingMs, sentMs, gaugeMs };
+}
+
+/** The workbench's address with another folder open. */
+function folderUrl(url: string, folder: string): string {
+  const address = new URL(url);
+  address.searchParams.set('folder', folder);
+  return address.toString();
 }
 
 /**
@@ -528,27 +569,42 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
     }
     case 'chat-button': {
       // Clicks a button a participant added to its answer (stream.button), in the latest answer that
-      // has one, and returns that answer's text (folded parts included).
+      // has one, and returns that answer's text. A moment after an answer ends, what it showed before
+      // its final text folds into a closed <details> titled "Completed N steps": with `inSight`, the
+      // button must be shown without opening that fold (and the text returned is what is shown);
+      // otherwise the fold is opened when the button is in it (and the text is all of the answer's).
+      // `pending`: the answer is still under way (it waits for the click), so nothing folds yet.
       const name = new RegExp(`^${String(body.text).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`);
       const answer = page.locator('.interactive-item-container', { has: page.getByRole('button', { name, includeHidden: true }) }).last();
-      const button = answer.getByRole('button', { name, includeHidden: true });
-      // A moment after an answer ends, what it showed between tool calls folds into a closed
-      // <details> titled "Completed N steps": wait for the fold, then open it.
-      // The chat may render the answer again (closed) meanwhile: try again.
       const steps = answer.getByText(/Completed \d+ steps/);
-      await steps.waitFor({ timeout: 10_000 }).catch(() => undefined);
+      if (!body.pending) await foldClosed(answer);
+      // The chat may render the answer again (closed) meanwhile: try again.
       for (let attempt = 1; ; attempt++) {
         try {
-          if (!(await button.isVisible())) await steps.click({ timeout: 2_000 });
-          // Folded or not: all of the answer's text.
-          const text = (await answer.textContent({ timeout: 2_000 })) ?? '';
-          await button.click({ timeout: 2_000 });
+          const buttons = answer.getByRole('button', { name, includeHidden: true });
+          const folded = await buttons.evaluateAll((all) => all.map((button) => button.closest('details:not([open])') !== null));
+          let index = folded.lastIndexOf(false);
+          if (index < 0) {
+            if (body.inSight) throw new Error(`"${String(body.text)}" is folded out of sight; the answer shows: ${await shownText(answer)}`);
+            await steps.click({ timeout: 2_000 });
+            index = folded.length - 1;
+          }
+          const text = body.inSight ? await shownText(answer) : ((await answer.textContent({ timeout: 2_000 })) ?? '');
+          await buttons.nth(index).click({ timeout: 2_000 });
           return text;
         } catch (error) {
           if (attempt >= 5) throw error;
           await page.waitForTimeout(1_000);
         }
       }
+    }
+    case 'chat-shown': {
+      // What the latest answer that says `contains` (folded parts included) shows without opening a
+      // fold, once VS Code has folded it (a finished answer folds what it showed before its final text).
+      const answer = page.locator('.interactive-item-container', { hasText: String(body.contains) }).last();
+      await answer.waitFor({ timeout: 10_000 });
+      await foldClosed(answer);
+      return shownText(answer);
     }
     case 'chat-confirm': {
       // Answers a confirmation VS Code shows in the chat before another extension's tool runs. Its
@@ -639,6 +695,28 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
     default:
       throw new Error(`unknown action ${String(body.action)}`);
   }
+}
+
+/** An item's text without what its closed folds hold (their titles stay): what is shown without opening one. */
+async function shownText(item: ReturnType<Page['locator']>): Promise<string> {
+  return item.evaluate((element) => {
+    const copy = element.cloneNode(true) as typeof element;
+    for (const fold of copy.querySelectorAll('details:not([open])')) {
+      for (const child of [...fold.children]) if (child.tagName !== 'SUMMARY') child.remove();
+    }
+    return copy.textContent ?? '';
+  });
+}
+
+/**
+ * Waits until VS Code has folded a finished answer: its fold is made open and closed on the next
+ * frame. An answer with nothing to fold has none, and the wait ends after 10 s.
+ */
+async function foldClosed(answer: ReturnType<Page['locator']>): Promise<void> {
+  await answer
+    .locator('details.completed-response-disclosure:not([open])')
+    .waitFor({ state: 'attached', timeout: 10_000 })
+    .catch(() => undefined);
 }
 
 /**

@@ -174,7 +174,7 @@ describe('extension manifest', () => {
     });
 
     /** Activates the built extension in a fresh process with a stub `vscode` (bench/activation-host.js). */
-    const activateIn = (mode: '--check' | '--check-unused' | '--check-broken') => {
+    const activateIn = (mode: '--check' | '--check-unused' | '--check-broken' | '--check-open-chat') => {
       const env = { ...process.env };
       delete env.NODE_OPTIONS;
       const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bench', 'activation-host.js'), outdir, mode], {
@@ -198,6 +198,8 @@ describe('extension manifest', () => {
       readonly modelsChangedEvents?: number;
       readonly modelsAfterEndpoint?: string[];
       readonly modelsChangedAtActivation: number;
+      readonly chatOpens: unknown[];
+      readonly chatOpensInNextWindow?: number;
     }
 
     it("activates with extension.js alone; where Longrun was used, loads the rest, zod and only the model's vocabulary right after", () => {
@@ -209,6 +211,13 @@ describe('extension manifest', () => {
     it('tells VS Code at activation to ask for its models when an endpoint is set, so that the chat has a model before the first request', () => {
       assert.equal(activateIn('--check').modelsChangedAtActivation, 1);
       assert.equal(activateIn('--check-unused').modelsChangedAtActivation, 0, 'no endpoint: nothing to offer, nothing loaded');
+    });
+
+    it('opens the chat at start as npm start asks, its input before its model, once per workspace', () => {
+      const report = activateIn('--check-open-chat');
+      // Given both at once, VS Code would put "@longrun " in only after selecting the model, over what the user began to type.
+      assert.deepEqual(report.chatOpens, [{ query: '@longrun ', isPartialQuery: true }, { modelSelector: { vendor: 'copilot', id: 'gpt-4o' } }]);
+      assert.equal(report.chatOpensInNextWindow, 0, "the workspace's next window keeps the layout the user left");
     });
 
     it('loads nothing but extension.js where Longrun was never used, although VS Code asks for its models, until something calls into it', () => {

@@ -1,3 +1,4 @@
+import { cutMarker, isHighSurrogate, isLowSurrogate } from '../../core/cut-marker';
 import type { LogRecord } from '../../core/history';
 import { CONVERSATION_FORMAT_VERSION } from './schemas';
 
@@ -122,18 +123,5 @@ function cutText(text: string, keep: number): string {
   if (head > 0 && isHighSurrogate(text.charCodeAt(head - 1))) head--;
   if (tailStart < text.length && isLowSurrogate(text.charCodeAt(tailStart))) tailStart++;
   const tail = text.length - tailStart;
-  return `${text.slice(0, head)}\n[… cut by Longrun: ${thousands(text.length)} characters in all; the first ${thousands(head)} and the last ${thousands(tail)} are kept]\n${text.slice(tailStart)}`;
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
-}
-
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
-}
-
-/** `n` with thousands separators, as messages show sizes. */
-export function thousands(n: number): string {
-  return n.toLocaleString('en-US');
+  return `${text.slice(0, head)}${cutMarker(text.length, head, tail)}${text.slice(tailStart)}`;
 }

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { LogRecord } from '../../core/history';
-import { thousands } from './cap';
+import { thousands } from '../../core/cut-marker';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationChangedError, ConversationVersionError } from './errors';
 import { isCode, isFile } from './files';

@@ -127,6 +127,9 @@ const compactionEntrySchema = lazily(() =>
     // Added with summary editing: a Longrun from before it drops the field and reads the edit as a
     // compaction of its own, which shows the same view with the edited summary.
     editOf: z.string().min(1).optional(),
+    // Added with skills: a Longrun from before them drops the field and shows the summary without
+    // the skills it carried (they stay in the log, for recall and an export).
+    skills: z.array(z.object({ name: z.string().min(1), text: z.string() })).optional(),
   }),
 );
 
@@ -199,6 +202,8 @@ const fileEventSchema = lazily(() =>
       actor: actorSchema(),
       at: z.number(),
       from: z.string().min(1).optional(),
+      // Added with the stubs of written content: a Longrun from before it drops the mark.
+      revert: z.literal(true).optional(),
     })
     .refine((event) => event.kind !== 'renamed' || event.from !== undefined, {
       message: 'a rename must say where the file came from',

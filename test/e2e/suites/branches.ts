@@ -125,7 +125,8 @@ describe('Longrun follows what the user does to the chat', function () {
     );
     // VS Code's checkpoint restored only its own edits: Longrun's file is still there until the user asks.
     await vscode.workspace.fs.stat(workspaceUri('bravo-notes.txt'));
-    const answer = await ui<string>('chat-button', { text: "Revert Longrun's changes" });
+    // Shown below the answer, where VS Code does not fold it: the files and the button, no fold opened.
+    const answer = await ui<string>('chat-button', { text: "Revert Longrun's changes", inSight: true });
     assert.match(answer, /bravo-notes\.txt/);
     await questionBeforeReverting();
     await ui('dialog-button', { button: 'Revert' });
@@ -149,7 +150,8 @@ describe('Longrun follows what the user does to the chat', function () {
       void vscode.commands.executeCommand('workbench.action.chat.pickAgentSession');
       offered = await ui<string[]>('quick-pick', { text: 'forkchat', not: 'Forked' });
     }
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // A user types once the chat picked shows its requests (HOTEL-3 is the original's alone).
+    await waitFor('the original chat in the chat panel', async () => ((await chatText()).includes('remember HOTEL-3') ? true : undefined));
     const longrun = await api();
     const before = longrun.participant.turns().completed;
     await ui('chat-type', { text: '@longrun original says JULIET-5' });

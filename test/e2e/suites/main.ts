@@ -266,6 +266,8 @@ describe('Longrun in a real VS Code', function () {
         longrun.participant.recentNotices().some((n) => n.includes('cut the prompt')),
         'the chat says the server cut the prompt',
       );
+      // Where it stays in sight once VS Code folds the steps of the answer.
+      assert.match(await ui<string>('chat-shown', { contains: 'cut the prompt' }), /cut the prompt/);
       assert.ok((longrun.session.modelContext().whole?.limit ?? Infinity) <= 3_000, 'the window the cut suggests is used from now on');
     });
   });

@@ -91,7 +91,9 @@ describe('Previewing and editing compaction summaries', function () {
     const before = (await entries()).length;
     const records = (await longrun.session.current())!.log().length;
 
-    await ui('chat-button', { text: 'Preview' });
+    // The question and its buttons are in sight while it waits, no fold opened.
+    const asked = await ui<string>('chat-button', { text: 'Preview', inSight: true, pending: true });
+    assert.match(asked, /Compact the conversation now\?/);
     const preview = await waitFor('the preview document', () => summaryDocument(/· not applied yet/));
     assert.match(preview.getText(), /Session Summary \(Compaction Round \d+\)/);
     assert.match(preview.getText(), /<read-files>[\s\S]*src\/big-1\.ts[\s\S]*<\/read-files>/, 'the file lists are shown with the summary');

@@ -79,6 +79,35 @@ describe('exporting a conversation as Markdown', () => {
     assert.ok(markdown.indexOf('Compaction round 1') > markdown.indexOf('**Tool result**'));
   });
 
+  it("says what a pruning replaced in the model's view: tool outputs, and the content of file writes", () => {
+    const output = (kind: 'duplicate' | 'written', id: string) => ({
+      messageId: id,
+      toolCallId: `c-${id}`,
+      toolName: 'x',
+      kind,
+      stub: 's',
+      tokens: 9,
+    });
+    const pruned = conversationMarkdown(
+      [
+        ...log.slice(0, 3),
+        {
+          type: 'pruning',
+          entry: {
+            id: 'p1',
+            reason: 'threshold',
+            outputs: [output('duplicate', 't1'), output('written', 'a1')],
+            tokensBefore: 900,
+            tokensAfter: 400,
+            createdAt: 1,
+          },
+        },
+      ],
+      'Build a flashcard app',
+    );
+    assert.match(pruned, /\*\*Pruning\*\* \(threshold\): 1 tool output and the content of 1 file write above were replaced by a stub/);
+  });
+
   it('marks an answer that was cut', () => {
     const cut = conversationMarkdown(
       [{ type: 'message', message: { id: 'a', role: 'assistant', content: [{ type: 'text', text: 'Half an' }], incomplete: true } }],

@@ -134,6 +134,12 @@ describe('gauge text and levels', () => {
       'Pruned 7 superseded tool outputs, cut 2 large tool outputs to fit the window (−12,400 tokens)',
     );
     assert.equal(pruningPhrase({ ...pruning, outputs: [cut] }), 'Cut 1 large tool output to fit the window (−12,400 tokens)');
+    const written = { ...outputs[0]!, toolName: 'create_file', kind: 'written' as const };
+    assert.equal(
+      pruningPhrase({ ...pruning, outputs: [...outputs, written, cut] }),
+      'Pruned 7 superseded tool outputs, stubbed the content of 1 file write, cut 1 large tool output to fit the window (−12,400 tokens)',
+    );
+    assert.equal(pruningPhrase({ ...pruning, outputs: [written, written] }), 'Stubbed the content of 2 file writes (−12,400 tokens)');
     const alone = gaugePresentation(state(104_600, 128_000, { lastPruning: pruning })).tooltipMarkdown;
     assert.match(
       alone,

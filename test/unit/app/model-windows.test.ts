@@ -115,11 +115,14 @@ describe('model windows: where the window comes from, in order', () => {
 
   it('raises a window learned from a cut prompt when more is read later, instead of forgetting it', () => {
     const { registry } = windows([]);
+    assert.equal(registry.isLowerBound(key), false);
     registry.learn(key, 2_400, 'suggested by a prompt the server cut', true);
+    assert.equal(registry.isLowerBound(key), true, 'a window suggested by a cut prompt is only a lower bound');
     assert.equal(registry.observe(key, 2_000), false);
     assert.equal(registry.observe(key, 2_900), true);
     assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 2_900);
     registry.learn(key, 2_000, 'stated by the server in an overflow error');
+    assert.equal(registry.isLowerBound(key), false, 'a window an error states is exact');
     assert.equal(registry.observe(key, 2_500), true);
     assert.equal(registry.learnedWindow(key), undefined, "an error's window is forgotten once exceeded");
   });

@@ -139,6 +139,25 @@ describe('compactions computed in a worker', () => {
     assert.equal(syncedRecords(worker.posted), before, 'each record sent once');
   });
 
+  it('sends long records a few at a time, so that no message to the worker copies much more than one long output', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const output = 'x'.repeat(200_000);
+    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'c1', output);
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    const slices = worker.posted.filter((m) => (m as { kind: string }).kind === 'sync') as Array<{ records: unknown[] }>;
+    assert.equal(
+      slices.reduce((sum, m) => sum + m.records.length, 0),
+      conversation.allRecords().length - 1,
+      'every record sent',
+    );
+    for (const slice of slices) {
+      const chars = JSON.stringify(slice.records).length;
+      assert.ok(chars < 256 * 1024 + output.length + 10_000, `a slice of ${chars} characters (${slice.records.length} records)`);
+    }
+  });
+
   it("has the worker's copy let go of what a compaction took out of the view, and computes the next as the host does", async () => {
     const worker = channelWorker();
     closers.push(() => worker.close());

@@ -45,6 +45,7 @@ describe('settings: longrun.* onto the core configuration', () => {
       verboseLogging: false,
       cache: { ttl: '5m', openaiRetention24h: false, coldCompaction: true },
       modelOverrides: {},
+      skills: { userFolders: [] },
     });
   });
 
@@ -520,6 +521,7 @@ describe('settings: a repository cannot turn Longrun against its user', () => {
       'the prices and windows Longrun believes: costs shown smaller than billed, or a window that makes it compact at every step',
     'longrun.cache.ttl': 'how long the provider keeps the conversation cached, at twice the price of a write for an hour',
     'longrun.cache.openaiRetention': "how long OpenAI keeps the conversation's prefixes on its side",
+    'longrun.skills.userFolders': "folders outside the workspace whose skills' text the agent is given as instructions",
   };
 
   /**

@@ -138,6 +138,12 @@ describe('store schemas', () => {
     assert.equal(later.type === 'usage' && later.usage.inputTokens, 5);
   });
 
+  it("keeps the mark of a file event that reverted Longrun's changes", () => {
+    const record: LogRecord = { type: 'file', event: { kind: 'modified', path: 'a.ts', actor: 'user', at: 1, revert: true } };
+    const parsed = logRecordSchema().safeParse(JSON.parse(JSON.stringify(record)));
+    assert.deepEqual(parsed.data, record);
+  });
+
   it('reads a message part of every type of PART_TYPES', () => {
     for (const type of PART_TYPES) {
       const record: LogRecord = { type: 'message', message: { id: 'm1', role: 'assistant', content: [PARTS[type]] } };

@@ -176,16 +176,19 @@ describe('summarizing ahead of need', () => {
     const keepSix: CompactionConfig = {
       ...DEFAULT_CONFIG,
       minMessages: 2,
+      minGainShare: 0.2,
       keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 6 },
     };
-    const { conversation, summarizer, say } = await setup(true, keepSix);
+    // The system prompt and tools take 3,400 tokens: the messages have 6,600, of which the kept part
+    // may hold half, 3,300 (the six kept messages always fit).
+    const { conversation, summarizer, say } = await setup(true, keepSix, 3_400);
     await say(0, 450);
-    for (let i = 1; i < 4; i++) await say(i, 1_250);
+    for (let i = 1; i < 4; i++) await say(i, 540);
     // Prepared on eight messages, keeping six: it summarizes only the first 900 tokens, just over a
-    // tenth of the view then, under a tenth of it once it grew.
+    // fifth of the view then, under a fifth of it (with its summary) once it grew.
     await until('the summary is being prepared', () => summarizer.calls.length === 1);
     summarizer.calls[0]!.release();
-    await say(4, 600);
+    await say(4, 500);
     const compaction = conversation.compact('threshold');
     await until('the summary is made again', () => summarizer.calls.length === 2);
     summarizer.calls[1]!.release();
@@ -201,6 +204,28 @@ describe('summarizing ahead of need', () => {
         .map((m) => m.id),
       ['u2', 'a2', 'u3', 'a3', 'u4', 'a4'],
     );
+  });
+
+  it('does not apply a prepared summary that would leave the view over the window: it is made again on the current log', async () => {
+    const { conversation, summarizer, say } = await setup();
+    for (let i = 0; i < 4; i++) await say(i, 1_000);
+    await until('the summary is being prepared', () => summarizer.calls.length === 1);
+    summarizer.calls[0]!.release();
+    // A large answer since: the summary prepared (of the first six messages) would leave about 10,300 of 10,000 tokens.
+    await say(4, 4_000);
+    assert.equal(conversation.assess().level, 'over');
+    const compaction = conversation.compact('threshold');
+    await until('the summary is made again', () => summarizer.calls.length === 2);
+    // Made again over the window, it may take more than one call: each is answered as it comes.
+    let settled = false;
+    void compaction.finally(() => (settled = true));
+    while (!settled) {
+      for (const call of summarizer.calls) call.release();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const outcome = await compaction;
+    assert.equal(outcome.status, 'compacted');
+    assert.notEqual(conversation.assess().level, 'over');
   });
 
   it('gives the applied summary the file lists and needles of the log it is applied to, not those of its snapshot', async () => {

@@ -228,6 +228,19 @@ describe('a chat turn follows what the user did to the chat', () => {
     assert.equal(await readFile(join(f.workspace, 'notes.txt'), 'utf8'), 'two\n');
   });
 
+  it('keeps the offer to revert in sight below the answer once VS Code folds the steps before it', async () => {
+    await writeFile(join(f.workspace, 'notes.txt'), 'one\n');
+    const chat = f.newChat();
+    await chat.send('remember ALPHA-7');
+    await chat.send('edit notes.txt: one -> two');
+    chat.restore(2);
+    const next = await chat.send('read notes.txt');
+    const shown = next.surface.inSight();
+    assert.match(shown, /done/, 'the answer');
+    assert.match(shown, /notes\.txt[\s\S]*Revert Longrun's changes…/, 'the files changed and the button, after the answer');
+    assert.ok(shown.indexOf('done') < shown.indexOf("Revert Longrun's changes…"));
+  });
+
   it('offers no revert in a fork: the chat it came from still holds those turns', async () => {
     await writeFile(join(f.workspace, 'notes.txt'), 'one\n');
     const chat = f.newChat();

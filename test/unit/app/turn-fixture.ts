@@ -2,11 +2,13 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
+import { firstInSight } from '../../../src/app/chat-folds';
 import { ConversationRegistry } from '../../../src/app/conversation-registry';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { InstructionSource } from '../../../src/app/instructions';
 import { readSettings, type LongrunSettings } from '../../../src/app/settings';
 import { TurnController, type ChatButton, type ChatSurface, type TurnModels, type TurnResult } from '../../../src/app/turn-controller';
+import { SkillCatalog } from '../../../src/app/skill-catalog';
 import { WorkspaceFiles } from '../../../src/app/workspace-files';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -52,7 +54,8 @@ export function messageTexts(message: Prompt[number]): string {
 /**
  * The model: answers "noted <words>" to "remember <words>"; to "create <path> with <text>" it calls
  * `create_file` and then answers "done"; to "edit <path>: <old> -> <new>" it calls `edit_file`; to
- * "read <path> <path> …" it reads each in turn, then answers.
+ * "read <path> <path> …" it reads each in turn, then answers; to "use the skill <name> [file <path>]" it
+ * calls `skill`, then answers "done".
  */
 export function scriptedModel(): MockLanguageModelV4 {
   return new MockLanguageModelV4({
@@ -67,6 +70,7 @@ export function scriptedModel(): MockLanguageModelV4 {
       const done = prompt.slice(prompt.findLastIndex((m) => m.role === 'user') + 1).filter((m) => m.role === 'tool').length;
       const create = last.role === 'user' ? /create (\S+) with (.+)/.exec(said) : null;
       const edit = last.role === 'user' ? /edit (\S+): (.+) -> (.+)/.exec(said) : null;
+      const skill = last.role === 'user' ? /use the skill (\S+)(?: file (\S+))?/.exec(said) : null;
       if (reads[done] !== undefined) {
         const input = JSON.stringify({ path: reads[done] });
         parts.push({ type: 'tool-call', toolCallId: `r${prompt.length}`, toolName: 'read_file', input });
@@ -78,6 +82,10 @@ export function scriptedModel(): MockLanguageModelV4 {
           toolName: 'create_file',
           input: JSON.stringify({ path: create[1], content: create[2] }),
         });
+        parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
+      } else if (skill) {
+        const input = { name: skill[1], ...(skill[2] ? { file: skill[2] } : {}) };
+        parts.push({ type: 'tool-call', toolCallId: `s${prompt.length}`, toolName: 'skill', input: JSON.stringify(input) });
         parts.push({ type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(5) });
       } else if (edit) {
         const input = { path: edit[1], edits: [{ oldText: edit[2], newText: edit[3] }] };
@@ -93,22 +101,36 @@ export function scriptedModel(): MockLanguageModelV4 {
   });
 }
 
-/** What a chat shows of a response: its text and buttons. */
+/** What a chat shows of a response: its text and buttons, and all of it in order. */
 export class RecordingSurface implements ChatSurface {
   readonly texts: string[] = [];
   readonly buttons: ChatButton[] = [];
+  private readonly parts: { readonly kind: 'markdown' | 'other'; readonly text: string }[] = [];
   markdown(text: string): void {
     this.texts.push(text);
+    this.parts.push({ kind: 'markdown', text });
   }
-  progress(): void {}
+  progress(text: string): void {
+    this.parts.push({ kind: 'other', text });
+  }
   button(button: ChatButton): void {
     this.buttons.push(button);
+    this.parts.push({ kind: 'other', text: button.title });
   }
   diffButton(path: string, _diff: string, title: string): void {
     this.buttons.push({ command: 'diff', title, arguments: [path] });
+    this.parts.push({ kind: 'other', text: title });
   }
   text(): string {
     return this.texts.join('');
+  }
+  /** The text and button titles VS Code leaves in sight once the response is finished (see `chat-folds.ts`). */
+  inSight(): string {
+    const first = firstInSight(this.parts.map((p) => ({ kind: p.kind, empty: p.text.length === 0 })));
+    return this.parts
+      .slice(first)
+      .map((p) => p.text)
+      .join('\n');
   }
 }
 
@@ -130,6 +152,8 @@ export interface TurnFixture {
   readonly clock: FakeClock;
   /** Instruction files VS Code attaches to every request of every chat. */
   instructions: InstructionSource[];
+  /** What the turn controller and the skills catalog said in the log, as warnings. */
+  readonly warnings: string[];
   /** The user texts of the prompt the model was sent for the n-th request (0-based; steps of a tool loop count). */
   userTexts(call?: number): string[];
   /** Everything the model was sent in a request (system prompt included). */
@@ -146,6 +170,10 @@ export interface FixtureOptions {
   readonly settings?: Partial<LongrunSettings>;
   /** The wire format of the model's endpoint; absent: a model of VS Code's. */
   readonly provider?: ProviderKind;
+  /** The model in use; absent: `scriptedModel()`. */
+  readonly model?: MockLanguageModelV4;
+  /** Whether the workspace is trusted (default true). */
+  readonly trusted?: boolean;
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -182,10 +210,11 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     info: () => undefined,
     changed: () => undefined,
   });
-  const model = scriptedModel();
+  const model = options.model ?? scriptedModel();
   const models: TurnModels = {
     languageModel: async () => model,
     learnWindow: () => undefined,
+    windowIsLowerBound: () => false,
     maxOutputTokens: () => undefined,
     telemetry: () => NO_TELEMETRY,
     truncationAdvice: () => undefined,
@@ -207,15 +236,21 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     settings: () => settings,
     now: () => clock.now(),
   });
+  const warnings: string[] = [];
+  const log = { info: () => undefined, warn: (message: string) => void warnings.push(message), error: () => undefined };
+  const trusted = () => options.trusted ?? true;
   const controller = new TurnController({
     registry,
     models,
-    workspace: { files, trusted: () => true, roots: () => roots },
+    workspace: { files, trusted, roots: () => roots },
     settings: () => settings,
     reporter: { report: () => undefined },
-    log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    log,
     now: () => clock.now(),
+    skills: new SkillCatalog({ roots: () => roots, trusted, userFolders: () => settings.skills.userFolders, log }),
   });
+  // As the extension wires it: each change the agent writes is shown in the chat of its request.
+  files.onDidWrite((change) => controller.showChange(change));
   let chats = 0;
   const fixture: TurnFixture = {
     dir,
@@ -226,6 +261,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     store,
     clock,
     instructions: [],
+    warnings,
     userTexts: (call = model.doStreamCalls.length - 1) =>
       model.doStreamCalls[call]!.prompt.filter((m) => m.role === 'user').map((m) => messageTexts(m)),
     sent: (call = model.doStreamCalls.length - 1) => model.doStreamCalls[call]!.prompt.map((m) => `${m.role}: ${messageTexts(m)}`).join('\n'),

@@ -192,6 +192,42 @@ describe("compaction: result, entry and the model's view", () => {
   });
 });
 
+describe('compaction: a recent part too large to keep', () => {
+  // A long turn wrote a large file, then the user asked something short: the recent tokens reach back
+  // into the write, and the cut before it would keep more than half the window.
+  const wrote = [
+    sys('s', 'You are a coding agent.'),
+    ...turn('t1', 'Look at the retry code', 3, 'x'.repeat(4_000)),
+    user('t2-u', 'Write the retry module'),
+    {
+      id: 't2-w',
+      role: 'assistant' as const,
+      content: [
+        { type: 'tool-call' as const, toolCallId: 'w', toolName: 'create_file', input: { path: 'src/retry.ts', content: 'r'.repeat(40_000) } },
+      ],
+    },
+    toolResult('t2-r', 'w', 'create_file', 'Created src/retry.ts (600 lines).'),
+    { id: 't2-a', role: 'assistant' as const, content: [{ type: 'text' as const, text: 'Written. '.repeat(200) }] },
+    user('t3-u', 'Now run the tests'),
+    { id: 't3-a', role: 'assistant' as const, content: [{ type: 'text' as const, text: 'They pass. '.repeat(200) }] },
+  ];
+  // 20,000 tokens: the recent part is 7,000 (35%), the kept part at most 10,000; the write alone is about 10,000.
+  const small = { window: { limit: 20_000, source: 'model' as const }, config: config((c) => ({ ...c, minMessages: 2 })) };
+
+  for (const reason of ['threshold', 'overflow', 'manual'] as const) {
+    it(`keeps only the latest request instead (${reason})`, async () => {
+      const { deps } = setup();
+      const outcome = await computeCompaction(request(asLog(wrote), { reason, ...small, overWindow: reason === 'overflow' }), deps);
+      assert.equal(outcome.status, 'compacted');
+      if (outcome.status !== 'compacted') return;
+      assert.equal(outcome.compaction.entry?.firstKeptMessageId, 't3-u', 'the write is summarized, not kept');
+      const kept = outcome.compaction.view.filter((m) => m.role !== 'system' && !m.summaryOf);
+      assert.ok(deps.counter.countMessages(kept) <= 10_000);
+      assert.equal(outcome.compaction.lowGain, false);
+    });
+  }
+});
+
 describe('compaction: requests that would not fit the summarizer', () => {
   it('splits into batches by importance and merges the batch summaries', async () => {
     const summarizer = new RecordingSummarizer(
@@ -354,7 +390,7 @@ describe('compaction: failure without loss', () => {
     assert.equal(second.compaction.entry!.lowGain, true);
   });
 
-  it('asks no summarizer at the threshold when what a summary could replace is less than the share a compaction must free', async () => {
+  it('asks no summarizer at the threshold or after an overflow when what a summary could replace is less than the share a compaction must free', async () => {
     // The old part is a few short messages; the recent part kept verbatim holds nearly all the view.
     const lopsided = [sys('s', 'You are a coding agent.'), ...turn('t1', 'Look', 1), ...turn('t2', 'Read the big file', 1, 'z'.repeat(8_000))];
     const threshold = setup();
@@ -365,17 +401,46 @@ describe('compaction: failure without loss', () => {
       /4 messages a summary could replace hold about \d+ of the view's \d+ tokens, less than the 10%/,
     );
     assert.equal(threshold.summarizer.requests.length, 0, 'no summarizer call');
-    // Over the window as well; but asked for, or for a request the server refused, it is tried all the same.
-    // The latest request is kept whole whatever the window, so nearly all this view stays.
+    // Over the window as well, and for a request the server refused: such a summary would not make it
+    // fit. The latest request is kept whole whatever the window, so nearly all this view stays.
     const longRequest = asLog([sys('s', 'You are a coding agent.'), ...turn('t1', 'Look', 1), user('u2', 'z'.repeat(8_000))]);
     const small = { window: { limit: 1_000, source: 'model' as const } };
-    const over = setup();
-    assert.equal((await computeCompaction(request(longRequest, { reason: 'threshold', ...small }), over.deps)).status, 'noop');
-    assert.equal(over.summarizer.requests.length, 0, 'no summarizer call over the window');
-    for (const reason of ['manual', 'overflow'] as const) {
-      const tried = setup();
-      await computeCompaction(request(longRequest, { reason, ...small }), tried.deps);
-      assert.ok(tried.summarizer.requests.length > 0, `the summarizer was asked for a ${reason} compaction`);
+    for (const reason of ['threshold', 'overflow'] as const) {
+      const over = setup();
+      const outcome = await computeCompaction(request(longRequest, { reason, ...small }), over.deps);
+      assert.equal(outcome.status, 'noop', reason);
+      assert.equal(over.summarizer.requests.length, 0, `no summarizer call over the window (${reason})`);
+    }
+    // Asked for, it is tried all the same.
+    const tried = setup();
+    await computeCompaction(request(longRequest, { reason: 'manual', ...small }), tried.deps);
+    assert.ok(tried.summarizer.requests.length > 0, 'the summarizer was asked for a manual compaction');
+  });
+
+  it('after an overflow, never applies a summary that frees less than the share a compaction must free', async () => {
+    // A summary padded to take nearly all that it replaces: about 5% of the view is freed.
+    const short = templateSummary('A short summary that is long enough to be used.');
+    const first = await computeCompaction(
+      request(asLog(conversation), { reason: 'overflow' }),
+      setup(new RecordingSummarizer(() => ({ text: short }))).deps,
+    );
+    assert.ok(first.status === 'compacted' && first.compaction.entry, 'a summary that frees enough is applied');
+    const { tokensBefore, tokensAfter } = first.compaction.entry;
+    const padded = `${short}\n${'p'.repeat((tokensBefore - tokensAfter - Math.floor(tokensBefore * 0.05)) * 4)}`;
+    for (const reason of ['overflow', 'manual'] as const) {
+      const outcome = await computeCompaction(
+        request(asLog(conversation), { reason }),
+        setup(new RecordingSummarizer(() => ({ text: padded }))).deps,
+      );
+      if (reason === 'manual') {
+        assert.ok(outcome.status === 'compacted' && outcome.compaction.lowGain, 'asked for, it is applied and reported as low-gain');
+        continue;
+      }
+      assert.equal(outcome.status, 'noop');
+      assert.match(
+        outcome.status === 'noop' ? outcome.reason : '',
+        /the summary would free only [\d,]+ of the view's [\d,]+ tokens \([\d.]+%\), less than the 10%/,
+      );
     }
   });
 

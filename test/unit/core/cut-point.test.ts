@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { selectForCompaction, validCuts, keepRecentTokens, type SelectionOptions } from '../../../src/core/cut-point';
+import { recentPartStart, selectForCompaction, validCuts, keepRecentTokens, type SelectionOptions } from '../../../src/core/cut-point';
 import { SUMMARY_PREFIX } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import { assistant, config, estimatingCounter, sys, toolResult, turn, user } from './fixtures';
@@ -166,6 +166,30 @@ describe('cut point: the recent part counted in tokens inside a long turn', () =
     assert.notEqual(s.kept[1]?.role, 'tool', 'no result without its call');
   });
 
+  it('never gives as usable a selection whose kept part is larger than allowed, but keeps the latest request whatever its size', () => {
+    // A long turn wrote a large file, then the user asked something short: the recent 4,000 tokens
+    // reach back into the write, and the cut before it would keep about 5,600 tokens, over the 5,000 allowed.
+    const view = [
+      previous,
+      ...turn('t1', 'earlier', 4, 'z'.repeat(4_000)),
+      user('t2-u', 'write the module'),
+      assistant('t2-w', '', { callId: 'w', tool: 'create_file', input: { path: 'src/m.ts', content: 'm'.repeat(16_000) } }),
+      toolResult('t2-r', 'w', 'create_file', 'Created src/m.ts (400 lines).'),
+      assistant('t2-a', 'Written. '.repeat(300)),
+      user('t3-u', 'and now run the tests'),
+      assistant('t3-a', 'They pass. '.repeat(300)),
+    ];
+    const result = selectForCompaction(view, options({ keepRecent: tokens(4_000), maxKeptTokens: 5_000 }));
+    assert.equal(result.ok, false);
+    assert.ok(!result.ok && result.tooLarge);
+    assert.match(!result.ok ? result.reason : '', /holds about 5,\d{3} tokens, more than the 5,000 the kept part may hold/);
+    // Nothing can keep less than the latest request: kept alone, it is usable whatever its size.
+    const alone = [...turn('t1', 'earlier', 2), user('t2-u', 'x'.repeat(40_000))];
+    const kept = selectForCompaction(alone, options({ keepRecent: tokens(4_000), maxKeptTokens: 5_000 }));
+    assert.ok(kept.ok);
+    assert.deepEqual(ids(kept.selection.kept), ['t2-u']);
+  });
+
   it('cuts at the latest request when the recent tokens reach back before it', () => {
     const big = 'z'.repeat(4_000);
     const view = [...turn('t1', 'earlier', 8, big), ...turn('t2', 'short task', 2, big)];
@@ -174,6 +198,28 @@ describe('cut point: the recent part counted in tokens inside a long turn', () =
     assert.equal(result.selection.splitTurn, false);
     assert.ok(counter.countMessages(result.selection.kept) >= 4_000);
     assert.ok(ids(result.selection.kept).includes('t2-u'));
+  });
+});
+
+describe('cut point: where the recent part begins', () => {
+  it('by tokens, after every message from which more than the recent tokens reach to the end, one larger than them too', () => {
+    const view = [
+      sys('s', 'be careful'),
+      user('u', 'go'),
+      assistant('w', 'w'.repeat(12_000)), // about 3,000 tokens: alone more than the recent 2,000
+      assistant('a', 'a'.repeat(4_000)),
+      assistant('b', 'b'.repeat(2_000)),
+    ];
+    const keepRecent = { ...config().keepRecent, mode: 'tokens' as const, tokens: 2_000 };
+    assert.deepEqual(ids(view.slice(recentPartStart(view, options({ keepRecent })))), ['a', 'b']);
+    assert.deepEqual(ids(view.slice(recentPartStart(view, options({ keepRecent: { ...keepRecent, tokens: 10_000 } })))), ['u', 'w', 'a', 'b']);
+  });
+
+  it('by messages or halves, at the recent messages; the system messages kept in front do not count', () => {
+    const view = [sys('s', 'be careful'), ...turn('t1', 'first', 1), ...turn('t2', 'second', 1)];
+    const recent = (keepRecent: SelectionOptions['keepRecent']) => ids(view.slice(recentPartStart(view, options({ keepRecent }))));
+    assert.deepEqual(recent({ ...config().keepRecent, mode: 'messages', messages: 5 }), ['t1-done', 't2-u', 't2-a0', 't2-t0', 't2-done']);
+    assert.deepEqual(recent({ ...config().keepRecent, mode: 'half' }), ['t2-u', 't2-a0', 't2-t0', 't2-done']);
   });
 });
 

@@ -255,6 +255,105 @@ describe('the live view of a growing log', () => {
     assert.deepEqual(live.messages(), [b]);
   });
 
+  it('gives the view a pruning and a compaction appended at the end would make, without taking them in', () => {
+    let given = 0;
+    let compactions = 0;
+    fc.assert(
+      fc.property(
+        fc.array(opArb, { minLength: 1, maxLength: 60, size: 'medium' }),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 3 }),
+        (ops, picks) => {
+          const builder = new LogBuilder();
+          for (const op of ops) builder.apply(op);
+          const memo = new EngineMemo();
+          const live = new LiveModelView(memo);
+          live.update(builder.log);
+          const before = live.messages();
+          // The steps a compaction appends: a pruning of outputs the view shows, then a summary of
+          // the messages before one it keeps.
+          const view = before.filter((m) => m.summaryOf === undefined && !m.id.startsWith('interrupted:'));
+          const steps: LogRecord[] = [];
+          const results = view.flatMap((m) =>
+            m.content.flatMap((p) => (p.type === 'tool-result' ? [{ messageId: m.id, toolCallId: p.toolCallId, toolName: p.toolName }] : [])),
+          );
+          if (results.length > 0) {
+            const outputs = picks.map((pick) => ({
+              ...results[pick % results.length]!,
+              kind: 'duplicate' as const,
+              stub: `[pruned ${pick}]`,
+              tokens: 9,
+            }));
+            steps.push({ type: 'pruning', entry: { id: 'p-end', reason: 'threshold', outputs, tokensBefore: 0, tokensAfter: 0, createdAt: 0 } });
+          }
+          if (view.length > 1) {
+            const kept = picks[0]! % view.length;
+            steps.push({
+              type: 'compaction',
+              entry: entry(
+                'c-end',
+                view.slice(0, kept).map((m) => m.id),
+                view[kept]!.id,
+                'user',
+              ),
+            });
+          }
+          const after = live.after(steps);
+          assert.deepEqual(live.messages(), before, 'the view is as it was');
+          const expected = modelView([...builder.log, ...steps], memo);
+          if (after !== undefined) {
+            assert.deepEqual(after, expected);
+            given++;
+            if (steps.some((r) => r.type === 'compaction')) compactions++;
+          }
+          // Taken in, the steps give the same view.
+          const all = [...builder.log, ...steps];
+          live.update(all);
+          assert.deepEqual(live.messages(), expected);
+        },
+      ),
+      { numRuns: 1_000 },
+    );
+    assert.ok(given > 500 && compactions > 250, `${given} views given, ${compactions} with a compaction`);
+  });
+
+  it('takes in a compaction appended at the end at the cost of the view, not of the log', () => {
+    // 800 messages, a tool call and its result each two, compacted every 200 but the last 4.
+    const log: LogRecord[] = [];
+    let since: string[] = [];
+    for (let i = 0; i < 400; i++) {
+      const call: Message = { id: `a${i}`, role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'read', input: { i } }] };
+      const result: Message = {
+        id: `t${i}`,
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read', output: `output ${i}` }],
+      };
+      log.push({ type: 'message', message: call }, { type: 'message', message: result });
+      since.push(call.id, result.id);
+      if (since.length === 200) {
+        log.push({ type: 'compaction', entry: entry(`e${i}`, since.slice(0, -4), since.at(-4)!, 'user') });
+        since = since.slice(-4);
+      }
+    }
+    const memo = new EngineMemo();
+    let reads = 0;
+    const counted = new Proxy(log, {
+      get: (target, key, receiver) => {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    const live = new LiveModelView(memo);
+    live.update(counted);
+    const outputs = [{ messageId: 't399', toolCallId: 'c399', toolName: 'read', kind: 'duplicate' as const, stub: '[pruned]', tokens: 9 }];
+    log.push({ type: 'pruning', entry: { id: 'p-end', reason: 'threshold', outputs, tokensBefore: 0, tokensAfter: 0, createdAt: 0 } });
+    log.push({ type: 'compaction', entry: entry('e-end', since.slice(0, -2), since.at(-2)!, 'user') });
+    reads = 0;
+    live.update(counted);
+    assert.deepEqual(live.messages(), modelView(log, memo));
+    assert.equal(live.messages().length, 3, 'the summary, the last call and its pruned result');
+    assert.ok(reads <= 2, `${reads} records of ${log.length} read again`);
+  });
+
   it('gives one summary message per compaction entry, so it is counted once', () => {
     const e = entry('e1', [], null, 'user');
     const memo = new EngineMemo();

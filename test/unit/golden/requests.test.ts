@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { config } from '../core/fixtures';
 import { turnFixture, type FixtureOptions, type TurnFixture } from '../app/turn-fixture';
 
 /**
  * What the model is sent, request by request, in the situations that change a request: a fresh
- * conversation, a tool loop, after pruning, after a summary, after an undo, and in a fork. Each
+ * conversation, a tool loop, after pruning, after a summary, after an undo, in a fork, and with a skill. Each
  * scenario's requests are a checked-in file under `test/unit/golden/requests/`, so a change to
  * what the model is sent shows up as a diff in review. `LONGRUN_UPDATE_GOLDEN=1` writes the
  * files anew; without it a missing or different file fails the test.
@@ -112,6 +112,21 @@ describe('what the model is sent (golden files)', () => {
       const undone = await conversation!.undo();
       assert.ok(undone.ok, 'the compaction is undone');
       await chat.send('remember AFTER-UNDO');
+    });
+  });
+
+  it('with a skill: listed in the system prompt, then loaded on use', async () => {
+    await scenario('skill', {}, async (f) => {
+      const folder = join(f.workspace, '.github', 'skills', 'demo');
+      await mkdir(folder, { recursive: true });
+      await writeFile(
+        join(folder, 'SKILL.md'),
+        '---\nname: demo\ndescription: Demo steps. Use when the user asks for the demo.\n---\n# Demo\n\nRun the checklist.\n',
+      );
+      await writeFile(join(folder, 'CHECKLIST.md'), '- one\n');
+      const chat = f.newChat();
+      await chat.send('use the skill demo');
+      await chat.send('use the skill demo');
     });
   });
 

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { asSchema, generateText, isStepCount, type ToolSet } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
-import { createAgentTools, MAX_RECALL_TOKENS, type AgentFileEvent, type RecallPort, type RecallRequest } from '../../../src/llm/agent-tools';
+import {
+  createAgentTools,
+  MAX_RECALL_TOKENS,
+  type AgentFileEvent,
+  type RecallPort,
+  type RecallRequest,
+  type SkillPort,
+  type SkillRequest,
+} from '../../../src/llm/agent-tools';
 import { OWN_TOOL_NAMES } from '../../../src/core/tool-names';
 import { ToolFailure, type LineRange, type ReadResult, type SearchMatch, type TextEdit, type WorkspacePort } from '../../../src/llm/workspace-port';
 
@@ -103,7 +111,8 @@ describe('createAgentTools', () => {
     it('names every tool it can offer from the one set of tool names, and nothing else', () => {
       const recall: RecallPort = { recall: () => ({ text: '', matches: 0 }) } as unknown as RecallPort;
       const commands = { run: async () => ({ exitCode: 0, output: '' }) } as unknown as Parameters<typeof createAgentTools>[1]['commands'];
-      const all = createAgentTools(port, { readOnly: false, commands, recall });
+      const skills: SkillPort = { load: async () => '' };
+      const all = createAgentTools(port, { readOnly: false, commands, recall, skills });
       assert.deepEqual(Object.keys(all).sort(), [...OWN_TOOL_NAMES].sort());
     });
 
@@ -423,5 +432,41 @@ describe('recall', () => {
     const schema = (await asSchema(tool.inputSchema).jsonSchema) as { properties: Record<string, { maximum?: number }> };
     assert.deepEqual(fieldsWithoutDescription(schema as unknown as Record<string, unknown>, 'recall'), []);
     assert.equal(schema.properties['maxTokens']?.maximum, MAX_RECALL_TOKENS);
+  });
+});
+
+describe('the skill tool', () => {
+  const asked: SkillRequest[] = [];
+  const skills: SkillPort = {
+    load: async (request) => {
+      asked.push(request);
+      if (request.name === 'missing') throw new ToolFailure('There is no skill named "missing".');
+      return `loaded ${JSON.stringify(request)}`;
+    },
+  };
+
+  beforeEach(() => {
+    asked.length = 0;
+  });
+
+  it('is offered when skills are given, in a read-only workspace too', () => {
+    assert.ok(createAgentTools(new FakePort(), { readOnly: true, skills })['skill']);
+    assert.equal(createAgentTools(new FakePort(), { readOnly: false })['skill'], undefined);
+  });
+
+  it('passes the name and the file on, trimmed, and a refusal back as an error the model reads', async () => {
+    const tools = createAgentTools(new FakePort(), { readOnly: true, skills });
+    assert.equal(await call(tools, 'skill', { name: ' demo ' }), 'loaded {"name":"demo"}');
+    assert.equal(await call(tools, 'skill', { name: 'demo', file: ' references/A.md ' }), 'loaded {"name":"demo","file":"references/A.md"}');
+    assert.equal(await call(tools, 'skill', { name: 'demo', file: '  ' }), 'loaded {"name":"demo"}');
+    assert.equal(await call(tools, 'skill', { name: 'missing' }), 'Error: There is no skill named "missing".');
+    assert.equal(asked.length, 4);
+  });
+
+  it('describes itself and its fields for the model', async () => {
+    const tool = createAgentTools(new FakePort(), { readOnly: true, skills })['skill']!;
+    assert.match(String(tool.description), /system prompt lists/);
+    const schema = (await asSchema(tool.inputSchema).jsonSchema) as Record<string, unknown>;
+    assert.deepEqual(fieldsWithoutDescription(schema, 'skill'), []);
   });
 });

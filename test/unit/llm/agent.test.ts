@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
-import { modelView } from '../../../src/core/history';
+import { modelView, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { text } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
@@ -461,6 +461,37 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     } finally {
       server.close();
     }
+  });
+
+  it('shows a long answer whole as it streams and keeps it cut in the middle, for the model and on disk', async () => {
+    const s = setup(1_000_000);
+    await ask(s, 'write it all out');
+    const deltas = Array.from({ length: 200 }, (_, i) => `line ${i} `.padEnd(999, '.') + '\n');
+    const model = new MockLanguageModelV4({
+      doStream: async () => ({
+        stream: streamOf([
+          { type: 'stream-start', warnings: [] },
+          { type: 'text-start', id: 'a' },
+          ...deltas.map((delta) => ({ type: 'text-delta', id: 'a', delta })),
+          { type: 'text-end', id: 'a' },
+          { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(100, 50_000) },
+        ]),
+      }),
+    });
+    const result = await run(s, model, 10, undefined, { maxKeptTextChars: 10_000 });
+    assert.equal(result.error, undefined);
+    assert.equal(s.ui.texts.join(''), deltas.join(''), 'the chat shows all of it');
+    const kept = (log: readonly LogRecord[]): string => {
+      const answer = log.findLast((r) => r.type === 'message' && r.message.role === 'assistant');
+      assert.ok(answer?.type === 'message');
+      return answer.message.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+    };
+    const answer = kept(s.conversation.log());
+    assert.ok(answer.startsWith(deltas.slice(0, 5).join('')), 'its head');
+    assert.ok(answer.endsWith(deltas.slice(-5).join('')), 'its tail');
+    assert.match(answer, /\[… cut by Longrun: 200,000 characters in all; the first 5,000 and the last 5,000 are kept\]/);
+    assert.ok(answer.length < 10_200, `${answer.length} characters kept`);
+    assert.equal(kept((await new ConversationStore(dir, () => 0).open('c1')).log), answer, 'stored as kept');
   });
 
   it('stops a model that sends nothing, or goes silent mid-answer, and leaves a consistent log', async () => {

@@ -45,6 +45,12 @@ interface Run {
   readonly compactions: Array<{ before: number; after: number; summarized?: number; lowGain: boolean }>;
   readonly error: unknown;
   readonly steps: number;
+  /** The model's view at the end of the turn. */
+  readonly view: readonly Message[];
+  /** The write calls whose content a pruning replaced by a stub. */
+  readonly writtenStubs: number;
+  /** What `recall` answers for `query`. */
+  readonly recall: (query: string) => Promise<string>;
 }
 
 const summarizer: Summarizer = {
@@ -74,6 +80,8 @@ describe('long agentic turns on small windows', () => {
     earlier?: readonly Message[];
     guard?: GuardState;
     pruning?: boolean;
+    /** The step at which the model writes a new file of `tokens` tokens instead of reading one. */
+    write?: { readonly at: number; readonly tokens: number };
   }): Promise<Run> {
     const config = { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: options.pruning ?? true } };
     const clock = new FakeClock();
@@ -106,7 +114,16 @@ describe('long agentic turns on small windows', () => {
           return fileText(path, options.sizeOf(Number(/\d+/.exec(path)?.[0] ?? 0)));
         },
       }),
+      create_file: tool({
+        description: 'create',
+        inputSchema: z.object({ path: z.string(), content: z.string() }),
+        execute: async ({ path, content }) => {
+          void conversation.append([{ type: 'file', event: { kind: 'created', path, actor: 'agent', at: clock.now() } }]);
+          return `Created ${path} (${content.split('\n').length} lines).`;
+        },
+      }),
     };
+    const written = options.write ? fileText('src/big.ts', options.write.tokens).replace(/^\d+\| /gm, '') : '';
     let overflows = 0;
     let call = 0;
     const model = new MockLanguageModelV4({
@@ -126,19 +143,31 @@ describe('long agentic turns on small windows', () => {
         }
         const i = call++;
         const parts =
-          i < options.reads
+          i === options.write?.at
             ? [
                 { type: 'stream-start', warnings: [] },
-                { type: 'tool-call', toolCallId: `call${i}`, toolName: 'read_file', input: JSON.stringify({ path: `src/m${i}.ts` }) },
-                { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(sent, 20) },
+                {
+                  type: 'tool-call',
+                  toolCallId: `call${i}`,
+                  toolName: 'create_file',
+                  input: JSON.stringify({ path: 'src/big.ts', content: written }),
+                },
+                // A provider counts what the model wrote, the file's content included.
+                { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(sent, options.write!.tokens + 20) },
               ]
-            : [
-                { type: 'stream-start', warnings: [] },
-                { type: 'text-start', id: 'a' },
-                { type: 'text-delta', id: 'a', delta: 'All modules read.' },
-                { type: 'text-end', id: 'a' },
-                { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(sent, 5) },
-              ];
+            : i < options.reads
+              ? [
+                  { type: 'stream-start', warnings: [] },
+                  { type: 'tool-call', toolCallId: `call${i}`, toolName: 'read_file', input: JSON.stringify({ path: `src/m${i}.ts` }) },
+                  { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(sent, 20) },
+                ]
+              : [
+                  { type: 'stream-start', warnings: [] },
+                  { type: 'text-start', id: 'a' },
+                  { type: 'text-delta', id: 'a', delta: 'All modules read.' },
+                  { type: 'text-end', id: 'a' },
+                  { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(sent, 5) },
+                ];
         return { stream: convertArrayToReadableStream(parts as never[]) };
       },
     });
@@ -186,7 +215,17 @@ describe('long agentic turns on small windows', () => {
       const read = log.slice(0, at).flatMap((r) => (r.type === 'file' ? [r.event.path] : []));
       return { entry, readBefore: [...new Set(read)].sort() };
     });
-    return { overflows, entries, summaries, compactions, error: result.error, steps: result.steps };
+    return {
+      overflows,
+      entries,
+      summaries,
+      compactions,
+      error: result.error,
+      steps: result.steps,
+      view: conversation.view(),
+      writtenStubs: log.flatMap((r) => (r.type === 'pruning' ? r.entry.outputs.filter((o) => o.kind === 'written') : [])).length,
+      recall: (query) => conversation.recall({ query, maxTokens: 20_000 }),
+    };
   }
 
   const earlierTurn = (tokens: number): Message[] => [
@@ -238,6 +277,30 @@ describe('long agentic turns on small windows', () => {
           assert.deepEqual(Object.keys(entry.fileOperations.files), readBefore, `${how}: the files of summary round ${entry.round}`);
         }
       }
+    }
+  });
+
+  it('writes a file larger than the recent part in the middle of a long turn: nothing sent over the window; pruning on, the content written is a stub in the view and recall gives it back', async () => {
+    for (const pruning of [false, true]) {
+      // The recent part is about 7,900 tokens, the kept part at most 11,300: the file is 10,000.
+      const run = await play({
+        limit: 28_672,
+        overhead: 6_000,
+        reads: 30,
+        sizeOf: (i) => 2_000 + ((i * 1_237) % 3_000),
+        pruning,
+        write: { at: 12, tokens: 10_000 },
+      });
+      assert.equal(run.error, undefined, `pruning ${pruning}: ${String(run.error)}`);
+      assert.equal(run.overflows, 0, `pruning ${pruning}: no request was refused`);
+      for (const c of run.compactions) assert.equal(c.lowGain, false, `pruning ${pruning}: ${c.before} → ${c.after}`);
+      if (!pruning) continue;
+      assert.equal(run.writtenStubs, 1, 'the content written was stubbed');
+      const call = run.view.flatMap((m) => m.content).find((p) => p.type === 'tool-call' && p.toolName === 'create_file');
+      if (call?.type === 'tool-call') {
+        assert.match(String((call.input as { content: string }).content), /^\[Pruned by Longrun: this create_file call wrote [\d,]+ lines/);
+      }
+      assert.match(await run.recall('call12'), /export function src_big_ts_1\(input: string\)/, 'recall gives the content written back');
     }
   });
 

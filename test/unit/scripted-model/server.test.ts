@@ -211,6 +211,10 @@ describe('offline scripted model server', () => {
     assert.equal(ask('look at README.md', { tools, tool_choice: 'none' }).toolCalls, undefined, 'tool_choice none');
     assert.deepEqual(ask('hi there'), { text: 'Offline scripted model: I received your message (42 tokens in context).' });
 
+    const withSkill = [...tools, { type: 'function', function: { name: 'skill' } }];
+    assert.deepEqual(ask('use the skill demo to greet me', { tools: withSkill }).toolCalls, [{ name: 'skill', arguments: { name: 'demo' } }]);
+    assert.equal(ask('use the skill demo', { tools }).toolCalls, undefined, 'no skill tool offered, no skill called');
+
     const afterResult = demoScenario({
       request: chatCompletionRequestSchema.parse({
         model: 'scripted',
