@@ -175,13 +175,18 @@ async function play(dir: string, tokenizer: TextTokenizer, provider: Provider, c
     const steps = random(7);
     // Each answer takes its time once it has arrived: the next request is sent that much later.
     const timedFetch: typeof fetch = async (input, init) => {
-      const t0 = Date.now();
       const response = await fetch(input, init);
-      if (process.env.PROBE === "fetch") process.stderr.write(`fetch ${Date.now() - t0} ms\n`);
       time += stepMs(steps);
       return response;
     };
-    const model = providerModel({ kind: provider.kind, endpoint: 'bench', baseUrl: server.url, id: provider.model, apiKey: 'bench-key', fetch: timedFetch });
+    const model = providerModel({
+      kind: provider.kind,
+      endpoint: 'bench',
+      baseUrl: server.url,
+      id: provider.model,
+      apiKey: 'bench-key',
+      fetch: timedFetch,
+    });
     let prefix: AgentPrefix | undefined;
     const summarizer = createAiSummarizer({ model, name: `longrun/bench/${provider.model}`, continueFrom: () => prefix, provider: provider.kind });
     const settings = readSettings(() => undefined).settings;
@@ -208,7 +213,6 @@ async function play(dir: string, tokenizer: TextTokenizer, provider: Provider, c
         surface,
         new AbortController().signal,
       );
-      if (process.env.PROBE_TURNS && t % 10 === 0) process.stderr.write(`turn ${t} at ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
       if (result.errorDetails) throw new Error(`turn ${t} failed: ${result.errorDetails.message}`);
       history.push({ prompt: '', participant: 'longrun.agent' }, { participant: 'longrun.agent', result: { metadata: result.metadata } });
       await idle(built.registry);
@@ -302,6 +306,7 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
   const turnModels: TurnModels = {
     languageModel: async () => models.model,
     learnWindow: () => undefined,
+    windowIsLowerBound: () => false,
     maxOutputTokens: () => OUTPUT_RESERVE,
     telemetry: () => NO_TELEMETRY,
     truncationAdvice: () => undefined,
@@ -335,17 +340,48 @@ async function idle(registry: ConversationRegistry): Promise<void> {
   for (let i = 0; i < 2_000 && registry.currentIfLoaded()?.isCompacting(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
-export const PROVIDERS = { anthropic: ANTHROPIC, openai: OPENAI } as const;
+/** The figures `npm run bench` keeps, and the sessions behind them. */
+export interface CacheBills {
+  /** Cache-read input ÷ all input as Anthropic's stand-in billed it, with the cold-cache compaction (the default). */
+  readonly cache_read_share_anthropic: number;
+  /** The same against OpenAI's stand-in. */
+  readonly cache_read_share_openai: number;
+  /** The largest |Longrun's cost − the stand-in's bill| ÷ the bill of the sessions, in % (a request Longrun did not record or price counts in it). */
+  readonly cost_error_pct: number;
+  /** Tokens the cold-cache prunes took out of the view, both providers. */
+  readonly cold_prune_tokens: number;
+  /** How much lower Anthropic's cache-read share is with the cold-cache compaction than without it (0 when not lower). */
+  readonly cold_prune_share_loss: number;
+  readonly sessions: readonly BilledSession[];
+}
 
-// A run of its own: `npx tsx bench/cache-bills.ts [turns]`.
+/**
+ * The session against each provider with the cold-cache compaction, and against Anthropic's (whose
+ * 5-minute cache the breaks outlast most) once more without it.
+ */
+export async function benchCacheBills(tokenizer: TextTokenizer, turnCount = 200): Promise<CacheBills> {
+  const anthropic = await benchBilledSession(tokenizer, ANTHROPIC, true, turnCount);
+  const anthropicWarm = await benchBilledSession(tokenizer, ANTHROPIC, false, turnCount);
+  const openai = await benchBilledSession(tokenizer, OPENAI, true, turnCount);
+  const sessions = [anthropic, anthropicWarm, openai];
+  return {
+    cache_read_share_anthropic: anthropic.cache_read_share,
+    cache_read_share_openai: openai.cache_read_share,
+    cost_error_pct: Math.max(...sessions.map((s) => s.cost_error_pct)),
+    cold_prune_tokens: anthropic.cold_prune_tokens + openai.cold_prune_tokens,
+    cold_prune_share_loss: Math.max(0, anthropicWarm.cache_read_share - anthropic.cache_read_share),
+    sessions,
+  };
+}
+
+// A run of its own: `npx tsx bench/cache-bills.ts [turns]` prints each session as JSON.
 if (require.main === module) {
   void (async () => {
     const { loadTokenizer } = await import('../src/core/tokenizer');
     const tokenizer = await loadTokenizer('o200k_base');
-    const turnCount = Number(process.argv[2] ?? 200);
-    const only = process.env.ONLY;
-    for (const provider of [ANTHROPIC, OPENAI].filter((p) => !only || p.kind === only)) {
-      for (const cold of process.env.COLD === "off" ? [false] : process.env.COLD === "on" ? [true] : [true, false]) console.log(JSON.stringify(await benchBilledSession(tokenizer, provider, cold, turnCount)));
-    }
+    const bills = await benchCacheBills(tokenizer, Number(process.argv[2] ?? 200));
+    for (const session of bills.sessions) console.log(JSON.stringify(session));
+    const { sessions: _, ...figures } = bills;
+    console.log(JSON.stringify(figures));
   })();
 }
