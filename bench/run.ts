@@ -2,7 +2,7 @@
  * Every benchmark in one run (`npm run bench`): writes `bench/results.json` (the measures that have
  * targets, as numbers) and prints them as a Markdown table with their targets, then the details and
  * the conversation store's numbers. Nothing here is asserted: timings belong in benchmarks, not tests.
- * Takes a minute or two on a 2-core machine.
+ * Takes three to five minutes on a 2-core machine.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { loadTokenizer } from '../src/core/tokenizer';
 import { benchStall, benchSummarizerInput, TIMES } from './agent-session';
 import { benchBundle } from './bundle';
+import { benchCacheBills } from './cache-bills';
 import { benchEngine, benchEngineMs } from './engine';
 import { benchGauge } from './gauge';
 import { benchToolHeavyGauge } from './tool-heavy-gauge';
@@ -39,6 +40,11 @@ type Key =
   | 'append_ratio_50k_1k'
   | 'prefix_reuse_share'
   | 'cache_breaks_per_100_requests'
+  | 'cache_read_share_anthropic'
+  | 'cache_read_share_openai'
+  | 'cost_error_pct'
+  | 'cold_prune_tokens'
+  | 'cold_prune_share_loss'
   | 'engine_host_ms_cold'
   | 'long_turn_overflows'
   | 'long_turn_min_gain_pct'
@@ -93,6 +99,23 @@ const TARGETS: Record<Key, Target> = {
     what: 'requests that do not begin with the whole previous one, per 100 (target: the compactions per 100, one break each)',
     op: '≤',
     limit: 0,
+  },
+  cache_read_share_anthropic: {
+    what: "cache-read input ÷ all input, as Anthropic's stand-in bills the same 200 turns (5-minute cache, pauses of 10 s to 10 min, Longrun's breakpoints)",
+    op: '≥',
+    limit: 0.9,
+  },
+  cache_read_share_openai: { what: "the same against OpenAI's stand-in (its automatic prefix cache and `prompt_cache_key`)", op: '≥', limit: 0.9 },
+  cost_error_pct: { what: "the cost Longrun shows against the stand-in's own bill for the same requests, largest error (%)", op: '≤', limit: 1 },
+  cold_prune_tokens: {
+    what: 'tokens the cold-cache prunes took out of the view in those sessions (pruned once a cache had expired)',
+    op: '≥',
+    limit: 1,
+  },
+  cold_prune_share_loss: {
+    what: "how much lower Anthropic's cache-read share is with the cold-cache prunes than without them",
+    op: '≤',
+    limit: 0.005,
   },
   long_turn_overflows: {
     what: 'long agentic turns (36 requests of 30–60 tool calls, each writing a file larger than the kept tail, 32k and 64k): overflow errors',
@@ -187,6 +210,7 @@ async function main(): Promise<void> {
   const host = await step('compaction off the host thread', () => benchEngineHost(tokenizer));
   const prefix = await step('prefix reuse', () => benchPrefixReuse(tokenizer, 'continuation'));
   const structured = await step('prefix reuse, summaries by a model of their own', () => benchPrefixReuse(tokenizer, 'structured'));
+  const bills = await step('cache reads and cost against the providers’ stand-ins', () => benchCacheBills(tokenizer));
   const busy = await step('with one core kept busy', async () => ({
     host: await withBusyCore(() => benchEngineHost(tokenizer)),
     engine: await withBusyCore(() => benchEngineMs(tokenizer)),
@@ -221,6 +245,11 @@ async function main(): Promise<void> {
     append_ratio_50k_1k: round(long.append_ratio_50k_1k, 2),
     prefix_reuse_share: round(prefix.prefix_reuse_share, 3),
     cache_breaks_per_100_requests: round(prefix.cache_breaks_per_100_requests, 2),
+    cache_read_share_anthropic: round(bills.cache_read_share_anthropic, 3),
+    cache_read_share_openai: round(bills.cache_read_share_openai, 3),
+    cost_error_pct: round(bills.cost_error_pct, 2),
+    cold_prune_tokens: bills.cold_prune_tokens,
+    cold_prune_share_loss: round(bills.cold_prune_share_loss, 4),
     engine_host_ms_cold: round(host.engine_host_ms_cold, 1),
     long_turn_overflows: turns.reduce((sum, t) => sum + t.overflow_errors, 0),
     long_turn_min_gain_pct: Math.min(...turns.map((t) => t.min_gain_pct)),
@@ -287,6 +316,14 @@ async function main(): Promise<void> {
       `summarizer_uncached_input_ratio (share of a summary request's input that is not a prefix of the agent's request before it): ` +
       `${round(prefix.summarizer_uncached_input_ratio, 3)} as a continuation of the conversation (${prefix.summarizer_calls} calls, the default with the agent's own model), ` +
       `${round(structured.summarizer_uncached_input_ratio, 3)} as a request of its own (${structured.summarizer_calls} calls, with a summarizer model of its own; prefix reuse then ${round(structured.prefix_reuse_share, 3)})`,
+    ...bills.sessions.map(
+      (b) =>
+        `- bills (${b.provider}, ${b.model}, cold-cache compaction ${b.coldCompaction ? 'on' : 'off'}): ${b.requests} requests in ${b.turns} turns over ${round(b.hours, 1)} simulated hours, ` +
+        `${b.long_breaks} breaks longer than 5 min; cache-read share ${round(b.cache_read_share, 3)} billed, ${b.reported_share === undefined ? '—' : round(b.reported_share, 3)} shown; ` +
+        `billed $${round(b.billed_usd, 2)}, shown $${round(b.reported_usd, 2)} (${b.recorded} requests recorded, ${b.unpriced} unpriced); ` +
+        `${b.compactions} compactions and prunings, ${b.cold_prunes} of them on a cold cache (${formatNumber(b.cold_prune_tokens)} tokens); ` +
+        `${b.summaryRequests} summary requests, ${round(b.summary_read_share, 3)} of their input read from the cache`,
+    ),
     ...turns.map(
       (t) =>
         `- long agentic turns at ${formatNumber(t.window)} tokens (provider counting ${PROVIDER_RATIO}× the local tokenizer): ${t.sessions} sessions, ${t.requests} requests, ` +

@@ -132,7 +132,16 @@ function continuing(
   hints: CacheHints | undefined,
 ): HintedRequest & { tools: ToolSet; toolChoice: 'none' } {
   const tools: ToolSet = {};
-  for (const [name, tool] of Object.entries(prefix.tools)) tools[name] = { ...tool, execute: undefined } as ToolSet[string];
+  // The agent's requests stream, and Anthropic's package then marks each tool definition for eager
+  // input streaming; this one does not stream, so its definitions would differ, and since the tools
+  // begin the prompt, nothing of the conversation would be read from the cache. Marked alike, they match.
+  const eager = hints?.provider === 'anthropic';
+  for (const [name, tool] of Object.entries(prefix.tools)) {
+    const providerOptions = eager
+      ? { ...tool.providerOptions, anthropic: { ...tool.providerOptions?.anthropic, eagerInputStreaming: true } }
+      : tool.providerOptions;
+    tools[name] = { ...tool, execute: undefined, ...(providerOptions ? { providerOptions } : {}) } as ToolSet[string];
+  }
   const stableEnd = hints && takesBreakpoints(hints.provider) ? prefix.cache?.stableEnd?.() : undefined;
   // The directive is this request's alone: it takes no breakpoint.
   const request = hintedRequest(prefix.system, continuation.messages, hints, {

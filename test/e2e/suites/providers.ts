@@ -8,6 +8,8 @@ import * as vscode from 'vscode';
 import { anthropicStandIn, api, chat, entries, gaugeInDom, newConversation, ui, waitFor } from './harness';
 
 const CLAUDE = { vendor: 'longrun', id: 'claude/claude-scripted' };
+/** Claude Sonnet's prices, given to the stand-in's model through `longrun.models.overrides`: US dollars per million tokens. */
+const PRICES = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75, cacheWrite1h: 6 };
 
 const chatText = async (): Promise<string> => (await ui<string[]>('chat-text')).join('\n');
 const completions = async () => (await anthropicStandIn.requests()).filter((r) => r.path === '/v1/messages');
@@ -16,10 +18,13 @@ describe('providers: Claude through Anthropic’s own API', function () {
   this.timeout(600_000);
   const config = () => vscode.workspace.getConfiguration('longrun');
   let saved: unknown;
+  let savedOverrides: unknown;
 
   before(async () => {
     await anthropicStandIn.reset();
     saved = config().inspect('endpoints')?.globalValue;
+    savedOverrides = config().inspect('models.overrides')?.globalValue;
+    await config().update('models.overrides', { 'claude-scripted': PRICES }, vscode.ConfigurationTarget.Global);
     const endpoint = {
       name: 'claude',
       provider: 'anthropic',
@@ -35,6 +40,7 @@ describe('providers: Claude through Anthropic’s own API', function () {
 
   after(async () => {
     await config().update('endpoints', saved, vscode.ConfigurationTarget.Global);
+    await config().update('models.overrides', savedOverrides, vscode.ConfigurationTarget.Global);
     await vscode.commands.executeCommand('longrun.setApiKey', 'claude', '');
   });
 
@@ -63,7 +69,7 @@ describe('providers: Claude through Anthropic’s own API', function () {
     assert.match(gauge.ariaLabel, /^Longrun context/);
   });
 
-  it('runs a tool loop whose second request carries the first call and its result, and reads its prefix from the cache when it marks one', async () => {
+  it('runs a tool loop whose second request carries the first call and its result and reads its prefix from the cache; the tooltip shows the cost and the hit share', async () => {
     await newConversation();
     await anthropicStandIn.reset();
     await anthropicStandIn.script([
@@ -72,22 +78,53 @@ describe('providers: Claude through Anthropic’s own API', function () {
       { text: 'Both files are read.' },
     ]);
     await chat('read two files one after the other', CLAUDE);
-    const loop = (await completions()).filter((r) => !r.summary);
+    const requests = await completions();
+    const loop = requests.filter((r) => !r.summary);
     assert.equal(loop.length, 3, 'three steps, each one request');
     const [first, second] = loop as [(typeof loop)[number], (typeof loop)[number]];
     const body = JSON.stringify(second.body);
     assert.match(body, /"type":"tool_use"[^}]*"name":"read_file"/, 'the call');
     assert.match(body, /"type":"tool_result"/, 'its result');
     assert.ok(body.includes('item1_0'), 'the file read in the first step');
+    assert.ok(body.includes('"cache_control"'), 'the request marks what the provider should cache');
     assert.ok(first.billed && second.billed, 'both were billed');
-    if (body.includes('"cache_control"')) {
-      // Longrun marks breakpoints: everything the first request sent is read from the cache.
-      assert.ok(second.billed.cacheRead > 0, `the second request read from the cache: ${JSON.stringify(second.billed)}`);
-    } else {
-      // No breakpoint, so Anthropic caches nothing: every request is billed in full.
-      assert.equal(second.billed.cacheRead + second.billed.cacheWrite5m + second.billed.cacheWrite1h, 0);
-    }
+    assert.ok(first.billed.cacheWrite5m > 0, `the first request wrote the cache: ${JSON.stringify(first.billed)}`);
+    // What the first request wrote, the second reads: all of the first's input, no more written again.
+    assert.ok(
+      second.billed.cacheRead >= first.billed.cacheRead + first.billed.cacheWrite5m,
+      `the second request read the first one's prefix from the cache: ${JSON.stringify({ first: first.billed, second: second.billed })}`,
+    );
     await waitFor('the answer after the loop', async () => (await chatText()).includes('Both files are read.'));
+
+    // The gauge's tooltip: the share of the input read from the cache and the cost, as the stand-in billed them.
+    const billed = requests.map((r) => r.billed!);
+    const sum = (pick: (b: (typeof billed)[number]) => number): number => billed.reduce((total, b) => total + pick(b), 0);
+    const input = sum((b) => b.input + b.cacheRead + b.cacheWrite5m + b.cacheWrite1h);
+    const expectedShare = (sum((b) => b.cacheRead) / input) * 100;
+    const expectedCost =
+      (sum((b) => b.input) * PRICES.input +
+        sum((b) => b.cacheRead) * PRICES.cacheRead +
+        sum((b) => b.cacheWrite5m) * PRICES.cacheWrite +
+        sum((b) => b.cacheWrite1h) * PRICES.cacheWrite1h +
+        sum((b) => b.output) * PRICES.output) /
+      1_000_000;
+    const longrun = await api();
+    const tooltip = await waitFor('the usage table in the tooltip', () => {
+      longrun.gauge.update();
+      const text = longrun.gauge.current().tooltipMarkdown;
+      return text.includes('| Cache hit share |') ? text : undefined;
+    });
+    const share = /\| Cache hit share \| ([\d.]+)% \| ([\d.]+)% \|/.exec(tooltip);
+    assert.ok(share, `the hit share in the tooltip: ${tooltip}`);
+    assert.ok(Math.abs(Number(share[2]) - expectedShare) <= 0.1, `conversation hit share ${share[2]}% against ${expectedShare}% billed`);
+    assert.ok(Number(share[1]) > 0, 'the last request read from the cache');
+    const cost = /\| Cost \| \$([\d.]+) \| \$([\d.]+) \|/.exec(tooltip);
+    assert.ok(cost, `the cost in the tooltip: ${tooltip}`);
+    assert.ok(
+      // Shown to its last digit: off by half of it at most, besides the 1% Longrun may be off the bill.
+      Math.abs(Number(cost[2]) - expectedCost) <= 0.5 * 10 ** -(cost[2]!.split('.')[1]?.length ?? 0) + expectedCost * 0.01,
+      `conversation cost $${cost[2]} against $${expectedCost} billed`,
+    );
   });
 
   it('compacts with a summary the Messages API writes, and the next request carries it', async () => {

@@ -231,7 +231,8 @@ describe('gauge usage and cost', () => {
     const unpriced = usageReport([reported({ provider: 'openai-compatible' })], () => undefined);
     const tip = gaugePresentation(state(81_000, 128_000, { usage: { report: unpriced } })).tooltipMarkdown;
     assert.match(tip, /^\| Cost \| no price known \| no price known \|$/m);
-    assert.match(tip, /longrun\.models\.overrides/);
+    assert.match(tip, /A model without a known price shows its tokens only: set its prices in longrun\.models\.overrides\./);
+    assert.match(tip, /^\| Input tokens \| 10,000 \| 10,000 \|$/m, 'its tokens are still shown');
     assert.doesNotMatch(tip, /\$\d/);
     const editor = usageReport(
       [reported({ provider: undefined, estimated: true, cacheReadTokens: undefined, cacheWriteTokens: undefined })],

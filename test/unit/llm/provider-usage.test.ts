@@ -3,7 +3,8 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenRouter } from '@openrouter/ai-sdk-provider';
-import type { LanguageModel } from 'ai';
+import { tool, type LanguageModel } from 'ai';
+import { z } from 'zod';
 import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
 import type { LogRecord } from '../../../src/core/history';
 import type { ReportedUsage } from '../../../src/core/log';
@@ -412,7 +413,62 @@ describe('provider usage: what each provider’s package reports, as Longrun rec
       conversation.records.map((r) => r.type),
       ['message'],
     );
+    assert.match(JSON.stringify(conversation.records[0]), /Done\./, 'the answer is kept');
     assert.deepEqual(breakpoints(bodies[0]), []);
+  });
+
+  it("a summary continuing an Anthropic conversation sends the agent's tool definitions as the agent's streamed request sent them", async () => {
+    const agentBodies: unknown[] = [];
+    const readFile = tool({ description: 'Read a file.', inputSchema: z.object({ path: z.string() }), execute: async () => 'text' });
+    const hints: CacheHints = { provider: 'anthropic', ttl: '5m' };
+    const agentModel = createAnthropic({ apiKey: 'test', baseURL: 'http://anthropic.test/v1', fetch: sseFetch([anthropicStream], agentBodies) })(
+      'claude-sonnet-4-0',
+    );
+    const conversation = conversationOf([userMessage('u1', 'go')]);
+    await runAgentTurn({
+      model: agentModel,
+      system: 'You are a coding agent.',
+      tools: { read_file: readFile },
+      maxSteps: 1,
+      signal: new AbortController().signal,
+      conversation,
+      ui: quietUi,
+      guard: INITIAL_GUARD,
+      overflowRetriesPerTurn: 1,
+      cacheHints: () => hints,
+      now: () => 1_700_000_000_000,
+    });
+    const summaryBodies: unknown[] = [];
+    const answer = JSON.stringify({
+      id: 'msg_03',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-20250514',
+      content: [{ type: 'text', text: '## Summary' }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: 25, cache_read_input_tokens: 1_200, output_tokens: 15 },
+    });
+    const summaryModel = createAnthropic({ apiKey: 'test', baseURL: 'http://anthropic.test/v1', fetch: sseFetch([answer], summaryBodies) })(
+      'claude-sonnet-4-0',
+    );
+    const summarizer = createAiSummarizer({
+      model: summaryModel,
+      name: 'anthropic/claude',
+      continueFrom: () => ({ system: 'You are a coding agent.', tools: { read_file: readFile }, cache: { hints: () => hints } }),
+    });
+    await summarizer.summarize({
+      system: 'summarize',
+      messages: [],
+      maxOutputTokens: 100,
+      temperature: 0,
+      purpose: 'summary',
+      continuation: { messages: [userMessage('u1', 'go')], directive: 'Summarize the conversation so far.' },
+    });
+    // The tools begin the prompt: any difference in them and nothing after them is read from the cache.
+    const tools = (body: unknown) => JSON.stringify((body as { tools?: unknown }).tools);
+    assert.match(tools(agentBodies[0]), /"name":"read_file"/);
+    assert.equal(tools(summaryBodies[0]), tools(agentBodies[0]));
   });
 
   it('a summary continuing the conversation gets the same breakpoints, none on its directive, and reports its usage', async () => {
