@@ -15,14 +15,14 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ConversationRegistry } from '../src/app/conversation-registry';
-import { ModelCatalogue } from '../src/app/model-catalogue';
+import { ConversationRegistry } from '../src/app/conversation/conversation-registry';
+import { ModelCatalogue } from '../src/app/models/model-catalogue';
 import { readSettings } from '../src/app/settings';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
-import { TurnController, type ChatSurface, type TurnModels } from '../src/app/turn-controller';
-import { UsageViews } from '../src/app/usage-views';
-import { WorkspaceFiles } from '../src/app/workspace-files';
+import { TurnController, type ChatSurface, type TurnModels } from '../src/app/turn/turn-controller';
+import { UsageViews } from '../src/app/usage/usage-views';
+import { WorkspaceFiles } from '../src/app/workspace/workspace-files';
 import { DEFAULT_CONFIG } from '../src/core/config';
 import { MessageTokenCounter } from '../src/core/message-tokens';
 import { systemClock, type Clock } from '../src/core/ports';
@@ -318,6 +318,7 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
     modelName: () => models.modelKey,
     newId,
     providerKind: () => models.provider,
+    subagentModel: async () => undefined,
     usageView: (conversation) => usage.of(conversation, false),
   };
   const roots = [{ name: 'ws', fsPath: workspace }];
