@@ -1,4 +1,5 @@
 import type { BudgetLevel } from './budget';
+import { turnOf } from './branches';
 import type { CompactionReason, ConversationLog } from './history';
 import { latestPlan, samePlan } from './plan';
 
@@ -181,10 +182,11 @@ export function restNotice(before: SummaryStreak | undefined, after: SummaryStre
 
 /**
  * Whether the work moved on after the compaction (or pruning) `compactionId` of `log`: in what was
- * appended since, the plan changed, the agent wrote a file, or a command it ran exited 0. Reading
- * files, searching and failing do not count: a turn that only does those between two compactions
- * fills the window again without getting anywhere. True when that compaction is not in `log` (undone,
- * or on another branch): there is then nothing to hold against the turn.
+ * appended since, the plan changed, the agent wrote a file, a command it ran exited 0, or it read a
+ * file the turn had not read before that compaction (a search that goes on through new files).
+ * Reading again what the turn read before, searching and failing do not count: a turn that only does those
+ * between two compactions fills the window again without getting anywhere. True when that compaction
+ * is not in `log` (undone, or on another branch): there is then nothing to hold against the turn.
  */
 export function progressSince(log: ConversationLog, compactionId: string): boolean {
   let at = -1;
@@ -193,6 +195,13 @@ export function progressSince(log: ConversationLog, compactionId: string): boole
     if ((record.type === 'compaction' || record.type === 'pruning') && record.entry.id === compactionId) at = i;
   }
   if (at < 0) return true;
+  // What the turn of that compaction had read before it: reading it again goes round in a circle.
+  const turn = turnOf(log[at]!);
+  const readBefore = new Set<string>();
+  for (let i = 0; i < at; i++) {
+    const record = log[i]!;
+    if (record.type === 'file' && record.event.kind === 'read' && turnOf(record) === turn) readBefore.add(record.event.path);
+  }
   let plan = latestPlan(log, at)?.update.steps;
   for (let i = at + 1; i < log.length; i++) {
     const record = log[i]!;
@@ -201,6 +210,7 @@ export function progressSince(log: ConversationLog, compactionId: string): boole
         return true;
       case 'file':
         if (record.event.actor === 'agent' && (record.event.kind === 'created' || record.event.kind === 'modified')) return true;
+        if (record.event.actor === 'agent' && record.event.kind === 'read' && !readBefore.has(record.event.path)) return true;
         break;
       case 'command':
         if (record.run.exitCode === 0 && !record.run.stopped) return true;

@@ -178,9 +178,11 @@ describe('compaction loops inside a turn', () => {
   const plan = (status: 'pending' | 'done'): LogRecord => ({ type: 'plan', plan: { id: `p-${status}`, steps: [{ step: 'Fix it', status }], at: 1 } });
   const ran = (exitCode: number): LogRecord => ({ type: 'command', run: { command: 'npm test', exitCode, at: 1 } });
 
-  it('counts as progress a plan that changed, a file the agent wrote, a command that exited 0', () => {
+  it('counts as progress a plan that changed, a file the agent wrote, a command that exited 0, a file it had not read', () => {
     const kinds: Array<[string, LogRecord[], boolean]> = [
-      ['nothing', [read('a'), read('b')], false],
+      ['nothing', [], false],
+      ['files read again', [read('a'), read('b')], false],
+      ['a file not read before', [read('a'), read('c')], true],
       ['a failed command', [ran(1)], false],
       ['the same plan again', [plan('pending')], false],
       ['a user edit', [{ type: 'file', event: { kind: 'modified', path: 'a.ts', actor: 'user', at: 1 } }], false],
@@ -189,10 +191,18 @@ describe('compaction loops inside a turn', () => {
       ['a passing command', [ran(0)], true],
     ];
     for (const [what, between, progress] of kinds) {
-      const log = [plan('pending'), compaction('c1'), ...between];
+      const log = [plan('pending'), read('a'), read('b'), compaction('c1'), ...between];
       assert.equal(progressSince(log, 'c1'), progress, what);
       assert.equal(stopsForLoop(log, 'c1'), !progress, what);
     }
+  });
+
+  it('counts as progress a file read again that an earlier turn read, not one this turn read before the compaction', () => {
+    const inTurn = (record: LogRecord, turnId: string): LogRecord => ({ ...record, turnId }) as LogRecord;
+    const earlier = [inTurn(read('a'), 't1'), inTurn(read('b'), 't2')];
+    const log = [...earlier, inTurn(compaction('c1'), 't2')];
+    assert.equal(progressSince([...log, inTurn(read('a'), 't2')], 'c1'), true, 'asked for again in a later turn');
+    assert.equal(progressSince([...log, inTurn(read('b'), 't2')], 'c1'), false, 'read again by the same turn');
   });
 
   it('never stops the first compaction of a turn, nor one whose earlier compaction is not on the branch', () => {
@@ -205,12 +215,13 @@ describe('compaction loops inside a turn', () => {
     fc.assert(
       fc.property(fc.array(fc.constantFrom<Event>('compact', 'read', 'progress'), { maxLength: 40 }), (events) => {
         // The agent loop as it follows the rule: it stops the turn after a compaction the rule calls a loop.
-        const log: LogRecord[] = [plan('pending')];
+        // Reading again a file read before the compaction is no progress.
+        const log: LogRecord[] = [plan('pending'), read('seen')];
         let earlier: string | undefined;
         let run = 0;
         let n = 0;
         for (const event of events) {
-          if (event === 'read') log.push(read(`r${++n}`));
+          if (event === 'read') log.push(read('seen'));
           if (event === 'progress') {
             log.push(ran(0));
             run = 0;
