@@ -71,7 +71,6 @@ const PER_MESSAGE = 4;
 export const SILENT_UI: AgentUi = {
   text: () => undefined,
   toolCall: () => undefined,
-  toolResult: () => undefined,
   compacting: () => undefined,
   compacted: () => undefined,
   notice: () => undefined,

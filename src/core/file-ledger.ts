@@ -331,11 +331,6 @@ export function renderFileOperations(ledger: FileLedger): string {
   return ['<read-files>', ...read, '</read-files>', '<modified-files>', ...changed, '</modified-files>'].join('\n');
 }
 
-/** True when the ledger holds no records at all. */
-export function isLedgerEmpty(ledger: FileLedger): boolean {
-  return Object.keys(ledger.files).length === 0;
-}
-
 const recordSchema = lazily(() =>
   z.object({
     path: z.string().min(1),

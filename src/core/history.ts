@@ -581,7 +581,11 @@ export function isAgentUsage(usage: ReportedUsage): boolean {
   return usage.purpose === undefined;
 }
 
-/** Every usage report of the agent's requests in the log, oldest first. */
+/**
+ * Every usage report of the agent's requests in the log, oldest first. The extension keeps them as
+ * they are appended (`ConversationMeter`); this reading of a whole log is what the tests check that
+ * against.
+ */
 export function usageReports(log: ConversationLog): ReportedUsage[] {
   const out: ReportedUsage[] = [];
   for (const record of log) if (record.type === 'usage' && isAgentUsage(record.usage)) out.push(record.usage);
@@ -620,7 +624,11 @@ export function nextRound(log: ConversationLog): number {
   return (lastEntry(log)?.round ?? 0) + 1;
 }
 
-/** The record that undoes the last compaction entry in force (prunings aside), or why there is none. */
+/**
+ * The record that undoes the last compaction entry in force (prunings aside), or why there is none.
+ * The extension undoes a whole step (`undoLastStep`: a compaction with the pruning made with it);
+ * this simpler rule is the one the property tests state the log's undo by.
+ */
 export function undoLastCompaction(log: ConversationLog, at: number): LogRecord | { error: string } {
   const last = lastEntry(log);
   if (!last) return { error: 'There is no compaction to undo.' };

@@ -78,29 +78,6 @@ export function redactSecrets(text: string, knownSecrets: readonly string[] = []
   return out;
 }
 
-/**
- * The message of an error (or of anything thrown), with secrets redacted as `redactSecrets` does.
- * Errors without a message are named by their type.
- */
-export function redactError(error: unknown, knownSecrets: readonly string[] = []): string {
-  return redactSecrets(messageOf(error), knownSecrets);
-}
-
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message !== '' ? error.message : error.name;
-  if (typeof error === 'string') return error;
-  if (typeof error === 'object' && error !== null) {
-    const message = (error as { message?: unknown }).message;
-    if (typeof message === 'string') return message;
-    try {
-      return JSON.stringify(error) ?? String(error);
-    } catch {
-      return String(error);
-    }
-  }
-  return String(error);
-}
-
 function redactKnown(text: string, knownSecrets: readonly string[]): string {
   const forms = new Set<string>();
   for (const raw of knownSecrets) {

@@ -82,7 +82,6 @@ export interface AgentConversation {
 export interface AgentUi {
   text(delta: string): void;
   toolCall(toolName: string, input: unknown): void;
-  toolResult(toolName: string, output: unknown, isError: boolean): void;
   compacting(reason: CompactionReason): void;
   compacted(outcome: CompactionOutcome, reason: CompactionReason): void;
   notice(message: string): void;
@@ -535,12 +534,6 @@ class StepRecorder {
     switch (part.type) {
       case 'tool-call':
         ui.toolCall(part.toolName, part.input);
-        break;
-      case 'tool-result':
-        ui.toolResult(part.toolName, part.output, false);
-        break;
-      case 'tool-error':
-        ui.toolResult(part.toolName, part.error, true);
         break;
       case 'finish-step':
         this.steps++;

@@ -109,7 +109,6 @@ const EXPECTED_ANSWER_TOKENS = 1_000;
 const QUIET_UI: AgentUi = {
   text: () => undefined,
   toolCall: () => undefined,
-  toolResult: () => undefined,
   compacting: () => undefined,
   compacted: () => undefined,
   notice: () => undefined,

@@ -54,11 +54,6 @@ export function chatPosition(history: readonly unknown[], participantId: string)
   return { empty: history.length === 0, answered: responses.length > 0, ...(conversationId ? { conversationId } : {}), turns };
 }
 
-/** The conversation id of the latest response in `history` from `participantId`, if any. */
-export function conversationIdOf(history: readonly unknown[], participantId: string): string | undefined {
-  return chatPosition(history, participantId).conversationId;
-}
-
 /** The metadata of a response turn of Longrun's, read defensively; undefined for any other turn. */
 function longrunMetadata(turn: unknown, participantId: string): TurnMetadata | undefined {
   if (!turn || typeof turn !== 'object') return undefined;

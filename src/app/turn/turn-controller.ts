@@ -500,7 +500,6 @@ export class TurnController {
     return {
       text: (delta) => chat.markdown(delta),
       toolCall: (toolName, input) => chat.progress(describeToolCall(toolName, input)),
-      toolResult: () => undefined,
       compacting: () => chat.progress('Compacting conversation…'),
       compacted: (outcome, reason) => {
         this.reportOutcome(outcome, reason, chat, conversation.id);

@@ -10,7 +10,6 @@ import { usageLines } from '../../../src/app/usage/usage-text';
 import { callCost } from '../../../src/core/usage-cost';
 import { usageReport } from '../../../src/core/usage-report';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { conversationIdOf } from '../../../src/app/turn/chat-history';
 
 const entry = (id: string, round: number, compacted: string[]) => ({
   id,
@@ -291,29 +290,6 @@ describe('exporting a conversation of any size', () => {
     assert.match(tail.toString('utf8'), /\n\`\`\`\`\n$/, 'the export ends with the last fenced block');
     console.log(
       `      exported ${Math.round(measured.bytes / 1024 / 1024)} MiB in ${measured.ms} ms, peak RSS ${Math.round(measured.peakRss / 1024 / 1024)} MB`,
-    );
-  });
-});
-
-describe('which conversation a chat continues', () => {
-  const response = (participant: string, metadata: unknown) => ({ participant, result: { metadata } });
-  it('takes the id of the latest Longrun response of that chat', () => {
-    const history = [
-      { prompt: 'hi', participant: 'longrun.agent' },
-      response('longrun.agent', { conversationId: 'a' }),
-      response('other.participant', { conversationId: 'x' }),
-      response('longrun.agent', { conversationId: 'b' }),
-    ];
-    assert.equal(conversationIdOf(history, 'longrun.agent'), 'b');
-  });
-  it('finds none in a new chat, or one whose responses carry no id', () => {
-    assert.equal(conversationIdOf([], 'longrun.agent'), undefined);
-    assert.equal(
-      conversationIdOf(
-        [response('longrun.agent', {}), response('longrun.agent', undefined), response('longrun.agent', { conversationId: 7 })],
-        'longrun.agent',
-      ),
-      undefined,
     );
   });
 });

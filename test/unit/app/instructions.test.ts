@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { chatPosition } from '../../../src/app/turn/chat-history';
 import { isInstructionReference, MAX_INSTRUCTIONS_CHARS, resolveInstructions } from '../../../src/app/turn/instructions';
 import { systemPrompt } from '../../../src/app/turn/system-prompt';
 
@@ -54,40 +53,5 @@ describe('instruction files VS Code attaches', () => {
     const prompt = systemPrompt({ trusted: true, folders: ['ws'], instructions: [{ name: 'AGENTS.md', text: 'Use tabs.' }] });
     assert.match(prompt, /<instructions source="AGENTS\.md">\nUse tabs\.\n<\/instructions>$/);
     assert.doesNotMatch(systemPrompt({ trusted: true, folders: ['ws'] }), /<instructions/);
-  });
-});
-
-describe("where a chat stands, by VS Code's history", () => {
-  const request = (prompt: string) => ({ prompt, participant: 'longrun.agent', references: [], toolReferences: [] });
-  const response = (metadata: unknown, participant = 'longrun.agent') => ({ participant, response: [], result: { metadata } });
-
-  it('names the conversation and the turns its responses answered, in order', () => {
-    const history = [
-      request('a'),
-      response({ conversationId: 'c1', turnId: 't1' }),
-      request('b'),
-      response({ conversationId: 'c1', turnId: 't2' }),
-      request('/context'),
-      response({ conversationId: 'c1', turnId: 't2', command: 'context' }),
-    ];
-    assert.deepEqual(chatPosition(history, 'longrun.agent'), { empty: false, answered: true, conversationId: 'c1', turns: ['t1', 't2'] });
-  });
-
-  it('follows the conversation of the latest response after /new, and ignores other participants', () => {
-    const history = [
-      request('a'),
-      response({ conversationId: 'c1', turnId: 't1' }),
-      response({ conversationId: 'x', turnId: 'y' }, 'someone.else'),
-      request('/new'),
-      response({ conversationId: 'c2', command: 'new' }),
-    ];
-    assert.deepEqual(chatPosition(history, 'longrun.agent'), { empty: false, answered: true, conversationId: 'c2', turns: [] });
-  });
-
-  it('reads a chat of an older Longrun (no turns) and a chat Longrun never answered', () => {
-    assert.deepEqual(chatPosition([request('a'), response({ conversationId: 'c1' })], 'longrun.agent').turns, []);
-    assert.deepEqual(chatPosition([response({}, 'other')], 'longrun.agent'), { empty: false, answered: false, turns: [] });
-    assert.deepEqual(chatPosition([], 'longrun.agent'), { empty: true, answered: false, turns: [] });
-    assert.equal(chatPosition([null, 3, response('not an object')], 'longrun.agent').conversationId, undefined);
   });
 });

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   EMPTY_LEDGER,
-  isLedgerEmpty,
   parseLedger,
   recordFileEvent,
   recordFileEvents,
@@ -42,7 +41,6 @@ describe('file ledger', () => {
   describe('rendering', () => {
     it('renders both sections, empty, for the empty ledger', () => {
       assert.equal(renderFileOperations(EMPTY_LEDGER), '<read-files>\n</read-files>\n<modified-files>\n</modified-files>');
-      assert.equal(isLedgerEmpty(EMPTY_LEDGER), true);
     });
 
     it('lists files that were only read under read-files', () => {
@@ -370,12 +368,5 @@ describe('file ledger', () => {
         assert.equal(parseLedger(corrupt(good())), undefined);
       });
     }
-  });
-
-  describe('isLedgerEmpty', () => {
-    it('is false once any event is recorded', () => {
-      assert.equal(isLedgerEmpty(ledgerOf(ev('read', 'a.ts'))), false);
-      assert.equal(isLedgerEmpty(parseLedger({ version: 1, files: {} })!), true);
-    });
   });
 });

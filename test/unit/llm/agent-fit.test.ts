@@ -95,7 +95,6 @@ function ui() {
   const shown: AgentUi = {
     text: () => undefined,
     toolCall: () => undefined,
-    toolResult: () => undefined,
     compacting: () => undefined,
     compacted: () => undefined,
     notice: (message) => void notices.push(message),

@@ -62,7 +62,6 @@ class RecordingUi implements AgentUi {
     this.texts.push(delta);
   }
   toolCall() {}
-  toolResult() {}
   compacting() {}
   compacted(outcome: { status: string }, reason: string) {
     this.compactions.push(`${reason}:${outcome.status}`);

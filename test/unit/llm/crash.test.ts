@@ -105,7 +105,6 @@ function providerLikeModel(script: Array<(prompt: Prompt) => StreamPart[]>) {
 class QuietUi implements AgentUi {
   text() {}
   toolCall() {}
-  toolResult() {}
   compacting() {}
   compacted() {}
   notice() {}

@@ -175,7 +175,6 @@ describe('long agentic turns on small windows', () => {
     const ui: AgentUi = {
       text: () => undefined,
       toolCall: () => undefined,
-      toolResult: () => undefined,
       compacting: () => undefined,
       compacted: (outcome) => {
         if (outcome.status !== 'compacted') return;

@@ -35,7 +35,6 @@ class Ui implements AgentUi {
     this.texts.push(delta);
   }
   toolCall(): void {}
-  toolResult(): void {}
   compacting(): void {}
   compacted(outcome: { status: string }, reason: string): void {
     this.compactions.push(`${reason}:${outcome.status}`);

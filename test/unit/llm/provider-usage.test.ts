@@ -199,7 +199,7 @@ const openrouterStream = (() => {
   ]);
 })();
 
-const quietUi: AgentUi = { text() {}, toolCall() {}, toolResult() {}, compacting() {}, compacted() {}, notice() {} };
+const quietUi: AgentUi = { text() {}, toolCall() {}, compacting() {}, compacted() {}, notice() {} };
 
 /** A conversation of `history`, recording what the turn appends. */
 function conversationOf(history: readonly Message[], stableEnd?: string): AgentConversation & { records: LogRecord[] } {
