@@ -28,6 +28,7 @@ import type { ConversationRegistry } from '../conversation/conversation-registry
 import { diffStats, fencedBlock } from '../workspace/diff-preview';
 import { errorMessage, READ_AGAIN } from './error-text';
 import { InSightChat, type NoticeSurface } from './in-sight-chat';
+import { Turn } from './turn';
 import { resolveInstructions, type Instruction } from './instructions';
 import { contextReport, summaryReport } from '../report/reports';
 import { textHash } from './revert-changes';
@@ -80,11 +81,11 @@ export class TurnController {
   private completed = 0;
   private readonly idleWaiters: Array<() => void> = [];
   /**
-   * The chat of each request under way, found from the work the request started: a change the
-   * agent writes, or an approval it asks for, is shown in the chat of the request whose tool call
-   * made it, whichever other requests run at the same time.
+   * The request under way, found from the work it started: a change the agent writes, or an
+   * approval it asks for, is shown in the chat of the request whose tool call made it, whichever
+   * other requests run at the same time.
    */
-  private readonly turnChats = new AsyncLocalStorage<{ chat: ChatSurface | undefined }>();
+  private readonly requestOf = new AsyncLocalStorage<Turn>();
   private readonly notices: string[] = [];
   /** The instructions the last request carried: counted in the gauge until the next request. */
   private instructions: readonly Instruction[] = [];
@@ -112,31 +113,33 @@ export class TurnController {
   /** Handles one request; never throws: a failure becomes the result's error, with the turn named. */
   async handle(request: TurnRequest, chat: ChatSurface, signal: AbortSignal): Promise<TurnResult> {
     this.active++;
-    const where: { metadata: TurnMetadata } = { metadata: {} };
     const shown = new InSightChat(chat);
+    const turn = new Turn(request, shown, signal);
     try {
-      return await this.route(request, shown, signal, where);
+      return await this.requestOf.run(turn, () => this.route(turn));
     } catch (error) {
       const redact = (value: string): string => this.deps.models.redact(value);
       this.deps.log.error(`Request failed: ${redact(error instanceof Error ? (error.stack ?? error.message) : String(error))}`);
-      return { errorDetails: { message: errorMessage(error, this.deps.settings(), redact) }, metadata: where.metadata };
+      return { errorDetails: { message: errorMessage(error, this.deps.settings(), redact) }, metadata: turn.metadata };
     } finally {
       // VS Code takes nothing more from a cancelled request.
       if (!signal.aborted) shown.settle();
+      turn.end();
       this.active--;
       this.completed++;
       if (this.active === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
   }
 
-  private async route(request: TurnRequest, chat: NoticeSurface, signal: AbortSignal, where: { metadata: TurnMetadata }): Promise<TurnResult> {
+  private async route(turn: Turn): Promise<TurnResult> {
+    const { request, chat } = turn;
     if (request.command === 'new') return this.newConversation(chat);
     const agentRequest = request.command === undefined;
     const conversation = await this.conversationOf(request, agentRequest, chat);
-    if (conversation) where.metadata = metadataOf(conversation);
+    if (conversation) turn.metadata = metadataOf(conversation);
     switch (request.command) {
       case 'compact':
-        return this.compactCommand(conversation, request, chat, signal, where);
+        return this.compactCommand(conversation, turn);
       case 'context':
         chat.markdown(
           conversation
@@ -147,7 +150,7 @@ export class TurnController {
       case 'summary':
         return this.summaryCommand(conversation, chat);
       default:
-        return this.agentTurn(conversation ?? (await this.deps.registry.startNew()), request, chat, signal, where);
+        return this.agentTurn(conversation ?? (await this.deps.registry.startNew()), turn);
     }
   }
 
@@ -230,20 +233,15 @@ export class TurnController {
     return { metadata: { conversationId: conversation.id, command: 'new' } };
   }
 
-  private async compactCommand(
-    conversation: Conversation | undefined,
-    request: TurnRequest,
-    chat: NoticeSurface,
-    signal: AbortSignal,
-    where: { metadata: TurnMetadata },
-  ): Promise<TurnResult> {
+  private async compactCommand(conversation: Conversation | undefined, turn: Turn): Promise<TurnResult> {
+    const { request, chat, signal } = turn;
     if (!conversation || conversation.isEmpty()) {
       chat.markdown('There is no conversation to compact yet.');
       return { metadata: { command: 'compact', ...(conversation ? metadataOf(conversation) : {}) } };
     }
     // A turn of its own: rewinding the chat past this request takes its compaction back too.
     await conversation.beginTurn(this.deps.models.newId(), request.chat);
-    where.metadata = metadataOf(conversation);
+    turn.metadata = metadataOf(conversation);
     chat.progress('Compacting conversation…');
     const focus = request.prompt.trim();
     const outcome = await conversation.compact('manual', { ...(focus ? { focus } : {}), signal });
@@ -325,13 +323,8 @@ export class TurnController {
     return `${system}\n${toolDefinitionsText(tools)}`;
   }
 
-  private async agentTurn(
-    conversation: Conversation,
-    request: TurnRequest,
-    chat: NoticeSurface,
-    signal: AbortSignal,
-    where: { metadata: TurnMetadata },
-  ): Promise<TurnResult> {
+  private async agentTurn(conversation: Conversation, turn: Turn): Promise<TurnResult> {
+    const { request, chat, signal } = turn;
     const { models } = this.deps;
     const model = await models.languageModel();
     if (!model) {
@@ -339,7 +332,7 @@ export class TurnController {
         errorDetails: {
           message: 'No language model is selected. Pick one in the chat, or configure longrun.endpoints and run "Longrun: Set API Key".',
         },
-        metadata: where.metadata,
+        metadata: turn.metadata,
       };
     }
     // This request's own: another chat's request may set the controller's meanwhile.
@@ -350,14 +343,14 @@ export class TurnController {
       if (signal.aborted) return undefined;
       throw error;
     });
-    if (!attachments) return { metadata: where.metadata };
+    if (!attachments) return { metadata: turn.metadata };
     this.branchOffers.offerRevert(conversation, chat, request.chat);
     const left = await this.branchOffers.leftBehind(conversation, signal);
     const midTurn = (this.turnsUnderWay.get(conversation.id) ?? 0) > 0;
     this.turnsUnderWay.set(conversation.id, (this.turnsUnderWay.get(conversation.id) ?? 0) + 1);
     try {
       await conversation.beginTurn(models.newId(), request.chat);
-      where.metadata = metadataOf(conversation);
+      turn.metadata = metadataOf(conversation);
       this.branchOffers.show(left, conversation, chat);
       // What a compaction in the background has to say is said in the next chat.
       this.tellNotice(conversation, chat);
@@ -391,16 +384,8 @@ export class TurnController {
       const carried = pendingAccounts(conversation.log());
       if (carried.length > 0) chat.markdown('\n\n> What the turns left behind had done goes to the model with this request, as you asked.\n\n');
       await conversation.append(userTurn(request.prompt, attachments, models.newId(), this.deps.now(), carried));
-      const shown = { chat: chat as ChatSurface | undefined };
-      try {
-        const result = await this.turnChats
-          .run(shown, () => this.runAgent(conversation, model, system, tools, chat, signal, hints))
-          .finally(() => subagents.idle());
-        return this.ended(conversation, result, chat);
-      } finally {
-        // VS Code takes nothing more from a request once it has ended.
-        shown.chat = undefined;
-      }
+      const result = await this.runAgent(conversation, model, system, tools, chat, signal, hints).finally(() => subagents.idle());
+      return this.ended(conversation, result, chat);
     } finally {
       const left = (this.turnsUnderWay.get(conversation.id) ?? 1) - 1;
       if (left > 0) this.turnsUnderWay.set(conversation.id, left);
@@ -634,7 +619,7 @@ export class TurnController {
 
   /** The chat of the request under way (the agent's edits and questions are shown there). */
   activeSurface(): ChatSurface | undefined {
-    return this.turnChats.getStore()?.chat;
+    return this.requestOf.getStore()?.shownIn();
   }
 
   /**
