@@ -277,6 +277,7 @@ function controllerFor(
     languageModel: async () => model,
     learnWindow: () => undefined,
     windowIsLowerBound: () => false,
+    contextWindow: () => undefined,
     maxOutputTokens: () => OUTPUT_RESERVE,
     telemetry: () => NO_TELEMETRY,
     truncationAdvice: () => undefined,

@@ -207,6 +207,7 @@ async function child(baseUrl: string, dir: string): Promise<void> {
     languageModel: async () => model,
     learnWindow: () => undefined,
     windowIsLowerBound: () => false,
+    contextWindow: () => undefined,
     maxOutputTokens: () => undefined,
     telemetry: () => NO_TELEMETRY,
     truncationAdvice: () => undefined,

@@ -253,6 +253,10 @@ export class Session implements vscode.Disposable {
     this.changed.fire();
   }
 
+  contextWindow(): number | undefined {
+    return this.modelContext().whole?.limit;
+  }
+
   windowIsLowerBound(): boolean {
     const key = this.modelKey();
     return key !== undefined && this.deps.windows.isLowerBound(key);

@@ -68,6 +68,8 @@ export interface TurnModels {
   learnWindow(limit: number, why?: string, lowerBound?: boolean): void;
   /** Whether the window in use is only a lower bound, learned from a prompt the server cut. */
   windowIsLowerBound(): boolean;
+  /** The whole window of the model in use (input and answer), when known. */
+  contextWindow(): number | undefined;
   maxOutputTokens(): number | undefined;
   telemetry(): LongrunTelemetry;
   truncationAdvice(): string | undefined;

@@ -68,6 +68,9 @@ export interface TurnControllerDeps {
   readonly cost?: SubagentRunnerDeps['cost'];
 }
 
+/** The smallest window (whole, in tokens) the `plan` and `delegate` tools are offered in. */
+export const ROOMY_WINDOW = 16_384;
+
 /** Longest diff (in lines without its headers) shown in the chat itself. */
 export const INLINE_DIFF_LINES = 30;
 /** Longest tool result the model gets, Longrun's tools' and the editor's alike; also the cap of one attachment. */
@@ -273,6 +276,7 @@ export class TurnController {
   ): { system: string; tools: ToolSet; editorTools: EditorToolSelection } {
     const { workspace } = this.deps;
     const trusted = workspace.trusted();
+    const roomy = this.roomy();
     const own = createAgentTools(workspace.files, {
       readOnly: !trusted,
       ...(trusted && workspace.commands ? { commands: workspace.commands } : {}),
@@ -284,9 +288,9 @@ export class TurnController {
       recall: conversation ?? NO_ARCHIVE,
       // Offered when there are skills to load: it comes and goes with the system prompt's list of them.
       ...(this.deps.skills?.skills().length ? { skills: new SkillLoader(this.deps.skills, conversation) } : {}),
-      plan: hooks.plan ?? NO_PLAN,
-      // Offered in every request too: subagents only read, so an untrusted workspace has them as well.
-      delegate: hooks.delegate ?? NO_SUBAGENTS,
+      // Offered in every request of a window they fit in (an untrusted workspace included: the plan
+      // changes no file, subagents only read); a small window keeps their definitions' room.
+      ...(roomy ? { plan: hooks.plan ?? NO_PLAN, delegate: hooks.delegate ?? NO_SUBAGENTS } : {}),
     });
     const port = request?.editorTools;
     const editorTools =
@@ -298,17 +302,27 @@ export class TurnController {
           })
         : { offered: [], skipped: [] };
     const tools = { ...own, ...(port ? createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) : {}) };
-    return { system: this.systemPromptNow(instructions), tools, editorTools };
+    return { system: this.systemPromptNow(instructions, roomy), tools, editorTools };
   }
 
-  private systemPromptNow(instructions: readonly Instruction[]): string {
+  private systemPromptNow(instructions: readonly Instruction[], plan: boolean): string {
     const { workspace } = this.deps;
     return systemPrompt({
       trusted: workspace.trusted(),
       folders: workspace.roots().map((r) => r.name),
       instructions,
       skills: this.deps.skills?.skills() ?? [],
+      plan,
     });
+  }
+
+  /**
+   * Whether the model's window has room for the `plan` and `delegate` tools: their definitions and
+   * what the system prompt says of them take about 900 tokens, a sixth of a 6,000-token window that a
+   * small local model would rather spend on the conversation. Unknown windows count as roomy.
+   */
+  private roomy(): boolean {
+    return (this.deps.models.contextWindow() ?? Infinity) >= ROOMY_WINDOW;
   }
 
   /** The names of Longrun's own tools, all of them whatever the workspace's trust. */

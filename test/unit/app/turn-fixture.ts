@@ -213,6 +213,8 @@ export interface FixtureOptions {
   readonly provider?: ProviderKind;
   /** The model in use; absent: `scriptedModel()`. */
   readonly model?: MockLanguageModelV4;
+  /** The whole window the model states (what decides the tools offered); absent: unknown. */
+  readonly contextWindow?: number;
   /** Whether the workspace is trusted (default true). */
   readonly trusted?: boolean;
   /** The subagents' model and its window; the scripted model and the conversation's window unless told. */
@@ -260,6 +262,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     languageModel: async () => model,
     learnWindow: () => undefined,
     windowIsLowerBound: () => false,
+    contextWindow: () => options.contextWindow,
     maxOutputTokens: () => undefined,
     telemetry: () => NO_TELEMETRY,
     truncationAdvice: () => undefined,

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { ROOMY_WINDOW } from '../../../src/app/turn/turn-controller';
+import { turnFixture, type TurnFixture } from './turn-fixture';
+
+/**
+ * A small window keeps its room for the conversation: the `plan` and `delegate` tools (and what the
+ * system prompt says of the plan) are offered only in a window they fit in.
+ */
+describe('the tools a window has room for', () => {
+  let f: TurnFixture | undefined;
+  afterEach(async () => f?.close());
+
+  const sent = async (contextWindow: number | undefined): Promise<{ tools: string[]; system: string; overhead: string }> => {
+    f = await turnFixture(contextWindow !== undefined ? { contextWindow } : {});
+    await f.newChat().send('remember the weather');
+    const call = f.model.doStreamCalls[0]!;
+    const system = call.prompt.find((m) => m.role === 'system');
+    return {
+      tools: (call.tools ?? []).map((t) => t.name),
+      system: typeof system?.content === 'string' ? system.content : '',
+      overhead: f.controller.requestOverheadText(),
+    };
+  };
+
+  it('leaves plan and delegate out of a 6,000-token window, in the request and in what the gauge counts', async () => {
+    const small = await sent(6_000);
+    assert.ok(!small.tools.includes('plan') && !small.tools.includes('delegate'), small.tools.join(', '));
+    assert.ok(small.tools.includes('read_file') && small.tools.includes('recall'));
+    assert.doesNotMatch(small.system, /plan tool/);
+    assert.doesNotMatch(small.overhead, /"name":\s*"(plan|delegate)"|\bplan\b.*"steps"/);
+  });
+
+  it('offers them from the roomy window on, and when the window is not known', async () => {
+    for (const window of [ROOMY_WINDOW, undefined]) {
+      const roomy = await sent(window);
+      assert.ok(roomy.tools.includes('plan') && roomy.tools.includes('delegate'), `${window}: ${roomy.tools.join(', ')}`);
+      assert.match(roomy.system, /keep a plan with the plan tool/);
+      await f?.close();
+      f = undefined;
+    }
+  });
+});
