@@ -93,6 +93,9 @@ export function createAiSummarizer(options: AiSummarizerOptions): Summarizer {
         if (!called) throw error;
         return strayed(called);
       }
+      // Under `auto` a call is the model's choice, not a server ignoring `none`: asked for again plainly, nothing remembered.
+      const chosen = sent.toolChoice === 'auto' ? result.toolCalls.map((call) => call.toolName) : [];
+      if (chosen.length > 0) return { text: '', model: name, calledTools: chosen };
       const written = toolCallsInText(result.text, Object.keys(sent.tools));
       return written.length > 0 ? strayed(written) : answered(result, name, usageOf);
     },
@@ -104,6 +107,7 @@ type Sent = ReturnType<typeof structured> | ReturnType<typeof continuing>;
 /** What is read of a `generateText` result. */
 interface Generated {
   readonly text: string;
+  readonly toolCalls: readonly { readonly toolName: string }[];
   readonly usage: Parameters<typeof callUsage>[0];
   readonly finalStep: { readonly response: { readonly modelId: string }; readonly providerMetadata: Parameters<typeof callUsage>[1] };
 }
@@ -123,14 +127,18 @@ function structured(request: SummaryRequest): { instructions: string; messages: 
 /**
  * The request as a continuation of the conversation: the agent's system prompt and tools, its
  * messages as it sent them, then the directive. The tools are offered as the agent offers them, so
- * that the request begins with the same bytes, but without what runs them and with tool use off:
- * a call the model makes anyway is never executed.
+ * that the request begins with the same bytes, but without what runs them: a call the model makes
+ * anyway is never executed. Tool use is off (`none`), except where the provider's cache of the
+ * messages holds only for requests with the same tool choice (Anthropic, directly or through
+ * OpenRouter): there a summary asked for under `none` would read nothing of the conversation from
+ * the cache, so the agent's own choice (`auto`) is sent, the directive asks for text, and a call the
+ * model makes anyway sends the plain request instead (`calledTools`).
  */
 function continuing(
   prefix: AgentPrefix,
   continuation: NonNullable<SummaryRequest['continuation']>,
   hints: CacheHints | undefined,
-): HintedRequest & { tools: ToolSet; toolChoice: 'none' } {
+): HintedRequest & { tools: ToolSet; toolChoice: 'none' | 'auto' } {
   const tools: ToolSet = {};
   // The agent's requests stream, and Anthropic's package then marks each tool definition for eager
   // input streaming; this one does not stream, so its definitions would differ, and since the tools
@@ -148,7 +156,7 @@ function continuing(
     ...(stableEnd !== undefined ? { stableEnd } : {}),
     tail: [{ role: 'user', content: continuation.directive }],
   });
-  return { ...request, tools, toolChoice: 'none' };
+  return { ...request, tools, toolChoice: hints && takesBreakpoints(hints.provider) ? 'auto' : 'none' };
 }
 
 /** A summary call's usage as a usage record keeps it; undefined when the provider reported none. */

@@ -207,6 +207,26 @@ describe('a summary request that continues the conversation', () => {
     assert.equal(model.doGenerateCalls.length, 1, 'asked once: asking again is the engine’s to decide');
   });
 
+  it("keeps the agent's tool choice for Anthropic, whose cache of the messages holds only for the same choice, and asks plainly after a call", async () => {
+    const model = new MockLanguageModelV4({
+      doGenerate: answer('', {
+        content: [{ type: 'tool-call', toolCallId: 'x', toolName: 'read_file', input: JSON.stringify({ path: 'a' }) }],
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      }),
+    });
+    const ignored: (readonly string[])[] = [];
+    const response = await createAiSummarizer({
+      model,
+      name: 'n',
+      continueFrom: () => ({ system: 's', tools: agentTools, cache: { hints: () => ({ provider: 'anthropic', ttl: '5m' }) } }),
+      onToolChoiceIgnored: (called) => ignored.push(called),
+    }).summarize(continued);
+    assert.deepEqual(model.doGenerateCalls[0]!.toolChoice, { type: 'auto' });
+    assert.deepEqual(response.calledTools, ['read_file'], 'the call is reported, and the engine asks with the plain request');
+    assert.equal(response.text, '');
+    assert.deepEqual(ignored, [], 'a call under "auto" says nothing of the server');
+  });
+
   it('reports a call the model wrote as text, as a server that honours "none" only by not parsing calls leaves it', async () => {
     const calls = [
       '<tool_call>\n{"name": "read_file", "arguments": {"path": "src/parser.ts"}}\n</tool_call>',

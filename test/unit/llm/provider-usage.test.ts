@@ -469,6 +469,9 @@ describe('provider usage: what each provider’s package reports, as Longrun rec
     const tools = (body: unknown) => JSON.stringify((body as { tools?: unknown }).tools);
     assert.match(tools(agentBodies[0]), /"name":"read_file"/);
     assert.equal(tools(summaryBodies[0]), tools(agentBodies[0]));
+    // Anthropic keeps the messages' cache only for the same tool choice: the summary sends the agent's.
+    const choice = (body: unknown) => JSON.stringify((body as { tool_choice?: unknown }).tool_choice);
+    assert.equal(choice(summaryBodies[0]), choice(agentBodies[0]));
   });
 
   it('a summary continuing the conversation gets the same breakpoints, none on its directive, and reports its usage', async () => {
