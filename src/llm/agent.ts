@@ -198,8 +198,12 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (outcome.status === 'compacted') {
       compactions++;
       guard = noteCompaction(guard, outcome.compaction.lowGain);
-      earlier = outcome.compaction.entry?.id ?? outcome.compaction.pruning?.id ?? earlier;
-      if (!harder) loop = stalled;
+      // Only a summary counts: a pruning alone calls no model and loses nothing the view does not
+      // hold again, so it neither starts nor ends a loop.
+      if (outcome.compaction.entry) {
+        earlier = outcome.compaction.entry.id;
+        if (!harder) loop = stalled;
+      }
     }
     return outcome;
   };

@@ -45,6 +45,8 @@ interface Run {
   readonly compactions: Array<{ before: number; after: number; summarized?: number; lowGain: boolean }>;
   readonly error: unknown;
   readonly steps: number;
+  /** Whether the turn stopped for a compaction loop. */
+  readonly stoppedForLoop: boolean;
   /** The model's view at the end of the turn. */
   readonly view: readonly Message[];
   /** The write calls whose content a pruning replaced by a stub. */
@@ -82,6 +84,10 @@ describe('long agentic turns on small windows', () => {
     pruning?: boolean;
     /** The step at which the model writes a new file of `tokens` tokens instead of reading one. */
     write?: { readonly at: number; readonly tokens: number };
+    /** The file read at step `i` (`src/m{i}.ts`, a new one each step, by default). */
+    pathOf?: (i: number) => string;
+    /** Whether the agent gets the log, and so keeps the rule against compaction loops. */
+    loopRule?: boolean;
   }): Promise<Run> {
     const config = { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: options.pruning ?? true } };
     const clock = new FakeClock();
@@ -158,7 +164,12 @@ describe('long agentic turns on small windows', () => {
             : i < options.reads
               ? [
                   { type: 'stream-start', warnings: [] },
-                  { type: 'tool-call', toolCallId: `call${i}`, toolName: 'read_file', input: JSON.stringify({ path: `src/m${i}.ts` }) },
+                  {
+                    type: 'tool-call',
+                    toolCallId: `call${i}`,
+                    toolName: 'read_file',
+                    input: JSON.stringify({ path: options.pathOf?.(i) ?? `src/m${i}.ts` }),
+                  },
                   { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(sent, 20) },
                 ]
               : [
@@ -202,6 +213,7 @@ describe('long agentic turns on small windows', () => {
         compact: (reason, signal) => conversation.compact(reason, { signal }),
         requestBasis: () => conversation.requestBasis(),
         newId: () => `m${++n}`,
+        ...(options.loopRule ? { log: () => conversation.log() } : {}),
       },
       ui,
       guard: options.guard ?? INITIAL_GUARD,
@@ -221,6 +233,7 @@ describe('long agentic turns on small windows', () => {
       compactions,
       error: result.error,
       steps: result.steps,
+      stoppedForLoop: result.compactionLoop === true,
       view: conversation.view(),
       writtenStubs: log.flatMap((r) => (r.type === 'pruning' ? r.entry.outputs.filter((o) => o.kind === 'written') : [])).length,
       recall: (query) => conversation.recall({ query, maxTokens: 20_000 }),
@@ -277,6 +290,36 @@ describe('long agentic turns on small windows', () => {
         }
       }
     }
+  });
+
+  it('stops a turn that only reads again what it had read, at the second summary with nothing done between, and never for a search through new files', async () => {
+    // Three files read round and round: every summary is followed by reads of files the turn had read.
+    const circle = await play({
+      limit: 4_500,
+      overhead: 1_500,
+      reads: 40,
+      sizeOf: () => 600,
+      pruning: false,
+      loopRule: true,
+      pathOf: (i) => `src/m${i % 3}.ts`,
+    });
+    assert.equal(circle.stoppedForLoop, true, `${circle.entries.length} summaries, ${circle.steps} steps`);
+    assert.equal(circle.entries.length, 2, 'stopped at the second summary, never a third');
+    assert.ok(circle.steps < 40, `${circle.steps} steps`);
+
+    const onward = await play({ limit: 4_500, overhead: 1_500, reads: 40, sizeOf: () => 600, pruning: false, loopRule: true });
+    assert.equal(onward.stoppedForLoop, false);
+    assert.equal(onward.steps, 41, 'every new file read, and the answer');
+    assert.ok(onward.entries.length >= 3, `${onward.entries.length} summaries`);
+  });
+
+  it('lets a turn that reads one file again and again go on while pruning alone makes room, and stops it at the second summary', async () => {
+    const run = await play({ limit: 4_500, overhead: 1_500, reads: 40, sizeOf: () => 600, loopRule: true, pathOf: () => 'src/m1.ts' });
+    const how = JSON.stringify({ steps: run.steps, compactions: run.compactions });
+    const prunings = run.compactions.findIndex((c) => c.summarized !== undefined);
+    assert.ok(prunings >= 2, `prunings alone, no model asked, before the first summary: ${how}`);
+    assert.equal(run.entries.length, 2, how);
+    assert.equal(run.stoppedForLoop, true, how);
   });
 
   it('writes a file larger than the recent part in the middle of a long turn: nothing sent over the window; pruning on, the content written is a stub in the view and recall gives it back', async () => {
