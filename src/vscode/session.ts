@@ -253,8 +253,9 @@ export class Session implements vscode.Disposable {
     this.changed.fire();
   }
 
+  /** Read apart from `modelContext`, which counts the tools offered, and so asks which are. */
   contextWindow(): number | undefined {
-    return this.modelContext().whole?.limit;
+    return this.windowInUse()?.window.limit;
   }
 
   windowIsLowerBound(): boolean {
