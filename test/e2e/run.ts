@@ -72,7 +72,7 @@ async function main(): Promise<number> {
   );
 
   const workspace = join(work, 'workspace');
-  makeWorkspace(workspace, 10);
+  makeWorkspace(workspace, 15);
   // The new-user phase opens a workspace of its own, for the first time, as `npm start` does.
   const newUserWorkspace = join(work, 'new-user');
   makeWorkspace(newUserWorkspace, 0);

@@ -46,7 +46,8 @@ export const SERVED_MODELS = [
   { id: 'scripted-small', window: 8_192 },
   { id: 'scripted-overflow', window: 128_000 },
   { id: 'scripted-6k', window: 6_000, advertiseWindow: true },
-  { id: 'scripted-trunc', window: 3_000, overflow: 'truncate' as const },
+  // Ollama's default context: 4,096 tokens, the start of a longer prompt dropped silently.
+  { id: 'scripted-trunc', window: 4_096, overflow: 'truncate' as const },
   { id: 'scripted-6k-tools', window: 6_000, advertiseWindow: true, ignoresToolChoice: true },
   // Served to the test extension's model (test/e2e/models-extension), which declares its own window.
   { id: 'scripted-editor', window: 128_000 },
