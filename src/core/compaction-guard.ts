@@ -8,8 +8,8 @@ import { latestPlan, samePlan } from './plan';
  * than the configured share is reported and automatic compaction is not tried again on the next
  * turn, unless the next request would not fit the window at all (waiting would only earn an
  * overflow error); a context-overflow error is answered by at most the configured number of
- * compactions per turn; and two compactions in a row inside one turn with no progress between them
- * stop the turn (`stopsForLoop`), never a third.
+ * compactions per turn; and two summaries in a row inside one turn with no progress between them
+ * stop the turn (`stopsForLoop`), never a third (a pruning alone does not count, see `runAgentTurn`).
  */
 
 export interface GuardState {

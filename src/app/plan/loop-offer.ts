@@ -2,13 +2,13 @@ import type { NoticeSurface } from '../turn/in-sight-chat';
 import { COMPACT_HARDER_COMMAND, NEW_FROM_PLAN_COMMAND } from '../contributions';
 
 /**
- * What the chat says when a turn stopped for a compaction loop (two compactions in a row with no
+ * What the chat says when a turn stopped for a compaction loop (two summaries in a row with no
  * progress between them, see `stopsForLoop`), and what it offers: a compaction that keeps less of the
  * recent work, or a new conversation whose first request carries the plan and the latest request.
  */
 
 export const LOOP_NOTICE =
-  'Longrun stopped this request: the conversation was compacted twice in a row with no progress in between (no change to the plan, no file written, no command that passed), and a third compaction would only go round again.';
+  'Longrun stopped this request: the conversation was compacted twice in a row with no progress in between (no change to the plan, no file written or newly read, no command that passed), and a third compaction would only go round again.';
 
 /** Shows the notice and the two buttons in `chat`; returns the notice, for the log. */
 export function offerAfterLoop(conversationId: string, chat: NoticeSurface): string {
