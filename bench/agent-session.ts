@@ -178,7 +178,7 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
       name: 'bench',
       window: { limit: options.window, source: 'model' },
       counter,
-      fixedOverhead: overhead,
+      requestOverhead: overhead,
       outputReserve: 0,
       key: 'bench',
     }),

@@ -110,11 +110,11 @@ async function playTurn(mode: Mode, queries: readonly string[], seed: number, to
       summarizer: async () => undefined,
     });
   };
-  const context0 = (fixedText: string): ModelContext => ({
+  const context0 = (overheadText: string): ModelContext => ({
     name: 'bench',
     window: { limit: WINDOW, source: 'model' },
     counter,
-    fixedOverhead: counter.countText(fixedText),
+    requestOverhead: counter.countText(overheadText),
     outputReserve: 4_096,
     key: 'longrun/bench/model',
   });

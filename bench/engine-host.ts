@@ -58,7 +58,7 @@ async function coldCompaction(dir: string, log: readonly LogRecord[], tokenizer:
     clock: systemClock,
     newId: () => `bench-${++ids}`,
     config: () => DEFAULT_CONFIG,
-    model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' as const }, counter, fixedOverhead: 0, outputReserve: 0 }),
+    model: () => ({ name: 'bench', window: { limit: MILLION_WINDOW, source: 'model' as const }, counter, requestOverhead: 0, outputReserve: 0 }),
     summarizer: async () => summarizer,
     engine,
   };

@@ -110,7 +110,7 @@ async function assessAfterCompaction(tokenizer: TextTokenizer, runs: number): Pr
     clock: systemClock,
     newId,
     config: () => config,
-    model: () => ({ name: 'bench', window, counter, fixedOverhead: 1_000, outputReserve: 0 }),
+    model: () => ({ name: 'bench', window, counter, requestOverhead: 1_000, outputReserve: 0 }),
     summarizer: async () => undefined,
   });
   const times: number[] = [];

@@ -104,7 +104,7 @@ function conversationOver(
     clock: systemClock,
     newId: () => `extra-${id}-${n++}`,
     config: () => DEFAULT_CONFIG,
-    model: () => ({ name: 'bench', window: WINDOW, counter, fixedOverhead: 1_000, outputReserve: 0 }),
+    model: () => ({ name: 'bench', window: WINDOW, counter, requestOverhead: 1_000, outputReserve: 0 }),
     summarizer: async () => undefined,
   });
 }

@@ -162,7 +162,7 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     name: 'bench',
     window: { limit: inputLimit, source: 'model' as const },
     counter,
-    fixedOverhead: overhead,
+    requestOverhead: overhead,
     outputReserve: reserve,
     key: MODEL_KEY,
   });

@@ -217,7 +217,7 @@ async function child(dir: string): Promise<void> {
       clock: systemClock,
       newId: () => `bench-${++ids}`,
       config: () => DEFAULT_CONFIG,
-      model: () => ({ name: 'bench', window: { limit: 1_000_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+      model: () => ({ name: 'bench', window: { limit: 1_000_000, source: 'model' }, counter, requestOverhead: 0, outputReserve: 0 }),
       summarizer: () => Promise.resolve(SUMMARIZER),
     }),
     warn: (message) => void process.stderr.write(`${message}\n`),

@@ -262,7 +262,7 @@ function controllerFor(
         name: 'bench',
         window: { limit: WINDOW - OUTPUT_RESERVE, source: 'model' },
         counter,
-        fixedOverhead: counter.countText(overhead),
+        requestOverhead: counter.countText(overhead),
         outputReserve: OUTPUT_RESERVE,
       }),
       summarizer: async () => summarizer,

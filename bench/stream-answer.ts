@@ -194,7 +194,7 @@ async function child(baseUrl: string, dir: string): Promise<void> {
       clock: systemClock,
       newId,
       config: () => DEFAULT_CONFIG,
-      model: () => ({ name: 'bench', window: { limit: 128_000, source: 'model' }, counter, fixedOverhead: 0, outputReserve: 0 }),
+      model: () => ({ name: 'bench', window: { limit: 128_000, source: 'model' }, counter, requestOverhead: 0, outputReserve: 0 }),
       summarizer: () => Promise.resolve(undefined),
     }),
     warn: (message) => void process.stderr.write(`${message}\n`),

@@ -148,7 +148,7 @@ const NO_CONTENT: readonly never[] = Object.freeze([]);
  * A message record held without its content (its line's place in the files known, to read it back):
  * its id, role and turn, nothing else; its stored token counts come back with the content.
  */
-export function withoutContent(record: LogRecord & { type: 'message' }): LogRecord & { type: 'message' } {
+export function contentHeldAway(record: LogRecord & { type: 'message' }): LogRecord & { type: 'message' } {
   const { tokens: _tokens, ...rest } = record;
   return { ...rest, message: { ...record.message, content: NO_CONTENT as never[] } };
 }

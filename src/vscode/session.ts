@@ -96,8 +96,8 @@ export class Session implements vscode.Disposable {
    * The system prompt and tool definitions every request carries (or how to make them: made when
    * first counted, off the activation path), and their count with the current tokenizer.
    */
-  private fixedText: string | (() => string) = '';
-  private fixedCount: { counter: MessageTokenCounter; text: string; tokens: number } | undefined;
+  private overheadText: string | (() => string) = '';
+  private overheadCount: { counter: MessageTokenCounter; text: string; tokens: number } | undefined;
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when the conversation, its content or the model changes. */
   readonly onDidChange = this.changed.event;
@@ -269,18 +269,18 @@ export class Session implements vscode.Disposable {
    * packages, which activation does not load.
    */
   setRequestOverhead(text: string | (() => string)): void {
-    if (text === this.fixedText) return;
-    this.fixedText = text;
+    if (text === this.overheadText) return;
+    this.overheadText = text;
     this.changed.fire();
   }
 
-  private fixedOverhead(): number {
-    if (typeof this.fixedText === 'function') this.fixedText = this.fixedText();
-    const text = this.fixedText;
-    const cached = this.fixedCount;
+  private requestOverhead(): number {
+    if (typeof this.overheadText === 'function') this.overheadText = this.overheadText();
+    const text = this.overheadText;
+    const cached = this.overheadCount;
     if (cached && cached.counter === this.counter && cached.text === text) return cached.tokens;
     const tokens = text ? this.counter.countText(text) : 0;
-    this.fixedCount = { counter: this.counter, text, tokens };
+    this.overheadCount = { counter: this.counter, text, tokens };
     return tokens;
   }
 
@@ -383,11 +383,11 @@ export class Session implements vscode.Disposable {
   }
 
   modelContext(): ModelContext {
-    return this.contextOf(this.chatModel, this.counter, this.fixedOverhead());
+    return this.contextOf(this.chatModel, this.counter, this.requestOverhead());
   }
 
   /** What a conversation on `m` needs to know of it: its window, its counter, what every request carries. */
-  private contextOf(m: ChatModel | undefined, counter: MessageTokenCounter, fixedOverhead: number): ModelContext {
+  private contextOf(m: ChatModel | undefined, counter: MessageTokenCounter, requestOverhead: number): ModelContext {
     const sized = m ? this.windowOf(m) : undefined;
     const name = m ? nameOf(m) : 'no model';
     const window: ContextWindow = sized
@@ -403,7 +403,7 @@ export class Session implements vscode.Disposable {
       name,
       window,
       counter,
-      fixedOverhead,
+      requestOverhead,
       outputReserve: sized?.outputReserve ?? 0,
       ...(m ? { key: keyOf(m) } : {}),
       ...(sized ? { whole: sized.window } : {}),
@@ -499,7 +499,7 @@ export class Session implements vscode.Disposable {
       key: keyOf(chosen),
       name: nameOf(chosen),
       languageModel: () => this.toLanguageModel(chosen),
-      context: (fixedText) => this.contextOf(chosen, counter, counter.countText(fixedText)),
+      context: (overheadText) => this.contextOf(chosen, counter, counter.countText(overheadText)),
       maxOutputTokens: () =>
         chosen.kind === 'endpoint' ? (this.deps.provider.find(chosen.resolved.id) ?? chosen.resolved).maxOutputTokens : undefined,
       summarizer: () => summarizers.summarizer(),

@@ -41,9 +41,9 @@ export interface CompactionEngine {
   count?(input: CountInput): Promise<ReadonlyMap<string, number>>;
   /**
    * The records at `positions` of the conversation's records are now held without their content
-   * (see `ConversationRecords.release`): a copy kept of them may let go of theirs too.
+   * (see `ConversationRecords.letGo`): a copy kept of them may let go of theirs too.
    */
-  release?(conversationId: string, positions: readonly number[]): void;
+  letGo?(conversationId: string, positions: readonly number[]): void;
   /** The conversation is no longer loaded: whatever was kept of it goes. */
   forget(conversationId: string): void;
   dispose(): void;

@@ -482,7 +482,7 @@ export function keepingLess(config: CompactionConfig, limit: number): Compaction
  * shares of this room, so a small local model whose tools take a third of its window is not
  * compacted again two turns later.
  */
-export function roomForMessages(model: Pick<ModelContext, 'window' | 'fixedOverhead'>): ContextWindow {
+export function roomForMessages(model: Pick<ModelContext, 'window' | 'requestOverhead'>): ContextWindow {
   if (model.window.limit <= 0) return model.window;
-  return { ...model.window, limit: Math.max(1, model.window.limit - model.fixedOverhead) };
+  return { ...model.window, limit: Math.max(1, model.window.limit - model.requestOverhead) };
 }

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { branchLog, TurnIndex } from '../../core/branches';
 import { computeCompaction, type CompactionOutcome, type CompactionProgress, type CompactionRequest } from '../../core/compaction';
 import { EngineMemo } from '../../core/engine-memo';
-import { ledgerOf, withoutContent, type ConversationLog, type LogRecord } from '../../core/history';
+import { ledgerOf, contentHeldAway, type ConversationLog, type LogRecord } from '../../core/history';
 import { MessageTokenCounter } from '../../core/message-tokens';
 import { systemClock, type Summarizer, type SummaryRequest, type SummaryResponse } from '../../core/ports';
 import { charEstimator, loadTokenizer } from '../../core/tokenizer';
@@ -46,7 +46,7 @@ const IDS_PER_JOB = 8;
 type ToWorker =
   | { readonly kind: 'sync'; readonly id: string; readonly from: number; readonly records: readonly LogRecord[] }
   | { readonly kind: 'drop'; readonly id: string }
-  | { readonly kind: 'release'; readonly id: string; readonly at: readonly number[] }
+  | { readonly kind: 'let-go'; readonly id: string; readonly at: readonly number[] }
   | {
       readonly kind: 'compute';
       readonly job: number;
@@ -147,12 +147,12 @@ export class WorkerCompactionEngine implements CompactionEngine {
     return counted;
   }
 
-  release(conversationId: string, positions: readonly number[]): void {
+  letGo(conversationId: string, positions: readonly number[]): void {
     const known = this.sent.get(conversationId);
     if (!known || !this.worker || this.broken) return;
     // Records not sent yet go as they are held now, without their content.
     const at = positions.filter((p) => p < known.count);
-    if (at.length > 0) this.post({ kind: 'release', id: conversationId, at });
+    if (at.length > 0) this.post({ kind: 'let-go', id: conversationId, at });
   }
 
   forget(conversationId: string): void {
@@ -302,8 +302,8 @@ class CompactionServer {
       case 'drop':
         this.conversations.delete(message.id);
         break;
-      case 'release':
-        this.release(message);
+      case 'let-go':
+        this.letGo(message);
         break;
       case 'compute':
         void this.compute(message);
@@ -351,12 +351,12 @@ class CompactionServer {
   }
 
   /** Holds the records named without their content, as the host now does. */
-  private release(message: ToWorker & { kind: 'release' }): void {
+  private letGo(message: ToWorker & { kind: 'let-go' }): void {
     const records = this.conversations.get(message.id)?.records;
     if (!records) return;
     for (const at of message.at) {
       const record = records[at];
-      if (record?.type === 'message') records[at] = withoutContent(record);
+      if (record?.type === 'message') records[at] = contentHeldAway(record);
     }
   }
 

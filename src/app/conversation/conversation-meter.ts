@@ -30,7 +30,7 @@ export interface ModelContext {
   readonly window: ContextWindow;
   readonly counter: MessageTokenCounter;
   /** Tokens the system prompt and tool definitions take in every request. */
-  readonly fixedOverhead: number;
+  readonly requestOverhead: number;
   /** Tokens kept free for the answer (shown in the gauge). */
   readonly outputReserve: number;
   /** Identifies the model across reports (vendor/id), to learn its tokenizer's ratio to the local count. */
@@ -111,7 +111,7 @@ export class ConversationMeter {
       (id) => tokens.after(id),
       this.latestUsage,
       this.basis(),
-      model.fixedOverhead,
+      model.requestOverhead,
       ratio,
       this.addedRatio(model.key) ?? ratio,
     );
@@ -121,13 +121,13 @@ export class ConversationMeter {
   requestBasis(): RequestBasis & { readonly model?: string } {
     const model = this.source.deps.model();
     const tokens = this.tokensOfView(model.counter);
-    const localTokens = tokens.total() + model.fixedOverhead;
+    const localTokens = tokens.total() + model.requestOverhead;
     const ratio = this.ratio(model.key);
     return {
       basis: this.basis(),
       localTokens,
       localFraming: tokens.framing(),
-      localFixed: model.fixedOverhead,
+      localFixed: model.requestOverhead,
       ...(ratio !== undefined ? { ratio } : {}),
       ...(model.key !== undefined ? { model: model.key } : {}),
     };
@@ -142,7 +142,7 @@ export class ConversationMeter {
     const model = this.source.deps.model();
     const parts = this.tokensOfView(model.counter).parts();
     return {
-      systemAndTools: model.fixedOverhead + parts.system,
+      systemAndTools: model.requestOverhead + parts.system,
       summary: parts.summary,
       messages: parts.messages,
       toolResults: parts.toolResults,
@@ -243,7 +243,7 @@ export class ConversationMeter {
     const ratio = this.guess(model.key);
     // Over the window, the aim is to fit again with as much of the turn under way kept as can be.
     const target = budget.level === 'over' ? budget.warningAt : compactionTarget(budget.limit, budget.warningAt, this.source.deps.config());
-    return Math.max(0, Math.floor((target - less) / ratio) - model.fixedOverhead - 1);
+    return Math.max(0, Math.floor((target - less) / ratio) - model.requestOverhead - 1);
   }
 
   /**
@@ -253,7 +253,7 @@ export class ConversationMeter {
   fitLimit(): number | undefined {
     const model = this.source.deps.model();
     if (model.window.limit <= 0) return undefined;
-    return Math.max(0, Math.floor(model.window.limit / this.guess(model.key)) - model.fixedOverhead);
+    return Math.max(0, Math.floor(model.window.limit / this.guess(model.key)) - model.requestOverhead);
   }
 
   /**
@@ -265,7 +265,7 @@ export class ConversationMeter {
     if (calibration === undefined) return undefined;
     const model = this.source.deps.model();
     const tokens = this.tokensOfView(model.counter);
-    return effectiveRatio(calibration, tokens.total() + model.fixedOverhead, tokens.framing());
+    return effectiveRatio(calibration, tokens.total() + model.requestOverhead, tokens.framing());
   }
 
   /** What the provider counts for a local token of the messages added since its last report (see `learnedAddedRatio`). */

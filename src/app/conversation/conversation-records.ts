@@ -22,14 +22,14 @@ export type ReadRecordsAt = (lines: readonly ExpectedLine[]) => Promise<LogRecor
  * A message no view needs (compacted away, or on a branch left behind) is held without its content
  * when its line's place in the files is known: memory follows what the model sees, not how long the
  * history is. Such a record keeps everything but its content (its id, role, turn and token counts);
- * `fill` reads it back when a view needs it again (an undo, a rewind, a search of the archive), and
- * `release` lets a located record go again once its view no longer needs it (after a compaction).
+ * `readBack` reads it back when a view needs it again (an undo, a rewind, a search of the archive), and
+ * `letGo` lets a located record go again once its view no longer needs it (after a compaction).
  */
 export class ConversationRecords {
   readonly all: LogRecord[];
   private readonly index = new TurnIndex();
   /**
-   * Where the line of each located record held with its content is: those `release` may let go. A
+   * Where the line of each located record held with its content is: those `letGo` may let go. A
    * record held without its content says where its line is itself (`awayAt`).
    */
   private readonly located = new Map<LogRecord, RecordLocation>();
@@ -91,7 +91,7 @@ export class ConversationRecords {
    * in their places in `all`; returns each record let go with the one that replaces it, and its
    * position in `all`. Branches made before must make their log again (see `generation`).
    */
-  release(records: Iterable<LogRecord>): { readonly replaced: Map<LogRecord, LogRecord>; readonly positions: number[] } {
+  letGo(records: Iterable<LogRecord>): { readonly replaced: Map<LogRecord, LogRecord>; readonly positions: number[] } {
     const replaced = new Map<LogRecord, LogRecord>();
     for (const record of records) {
       const location = this.located.get(record);
@@ -136,8 +136,8 @@ export class ConversationRecords {
    * Reads back the records of `wanted` held without content, putting them in their places; returns
    * how many were read. Branches made before must make their log again (see `generation`).
    */
-  async fill(wanted: Iterable<LogRecord>, read: ReadRecordsAt): Promise<number> {
-    const replacing = await this.readBack(new Set(wanted), read);
+  async readBack(wanted: Iterable<LogRecord>, read: ReadRecordsAt): Promise<number> {
+    const replacing = await this.readLines(new Set(wanted), read);
     if (replacing.size === 0) return 0;
     for (let i = 0; i < this.all.length; i++) {
       const was = this.all[i]!;
@@ -153,7 +153,7 @@ export class ConversationRecords {
 
   /** `records` with those held without content read back, in order, without keeping them in memory. */
   async readThrough(records: readonly LogRecord[], read: ReadRecordsAt): Promise<readonly LogRecord[]> {
-    const replacing = await this.readBack(records, read);
+    const replacing = await this.readLines(records, read);
     return replacing.size === 0 ? records : records.map((r) => replacing.get(r) ?? r);
   }
 
@@ -181,13 +181,13 @@ export class ConversationRecords {
    * checked to be the one located there (see `ReadRecordsAt`). Files found changed mark these records
    * out of date (`markChanged`), and nothing is given back.
    */
-  private async readBack(records: Iterable<LogRecord>, read: ReadRecordsAt): Promise<Map<LogRecord, LogRecord>> {
-    const hollow = [...records].filter(isHeldAway);
-    if (hollow.length === 0) return new Map();
+  private async readLines(records: Iterable<LogRecord>, read: ReadRecordsAt): Promise<Map<LogRecord, LogRecord>> {
+    const away = [...records].filter(isHeldAway);
+    if (away.length === 0) return new Map();
     if (this.changedOnDisk) throw this.changedOnDisk;
     try {
-      const full = await read(hollow.map((r) => ({ at: awayAt(r)!, messageId: r.type === 'message' ? r.message.id : '' })));
-      return new Map(hollow.map((r, i) => [r, full[i]!]));
+      const full = await read(away.map((r) => ({ at: awayAt(r)!, messageId: r.type === 'message' ? r.message.id : '' })));
+      return new Map(away.map((r, i) => [r, full[i]!]));
     } catch (error) {
       if (ConversationChangedError.isInstance(error)) this.markChanged(error);
       throw error;

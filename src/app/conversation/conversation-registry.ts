@@ -205,7 +205,7 @@ export class ConversationRegistry {
     if (!(await this.deps.store.exists(id))) return undefined;
     try {
       // What only the archive holds stays on disk: a branch reads back what its view needs.
-      const { log, problems, locations } = await this.deps.store.open(id, { withoutContent: true });
+      const { log, problems, locations } = await this.deps.store.open(id, { holdAway: true });
       for (const problem of problems) this.deps.warn(problem, true);
       // Another request may have loaded it meanwhile: one set of records per conversation.
       const known = this.loaded.get(id);

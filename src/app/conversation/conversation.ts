@@ -183,7 +183,7 @@ export class Conversation {
 
   /** Reads `wanted` back into the shared records, checked to be what was read from the files before. */
   private async readBack(wanted: readonly LogRecord[]): Promise<void> {
-    await this.shared.fill(wanted, this.readAt);
+    await this.shared.readBack(wanted, this.readAt);
     this.rebranch();
     // The worker's copy holds these records without their content: it is sent the log again.
     this.deps.engine?.forget(this.id);
@@ -262,9 +262,9 @@ export class Conversation {
     if (this.shared.awayCount() === 0) return;
     const known = this.sendable;
     if (known?.records === this.records && known.shared === this.shared.generation && known.view === live.generation) return;
-    let hollow = 0;
-    for (const r of this.records) if (r.type === 'message' && this.shared.isAway(r) && !live.removes(r.message.id)) hollow++;
-    if (hollow > 0) throw new ViewNotWholeError(this.id, hollow);
+    let away = 0;
+    for (const r of this.records) if (r.type === 'message' && this.shared.isAway(r) && !live.removes(r.message.id)) away++;
+    if (away > 0) throw new ViewNotWholeError(this.id, away);
     this.sendable = { records: this.records, shared: this.shared.generation, view: live.generation };
   }
 
@@ -449,7 +449,7 @@ export class Conversation {
     if (changed) return { status: 'failed', reason: `${changed.message} Nothing was compacted.` };
     const outcome = await this.compactor.compact(reason, options);
     // What it took out is let go at once: a long turn that compacts many times holds only its view.
-    if (outcome.status === 'compacted') this.releaseArchived();
+    if (outcome.status === 'compacted') this.letGoArchived();
     return outcome;
   }
 
@@ -463,7 +463,7 @@ export class Conversation {
    * lines are known, as a reload would hold them: memory follows what the model sees. They are read
    * back when a view needs them again (an undo, another branch, `recall`, an export).
    */
-  private releaseArchived(): void {
+  private letGoArchived(): void {
     const held = [...this.shared.heldWithContent()];
     if (held.length === 0) return;
     this.rebranchIfStale();
@@ -474,11 +474,11 @@ export class Conversation {
     const task = this.originalRequest();
     const letGo = held.filter((r) => r !== task && r.type === 'message' && live.removes(r.message.id));
     if (letGo.length === 0) return;
-    const { replaced, positions } = this.shared.release(letGo);
+    const { replaced, positions } = this.shared.letGo(letGo);
     // This branch's log is kept, its records replaced in place: its view is made of the same messages.
     for (let i = 0; i < this.records.length; i++) this.records[i] = replaced.get(this.records[i]!) ?? this.records[i]!;
     this.branchGeneration = this.shared.generation;
-    this.deps.engine?.release?.(this.id, positions);
+    this.deps.engine?.letGo?.(this.id, positions);
   }
 
   /**

@@ -67,7 +67,7 @@ export interface OpenOptions {
    * the view (named by a compaction record after them). The conversation is then never all in memory
    * at once, and `readAt` gives the content back where it is needed.
    */
-  readonly withoutContent?: boolean;
+  readonly holdAway?: boolean;
 }
 
 /** Where a record's line is: its part, the bytes of that part's file it takes (newline apart), and their CRC-32. */
@@ -411,11 +411,11 @@ export class ConversationStore {
             if (record.type === 'message') {
               const at: RecordLocation = { part, offset: raw.offset, bytes: raw.bytes, check: raw.check };
               const long = raw.bytes > this.options.locateOverBytes;
-              if (options.withoutContent && long) record = heldAway(record, at);
-              else if (options.withoutContent) compacted.note(record.message.id, log.length, at);
+              if (options.holdAway && long) record = heldAway(record, at);
+              else if (options.holdAway) compacted.note(record.message.id, log.length, at);
               else if (long) locations.set(record, at);
             }
-            if (record.type === 'compaction' && options.withoutContent) compacted.takeOut(record.entry.compactedMessageIds, log);
+            if (record.type === 'compaction' && options.holdAway) compacted.takeOut(record.entry.compactedMessageIds, log);
             log.push(record);
           } else if (parsed.kind === 'damaged') {
             const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;

@@ -1,4 +1,4 @@
-import { withoutContent, type LogRecord } from '../../core/history';
+import { contentHeldAway, type LogRecord } from '../../core/history';
 import type { LineLocation } from './part-writer';
 
 /*
@@ -19,9 +19,9 @@ interface Located {
   readonly [CHECK]?: number | undefined;
 }
 
-/** The record of a message held without its content (see `withoutContent`), knowing where its line is. */
+/** The record of a message held without its content (see `contentHeldAway`), knowing where its line is. */
 export function heldAway(record: LogRecord & { type: 'message' }, at: LineLocation): LogRecord {
-  const { message } = withoutContent(record);
+  const { message } = contentHeldAway(record);
   // Written out, so that each such record is one small object of a shape they all share.
   const held: LogRecord & Located =
     record.turnId === undefined

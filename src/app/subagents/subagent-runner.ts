@@ -35,7 +35,7 @@ export interface SubagentModel {
   readonly name: string;
   languageModel(): Promise<LanguageModel>;
   /** What its conversation needs to know of it, given what every request carries besides the messages (system prompt, tools). */
-  context(fixedText: string): ModelContext;
+  context(overheadText: string): ModelContext;
   /** The answer's longest length to send (`max_tokens`), when the model needs one. */
   maxOutputTokens(): number | undefined;
   /** The summarizer its conversation compacts with: `longrun.compaction.model`, or the subagent's model. */
@@ -202,9 +202,9 @@ class SubagentWork {
       ...(deps.commands ? { allowedCommandsOnly: deps.commands } : {}),
     });
     const system = subagentPrompt({ folders: deps.folders(), commands: deps.commands !== undefined, reportTokens: MAX_REPORT_TOKENS });
-    const fixedText = `${system}\n${toolDefinitionsText(tools)}`;
+    const overheadText = `${system}\n${toolDefinitionsText(tools)}`;
     // Made again only when its server states a smaller window: the meter asks for it at every count.
-    let context = chosen.context(fixedText);
+    let context = chosen.context(overheadText);
     const conversation = this.conversation(() => context, settings.compaction, chosen);
     await conversation.append([{ type: 'message', message: taskMessage(deps.newId(), this.request.task, this.request.scope) }]);
     const model = await chosen.languageModel();
@@ -222,7 +222,7 @@ class SubagentWork {
         compact: (reason, signal, stated) => {
           if (stated) {
             chosen.learnWindow(stated.limit, stated.why, stated.lowerBound);
-            context = chosen.context(fixedText);
+            context = chosen.context(overheadText);
           }
           return conversation.compact(reason, { signal });
         },

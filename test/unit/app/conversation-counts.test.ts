@@ -85,7 +85,7 @@ function models(): ModelContext[] {
       key: 'vendor/a',
       window: { limit: 50_000, source: 'model' },
       counter: new MessageTokenCounter(spyTokenizer('words')),
-      fixedOverhead: 120,
+      requestOverhead: 120,
       outputReserve: 0,
     },
     {
@@ -93,7 +93,7 @@ function models(): ModelContext[] {
       key: 'vendor/b',
       window: { limit: 50_000, source: 'model' },
       counter: new MessageTokenCounter(charEstimator),
-      fixedOverhead: 80,
+      requestOverhead: 80,
       outputReserve: 0,
     },
   ];
@@ -210,16 +210,16 @@ class Harness {
     const fresh = new MessageTokenCounter(model.counter.tokenizer);
     const view = modelView(log, new EngineMemo());
     assert.deepEqual(c.view(), view, 'the view');
-    const localTokens = fresh.countMessages(view) + model.fixedOverhead;
+    const localTokens = fresh.countMessages(view) + model.requestOverhead;
     const localFraming = view.reduce((total, m) => total + fresh.framing(m), 0);
     const calibration = learnedCalibration(usageReports(log), model.key);
     const ratio = calibration && effectiveRatio(calibration, localTokens, localFraming);
-    assert.deepEqual(c.count(), countContext(view, fresh, lastUsage(log), currentBasis(log), model.fixedOverhead, ratio ?? 1), 'the count');
+    assert.deepEqual(c.count(), countContext(view, fresh, lastUsage(log), currentBasis(log), model.requestOverhead, ratio ?? 1), 'the count');
     assert.deepEqual(c.requestBasis(), {
       basis: currentBasis(log),
       localTokens,
       localFraming,
-      localFixed: model.fixedOverhead,
+      localFixed: model.requestOverhead,
       ...(ratio !== undefined ? { ratio } : {}),
       model: model.key,
     });
@@ -237,7 +237,7 @@ class Harness {
       breakdown.messages,
       sum((m) => m.summaryOf === undefined && (m.role === 'user' || m.role === 'assistant')),
     );
-    assert.equal(breakdown.systemAndTools, model.fixedOverhead + sum((m) => m.summaryOf === undefined && m.role === 'system'));
+    assert.equal(breakdown.systemAndTools, model.requestOverhead + sum((m) => m.summaryOf === undefined && m.role === 'system'));
     assert.equal(c.lastCompaction(), lastEntry(log));
     assert.equal(c.isEmpty(), !log.some((r) => r.type === 'message'));
   }

@@ -62,7 +62,7 @@ describe('pruning in a conversation', () => {
       clock,
       newId: () => `id${++n}`,
       config: () => cfg,
-      model: () => testModel({ limit, counter, fixedOverhead: 100 }),
+      model: () => testModel({ limit, counter, requestOverhead: 100 }),
       summarizer: async () => summarizer,
     });
   }

@@ -50,11 +50,11 @@ describe('a compaction on a small window whose tools take much of it', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  /** Twenty turns of about 150 tokens, compacted by hand with `fixedOverhead` tokens of system prompt and tools. */
-  async function keptAfterCompaction(fixedOverhead: number): Promise<number> {
+  /** Twenty turns of about 150 tokens, compacted by hand with `requestOverhead` tokens of system prompt and tools. */
+  async function keptAfterCompaction(requestOverhead: number): Promise<number> {
     const clock = new FakeClock();
     const index = memoryIndex();
-    const store = new ConversationStore(join(dir, String(fixedOverhead)), () => clock.now());
+    const store = new ConversationStore(join(dir, String(requestOverhead)), () => clock.now());
     await store.create('c1');
     await index.upsert({ id: 'c1', title: NEW_TITLE, createdAt: 1, updatedAt: 1 });
     const counter = new MessageTokenCounter(charEstimator);
@@ -68,7 +68,7 @@ describe('a compaction on a small window whose tools take much of it', () => {
         clock,
         newId: () => `e${ids++}`,
         config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
-        model: () => testModel({ limit: 4_500, counter, fixedOverhead, outputReserve: 1_500 }),
+        model: () => testModel({ limit: 4_500, counter, requestOverhead, outputReserve: 1_500 }),
         summarizer: async () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twenty turns of notes.') }) }),
       }),
     );

@@ -44,7 +44,7 @@ describe("a model's calibration, across conversations", () => {
         store,
         clock,
         newId: () => `${id}-${Math.random().toString(36).slice(2)}`,
-        model: () => testModel({ name: 'qwen', limit: 32_000, counter, fixedOverhead: OVERHEAD, key: KEY }),
+        model: () => testModel({ name: 'qwen', limit: 32_000, counter, requestOverhead: OVERHEAD, key: KEY }),
         ...(calibrations ? { calibrations } : {}),
       }),
     );

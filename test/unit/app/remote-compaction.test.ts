@@ -168,7 +168,7 @@ describe('compactions computed in a worker', () => {
       assert.equal((await conversation.compact('manual')).status, 'compacted');
       await conversation.append(turn('late', 'One more thing', 2, long).map((message) => ({ type: 'message' as const, message })));
     }
-    const released = worker.posted.filter((m): m is { kind: 'release'; at: number[] } => (m as { kind: string }).kind === 'release');
+    const released = worker.posted.filter((m): m is { kind: 'let-go'; at: number[] } => (m as { kind: string }).kind === 'let-go');
     assert.equal(released.length, 1, 'the worker is told once');
     const hollow = (c: Conversation) => c.allRecords().flatMap((r, i) => (r.type === 'message' && r.message.content.length === 0 ? [i] : []));
     assert.deepEqual(released[0]!.at, hollow(remote), 'the positions the host let go');

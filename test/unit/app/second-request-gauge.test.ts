@@ -43,7 +43,7 @@ describe("the gauge of a new conversation's second request", () => {
         store,
         clock,
         newId: () => `id${++n}`,
-        model: () => testModel({ name: 'claude', limit: 200_000, counter, fixedOverhead: FIXED, key }),
+        model: () => testModel({ name: 'claude', limit: 200_000, counter, requestOverhead: FIXED, key }),
       }),
     );
     return { c, counter };

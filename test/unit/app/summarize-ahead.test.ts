@@ -45,7 +45,7 @@ describe('summarizing ahead of need', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function setup(ahead = true, cfg: CompactionConfig = config, fixedOverhead = 0) {
+  async function setup(ahead = true, cfg: CompactionConfig = config, requestOverhead = 0) {
     const clock = new FakeClock();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
@@ -59,7 +59,7 @@ describe('summarizing ahead of need', () => {
         clock,
         config: () => cfg,
         // 10,000 tokens: warning from 7,500, compaction from 9,000.
-        model: () => testModel({ limit: 10_000, counter, fixedOverhead }),
+        model: () => testModel({ limit: 10_000, counter, requestOverhead }),
         summarizer: async () => summarizer,
         summarizeAhead: () => ahead,
       }),

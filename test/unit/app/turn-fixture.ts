@@ -281,7 +281,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
         key: options.subagent?.key ?? 'mock/subagent',
         name: 'mock',
         languageModel: async () => options.subagent?.model ?? model,
-        context: (fixedText) => testModel({ name: 'mock', limit, counter, fixedOverhead: counter.countText(fixedText) }),
+        context: (overheadText) => testModel({ name: 'mock', limit, counter, requestOverhead: counter.countText(overheadText) }),
         maxOutputTokens: () => undefined,
         summarizer: async () => summarizer,
         learnWindow: (stated) => void (limit = Math.min(limit, stated)),

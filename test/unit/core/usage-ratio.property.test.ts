@@ -11,10 +11,10 @@ describe('the ratio of added messages, whatever the provider adds to the system 
   const FIXED = 1_650;
   const PRIOR = { ratio: 1.128, tokens: 200 };
 
-  const reports = (fixedCount: number, ratio: number, messages: readonly number[]): ReportedUsage[] =>
+  const reports = (overheadCount: number, ratio: number, messages: readonly number[]): ReportedUsage[] =>
     messages.map((m, i) => ({
       anchorMessageId: `a${i}`,
-      inputTokens: fixedCount + ratio * m,
+      inputTokens: overheadCount + ratio * m,
       outputTokens: 10,
       basis: null,
       localTokens: FIXED + m,
@@ -28,8 +28,8 @@ describe('the ratio of added messages, whatever the provider adds to the system 
         fc.double({ min: 0.3 * FIXED, max: 2 * FIXED + 2_000, noNaN: true }),
         fc.double({ min: 0.6, max: 1.9, noNaN: true }),
         fc.array(fc.integer({ min: 0, max: 100_000 }), { minLength: 21, maxLength: 30 }),
-        (fixedCount, ratio, messages) => {
-          const learned = learnedAddedRatio(reports(fixedCount, ratio, messages), 'm', PRIOR)!;
+        (overheadCount, ratio, messages) => {
+          const learned = learnedAddedRatio(reports(overheadCount, ratio, messages), 'm', PRIOR)!;
           // The twenty latest requests, each against the one before it.
           const recent = messages.slice(-21);
           const compared = recent.slice(1).reduce((sum, m, i) => sum + Math.abs(m - recent[i]!), 0);

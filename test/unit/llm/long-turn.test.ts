@@ -101,7 +101,7 @@ describe('long agentic turns on small windows', () => {
         clock,
         newId: () => `id${++n}`,
         config: () => config,
-        model: () => testModel({ name: 'mock', limit: options.limit, counter, fixedOverhead: options.overhead }),
+        model: () => testModel({ name: 'mock', limit: options.limit, counter, requestOverhead: options.overhead }),
         summarizer: async () => summarizer,
         summarizeAhead: () => options.ahead ?? false,
       }),
