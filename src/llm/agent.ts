@@ -95,11 +95,6 @@ export interface AgentUi {
 export interface AgentTurnOptions {
   readonly model: LanguageModel;
   readonly system: string;
-  /**
-   * The system prompt as it should be now, asked before every step after the first: a compaction in
-   * the middle of the turn may change it (the model is then told about the `recall` tool).
-   */
-  readonly systemNow?: () => string;
   readonly tools: ToolSet;
   readonly maxSteps: number;
   readonly signal: AbortSignal;
@@ -411,7 +406,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   const request = (): HintedRequest => {
     steps.hints = options.cacheHints?.();
     const stableEnd = steps.hints && takesBreakpoints(steps.hints.provider) ? conversation.stableEnd?.() : undefined;
-    return hintedRequest(options.systemNow?.() ?? options.system, viewOf(conversation), steps.hints, stableEnd !== undefined ? { stableEnd } : {});
+    return hintedRequest(options.system, viewOf(conversation), steps.hints, stableEnd !== undefined ? { stableEnd } : {});
   };
   const first = request();
   let finalMessages: readonly ModelMessage[] | undefined;
@@ -455,7 +450,7 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
         return {
           messages: next.messages,
           ...(lastSent ? { toolChoice: 'none' as const } : {}),
-          ...(options.systemNow || next.instructions !== options.system ? { instructions: next.instructions } : {}),
+          ...(next.instructions !== options.system ? { instructions: next.instructions } : {}),
           ...(next.providerOptions ? { providerOptions: next.providerOptions } : {}),
         };
       },
