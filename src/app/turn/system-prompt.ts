@@ -10,7 +10,7 @@ export interface SystemPromptInput {
   readonly instructions?: readonly Instruction[];
   /** The skills the agent may load, by name (see `skill-catalog.ts`). */
   readonly skills?: readonly ListedSkill[];
-  /** Whether the `plan` tool is offered (not in a small window, see `ROOMY_WINDOW`). */
+  /** Whether the `plan` tool is offered (not in a small window, see `PLAN_WINDOW`). */
   readonly plan?: boolean;
 }
 

@@ -68,8 +68,10 @@ export interface TurnControllerDeps {
   readonly cost?: SubagentRunnerDeps['cost'];
 }
 
-/** The smallest window (whole, in tokens) the `plan` and `delegate` tools are offered in. */
-export const ROOMY_WINDOW = 16_384;
+/** The smallest window (whole, in tokens) the `plan` tool is offered in. */
+export const PLAN_WINDOW = 8_192;
+/** The smallest window (whole, in tokens) the `delegate` tool is offered in. */
+export const DELEGATE_WINDOW = 16_384;
 
 /** Longest diff (in lines without its headers) shown in the chat itself. */
 export const INLINE_DIFF_LINES = 30;
@@ -276,7 +278,8 @@ export class TurnController {
   ): { system: string; tools: ToolSet; editorTools: EditorToolSelection } {
     const { workspace } = this.deps;
     const trusted = workspace.trusted();
-    const roomy = this.roomy();
+    const window = this.deps.models.contextWindow() ?? Infinity;
+    const plan = window >= PLAN_WINDOW;
     const own = createAgentTools(workspace.files, {
       readOnly: !trusted,
       ...(trusted && workspace.commands ? { commands: workspace.commands } : {}),
@@ -289,8 +292,11 @@ export class TurnController {
       // Offered when there are skills to load: it comes and goes with the system prompt's list of them.
       ...(this.deps.skills?.skills().length ? { skills: new SkillLoader(this.deps.skills, conversation) } : {}),
       // Offered in every request of a window they fit in (an untrusted workspace included: the plan
-      // changes no file, subagents only read); a small window keeps their definitions' room.
-      ...(roomy ? { plan: hooks.plan ?? NO_PLAN, delegate: hooks.delegate ?? NO_SUBAGENTS } : {}),
+      // changes no file, subagents only read). Their definitions take about 480 and 390 tokens: a
+      // small local model's window keeps that room for the conversation, the plan's first since it is
+      // what a turn goes on from after a summary.
+      ...(plan ? { plan: hooks.plan ?? NO_PLAN } : {}),
+      ...(window >= DELEGATE_WINDOW ? { delegate: hooks.delegate ?? NO_SUBAGENTS } : {}),
     });
     const port = request?.editorTools;
     const editorTools =
@@ -302,7 +308,7 @@ export class TurnController {
           })
         : { offered: [], skipped: [] };
     const tools = { ...own, ...(port ? createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) : {}) };
-    return { system: this.systemPromptNow(instructions, roomy), tools, editorTools };
+    return { system: this.systemPromptNow(instructions, plan), tools, editorTools };
   }
 
   private systemPromptNow(instructions: readonly Instruction[], plan: boolean): string {
@@ -314,15 +320,6 @@ export class TurnController {
       skills: this.deps.skills?.skills() ?? [],
       plan,
     });
-  }
-
-  /**
-   * Whether the model's window has room for the `plan` and `delegate` tools: their definitions and
-   * what the system prompt says of them take about 900 tokens, a sixth of a 6,000-token window that a
-   * small local model would rather spend on the conversation. Unknown windows count as roomy.
-   */
-  private roomy(): boolean {
-    return (this.deps.models.contextWindow() ?? Infinity) >= ROOMY_WINDOW;
   }
 
   /** The names of Longrun's own tools, all of them whatever the workspace's trust. */

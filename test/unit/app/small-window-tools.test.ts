@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { ROOMY_WINDOW } from '../../../src/app/turn/turn-controller';
+import { DELEGATE_WINDOW, PLAN_WINDOW } from '../../../src/app/turn/turn-controller';
 import { turnFixture, type TurnFixture } from './turn-fixture';
 
 /**
- * A small window keeps its room for the conversation: the `plan` and `delegate` tools (and what the
- * system prompt says of the plan) are offered only in a window they fit in.
+ * A small window keeps its room for the conversation: the `plan` tool (and what the system prompt
+ * says of the plan) and the `delegate` tool are offered only in a window they fit in.
  */
 describe('the tools a window has room for', () => {
   let f: TurnFixture | undefined;
@@ -30,8 +30,14 @@ describe('the tools a window has room for', () => {
     assert.doesNotMatch(small.overhead, /"name":\s*"(plan|delegate)"|\bplan\b.*"steps"/);
   });
 
-  it('offers them from the roomy window on, and when the window is not known', async () => {
-    for (const window of [ROOMY_WINDOW, undefined]) {
+  it('offers the plan from an 8,192-token window on, without delegate', async () => {
+    const plan = await sent(PLAN_WINDOW);
+    assert.ok(plan.tools.includes('plan') && !plan.tools.includes('delegate'), plan.tools.join(', '));
+    assert.match(plan.system, /keep a plan with the plan tool/);
+  });
+
+  it('offers both from a 16,384-token window on, and when the window is not known', async () => {
+    for (const window of [DELEGATE_WINDOW, undefined]) {
       const roomy = await sent(window);
       assert.ok(roomy.tools.includes('plan') && roomy.tools.includes('delegate'), `${window}: ${roomy.tools.join(', ')}`);
       assert.match(roomy.system, /keep a plan with the plan tool/);
