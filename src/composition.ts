@@ -42,6 +42,9 @@ import { ModelWindows } from './app/models/model-windows';
 import { ModelCatalogue } from './app/models/model-catalogue';
 import type { WorkspaceRoot } from './app/workspace/path-guard';
 import { Session } from './vscode/session';
+import { ConversationRegistry } from './app/conversation/conversation-registry';
+import { ConversationIndex } from './app/store/conversation-index';
+import { ConversationStore } from './app/store/conversation-store';
 import { Redactor } from './app/report/redactor';
 import { Tracing } from './app/report/tracing';
 import type { LongrunSettings } from './app/settings';
@@ -60,7 +63,12 @@ import { editSummaryCommand, SummaryDocuments } from './vscode/summary-documents
 
 /** What the extension exports: its state, for tests and for other extensions that build on it. */
 export interface LongrunApi {
+  /** The model in use. */
   readonly session: Session;
+  /** The conversations this window has loaded; the current one is the chat's used last. */
+  readonly registry: ConversationRegistry;
+  /** What is known of each conversation of the workspace without reading it (its summaries among them). */
+  readonly index: ConversationIndex;
   readonly gauge: ContextGauge;
   readonly participant: LongrunParticipant;
   readonly settings: () => LongrunSettings;
@@ -84,15 +92,23 @@ export interface Longrun {
 export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Activation): Longrun {
   const base = buildBase(context, log);
   const models = buildModels(base);
-  const views = buildViews(base, models.session);
-  const tools = buildTools(base, models.session);
+  const views = buildViews(base, models);
+  const tools = buildTools(base, models);
   const { controller, participant } = buildParticipant(base, models, views, tools);
   const modelsChanged = modelsChangedHandler(models);
   const gauge = buildGauge(base, models, gaugeItem);
   const handlers = buildCommands(base, models, views, tools, controller, modelsChanged);
   watchChanges(base, models, controller, gauge, modelsChanged);
   return {
-    api: { session: models.session, gauge, participant, settings: base.settings, approvals: tools.approvals },
+    api: {
+      session: models.session,
+      registry: models.registry,
+      index: models.index,
+      gauge,
+      participant,
+      settings: base.settings,
+      approvals: tools.approvals,
+    },
     served: {
       commands: handlers,
       chat: participant.handler,
@@ -126,6 +142,12 @@ interface Models {
   readonly tracing: Tracing;
   readonly provider: LongrunModelProvider;
   readonly session: Session;
+  /** The conversations this window has loaded, each on the branches its chats continue. */
+  readonly registry: ConversationRegistry;
+  readonly store: ConversationStore;
+  readonly index: ConversationIndex;
+  /** Fires when the current conversation or its content changes. */
+  readonly conversationsChanged: vscode.Event<void>;
   /** Windows and prices of known models, under the user's longrun.models.overrides. */
   readonly catalogue: ModelCatalogue;
 }
@@ -215,7 +237,6 @@ function buildModels({ context, log, now, settings }: Base): Models {
   // Servers that let a model call tools when told not to: kept across windows, like what they state of their models.
   const ignoredToolChoice = new IgnoredToolChoice(context.globalState, now, (message) => log.info(message));
   const session = new Session({
-    storageDir,
     workspaceState: context.workspaceState,
     settings,
     provider,
@@ -231,17 +252,39 @@ function buildModels({ context, log, now, settings }: Base): Models {
     catalogue,
   });
   context.subscriptions.push(session);
-  return { keys, windows, redactor, tracing, provider, session, catalogue };
+  const changed = new vscode.EventEmitter<void>();
+  context.subscriptions.push(changed);
+  const store = new ConversationStore(storageDir, () => systemClock.now());
+  const index = new ConversationIndex(context.workspaceState);
+  const registry = new ConversationRegistry({
+    store,
+    index,
+    clock: systemClock,
+    newId: () => session.newId(),
+    conversationDeps: () => ({ ...session.conversationDeps(), store, index }),
+    warn: (message, show) => {
+      log.warn(message);
+      if (show) void vscode.window.showWarningMessage(`Longrun: ${message}`);
+    },
+    error: (message) => {
+      log.error(message);
+      void vscode.window.showErrorMessage(message);
+    },
+    info: (message) => log.info(message),
+    changed: () => changed.fire(),
+  });
+  context.subscriptions.push(registry);
+  return { keys, windows, redactor, tracing, provider, session, registry, store, index, conversationsChanged: changed.event, catalogue };
 }
 
 /** Builds the compaction reporter, the report documents and the summary documents. */
-function buildViews({ context, log, now, settings }: Base, session: Session): Views {
+function buildViews({ context, log, now, settings }: Base, { session, registry }: Models): Views {
   const reporter = new CompactionReporter(log, () => settings().verboseLogging, now);
   const documents = new ReportDocuments();
   // Summaries to preview and edit: what the user saves is what the model gets.
   const summaries = new SummaryDocuments({
-    conversation: (id) => session.find(id),
-    current: () => session.current(),
+    conversation: (id) => registry.find(id),
+    current: () => registry.current(),
     newId: () => session.newId(),
     counter: () => session.modelContext().counter,
     now,
@@ -252,10 +295,10 @@ function buildViews({ context, log, now, settings }: Base, session: Session): Vi
 }
 
 /** Builds the edit tracker, the approvals, the change documents, the workspace tools, the shell and the command runner. */
-function buildTools({ context, log, now, settings }: Base, session: Session): Tools {
+function buildTools({ context, log, now, settings }: Base, { registry }: Models): Tools {
   const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
   const recordFile = (event: FileEvent): void => {
-    const conversation = session.currentIfLoaded();
+    const conversation = registry.currentIfLoaded();
     if (!conversation || conversation.isEmpty()) return;
     void conversation.append([{ type: 'file', event }]).catch((error: unknown) => log.warn(`Could not record a file operation: ${String(error)}`));
   };
@@ -303,12 +346,12 @@ function buildTools({ context, log, now, settings }: Base, session: Session): To
  */
 function buildParticipant(
   { context, log, now, settings }: Base,
-  { session, catalogue }: Models,
+  { session, registry, catalogue }: Models,
   { reporter, summaries }: Views,
   tools: Tools,
 ): { controller: TurnController; participant: LongrunParticipant } {
   const controller = new TurnController({
-    registry: session.registry,
+    registry,
     models: session,
     workspace: {
       files: tools.workspace,
@@ -354,10 +397,15 @@ function modelsChangedHandler({ provider, session, redactor }: Models): () => vo
 }
 
 /** Builds the context gauge and keeps it updated as the session, the windows and open documents change. */
-function buildGauge({ context, now, settings }: Base, { session, windows }: Models, gaugeItem: GaugeItem): ContextGauge {
-  const gauge = new ContextGauge(gaugeItem, session, settings, now, systemClock.setTimer);
+function buildGauge(
+  { context, now, settings }: Base,
+  { session, registry, conversationsChanged, windows }: Models,
+  gaugeItem: GaugeItem,
+): ContextGauge {
+  const gauge = new ContextGauge({ item: gaugeItem, session, registry, settings, now, setTimer: systemClock.setTimer });
   context.subscriptions.push(gauge);
   context.subscriptions.push(session.onDidChange(() => gauge.update()));
+  context.subscriptions.push(conversationsChanged(() => gauge.update()));
   context.subscriptions.push(windows.onDidChange(() => gauge.update()));
   // Edits to files the conversation holds change what the model would re-read: refresh the gauge.
   context.subscriptions.push(vscode.workspace.onDidChangeTextDocument(() => gauge.update()));
@@ -367,7 +415,7 @@ function buildGauge({ context, now, settings }: Base, { session, windows }: Mode
 /** Builds the handlers of every command: the palette's and those the chat's buttons call. */
 function buildCommands(
   { log, now, settings }: Base,
-  { session, keys }: Models,
+  { session, registry, store, keys }: Models,
   { documents, reporter, summaries }: Views,
   { workspace, changes, answerApproval }: Tools,
   controller: TurnController,
@@ -376,6 +424,8 @@ function buildCommands(
   return new Map<string, CommandHandler>([
     ...paletteCommands({
       session,
+      registry,
+      store,
       settings,
       keys,
       documents,
@@ -388,19 +438,19 @@ function buildCommands(
     [ANSWER_COMMAND, (id: unknown, compact: unknown) => controller.answerCompaction(id, compact)],
     [
       REVERT_COMMAND,
-      (conversationId: unknown, changeIds: unknown) => revertChanges({ session, workspace, changes, log, now }, conversationId, changeIds),
+      (conversationId: unknown, changeIds: unknown) => revertChanges({ registry, workspace, changes, log, now }, conversationId, changeIds),
     ],
     [ANSWER_APPROVAL_COMMAND, answerApproval],
     [
       CARRY_ACCOUNT_COMMAND,
       (conversationId: unknown, turn: unknown, text: unknown, turns: unknown) => controller.carryAccount(conversationId, turn, text, turns),
     ],
-    [COMPACT_HARDER_COMMAND, (conversationId: unknown) => compactHarder({ session, reporter }, conversationId)],
-    [NEW_FROM_PLAN_COMMAND, (conversationId: unknown) => newFromPlan({ session, reporter }, conversationId)],
+    [COMPACT_HARDER_COMMAND, (conversationId: unknown) => compactHarder({ registry, reporter }, conversationId)],
+    [NEW_FROM_PLAN_COMMAND, (conversationId: unknown) => newFromPlan({ registry, reporter }, conversationId)],
     [SHOW_CHANGE_COMMAND, (argument: unknown) => changes.show(argument)],
     [
       SHOW_TRANSCRIPT_COMMAND,
-      (conversationId: unknown, subagentId: unknown) => showSubagentTranscript({ session, documents }, conversationId, subagentId),
+      (conversationId: unknown, subagentId: unknown) => showSubagentTranscript({ registry, documents }, conversationId, subagentId),
     ],
   ]);
 }
@@ -411,7 +461,7 @@ function buildCommands(
  */
 function watchChanges(
   { context, log, reloadSettings }: Base,
-  { keys, provider, session, redactor, tracing }: Models,
+  { keys, provider, session, registry, redactor, tracing }: Models,
   controller: TurnController,
   gauge: ContextGauge,
   modelsChanged: () => void,
@@ -442,7 +492,7 @@ function watchChanges(
   setImmediate(() => {
     void redactor.refresh();
     tracing.configure();
-    void session
+    void registry
       .current()
       .then(() => session.useDefaultModel())
       .catch((error: unknown) => log.warn(`Could not restore the last model: ${String(error)}`))

@@ -78,6 +78,12 @@ export function activate(context: vscode.ExtensionContext): LongrunApi {
     get session() {
       return load().api.session;
     },
+    get registry() {
+      return load().api.registry;
+    },
+    get index() {
+      return load().api.index;
+    },
     get gauge() {
       return load().api.gauge;
     },

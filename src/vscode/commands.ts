@@ -8,6 +8,8 @@ import { usageLines } from '../app/usage/usage-text';
 import { compactionIdOf, latestSummaries } from '../app/compaction/summary-edit';
 import { compactionSentence, contextReport, summaryReport, undoSentence } from '../app/report/reports';
 import type { Session } from './session';
+import type { ConversationRegistry } from '../app/conversation/conversation-registry';
+import type { ConversationStore } from '../app/store/conversation-store';
 import type { LongrunSettings } from '../app/settings';
 import { COMMAND, DOC_SCHEME } from '../app/contributions';
 import { subagentRuns } from '../core/subagents';
@@ -37,7 +39,12 @@ export class ReportDocuments implements vscode.TextDocumentContentProvider {
 }
 
 export interface CommandDeps {
+  /** The model in use. */
   readonly session: Session;
+  /** The conversations, the current one first among them. */
+  readonly registry: ConversationRegistry;
+  /** Where conversations are stored (the export reads them from there). */
+  readonly store: ConversationStore;
   readonly settings: () => LongrunSettings;
   readonly keys: ApiKeys;
   readonly documents: ReportDocuments;
@@ -64,7 +71,7 @@ export function paletteCommands(deps: CommandDeps): Map<string, CommandHandler> 
 /** Compacts the current conversation now, with an optional focus for the summary. */
 async function compactNow(deps: CommandDeps, focus?: unknown): Promise<unknown> {
   const { session } = deps;
-  const conversation = await session.current();
+  const conversation = await deps.registry.current();
   if (!conversation || conversation.isEmpty()) {
     void vscode.window.showInformationMessage('Longrun: there is no conversation to compact yet.');
     return undefined;
@@ -101,8 +108,7 @@ async function compactNow(deps: CommandDeps, focus?: unknown): Promise<unknown> 
 
 /** Opens the summary of a compaction (the latest when none is named). */
 async function showSummary(deps: CommandDeps, entryId?: unknown): Promise<unknown> {
-  const { session } = deps;
-  const conversation = await session.current();
+  const conversation = await deps.registry.current();
   // One entry per compaction, its summary as last edited: a button made before an edit shows the edit.
   const entries = latestSummaries(conversation ? activeEntries(conversation.log()) : []);
   const entry = (typeof entryId === 'string' && entries.find((e) => compactionIdOf(e) === entryId)) || entries.at(-1);
@@ -116,8 +122,7 @@ async function showSummary(deps: CommandDeps, entryId?: unknown): Promise<unknow
 
 /** Undoes the last compaction or pruning of the current conversation. */
 async function undoCompaction(deps: CommandDeps): Promise<unknown> {
-  const { session } = deps;
-  const conversation = await session.current();
+  const conversation = await deps.registry.current();
   if (!conversation) {
     void vscode.window.showInformationMessage('Longrun: there is no conversation.');
     return false;
@@ -133,10 +138,9 @@ async function undoCompaction(deps: CommandDeps): Promise<unknown> {
 
 /** Starts a new conversation in a new chat. */
 async function newConversation(deps: CommandDeps): Promise<unknown> {
-  const { session } = deps;
-  const conversation = await session.startNew();
+  const conversation = await deps.registry.startNew();
   // Each chat continues its own conversation: the new one goes with a new chat.
-  session.continueInNextChat(conversation.id);
+  deps.registry.continueInNextChat(conversation.id);
   await vscode.commands.executeCommand('workbench.action.chat.newChat').then(undefined, () => undefined);
   void vscode.window.showInformationMessage('Longrun: started a new conversation in a new chat. The previous one is kept on disk.');
   return conversation.id;
@@ -144,8 +148,7 @@ async function newConversation(deps: CommandDeps): Promise<unknown> {
 
 /** Opens a stored conversation, picked from the list or named by id. */
 async function openConversation(deps: CommandDeps, id?: unknown): Promise<unknown> {
-  const { session } = deps;
-  const list = await session.conversations();
+  const list = await deps.registry.conversations();
   if (list.length === 0) {
     void vscode.window.showInformationMessage('Longrun: this workspace has no conversations yet. Chat with @longrun to start one.');
     return undefined;
@@ -164,10 +167,10 @@ async function openConversation(deps: CommandDeps, id?: unknown): Promise<unknow
       )
     )?.conversation;
   if (!picked) return undefined;
-  const conversation = await session.open(picked.id);
+  const conversation = await deps.registry.open(picked.id);
   if (!conversation) return undefined;
   // VS Code's chat cannot be pointed at an existing conversation: the next new chat continues it.
-  session.continueInNextChat(picked.id);
+  deps.registry.continueInNextChat(picked.id);
   await vscode.commands.executeCommand('workbench.action.chat.open', { query: '@longrun ', isPartialQuery: true });
   void vscode.window.showInformationMessage(`Longrun: "${picked.title}" is open; the next new chat with @longrun continues it.`);
   return picked.id;
@@ -176,12 +179,12 @@ async function openConversation(deps: CommandDeps, id?: unknown): Promise<unknow
 /** Exports the current conversation as Markdown. */
 async function exportConversation(deps: CommandDeps): Promise<unknown> {
   const { session } = deps;
-  const conversation = await session.current();
+  const conversation = await deps.registry.current();
   if (!conversation || conversation.isEmpty()) {
     void vscode.window.showInformationMessage('Longrun: there is no conversation to export yet.');
     return undefined;
   }
-  const title = (await session.conversations()).find((c) => c.id === conversation.id)?.title ?? 'Longrun conversation';
+  const title = (await deps.registry.conversations()).find((c) => c.id === conversation.id)?.title ?? 'Longrun conversation';
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
   const target = await vscode.window.showSaveDialog({
     title: 'Export Longrun conversation as Markdown',
@@ -192,7 +195,7 @@ async function exportConversation(deps: CommandDeps): Promise<unknown> {
   // Read from the conversation's files and written as it is read: any size exports in little memory.
   const bytes = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Longrun: exporting "${title}"…` }, () =>
     exportConversationToFile(
-      (onRecord) => session.store.readRecords(conversation.id, onRecord),
+      (onRecord) => deps.store.readRecords(conversation.id, onRecord),
       title,
       target.fsPath,
       conversation.leaf(),
@@ -226,7 +229,7 @@ function exportFileName(title: string): string {
 /** Shows how the context window is used. */
 async function showContextUsage(deps: CommandDeps): Promise<unknown> {
   const { session } = deps;
-  const conversation = await session.current();
+  const conversation = await deps.registry.current();
   const markdown = conversation
     ? contextReport(conversation, session.modelName(), deps.now(), session.usageView(conversation))
     : 'Longrun: there is no conversation yet.';
@@ -239,11 +242,11 @@ async function showContextUsage(deps: CommandDeps): Promise<unknown> {
  * log as it is now: a read-only Markdown document. Returns the subagent's status, or false.
  */
 export async function showSubagentTranscript(
-  deps: Pick<CommandDeps, 'session' | 'documents'>,
+  deps: Pick<CommandDeps, 'registry' | 'documents'>,
   conversationId: unknown,
   subagentId: unknown,
 ): Promise<unknown> {
-  const conversation = typeof conversationId === 'string' ? await deps.session.find(conversationId) : undefined;
+  const conversation = typeof conversationId === 'string' ? await deps.registry.find(conversationId) : undefined;
   const run = conversation && subagentRuns(conversation.allRecords()).find((r) => r.start.id === subagentId);
   if (!run) {
     void vscode.window.showInformationMessage("Longrun: this subagent's transcript is not in this workspace's conversations.");

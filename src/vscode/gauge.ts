@@ -2,6 +2,7 @@ import { COMMAND } from '../app/contributions';
 import * as vscode from 'vscode';
 import type { GaugeItem } from './gauge-item';
 import type { Session } from './session';
+import type { ConversationRegistry } from '../app/conversation/conversation-registry';
 import type { LongrunSettings } from '../app/settings';
 import { gaugePresentation, noConversationPresentation, type GaugePresentation } from '../app/report/gauge-text';
 
@@ -9,24 +10,46 @@ import { gaugePresentation, noConversationPresentation, type GaugePresentation }
  * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the
  * warning level it offers, once per conversation, to compact, so the user can choose when it happens.
  */
+/** What the gauge reads. */
+export interface GaugeDeps {
+  /** The status-bar item, made (and disposed of) by the extension's entry point. */
+  readonly item: GaugeItem;
+  /** The model in use. */
+  readonly session: Session;
+  /** The conversation of the chat used last. */
+  readonly registry: ConversationRegistry;
+  readonly settings: () => LongrunSettings;
+  readonly now: () => number;
+  /** Calls `fn` after `ms` (the clock's timer), to say when the provider's cache expires. */
+  readonly setTimer?: (ms: number, fn: () => void) => () => void;
+}
+
 export class ContextGauge {
   private warned = new Set<string>();
   private presentation: GaugePresentation = noConversationPresentation();
   /** Cancels the timer that shows the cache's expiry when it comes. */
   private cancelExpiry: (() => void) | undefined;
 
-  /** @param item the status-bar item, made (and disposed of) by the extension's entry point */
-  constructor(
-    private readonly item: GaugeItem,
-    private readonly session: Session,
-    private readonly settings: () => LongrunSettings,
-    private readonly now: () => number,
-    /** Calls `fn` after `ms` (the clock's timer), to say when the provider's cache expires. */
-    private readonly setTimer: (ms: number, fn: () => void) => () => void = (ms, fn) => {
-      const handle = setTimeout(fn, ms);
-      return () => clearTimeout(handle);
-    },
-  ) {}
+  private readonly item: GaugeItem;
+  private readonly session: Session;
+  private readonly registry: ConversationRegistry;
+  private readonly settings: () => LongrunSettings;
+  private readonly now: () => number;
+  private readonly setTimer: (ms: number, fn: () => void) => () => void;
+
+  constructor(deps: GaugeDeps) {
+    this.item = deps.item;
+    this.session = deps.session;
+    this.registry = deps.registry;
+    this.settings = deps.settings;
+    this.now = deps.now;
+    this.setTimer =
+      deps.setTimer ??
+      ((ms, fn) => {
+        const handle = setTimeout(fn, ms);
+        return () => clearTimeout(handle);
+      });
+  }
 
   /** Stops the timer that waits for the cache's expiry. */
   dispose(): void {
@@ -42,7 +65,7 @@ export class ContextGauge {
   update(): void {
     this.cancelExpiry?.();
     this.cancelExpiry = undefined;
-    const conversation = this.session.currentIfLoaded();
+    const conversation = this.registry.currentIfLoaded();
     if (!conversation || conversation.isEmpty()) {
       this.presentation = noConversationPresentation();
     } else {

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { compactionSentence } from '../app/report/reports';
 import { planHandoff } from '../core/plan-handoff';
 import type { CompactionReporter } from './compaction-report';
-import type { Session } from './session';
+import type { ConversationRegistry } from '../app/conversation/conversation-registry';
 
 /**
  * The buttons offered when a turn stopped for a compaction loop (`src/app/plan/loop-offer.ts`): "Compact
@@ -11,13 +11,13 @@ import type { Session } from './session';
  */
 
 export interface LoopCommandDeps {
-  readonly session: Session;
+  readonly registry: ConversationRegistry;
   readonly reporter: CompactionReporter;
 }
 
 /** Compacts conversation `conversationId` keeping less; resolves with the outcome's status. */
 export async function compactHarder(deps: LoopCommandDeps, conversationId: unknown): Promise<unknown> {
-  const conversation = typeof conversationId === 'string' ? await deps.session.find(conversationId) : undefined;
+  const conversation = typeof conversationId === 'string' ? await deps.registry.find(conversationId) : undefined;
   if (!conversation) {
     void vscode.window.showInformationMessage('Longrun: that conversation is no longer stored here.');
     return undefined;
@@ -44,15 +44,15 @@ export async function compactHarder(deps: LoopCommandDeps, conversationId: unkno
  * conversation `conversationId`; resolves with the new conversation's id.
  */
 export async function newFromPlan(deps: LoopCommandDeps, conversationId: unknown): Promise<unknown> {
-  const from = typeof conversationId === 'string' ? await deps.session.find(conversationId) : undefined;
+  const from = typeof conversationId === 'string' ? await deps.registry.find(conversationId) : undefined;
   if (!from) {
     void vscode.window.showInformationMessage('Longrun: that conversation is no longer stored here.');
     return undefined;
   }
   const request = planHandoff(from.log());
-  const conversation = await deps.session.startNew();
+  const conversation = await deps.registry.startNew();
   // Each chat continues its own conversation: the new one goes with a new chat.
-  deps.session.continueInNextChat(conversation.id);
+  deps.registry.continueInNextChat(conversation.id);
   await vscode.commands.executeCommand('workbench.action.chat.newChat').then(undefined, () => undefined);
   await vscode.commands.executeCommand('workbench.action.chat.open', { query: `@longrun ${request}` });
   return conversation.id;

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { applyRevert, changesWithIds, describeRevert, previewRevert, type RevertFiles, type RevertReport } from '../app/turn/revert-changes';
 import type { LogRecord } from '../core/history';
 import type { ChangeDocuments } from './change-view';
-import type { Session } from './session';
+import type { ConversationRegistry } from '../app/conversation/conversation-registry';
 
 /**
  * The chat's "Revert Longrun's changes…" button: shows exactly what would be written back (one diff
@@ -11,7 +11,7 @@ import type { Session } from './session';
  */
 
 export interface RevertCommandDeps {
-  readonly session: Session;
+  readonly registry: ConversationRegistry;
   readonly workspace: RevertFiles;
   readonly changes: ChangeDocuments;
   readonly log: vscode.LogOutputChannel;
@@ -21,7 +21,7 @@ export interface RevertCommandDeps {
 /** Runs the revert a button asked for; resolves with what was done, undefined when nothing was. */
 export async function revertChanges(deps: RevertCommandDeps, conversationId: unknown, changeIds: unknown): Promise<RevertReport | undefined> {
   const ids = Array.isArray(changeIds) ? changeIds.filter((id): id is string => typeof id === 'string') : [];
-  const conversation = typeof conversationId === 'string' ? await deps.session.find(conversationId) : undefined;
+  const conversation = typeof conversationId === 'string' ? await deps.registry.find(conversationId) : undefined;
   const changes = conversation ? changesWithIds(conversation.allRecords(), ids) : [];
   if (changes.length === 0) {
     void vscode.window.showInformationMessage('Longrun: these changes are no longer recorded, so there is nothing to revert.');
@@ -60,7 +60,7 @@ export async function revertChanges(deps: RevertCommandDeps, conversationId: unk
 
 /** The reverted files, as the user's own operations, in the conversation of the chat used last. */
 async function record(deps: RevertCommandDeps, report: RevertReport): Promise<void> {
-  const conversation = deps.session.currentIfLoaded();
+  const conversation = deps.registry.currentIfLoaded();
   if (!conversation || report.reverted.length === 0) return;
   const at = deps.now();
   const records: LogRecord[] = report.reverted.map((r) => ({

@@ -10,10 +10,7 @@ import type { LongrunTelemetry } from '../llm/telemetry';
 import { createVsCodeLanguageModel, type VsCodeLmApi } from '../llm/vscode-lm-bridge';
 import type { ApiKeys } from './api-keys';
 import type { Conversation, ModelContext } from '../app/conversation/conversation';
-import { ConversationRegistry } from '../app/conversation/conversation-registry';
 import type { CompactionEngine } from '../app/compaction/compaction-engine';
-import { ConversationIndex } from '../app/store/conversation-index';
-import { ConversationStore } from '../app/store/conversation-store';
 import { toEndpointModel, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
 import { windowFor, type ModelWindows, type WindowInfo } from '../app/models/model-windows';
@@ -66,8 +63,6 @@ const MODEL_JUSTIFICATION = 'Longrun runs its coding agent with this model and u
 
 /** What the session is built from, each made before it. */
 export interface SessionDeps {
-  /** Where conversations are stored. */
-  readonly storageDir: string;
   readonly workspaceState: vscode.Memento;
   readonly settings: () => LongrunSettings;
   readonly provider: LongrunModelProvider;
@@ -99,82 +94,21 @@ export class Session implements vscode.Disposable {
   private overheadText: string | (() => string) = '';
   private overheadCount: { counter: MessageTokenCounter; text: string; tokens: number } | undefined;
   private readonly changed = new vscode.EventEmitter<void>();
-  /** Fires when the conversation, its content or the model changes. */
+  /** Fires when the model in use, its window or what every request carries changes. */
   readonly onDidChange = this.changed.event;
-  readonly store: ConversationStore;
-  readonly index: ConversationIndex;
-
-  /** The conversations this window has loaded, each on the branches its chats continue. */
-  readonly registry: ConversationRegistry;
 
   /** What each conversation used and cost, as the gauge, `/context` and the export show it. */
   private readonly usageViews: UsageViews;
   private readonly catalogue: ModelCatalogue;
 
   constructor(private readonly deps: SessionDeps) {
-    const { clock, log } = deps;
+    const { clock } = deps;
     this.catalogue = deps.catalogue ?? new ModelCatalogue(() => deps.settings().modelOverrides);
     this.usageViews = new UsageViews({ catalogue: this.catalogue, settings: () => deps.settings(), now: () => clock.now() });
-    this.store = new ConversationStore(deps.storageDir, () => clock.now());
-    this.index = new ConversationIndex(deps.workspaceState);
-    this.registry = new ConversationRegistry({
-      store: this.store,
-      index: this.index,
-      clock,
-      newId: () => this.newId(),
-      conversationDeps: () => this.conversationDeps(),
-      warn: (message, show) => {
-        log.warn(message);
-        if (show) void vscode.window.showWarningMessage(`Longrun: ${message}`);
-      },
-      error: (message) => {
-        log.error(message);
-        void vscode.window.showErrorMessage(message);
-      },
-      info: (message) => log.info(message),
-      changed: () => this.changed.fire(),
-    });
   }
 
   newId(): string {
     return `${this.deps.clock.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
-  }
-
-  /**
-   * The conversation of the chat used last (the gauge, /context, Undo and "Compact Conversation"
-   * act on it), loaded from disk on first use; undefined when there is none.
-   */
-  current(): Promise<Conversation | undefined> {
-    return this.registry.current();
-  }
-
-  currentIfLoaded(): Conversation | undefined {
-    return this.registry.currentIfLoaded();
-  }
-
-  /** Makes conversation `id` the current one (see `ConversationRegistry.open`). */
-  open(id: string): Promise<Conversation | undefined> {
-    return this.registry.open(id);
-  }
-
-  /** Conversation `id` without making it the current one (see `ConversationRegistry.find`). */
-  find(id: string): Promise<Conversation | undefined> {
-    return this.registry.find(id);
-  }
-
-  /** Starts a new conversation and makes it the current one; the others stay on disk. */
-  startNew(): Promise<Conversation> {
-    return this.registry.startNew();
-  }
-
-  /** Remembers a conversation picked to be continued by the next new chat. */
-  continueInNextChat(id: string): void {
-    this.registry.continueInNextChat(id);
-  }
-
-  /** This workspace's conversations, newest first, with what a picker shows of them. */
-  conversations(): ReturnType<ConversationRegistry['conversations']> {
-    return this.registry.conversations();
   }
 
   /** Text from a provider (an error, a failure reason) without API keys or anything shaped like one. */
@@ -182,12 +116,11 @@ export class Session implements vscode.Disposable {
     return this.deps.redactor.redact(text);
   }
 
-  private conversationDeps() {
+  /** What a conversation needs of the model in use and the settings (the registry adds where it is stored). */
+  conversationDeps() {
     return {
       redact: (text: string) => this.deps.redactor.redact(text),
       summarizeAhead: () => this.deps.settings().compaction.autoCompact,
-      store: this.store,
-      index: this.index,
       clock: this.deps.clock,
       newId: () => this.newId(),
       config: () => this.deps.settings().compaction,
@@ -529,7 +462,6 @@ export class Session implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.registry.dispose();
     this.changed.dispose();
   }
 }

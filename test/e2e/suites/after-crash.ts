@@ -15,7 +15,7 @@ describe('Longrun after the server was killed', function () {
   it('opens the conversation and answers the next message', async () => {
     const longrun = await api();
     await vscode.commands.executeCommand('longrun.openConversation', saved.conversationId);
-    const conversation = await waitFor('the conversation', () => longrun.session.currentIfLoaded());
+    const conversation = await waitFor('the conversation', () => longrun.registry.currentIfLoaded());
     assert.equal(conversation.id, saved.conversationId);
     const messages = conversation.log().filter((r) => r.type === 'message').length;
     assert.ok(messages >= saved.messages, `nothing on disk was lost (${messages} of ${saved.messages})`);
@@ -27,6 +27,6 @@ describe('Longrun after the server was killed', function () {
     assert.equal(sent[0]!.status, 200, 'and was answered');
     assert.match(requestText(sent[0]!), /create the settings file/, 'the interrupted request is still in the conversation');
     assert.deepEqual(orphanToolResults(sent[0]!), []);
-    assert.equal(longrun.session.currentIfLoaded()!.id, saved.conversationId, 'the conversation continues');
+    assert.equal(longrun.registry.currentIfLoaded()!.id, saved.conversationId, 'the conversation continues');
   });
 });

@@ -22,7 +22,7 @@ describe('Longrun after a window reload', function () {
 
   it('8a. restores the conversation, its summaries and the gauge', async () => {
     const longrun = await api();
-    const conversation = await waitFor('the saved conversation', () => longrun.session.current());
+    const conversation = await waitFor('the saved conversation', () => longrun.registry.current());
     assert.equal(conversation.id, saved.conversationId);
     assert.equal(conversation.log().length, saved.records);
     assert.deepEqual(
@@ -33,7 +33,7 @@ describe('Longrun after a window reload', function () {
       conversation.view().map((m) => m.id),
       saved.view,
     );
-    const summaries = longrun.session.index.summaries(conversation.id).map((s) => s.entryId);
+    const summaries = longrun.index.summaries(conversation.id).map((s) => s.entryId);
     assert.deepEqual(summaries, saved.entries, 'the summaries are in workspace state');
     const gauge = await waitFor(
       'the gauge as it was',
@@ -48,7 +48,7 @@ describe('Longrun after a window reload', function () {
 
   it('8b. "Undo Last Compaction" brings the originals back', async () => {
     const longrun = await api();
-    const conversation = (await longrun.session.current())!;
+    const conversation = (await longrun.registry.current())!;
     const last = (await entries()).at(-1)!;
     const undone = await vscode.commands.executeCommand<boolean>('longrun.undoCompaction');
     assert.equal(undone, true);
@@ -58,6 +58,6 @@ describe('Longrun after a window reload', function () {
       (await entries()).map((e) => e.id),
       saved.entries.slice(0, -1),
     );
-    assert.ok(!longrun.session.index.summaries(conversation.id).some((s) => s.entryId === last.id), 'the summary left workspace state');
+    assert.ok(!longrun.index.summaries(conversation.id).some((s) => s.entryId === last.id), 'the summary left workspace state');
   });
 });

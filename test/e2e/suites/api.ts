@@ -43,7 +43,7 @@ describe('Longrun through the extension API', function () {
     await newConversation();
     for (let i = 1; i <= 3; i++) await chat(`please read src/big-${i}.ts`, MODEL);
     const longrun = await api();
-    const conversation = (await longrun.session.current())!;
+    const conversation = (await longrun.registry.current())!;
     const messages = conversation.view().length;
     assert.ok(messages >= 9, `the conversation holds the turns (${messages})`);
     assert.equal(await vscode.commands.executeCommand('longrun.compact'), 'compacted');

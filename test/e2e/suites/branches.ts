@@ -196,11 +196,11 @@ describe('Longrun follows what the user does to the chat', function () {
     const longrun = await api();
     await newChat();
     await chat('remember QUEBEC-1');
-    const first = longrun.session.currentIfLoaded()!.id;
+    const first = longrun.registry.currentIfLoaded()!.id;
     await ui('chat-request-action', { text: 'remember QUEBEC-1', label: 'Clears the chat and undoes all changes' });
     await chat('what do you remember? ROMEO-2');
     assert.deepEqual(userTexts(await requestFor('ROMEO-2')), ['what do you remember? ROMEO-2']);
-    assert.notEqual(longrun.session.currentIfLoaded()!.id, first);
+    assert.notEqual(longrun.registry.currentIfLoaded()!.id, first);
   });
 
   it('A rewind past a compaction sends the originals again, not the summary', async () => {

@@ -16,7 +16,7 @@ describe('Longrun killed in the middle of a turn', function () {
     await model.reset();
     await newConversation();
     await chat('please read src/big-1.ts', MODEL);
-    const conversation = longrun.session.currentIfLoaded()!;
+    const conversation = longrun.registry.currentIfLoaded()!;
     await model.script([
       { toolCalls: [{ name: 'create_file', arguments: { path: '.vscode/crash-test.json', content: '{}\n' } }] },
       { text: 'Created.' },

@@ -92,7 +92,7 @@ describe("VS Code's models, tools and attachments", function () {
         "Longrun's tools reach the model through VS Code",
       );
       assert.equal((turn[2]!.body?.messages ?? []).filter((m) => m.role === 'tool').length, 2, 'both results went back to the model');
-      const conversation = longrun.session.currentIfLoaded()!;
+      const conversation = longrun.registry.currentIfLoaded()!;
       assert.equal(conversation.view().filter((m) => m.role === 'tool').length, 2);
 
       // The window is the model's maxInputTokens, and the count is the model's own.
@@ -291,7 +291,7 @@ describe("VS Code's models, tools and attachments", function () {
       assert.doesNotMatch(text, /OUTSIDE-SECRET/);
 
       // The gauge counts what the model was sent: the attachments are in the conversation's view.
-      const conversation = longrun.session.currentIfLoaded()!;
+      const conversation = longrun.registry.currentIfLoaded()!;
       assert.ok(conversation.view().some((m) => m.role === 'user' && JSON.stringify(m.content).includes('ATTACHED-MARKER-7')));
       const reads = (await log()).flatMap((r) => (r.type === 'file' ? [r.event] : []));
       assert.deepEqual(

@@ -192,7 +192,7 @@ export async function lastToolOutput(toolName: string): Promise<string> {
 }
 
 export async function log(): Promise<ConversationLog> {
-  const conversation = await (await api()).session.current();
+  const conversation = await (await api()).registry.current();
   return conversation?.log() ?? [];
 }
 

@@ -278,10 +278,10 @@ describe('Longrun in a real VS Code', function () {
       const longrun = await api();
       await vscode.commands.executeCommand('workbench.action.chat.newChat');
       await chat('alphachat first request', MODEL);
-      const first = longrun.session.currentIfLoaded()!.id;
+      const first = longrun.registry.currentIfLoaded()!.id;
       await vscode.commands.executeCommand('workbench.action.chat.newChat');
       await chat('betachat first request', MODEL);
-      const second = longrun.session.currentIfLoaded()!.id;
+      const second = longrun.registry.currentIfLoaded()!.id;
       assert.notEqual(first, second, 'a new chat starts a new conversation');
 
       // Back to the first chat through VS Code's list of chats.
@@ -310,8 +310,8 @@ describe('Longrun in a real VS Code', function () {
         `the first chat continues its own conversation: ${requestText(sent[0]!).slice(-600)}`,
       );
       assert.doesNotMatch(requestText(sent[0]!), /betachat/, 'nothing of the other chat reaches it');
-      assert.equal(longrun.session.currentIfLoaded()!.id, first, 'the gauge follows the chat used last');
-      const titles = (await longrun.session.conversations()).map((c) => c.title);
+      assert.equal(longrun.registry.currentIfLoaded()!.id, first, 'the gauge follows the chat used last');
+      const titles = (await longrun.registry.conversations()).map((c) => c.title);
       assert.ok(titles.includes('alphachat first request') && titles.includes('betachat first request'), JSON.stringify(titles));
     });
   });
@@ -323,10 +323,10 @@ describe('Longrun in a real VS Code', function () {
       await model.failSummaries({ delayMs: 5_000 });
       try {
         // Fill the 7,680-token room past the warning level (75%) but not to the compaction point (90%).
-        for (let i = 1; i <= 10 && longrun.session.currentIfLoaded()?.assess().level !== 'warning'; i++) {
+        for (let i = 1; i <= 10 && longrun.registry.currentIfLoaded()?.assess().level !== 'warning'; i++) {
           await chat(`please read src/big-${i}.ts`, SMALL_MODEL);
         }
-        const conversation = longrun.session.currentIfLoaded()!;
+        const conversation = longrun.registry.currentIfLoaded()!;
         assert.equal(conversation.assess().level, 'warning');
         // The summary is prepared while the user reads the answer.
         await waitFor('the summary prepared ahead', () => (conversation.isSummarizingAhead() ? true : undefined));
@@ -497,7 +497,7 @@ describe('Longrun in a real VS Code', function () {
   describe('before the reload', () => {
     it('records what the reloaded window must show', async () => {
       const longrun = await api();
-      const conversation = (await longrun.session.current())!;
+      const conversation = (await longrun.registry.current())!;
       longrun.gauge.update();
       const gauge = await gaugeInDom();
       const state = {

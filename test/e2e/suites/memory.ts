@@ -51,7 +51,7 @@ describe('memory: pruning before summarizing, and recall', function () {
       [],
       'no summary request reached the model',
     );
-    const conversation = longrun.session.currentIfLoaded()!;
+    const conversation = longrun.registry.currentIfLoaded()!;
     const step = conversation.lastStep();
     assert.ok(step?.pruning && !step.compaction, `the last compaction is a pruning alone: ${JSON.stringify(step && Object.keys(step))}`);
     assert.deepEqual(await entries(), [], 'no summary was made');

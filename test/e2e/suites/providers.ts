@@ -141,6 +141,6 @@ describe('providers: Claude through Anthropic’s own API', function () {
     const next = (await completions()).filter((r) => !r.summary).at(-1)!;
     assert.ok(JSON.stringify(next.body).includes(`Session Summary (Compaction Round ${entry.round})`));
     const longrun = await api();
-    assert.ok((await longrun.session.current())?.view().length, 'the conversation goes on');
+    assert.ok((await longrun.registry.current())?.view().length, 'the conversation goes on');
   });
 });

@@ -58,7 +58,7 @@ describe('skills', function () {
       const loaded = toolMessages(second).find((t) => t.includes('<skill-instructions name="greeting"'));
       assert.ok(loaded?.includes(BODY), `the skill's instructions came back as the tool's result: ${toolMessages(second).join('\n')}`);
       assert.ok(loaded?.includes('PHRASES.md'), "with the names of its folder's files");
-      const conversation = (await api()).session.currentIfLoaded()!;
+      const conversation = (await api()).registry.currentIfLoaded()!;
       assert.deepEqual(
         conversation.loadedSkills().map((s) => s.name),
         ['greeting'],

@@ -89,7 +89,7 @@ describe('Previewing and editing compaction summaries', function () {
     assert.ok(pending, 'the window filled and Longrun asked whether to compact');
     await waitFor('the three answers in the chat', async () => (/Compact[\s\S]*Preview[\s\S]*Not now/.test(await chatText()) ? true : undefined));
     const before = (await entries()).length;
-    const records = (await longrun.session.current())!.log().length;
+    const records = (await longrun.registry.current())!.log().length;
 
     // The question and its buttons are in sight while it waits, no fold opened.
     const asked = await ui<string>('chat-button', { text: 'Preview', inSight: true, pending: true });
@@ -103,7 +103,7 @@ describe('Previewing and editing compaction summaries', function () {
     await pending.finished;
 
     assert.equal((await entries()).length, before, 'no compaction was applied');
-    const log = (await longrun.session.current())!.log();
+    const log = (await longrun.registry.current())!.log();
     assert.ok(!log.slice(records).some((r) => r.type === 'compaction'), 'nothing of the preview reached the log');
     await waitFor('the chat to say so', async () => ((await chatText()).includes('The summary was not applied') ? true : undefined));
   });
@@ -124,7 +124,7 @@ describe('Previewing and editing compaction summaries', function () {
     assert.equal(list.length, before + 1, 'the compaction was applied');
     const entry = list.at(-1)!;
     compactionId = entry.id;
-    assert.equal(preview.uri.path, `/${longrun.session.currentIfLoaded()!.id}/${entry.id}/summary-round-${entry.round}.md`);
+    assert.equal(preview.uri.path, `/${longrun.registry.currentIfLoaded()!.id}/${entry.id}/summary-round-${entry.round}.md`);
     assert.equal(entry.editOf, undefined, 'the preview is the compaction itself');
     assert.match(entry.summary, /^- Marmalade rule: every new file starts with the licence header\.$/m);
     assert.doesNotMatch(entry.summary, /Longrun · summary of compaction/, 'the header comment is not part of the summary');
@@ -138,7 +138,7 @@ describe('Previewing and editing compaction summaries', function () {
 
   it('opens the summary in force from "Edit summary" in the chat; a save reaches the next request, and Undo takes the edit back first', async () => {
     const longrun = await api();
-    const conversation = (await longrun.session.current())!;
+    const conversation = (await longrun.registry.current())!;
     // Closed first, so that the button is seen opening it.
     const open = vscode.workspace.textDocuments.find((d) => d.uri.scheme === SCHEME && d.uri.path.includes(`/${compactionId}/`));
     const openTab = open && tabOf(open.uri);
