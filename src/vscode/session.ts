@@ -1,6 +1,5 @@
 import type { LanguageModel } from 'ai';
 import * as vscode from 'vscode';
-import type { ContextWindow } from '../core/context-window';
 import { MessageTokenCounter } from '../core/message-tokens';
 import type { Clock } from '../core/ports';
 import { charEstimator, encodingForModel, loadTokenizer } from '../core/tokenizer';
@@ -13,7 +12,8 @@ import type { Conversation, ModelContext } from '../app/conversation/conversatio
 import type { CompactionEngine } from '../app/compaction/compaction-engine';
 import { toEndpointModel, type LongrunModelProvider, type ResolvedEndpointModel } from './model-provider';
 import { VENDOR } from '../app/contributions';
-import { windowFor, type ModelWindows, type WindowInfo } from '../app/models/model-windows';
+import { windowFor, type ModelWindows } from '../app/models/model-windows';
+import { guessServer, modelContextOf, truncationAdvice, type SizedWindow } from '../app/models/model-in-use';
 import { SummarizerSource, type SummarizerModel } from '../app/compaction/summarizer-source';
 import type { IgnoredToolChoice } from '../app/compaction/ignored-tool-choice';
 import type { SubagentModel } from '../app/subagents/subagent-runner';
@@ -272,12 +272,12 @@ export class Session implements vscode.Disposable {
   }
 
   /** The whole window of the model in use, the room kept for its answer, and where the numbers come from. */
-  windowInUse(): { window: WindowInfo; outputReserve: number; inputLimit: number } | undefined {
+  windowInUse(): SizedWindow | undefined {
     return this.chatModel ? this.windowOf(this.chatModel) : undefined;
   }
 
   /** The whole window of `m`, the room kept for its answer, and where the numbers come from. */
-  private windowOf(m: ChatModel): { window: WindowInfo; outputReserve: number; inputLimit: number } | undefined {
+  private windowOf(m: ChatModel): SizedWindow | undefined {
     const learned = this.deps.windows.learnedWindow(keyOf(m));
     if (m.kind === 'vscode') {
       return windowFor(
@@ -297,17 +297,7 @@ export class Session implements vscode.Disposable {
     const r = this.endpointModel();
     if (!r) return undefined;
     const server = this.deps.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.server ?? guessServer(r.endpoint.baseUrl);
-    const id = r.model.id;
-    switch (server) {
-      case 'ollama':
-        return `Ollama runs ${id} with a ${r.contextWindow.toLocaleString('en-US')}-token context and drops the start of longer prompts. Raise it: start Ollama with OLLAMA_CONTEXT_LENGTH=16384 (or more), or create a model with "PARAMETER num_ctx 16384" in its Modelfile; then set "contextWindow" for it in longrun.endpoints.`;
-      case 'lmstudio':
-        return `Raise the model's context length in LM Studio's load settings and reload ${id}.`;
-      case 'llamacpp':
-        return 'Start llama-server with a larger --ctx-size (-c).';
-      default:
-        return `If you know the model's real window, set "contextWindow" for ${id} in longrun.endpoints.`;
-    }
+    return truncationAdvice(server, r.model.id, r.contextWindow);
   }
 
   /** The `max_tokens` to send with the model in use: the reserve, for Longrun's own endpoints. */
@@ -321,26 +311,7 @@ export class Session implements vscode.Disposable {
 
   /** What a conversation on `m` needs to know of it: its window, its counter, what every request carries. */
   private contextOf(m: ChatModel | undefined, counter: MessageTokenCounter, requestOverhead: number): ModelContext {
-    const sized = m ? this.windowOf(m) : undefined;
-    const name = m ? nameOf(m) : 'no model';
-    const window: ContextWindow = sized
-      ? { limit: sized.inputLimit, source: sized.window.assumed ? 'assumed' : 'model' }
-      : {
-          limit: 0,
-          source: 'unknown',
-          reason: m
-            ? `the context window of "${name}" is unknown: the model reports none; set longrun.contextWindow to enable automatic compaction`
-            : 'no model is selected, so the context window is unknown',
-        };
-    return {
-      name,
-      window,
-      counter,
-      requestOverhead,
-      outputReserve: sized?.outputReserve ?? 0,
-      ...(m ? { key: keyOf(m) } : {}),
-      ...(sized ? { whole: sized.window } : {}),
-    };
+    return modelContextOf(m ? { name: nameOf(m), key: keyOf(m), sized: this.windowOf(m) } : undefined, counter, requestOverhead);
   }
 
   /** The model as an AI SDK model: called directly for Longrun's own, bridged for VS Code's. */
@@ -463,15 +434,5 @@ export class Session implements vscode.Disposable {
 
   dispose(): void {
     this.changed.dispose();
-  }
-}
-
-/** The server behind a base URL by its usual port, when nothing better is known. */
-function guessServer(baseUrl: string): string | undefined {
-  try {
-    const port = new URL(baseUrl).port;
-    return port === '11434' ? 'ollama' : port === '1234' ? 'lmstudio' : undefined;
-  } catch {
-    return undefined;
   }
 }
