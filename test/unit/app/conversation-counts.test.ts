@@ -5,17 +5,17 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
+import { compactionEntry } from '../fixtures/compaction-entry';
 import { currentBasis, lastEntry, lastUsage, modelView, usageReports, type CompactionEntry, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
 import { countContext, effectiveRatio, learnedCalibration } from '../../../src/core/usage-calibration';
-import { Conversation, type ModelContext } from '../../../src/app/conversation/conversation';
+import type { Conversation, ModelContext } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+import { memoryIndex, newConversation, testModel } from '../fixtures/conversation-deps';
 
 /**
  * What the gauge reads from a conversation (its view, count, breakdown, request basis, last
@@ -34,25 +34,7 @@ function spyTokenizer(name: string, perWord = 1): TextTokenizer & { texts: strin
 }
 
 function entry(id: string, compacted: readonly string[], firstKept: string | null): CompactionEntry {
-  return {
-    id,
-    round: 1,
-    reason: 'manual',
-    summary: `summary ${id}`,
-    firstKeptMessageId: firstKept,
-    compactedMessageIds: compacted,
-    tokensBefore: 0,
-    tokensAfter: 0,
-    fileOperations: EMPTY_LEDGER,
-    model: 'test',
-    durationMs: 0,
-    createdAt: 0,
-    summaryRole: 'user',
-    fallback: false,
-    lowGain: false,
-    splitTurn: false,
-    summarizerCalls: 1,
-  };
+  return compactionEntry({ id, summary: `summary ${id}`, firstKeptMessageId: firstKept, compactedMessageIds: compacted });
 }
 
 type Op =
@@ -119,19 +101,17 @@ class Harness {
   }
 
   private open(log: readonly LogRecord[]): Conversation {
-    return new Conversation(
-      ID,
+    return newConversation({
+      id: ID,
       log,
-      conversationDeps({
-        store: this.store,
-        index: memoryIndex(this.state),
-        clock: this.clock,
-        newId: () => `entry${++this.entries}`,
-        config: () => CONFIG,
-        model: () => this.models[this.model]!,
-        summarizer: async () => this.summarizer,
-      }),
-    );
+      store: this.store,
+      index: memoryIndex(this.state),
+      clock: this.clock,
+      newId: () => `entry${++this.entries}`,
+      config: CONFIG,
+      model: () => this.models[this.model]!,
+      summarizer: this.summarizer,
+    });
   }
 
   async run(op: Op): Promise<void> {
@@ -276,18 +256,17 @@ describe('a conversation keeps what the gauge reads up to date', () => {
     const clock = new FakeClock();
     const index = memoryIndex();
     const open = (log: readonly LogRecord[], tokenizer: TextTokenizer) =>
-      new Conversation(
-        ID,
+      newConversation({
+        id: ID,
         log,
-        conversationDeps({
-          store: new ConversationStore(dir, () => clock.now()),
-          index,
-          clock,
-          newId: () => 'x',
-          config: () => CONFIG,
-          model: () => testModel({ limit: 10_000, counter: new MessageTokenCounter(tokenizer) }),
-        }),
-      );
+        store: new ConversationStore(dir, () => clock.now()),
+        index,
+        clock,
+        newId: () => 'x',
+        config: CONFIG,
+        // A counter of its own on each call: nothing counted is remembered but what the log stores.
+        model: () => testModel({ limit: 10_000, counter: new MessageTokenCounter(tokenizer) }),
+      });
     const first = open([], spyTokenizer('words'));
     for (let i = 0; i < 5; i++) {
       await first.append([

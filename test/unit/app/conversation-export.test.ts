@@ -4,32 +4,25 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import { conversationMarkdown, exportConversationToFile, writeConversationMarkdown } from '../../../src/app/conversation/conversation-export';
 import { usageLines } from '../../../src/app/usage/usage-text';
 import { callCost } from '../../../src/core/usage-cost';
 import { usageReport } from '../../../src/core/usage-report';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
+import { compactionEntry } from '../fixtures/compaction-entry';
 
-const entry = (id: string, round: number, compacted: string[]) => ({
-  id,
-  round,
-  reason: 'manual' as const,
-  summary: `## Session Summary (Compaction Round ${round})\nThe flashcard app is half done.`,
-  firstKeptMessageId: null,
-  compactedMessageIds: compacted,
-  tokensBefore: 5_000,
-  tokensAfter: 1_000,
-  fileOperations: EMPTY_LEDGER,
-  model: 'm',
-  durationMs: 1,
-  createdAt: 1,
-  summaryRole: 'user' as const,
-  fallback: false,
-  lowGain: false,
-  splitTurn: false,
-  summarizerCalls: 1,
-});
+const entry = (id: string, round: number, compacted: string[]) =>
+  compactionEntry({
+    id,
+    round,
+    summary: `## Session Summary (Compaction Round ${round})\nThe flashcard app is half done.`,
+    compactedMessageIds: compacted,
+    tokensBefore: 5_000,
+    tokensAfter: 1_000,
+    model: 'm',
+    durationMs: 1,
+    createdAt: 1,
+  });
 
 describe('exporting a conversation as Markdown', () => {
   const log: LogRecord[] = [

@@ -7,11 +7,11 @@ import type { LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation, type ConversationDeps } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { compactionSentence, undoSentence } from '../../../src/app/report/reports';
 import { FakeClock, RecordingSummarizer, templateSummary } from '../core/fixtures';
-import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+import { memoryIndex, newConversation } from '../fixtures/conversation-deps';
 
 /**
  * Pruning in a conversation: an automatic compaction that pruning alone brings under the warning
@@ -55,14 +55,15 @@ describe('pruning in a conversation', () => {
   let summarizer: RecordingSummarizer;
   let n = 0;
 
-  function deps(store: ConversationStore, limit: number, cfg: CompactionConfig): ConversationDeps {
-    return conversationDeps({
+  function open(store: ConversationStore, log: readonly LogRecord[], limit: number, cfg: CompactionConfig): Conversation {
+    return newConversation({
+      log,
       store,
       index: memoryIndex(state),
       clock,
       newId: () => `id${++n}`,
-      config: () => cfg,
-      model: () => testModel({ limit, counter, requestOverhead: 100 }),
+      config: cfg,
+      model: { limit, counter, requestOverhead: 100 },
       summarizer: async () => summarizer,
     });
   }
@@ -71,7 +72,7 @@ describe('pruning in a conversation', () => {
     summarizer = new RecordingSummarizer(() => ({ text: templateSummary('The app and the deck were read several times.') }));
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
-    const conversation = new Conversation('c1', [], deps(store, limit, cfg));
+    const conversation = open(store, [], limit, cfg);
     for (let t = 0; t < turns; t++) await conversation.append(rereadTurn(t));
     return { conversation, store };
   }
@@ -81,7 +82,7 @@ describe('pruning in a conversation', () => {
     const store = new ConversationStore(dir, () => clock.now());
     const { log, problems } = await store.open('c1');
     assert.deepEqual(problems, []);
-    return new Conversation('c1', log, deps(store, limit, cfg));
+    return open(store, log, limit, cfg);
   }
 
   it('compacts automatically by pruning alone when that brings the view under the warning level, and says so', async () => {

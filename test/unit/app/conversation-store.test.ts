@@ -15,6 +15,7 @@ import {
 import { ConversationStore, type ConversationStoreOptions, type DamagedLine, type RecordLocation } from '../../../src/app/store/conversation-store';
 import { ConversationConflictError, ConversationVersionError } from '../../../src/app/store/errors';
 import { INDEX_KEY } from '../../../src/app/contributions';
+import { compactionRecord } from '../fixtures/compaction-entry';
 
 const NOW = 1_700_000_000_000;
 
@@ -53,30 +54,18 @@ function sampleLog(): LogRecord[] {
     },
     { type: 'usage', usage: { anchorMessageId: 'a1', inputTokens: 120, outputTokens: 30, basis: null } },
     { type: 'file', event: { kind: 'renamed', from: 'src/b.ts', path: 'src/c.ts', actor: 'user', at: 2 } },
-    {
-      type: 'compaction',
-      entry: {
-        id: 'e1',
-        round: 1,
-        reason: 'manual',
-        summary: '## Session Summary\nread a.ts',
-        firstKeptMessageId: 't1',
-        compactedMessageIds: ['u1', 'a1'],
-        tokensBefore: 150,
-        tokensAfter: 40,
-        fileOperations: ledger,
-        model: 'test',
-        durationMs: 12,
-        createdAt: NOW,
-        summaryRole: 'user',
-        fallback: false,
-        lowGain: false,
-        splitTurn: false,
-        summarizerCalls: 1,
-        focus: 'the files',
-        pruningId: 'p1',
-      },
-    },
+    compactionRecord({
+      summary: '## Session Summary\nread a.ts',
+      firstKeptMessageId: 't1',
+      compactedMessageIds: ['u1', 'a1'],
+      tokensBefore: 150,
+      tokensAfter: 40,
+      fileOperations: ledger,
+      durationMs: 12,
+      createdAt: NOW,
+      focus: 'the files',
+      pruningId: 'p1',
+    }),
     { type: 'undo', entryId: 'e1', at: NOW + 1 },
     {
       type: 'pruning',

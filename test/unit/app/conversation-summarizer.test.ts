@@ -5,14 +5,14 @@ import { join } from 'node:path';
 import { MockLanguageModelV4 } from 'ai/test';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import type { Summarizer } from '../../../src/core/ports';
-import { Conversation, type ConversationDeps } from '../../../src/app/conversation/conversation';
+import type { Conversation, ConversationDeps } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { SummarizerSource } from '../../../src/app/compaction/summarizer-source';
 import { IgnoredToolChoice } from '../../../src/app/compaction/ignored-tool-choice';
 import { memento } from '../fixtures/memento';
 import { NO_TELEMETRY } from '../../../src/llm/telemetry';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 /**
  * A conversation asks for its summarizer when a compaction is computed, through an asynchronous
@@ -46,18 +46,14 @@ describe('the summarizer a compaction asks for', () => {
     const clock = new FakeClock();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store,
-        clock,
-        config: () => config,
-        model: () => testModel({ limit: 10_000 }),
-        summarizer,
-        summarizeAhead: () => summarizeAhead,
-      }),
-    );
+    const conversation = newConversation({
+      store,
+      clock,
+      config,
+      model: { limit: 10_000 },
+      summarizer,
+      summarizeAhead: () => summarizeAhead,
+    });
     for (let i = 0; i < 6; i++) await say(conversation, i, 500);
     return conversation;
   }

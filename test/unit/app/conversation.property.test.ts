@@ -9,10 +9,10 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+import { memoryIndex, newConversation } from '../fixtures/conversation-deps';
 
 /**
  * Random sessions over the real conversation and its store in a temp folder: turns (some with tool
@@ -190,19 +190,17 @@ class Session {
 
   private open(log: readonly LogRecord[]): Conversation {
     const counter = new MessageTokenCounter(charEstimator);
-    return new Conversation(
-      ID,
+    return newConversation({
+      id: ID,
       log,
-      conversationDeps({
-        store: this.store,
-        index: memoryIndex(this.state),
-        clock: this.clock,
-        newId: () => `entry${++this.entries}`,
-        config: () => CONFIG,
-        model: () => testModel({ name: 'fake', limit: 32_000, counter }),
-        summarizer: async () => this.summarizer,
-      }),
-    );
+      store: this.store,
+      index: memoryIndex(this.state),
+      clock: this.clock,
+      newId: () => `entry${++this.entries}`,
+      config: CONFIG,
+      model: { name: 'fake', limit: 32_000, counter },
+      summarizer: this.summarizer,
+    });
   }
 
   file(): string {

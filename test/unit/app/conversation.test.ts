@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation, NEW_TITLE } from '../../../src/app/conversation/conversation';
+import { NEW_TITLE } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { isSummaryMessage } from '../../../src/core/history';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+import { memoryIndex, newConversation } from '../fixtures/conversation-deps';
 
 describe('a conversation in the list of conversations', () => {
   let dir: string;
@@ -27,11 +27,7 @@ describe('a conversation in the list of conversations', () => {
     await store.create('c1');
     await index.upsert({ id: 'c1', title: NEW_TITLE, createdAt: 1, updatedAt: 1 });
     const counter = new MessageTokenCounter(charEstimator);
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({ store, index, clock, newId: () => 'x', model: () => testModel({ limit: 1_000, counter }) }),
-    );
+    const conversation = newConversation({ store, index, clock, newId: () => 'x', model: { limit: 1_000, counter } });
     const long = `Build a flashcard app with spaced repetition,   a deck editor and statistics for every card`;
     await conversation.append([{ type: 'message', message: { id: 'u1', role: 'user', content: [{ type: 'text', text: long }] } }]);
     const title = index.list().find((c) => c.id === 'c1')!.title;
@@ -59,19 +55,15 @@ describe('a compaction on a small window whose tools take much of it', () => {
     await index.upsert({ id: 'c1', title: NEW_TITLE, createdAt: 1, updatedAt: 1 });
     const counter = new MessageTokenCounter(charEstimator);
     let ids = 0;
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store,
-        index,
-        clock,
-        newId: () => `e${ids++}`,
-        config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
-        model: () => testModel({ limit: 4_500, counter, requestOverhead, outputReserve: 1_500 }),
-        summarizer: async () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twenty turns of notes.') }) }),
-      }),
-    );
+    const conversation = newConversation({
+      store,
+      index,
+      clock,
+      newId: () => `e${ids++}`,
+      config: { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } },
+      model: { limit: 4_500, counter, requestOverhead, outputReserve: 1_500 },
+      summarizer: { name: 's', summarize: async () => ({ text: templateSummary('Twenty turns of notes.') }) },
+    });
     for (let i = 0; i < 20; i++) {
       const text = `turn ${i}: ${'x'.repeat(600)}`;
       await conversation.append([
@@ -115,29 +107,25 @@ describe('a turn that ends at the critical level', () => {
     await store.create('c1');
     const releases: Array<() => void> = [];
     let ids = 0;
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store,
-        clock,
-        newId: () => `e${++ids}`,
-        config: () => ({
-          ...DEFAULT_CONFIG,
-          minMessages: 2,
-          pruning: { ...DEFAULT_CONFIG.pruning, enabled: false },
-          keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
-        }),
-        model: () => testModel({ limit: 10_000 }),
-        summarizer: async () => ({
-          name: 's',
-          summarize: async () => {
-            await new Promise<void>((resolve) => releases.push(resolve));
-            return { text: templateSummary('The turns so far, summarized for the test.') };
-          },
-        }),
-      }),
-    );
+    const conversation = newConversation({
+      store,
+      clock,
+      newId: () => `e${++ids}`,
+      config: {
+        ...DEFAULT_CONFIG,
+        minMessages: 2,
+        pruning: { ...DEFAULT_CONFIG.pruning, enabled: false },
+        keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'messages', messages: 2 },
+      },
+      model: { limit: 10_000 },
+      summarizer: {
+        name: 's',
+        summarize: async () => {
+          await new Promise<void>((resolve) => releases.push(resolve));
+          return { text: templateSummary('The turns so far, summarized for the test.') };
+        },
+      },
+    });
     const turn = (i: number) =>
       conversation.append([
         { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: 'x'.repeat(2_400) }] } },

@@ -6,10 +6,10 @@ import { RESTING_COMPACTIONS } from '../../../src/core/compaction-guard';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import type { CompactionReason } from '../../../src/core/history';
 import type { Summarizer } from '../../../src/core/ports';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 import { turnFixture } from './turn-fixture';
 
 /**
@@ -48,11 +48,7 @@ describe('summaries that keep failing', () => {
     const clock = new FakeClock();
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
-    return new Conversation(
-      'c1',
-      [],
-      conversationDeps({ store, clock, config: () => config, model: () => testModel({ limit: 20_000 }), summarizer: async () => summarizer() }),
-    );
+    return newConversation({ store, clock, config, model: { limit: 20_000 }, summarizer: async () => summarizer() });
   }
 
   let said = 0;

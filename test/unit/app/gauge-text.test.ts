@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { assessBudget } from '../../../src/core/budget';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
-import type { CompactionEntry } from '../../../src/core/history';
 import type { PruningEntry } from '../../../src/core/pruning';
 import { compactNumber, gaugePresentation, noConversationPresentation, pruningPhrase, type GaugeState } from '../../../src/app/report/gauge-text';
 import type { ReportedUsage } from '../../../src/core/log';
 import { callCost } from '../../../src/core/usage-cost';
 import { usageReport } from '../../../src/core/usage-report';
+import { compactionEntry } from '../fixtures/compaction-entry';
 
 const breakdown = { systemAndTools: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
 const state = (used: number, limit = 128_000, extra: Partial<GaugeState> = {}): GaugeState => ({
@@ -80,25 +79,17 @@ describe('gauge text and levels', () => {
   });
 
   it('describes the last compaction: when, before → after, reason', () => {
-    const entry: CompactionEntry = {
+    const entry = compactionEntry({
       id: 'e',
       round: 3,
       reason: 'threshold',
       summary: '',
-      firstKeptMessageId: null,
-      compactedMessageIds: [],
       tokensBefore: 96_000,
       tokensAfter: 12_000,
-      fileOperations: EMPTY_LEDGER,
       model: 'm',
       durationMs: 1,
       createdAt: 1_000_000 - 5 * 60_000,
-      summaryRole: 'user',
-      fallback: false,
-      lowGain: false,
-      splitTurn: false,
-      summarizerCalls: 1,
-    };
+    });
     const tip = gaugePresentation(state(20_000, 128_000, { lastCompaction: entry })).tooltipMarkdown;
     assert.match(tip, /Last compaction: round 3, 5 min ago \(threshold\): 96k → 12k tokens/);
   });
@@ -145,26 +136,18 @@ describe('gauge text and levels', () => {
       alone,
       /Last compaction: 2 min ago \(threshold\): pruned 7 superseded tool outputs \(−12,400 tokens\); no summary needed: 117k → 105k tokens\./,
     );
-    const entry: CompactionEntry = {
+    const entry = compactionEntry({
       id: 'e',
       round: 2,
       reason: 'threshold',
       summary: '',
-      firstKeptMessageId: null,
-      compactedMessageIds: [],
       tokensBefore: 117_000,
       tokensAfter: 20_000,
-      fileOperations: EMPTY_LEDGER,
       model: 'm',
       durationMs: 1,
       createdAt: 1_000_000 - 60_000,
-      summaryRole: 'user',
-      fallback: false,
-      lowGain: false,
-      splitTurn: false,
-      summarizerCalls: 1,
       pruningId: 'p',
-    };
+    });
     const both = gaugePresentation(state(20_000, 128_000, { lastCompaction: entry, lastPruning: pruning })).tooltipMarkdown;
     assert.match(
       both,

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { ModelCalibrations } from '../../../src/app/models/model-calibrations';
 import { FakeClock } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 /** A memento as VS Code's global state is: values kept by key, as JSON. */
 function memento() {
@@ -37,17 +37,14 @@ describe("a model's calibration, across conversations", () => {
     const counter = new MessageTokenCounter(charEstimator);
     const store = new ConversationStore(dir, () => clock.now());
     await store.create(id);
-    return new Conversation(
+    return newConversation({
       id,
-      [],
-      conversationDeps({
-        store,
-        clock,
-        newId: () => `${id}-${Math.random().toString(36).slice(2)}`,
-        model: () => testModel({ name: 'qwen', limit: 32_000, counter, requestOverhead: OVERHEAD, key: KEY }),
-        ...(calibrations ? { calibrations } : {}),
-      }),
-    );
+      store,
+      clock,
+      newId: () => `${id}-${Math.random().toString(36).slice(2)}`,
+      model: { name: 'qwen', limit: 32_000, counter, requestOverhead: OVERHEAD, key: KEY },
+      ...(calibrations ? { calibrations } : {}),
+    });
   }
 
   /** A request of `tokens` tokens of messages, and the provider's report of it at `ratio`. */

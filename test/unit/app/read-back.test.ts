@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Conversation, ConversationRecords } from '../../../src/app/conversation/conversation';
+import { ConversationRecords } from '../../../src/app/conversation/conversation';
 import { ViewNotWholeError } from '../../../src/app/conversation/conversation-records';
 import { errorMessage } from '../../../src/app/turn/error-text';
 import { readSettings } from '../../../src/app/settings';
@@ -12,7 +12,7 @@ import { ConversationChangedError } from '../../../src/app/store/errors';
 import { heldAway } from '../../../src/app/store/held-away';
 import type { LogRecord } from '../../../src/core/history';
 import { assistant, user } from '../core/fixtures';
-import { conversationDeps, testRegistry } from '../fixtures/conversation-deps';
+import { newConversation, testRegistry } from '../fixtures/conversation-deps';
 import { anotherConversation, fileText, fixedSummarizer, hollowIn, partsOf, readingTurns, withByteChanged } from './read-back-fixture';
 import { turnFixture, type FakeChat, type TurnFixture } from './turn-fixture';
 
@@ -174,7 +174,7 @@ describe('read back from files changed under an opened conversation', () => {
         { type: 'message', message: user('u1', 'the question') },
         heldAway(record, { part: 1, offset: 0, bytes: 10, check: 1 }),
       ];
-      const conversation = new Conversation('c1', [], conversationDeps({ store }), { records: new ConversationRecords(log) });
+      const conversation = newConversation({ store, where: { records: new ConversationRecords(log) } });
       assert.throws(
         () => conversation.view(),
         (error: unknown) => {

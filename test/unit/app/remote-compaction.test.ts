@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { IN_THREAD_ENGINE, type CompactionEngine } from '../../../src/app/compaction/compaction-engine';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationIndex } from '../../../src/app/store/conversation-index';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/compaction/remote-compaction';
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
 import type { LogRecord } from '../../../src/core/history';
@@ -59,20 +59,17 @@ describe('compactions computed in a worker', () => {
     await store.create(name);
     const counter = new MessageTokenCounter(charEstimator);
     let ids = 0;
-    const conversation = new Conversation(
-      name,
-      [],
-      conversationDeps({
-        store,
-        clock,
-        newId: () => `e${++ids}`,
-        config: () => settings,
-        model: () => testModel({ limit: 100_000, counter }),
-        summarizer: async () => summarizer,
-        engine,
-        redact: (text) => text.replaceAll('sk-secret', '[key]'),
-      }),
-    );
+    const conversation = newConversation({
+      id: name,
+      store,
+      clock,
+      newId: () => `e${++ids}`,
+      config: settings,
+      model: { limit: 100_000, counter },
+      summarizer,
+      engine,
+      redact: (text) => text.replaceAll('sk-secret', '[key]'),
+    });
     await conversation.beginTurn('t1');
     for (const [i, request] of ['Build a flashcard app', 'Add SM-2 scheduling', 'Now add tests', 'And the docs'].entries()) {
       await conversation.append(turn(`m${i}`, request, 2, output).map((message) => ({ type: 'message' as const, message })));
@@ -266,19 +263,17 @@ describe('compactions computed in a worker', () => {
       log.push({ type: 'message', message: { id: `m${i}`, role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text }] } });
     }
     const open = (engine: CompactionEngine, counter: MessageTokenCounter): Conversation =>
-      new Conversation(
-        'long',
+      newConversation({
+        id: 'long',
         log,
-        conversationDeps({
-          store: new ConversationStore(join(dir, 'long'), () => 0),
-          index: new ConversationIndex({ get: () => undefined, update: async () => undefined }),
-          newId: () => 'x',
-          config: () => settings,
-          model: () => testModel({ limit: 200_000, counter }),
-          summarizer: async () => summarizer,
-          engine,
-        }),
-      );
+        store: new ConversationStore(join(dir, 'long'), () => 0),
+        index: new ConversationIndex({ get: () => undefined, update: async () => undefined }),
+        newId: () => 'x',
+        config: settings,
+        model: { limit: 200_000, counter },
+        summarizer,
+        engine,
+      });
     const exact = open(IN_THREAD_ENGINE, new MessageTokenCounter(tokenizer)).count().tokens;
 
     const counter = new MessageTokenCounter(tokenizer);

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 /**
  * The gauge of a new conversation's second request, the first after a usage report: the report
@@ -35,17 +35,7 @@ describe("the gauge of a new conversation's second request", () => {
     const counter = new MessageTokenCounter(charEstimator);
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c');
-    let n = 0;
-    const c = new Conversation(
-      'c',
-      [],
-      conversationDeps({
-        store,
-        clock,
-        newId: () => `id${++n}`,
-        model: () => testModel({ name: 'claude', limit: 200_000, counter, requestOverhead: FIXED, key }),
-      }),
-    );
+    const c = newConversation({ id: 'c', store, clock, model: { name: 'claude', limit: 200_000, counter, requestOverhead: FIXED, key } });
     return { c, counter };
   }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ACTORS, EMPTY_LEDGER, FILE_OP_KINDS } from '../../../src/core/file-ledger';
+import { ACTORS, FILE_OP_KINDS } from '../../../src/core/file-ledger';
 import { PLAN_STATUSES } from '../../../src/core/log-values';
 import { COMPACTION_REASONS, FILE_CHANGE_KINDS, RECORD_TYPES, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../../src/core/history';
 import { PART_TYPES, ROLES, type Part, type PartType } from '../../../src/core/messages';
@@ -16,32 +16,21 @@ import {
   roleSchema,
   summaryRoleSchema,
 } from '../../../src/app/store/schemas';
+import { compactionRecord } from '../fixtures/compaction-entry';
 
 /** One record of each type; the mapped type makes a type added to `RECORD_TYPES` need a sample here. */
 const SAMPLES: { readonly [K in RecordType]: Extract<LogRecord, { type: K }> } = {
   message: { type: 'message', message: { id: 'm1', role: 'user', content: [{ type: 'text', text: 'hi' }] } },
-  compaction: {
-    type: 'compaction',
-    entry: {
-      id: 'c1',
-      round: 1,
-      reason: 'manual',
-      summary: 's',
-      firstKeptMessageId: null,
-      compactedMessageIds: ['m1'],
-      tokensBefore: 10,
-      tokensAfter: 5,
-      fileOperations: EMPTY_LEDGER,
-      model: 'model',
-      durationMs: 1,
-      createdAt: 1,
-      summaryRole: 'user',
-      fallback: false,
-      lowGain: false,
-      splitTurn: false,
-      summarizerCalls: 1,
-    },
-  },
+  compaction: compactionRecord({
+    id: 'c1',
+    summary: 's',
+    compactedMessageIds: ['m1'],
+    tokensBefore: 10,
+    tokensAfter: 5,
+    model: 'model',
+    durationMs: 1,
+    createdAt: 1,
+  }),
   pruning: {
     type: 'pruning',
     entry: {

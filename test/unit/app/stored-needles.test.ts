@@ -3,33 +3,24 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { CompactionEntry, LogRecord } from '../../../src/core/history';
 import { EMPTY_NEEDLES, scanNeedles } from '../../../src/core/needles';
 import { user } from '../core/fixtures';
+import { compactionEntry } from '../fixtures/compaction-entry';
 
 const NOW = 1_700_000_000_000;
 
-const entry = (extra: Partial<CompactionEntry> = {}): CompactionEntry => ({
-  id: 'e1',
-  round: 1,
-  reason: 'manual',
-  summary: '## Session Summary\nwork',
-  firstKeptMessageId: 'u2',
-  compactedMessageIds: ['u1'],
-  tokensBefore: 100,
-  tokensAfter: 40,
-  fileOperations: EMPTY_LEDGER,
-  model: 'test',
-  durationMs: 1,
-  createdAt: NOW,
-  summaryRole: 'user',
-  fallback: false,
-  lowGain: false,
-  splitTurn: false,
-  summarizerCalls: 1,
-  ...extra,
-});
+const entry = (extra: Partial<CompactionEntry> = {}): CompactionEntry =>
+  compactionEntry({
+    summary: '## Session Summary\nwork',
+    firstKeptMessageId: 'u2',
+    compactedMessageIds: ['u1'],
+    tokensBefore: 100,
+    tokensAfter: 40,
+    durationMs: 1,
+    createdAt: NOW,
+    ...extra,
+  });
 
 describe('conversation store: the needle ledger of a compaction entry', () => {
   let dir: string;

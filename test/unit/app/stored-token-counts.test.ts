@@ -3,9 +3,8 @@ import { promises as fs } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { LogRecord } from '../../../src/core/history';
-import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { conversationDeps } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 /** Token counts stored with message records: kept, optional, and dropped when they no longer fit the message. */
 describe('conversation store: token counts kept with messages', () => {
@@ -48,12 +47,12 @@ describe('conversation store: token counts kept with messages', () => {
   it('holds in memory a message cut to fit its line as the store keeps it, so the view is the one a reload reads', async () => {
     const store = new ConversationStore(dir, Date.now, { maxRecordBytes: 2_000 });
     await store.create('c1');
-    const conversation = new Conversation('c1', [], conversationDeps({ store }));
+    const conversation = newConversation({ store });
     await conversation.append([message('a1', 'x'.repeat(50_000))]);
     const held = conversation.log();
     assert.ok(JSON.stringify(held).length < 2_000, `held ${JSON.stringify(held).length} characters`);
     const { log } = await new ConversationStore(dir, Date.now).open('c1');
     assert.deepEqual(held, log);
-    assert.deepEqual(conversation.view(), new Conversation('c1', log, conversationDeps({ store })).view());
+    assert.deepEqual(conversation.view(), newConversation({ log, store }).view());
   });
 });

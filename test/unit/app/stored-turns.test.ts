@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { textHash } from '../../../src/app/turn/revert-changes';
 import { EngineMemo } from '../../../src/core/engine-memo';
@@ -12,7 +12,7 @@ import { messageText } from '../../../src/core/messages';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { assistant, FakeClock, user } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 describe('turns and file changes on disk', () => {
   let dir: string;
@@ -26,12 +26,14 @@ describe('turns and file changes on disk', () => {
   function conversation(store: ConversationStore, log: LogRecord[], leaf?: string | null): Conversation {
     const counter = new MessageTokenCounter(charEstimator);
     let n = 0;
-    return new Conversation(
-      'c1',
+    return newConversation({
       log,
-      conversationDeps({ store, clock: new FakeClock(), newId: () => `e${++n}`, model: () => testModel({ counter }) }),
-      leaf === undefined ? {} : { leaf },
-    );
+      store,
+      clock: new FakeClock(),
+      newId: () => `e${++n}`,
+      model: { counter },
+      where: leaf === undefined ? {} : { leaf },
+    });
   }
 
   it('reads back every branch after a reload, and opens on the turn started last', async () => {

@@ -10,10 +10,9 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { needleLedgerOf } from '../../../src/core/needles';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 /**
  * The summary prepared ahead of need: started in the background past the warning level, applied at
@@ -51,19 +50,15 @@ describe('summarizing ahead of need', () => {
     await store.create('c1');
     const summarizer = new GatedSummarizer();
     const counter = new MessageTokenCounter(charEstimator);
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store,
-        clock,
-        config: () => cfg,
-        // 10,000 tokens: warning from 7,500, compaction from 9,000.
-        model: () => testModel({ limit: 10_000, counter, requestOverhead }),
-        summarizer: async () => summarizer,
-        summarizeAhead: () => ahead,
-      }),
-    );
+    const conversation = newConversation({
+      store,
+      clock,
+      config: cfg,
+      // 10,000 tokens: warning from 7,500, compaction from 9,000.
+      model: { limit: 10_000, counter, requestOverhead },
+      summarizer,
+      summarizeAhead: () => ahead,
+    });
     const say = (i: number, tokens: number) =>
       conversation.append([
         { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: 'x'.repeat(tokens * 4) }] } },

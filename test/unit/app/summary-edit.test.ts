@@ -10,7 +10,7 @@ import { needleLedgerOf } from '../../../src/core/needles';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message } from '../../../src/core/messages';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { conversationMarkdown } from '../../../src/app/conversation/conversation-export';
 import { undoSentence } from '../../../src/app/report/reports';
@@ -24,7 +24,8 @@ import {
   withSummary,
 } from '../../../src/app/compaction/summary-edit';
 import { FakeClock, RecordingSummarizer } from '../core/fixtures';
-import { conversationDeps, memoryIndex, testModel } from '../fixtures/conversation-deps';
+import { compactionEntry } from '../fixtures/compaction-entry';
+import { memoryIndex, newConversation } from '../fixtures/conversation-deps';
 
 /**
  * Summaries the user previews and edits: what they save is what the model gets (but for the file
@@ -40,26 +41,18 @@ const ledger = recordFileEvents(EMPTY_LEDGER, [
 
 /** A compaction entry of two messages, `u1` and `a1`, keeping from `u2`. */
 function entryOf(overrides: Partial<CompactionEntry> = {}): CompactionEntry {
-  return {
+  return compactionEntry({
     id: 'c1',
-    round: 1,
-    reason: 'manual',
     summary: 'S',
     firstKeptMessageId: 'u2',
     compactedMessageIds: ['u1', 'a1'],
     tokensBefore: 10,
     tokensAfter: 5,
-    fileOperations: EMPTY_LEDGER,
     model: 'm',
     durationMs: 1,
     createdAt: 1,
-    summaryRole: 'user',
-    fallback: false,
-    lowGain: false,
-    splitTurn: false,
-    summarizerCalls: 1,
     ...overrides,
-  };
+  });
 }
 
 const summaryText = (view: readonly Message[]): string => {
@@ -87,19 +80,7 @@ describe('previewing and editing summaries', () => {
     let n = 0;
     const newId = (): string => `id${++n}`;
     const make = (log: readonly LogRecord[]): Conversation =>
-      new Conversation(
-        'c1',
-        log,
-        conversationDeps({
-          store,
-          index,
-          clock,
-          newId,
-          config: () => config,
-          model: () => testModel({ counter }),
-          summarizer: async () => summarizer,
-        }),
-      );
+      newConversation({ log, store, index, clock, newId, config, model: { counter }, summarizer });
     const conversation = make([]);
     const say = async (c: Conversation, i: number): Promise<void> => {
       await c.append([

@@ -3,6 +3,7 @@ import { EngineMemo } from '../../../src/core/engine-memo';
 import { branchLog, leftBehind, onTurn, TurnIndex } from '../../../src/core/branches';
 import { modelView, type CompactionEntry, type LogRecord } from '../../../src/core/history';
 import { messageText } from '../../../src/core/messages';
+import { compactionEntry } from '../fixtures/compaction-entry';
 import { assistant, user } from './fixtures';
 
 /** A turn's records: its start, the user's request and the answer, made on it. */
@@ -17,10 +18,8 @@ function turnRecords(id: string, parent: string | null, words: string): LogRecor
 const seen = (log: readonly LogRecord[]): string[] => modelView(log, new EngineMemo()).map(messageText);
 
 function entry(id: string, compacted: string[], firstKept: string | null, summary: string): CompactionEntry {
-  return {
+  return compactionEntry({
     id,
-    round: 1,
-    reason: 'manual',
     summary,
     firstKeptMessageId: firstKept,
     compactedMessageIds: compacted,
@@ -29,13 +28,7 @@ function entry(id: string, compacted: string[], firstKept: string | null, summar
     fileOperations: { read: [], modified: [], created: [], deleted: [] } as never,
     model: 'm',
     durationMs: 1,
-    createdAt: 0,
-    summaryRole: 'user',
-    fallback: false,
-    lowGain: false,
-    splitTurn: false,
-    summarizerCalls: 1,
-  };
+  });
 }
 
 describe('a conversation that branches like its chat', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { EngineMemo } from '../../../src/core/engine-memo';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
+import { compactionEntry } from '../fixtures/compaction-entry';
 import { modelView, summaryMessage, type CompactionEntry } from '../../../src/core/history';
 import { scoreMessage } from '../../../src/core/importance';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -41,25 +41,14 @@ function watchedCall(call: ToolCallPart): { readonly call: ToolCallPart; readonl
 }
 
 function entry(id: string, compacted: readonly string[], firstKept: string | null): CompactionEntry {
-  return {
+  return compactionEntry({
     id,
-    round: 1,
-    reason: 'manual',
     summary: '## Session Summary (Compaction Round 1)\n### Current State\n- Working on the parser.',
     firstKeptMessageId: firstKept,
     compactedMessageIds: [...compacted],
     tokensBefore: 100,
     tokensAfter: 10,
-    fileOperations: EMPTY_LEDGER,
-    model: 'test',
-    durationMs: 0,
-    createdAt: 0,
-    summaryRole: 'user',
-    fallback: false,
-    lowGain: false,
-    splitTurn: false,
-    summarizerCalls: 1,
-  };
+  });
 }
 
 describe('the engine memo: what one engine remembers, another does not', () => {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { EngineMemo } from '../../../src/core/engine-memo';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import {
   activeEntries,
   allMessages,
@@ -13,28 +12,20 @@ import {
   type CompactionEntry,
   type LogRecord,
 } from '../../../src/core/history';
+import { compactionEntry } from '../fixtures/compaction-entry';
 import { asLog, sys, turn, user } from './fixtures';
 
 function entry(id: string, round: number, firstKept: string | null, compacted: string[]): CompactionEntry {
-  return {
+  return compactionEntry({
     id,
     round,
-    reason: 'manual',
     summary: `summary ${id}`,
     firstKeptMessageId: firstKept,
     compactedMessageIds: compacted,
     tokensBefore: 100,
     tokensAfter: 10,
-    fileOperations: EMPTY_LEDGER,
-    model: 'test',
     durationMs: 1,
-    createdAt: 0,
-    summaryRole: 'user',
-    fallback: false,
-    lowGain: false,
-    splitTurn: false,
-    summarizerCalls: 1,
-  };
+  });
 }
 
 describe("history: the model's view of an append-only log", () => {

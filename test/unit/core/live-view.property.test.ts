@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { EngineMemo } from '../../../src/core/engine-memo';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
+import { compactionEntry } from '../fixtures/compaction-entry';
 import { LiveModelView, modelView, summaryMessage, type CompactionEntry, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
@@ -63,25 +63,13 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 const words: TextTokenizer = { name: 'words', count: (value) => (value.match(/\S+/g) ?? []).length };
 
 function entry(id: string, compacted: readonly string[], firstKept: string | null, role: 'user' | 'assistant'): CompactionEntry {
-  return {
+  return compactionEntry({
     id,
-    round: 1,
-    reason: 'manual',
     summary: `summary ${id} of ${compacted.length} messages`,
     firstKeptMessageId: firstKept,
     compactedMessageIds: compacted,
-    tokensBefore: 0,
-    tokensAfter: 0,
-    fileOperations: EMPTY_LEDGER,
-    model: 'test',
-    durationMs: 0,
-    createdAt: 0,
     summaryRole: role,
-    fallback: false,
-    lowGain: false,
-    splitTurn: false,
-    summarizerCalls: 1,
-  };
+  });
 }
 
 /** Replays operations as log records, keeping what the generators need to pick from. */

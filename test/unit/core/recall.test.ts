@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
-import type { CompactionEntry, LogRecord } from '../../../src/core/history';
+import { compactionRecord } from '../fixtures/compaction-entry';
+import type { LogRecord } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
 import type { PruningEntry } from '../../../src/core/pruning';
 import fc from 'fast-check';
@@ -11,26 +11,7 @@ const counter = estimatingCounter();
 const countText = (text: string): number => counter.countText(text);
 
 function compaction(id: string, compacted: readonly string[], firstKept: string | null): LogRecord {
-  const entry: CompactionEntry = {
-    id,
-    round: 1,
-    reason: 'threshold',
-    summary: 'summary',
-    firstKeptMessageId: firstKept,
-    compactedMessageIds: compacted,
-    tokensBefore: 0,
-    tokensAfter: 0,
-    fileOperations: EMPTY_LEDGER,
-    model: 'test',
-    durationMs: 0,
-    createdAt: 0,
-    summaryRole: 'user',
-    fallback: false,
-    lowGain: false,
-    splitTurn: false,
-    summarizerCalls: 1,
-  };
-  return { type: 'compaction', entry };
+  return compactionRecord({ id, reason: 'threshold', firstKeptMessageId: firstKept, compactedMessageIds: compacted });
 }
 
 function pruning(id: string, outputs: Array<{ messageId: string; toolCallId: string }>): LogRecord {

@@ -16,10 +16,9 @@ import { text } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/agent';
-import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 import { createEndpointModel } from '../../../src/llm/openai-endpoint';
 import { HangingServer, within } from './hanging-server';
 
@@ -88,17 +87,13 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
   function setup(limit: number, config: CompactionConfig = DEFAULT_CONFIG) {
     const clock = new FakeClock();
     const counter = new MessageTokenCounter(charEstimator);
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store: new ConversationStore(dir, () => clock.now()),
-        clock,
-        config: () => config,
-        model: () => testModel({ name: 'mock', limit, counter }),
-        summarizer: async () => summarizer,
-      }),
-    );
+    const conversation = newConversation({
+      store: new ConversationStore(dir, () => clock.now()),
+      clock,
+      config,
+      model: { name: 'mock', limit, counter },
+      summarizer,
+    });
     const reads: string[] = [];
     const tools: ToolSet = {
       read_file: tool({

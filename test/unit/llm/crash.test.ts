@@ -13,11 +13,11 @@ import { text } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentTurnResult, type AgentUi } from '../../../src/llm/agent';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { CONVERSATION_FORMAT_VERSION } from '../../../src/app/store/schemas';
 import { templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 /**
  * A crash (or a full disk) can stop a tool loop after any line of the conversation file, or in the
@@ -201,17 +201,15 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
   function conversationOver(store: ConversationStore, log: readonly LogRecord[], variant: Variant): Conversation {
     let n = 0;
     const counter = new MessageTokenCounter(charEstimator);
-    return new Conversation(
-      ID,
+    return newConversation({
+      id: ID,
       log,
-      conversationDeps({
-        store,
-        newId: () => `entry${++n}`,
-        config: () => variant.config,
-        model: () => testModel({ name: 'mock', limit: variant.limit, counter }),
-        summarizer: async () => summarizer,
-      }),
-    );
+      store,
+      newId: () => `entry${++n}`,
+      config: () => variant.config,
+      model: { name: 'mock', limit: variant.limit, counter },
+      summarizer,
+    });
   }
 
   function tools(): ToolSet {

@@ -13,10 +13,9 @@ import { text, type Message } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { runAgentTurn, type AgentUi } from '../../../src/llm/agent';
-import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 /**
  * Long agentic turns on small windows, through the agent loop and a conversation: one request of
@@ -93,19 +92,15 @@ describe('long agentic turns on small windows', () => {
     const clock = new FakeClock();
     let n = 0;
     const counter = new MessageTokenCounter(charEstimator);
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store: new ConversationStore(dir, () => clock.now()),
-        clock,
-        newId: () => `id${++n}`,
-        config: () => config,
-        model: () => testModel({ name: 'mock', limit: options.limit, counter, requestOverhead: options.overhead }),
-        summarizer: async () => summarizer,
-        summarizeAhead: () => options.ahead ?? false,
-      }),
-    );
+    const conversation = newConversation({
+      store: new ConversationStore(dir, () => clock.now()),
+      clock,
+      newId: () => `id${++n}`,
+      config,
+      model: { name: 'mock', limit: options.limit, counter, requestOverhead: options.overhead },
+      summarizer,
+      summarizeAhead: () => options.ahead ?? false,
+    });
     if (options.earlier) await conversation.append(options.earlier.map((message) => ({ type: 'message', message })));
     await conversation.append([
       { type: 'message', message: { id: 'request', role: 'user', content: [text(`Read the ${options.reads} modules one by one.`)] } },

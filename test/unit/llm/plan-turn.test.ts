@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tool, type ToolSet } from 'ai';
 import { z } from 'zod';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { PlanKeeper } from '../../../src/app/plan/plan-keeper';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
@@ -18,7 +18,7 @@ import { WORK_STATE_MAX_TOKENS } from '../../../src/core/work-state';
 import { createAgentTools } from '../../../src/llm/agent-tools';
 import { runAgentTurn, type AgentUi } from '../../../src/llm/agent';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 import { FINISHED, LOST, planOnlyInWorkState, standInModel } from './plan-stand-in';
 
 /** A summarizer that keeps nothing of the plan: only the engine's blocks can carry it. */
@@ -63,17 +63,13 @@ describe('a long turn compacted in its middle goes on from its plan', () => {
     const clock = new FakeClock();
     const counter = new MessageTokenCounter(charEstimator);
     const config: CompactionConfig = { ...DEFAULT_CONFIG, minMessages: 2, keepRecent: { ...DEFAULT_CONFIG.keepRecent, mode: 'tokens', tokens: 300 } };
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store: new ConversationStore(join(dir, 'store'), () => clock.now()),
-        clock,
-        config: () => config,
-        model: () => testModel({ name: 'stand-in', limit, counter }),
-        summarizer: async () => summarizer,
-      }),
-    );
+    const conversation = newConversation({
+      store: new ConversationStore(join(dir, 'store'), () => clock.now()),
+      clock,
+      config,
+      model: { name: 'stand-in', limit, counter },
+      summarizer,
+    });
     const workspace = join(dir, 'ws');
     await mkdir(workspace, { recursive: true });
     const reads: string[] = [];

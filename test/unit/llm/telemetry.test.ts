@@ -9,11 +9,11 @@ import { generateText, registerTelemetry, type Telemetry } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
-import { Conversation } from '../../../src/app/conversation/conversation';
+import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 type GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 
@@ -140,19 +140,15 @@ async function compactableConversation(dir: string, telemetry: LongrunTelemetry)
   const store = new ConversationStore(dir, () => clock.now());
   await store.create('c1');
   let ids = 0;
-  const conversation = new Conversation(
-    'c1',
-    [],
-    conversationDeps({
-      store,
-      clock,
-      newId: () => `e${++ids}`,
-      config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
-      model: () => testModel({ limit: 8_000 }),
-      summarizer: async () => ({ name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) }),
-      telemetry: () => telemetry,
-    }),
-  );
+  const conversation = newConversation({
+    store,
+    clock,
+    newId: () => `e${++ids}`,
+    config: { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } },
+    model: { limit: 8_000 },
+    summarizer: { name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) },
+    telemetry: () => telemetry,
+  });
   for (let i = 0; i < 12; i++) {
     await conversation.append([
       { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },

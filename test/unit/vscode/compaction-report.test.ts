@@ -2,13 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { CompactionOutcome } from '../../../src/core/compaction';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { CompactionReporter } from '../../../src/vscode/compaction-report';
 import { FakeClock, templateSummary } from '../core/fixtures';
-import { conversationDeps, testModel } from '../fixtures/conversation-deps';
+import { newConversation } from '../fixtures/conversation-deps';
 
 type Log = ConstructorParameters<typeof CompactionReporter>[0];
 
@@ -38,18 +37,14 @@ describe('the compaction reporter', () => {
     const store = new ConversationStore(dir, () => clock.now());
     await store.create('c1');
     let ids = 0;
-    const conversation = new Conversation(
-      'c1',
-      [],
-      conversationDeps({
-        store,
-        clock,
-        newId: () => `e${++ids}`,
-        config: () => ({ ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } }),
-        model: () => testModel({ limit: 8_000 }),
-        summarizer: async () => ({ name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) }),
-      }),
-    );
+    const conversation = newConversation({
+      store,
+      clock,
+      newId: () => `e${++ids}`,
+      config: { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } },
+      model: { limit: 8_000 },
+      summarizer: { name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) },
+    });
     for (let i = 0; i < 12; i++) {
       await conversation.append([
         { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },
