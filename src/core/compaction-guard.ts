@@ -181,7 +181,7 @@ export function restNotice(before: SummaryStreak | undefined, after: SummaryStre
 }
 
 /**
- * Whether the work moved on after the compaction (or pruning) `compactionId` of `log`: in what was
+ * Whether the work moved on after the summary `compactionId` of `log`: in what was
  * appended since, the plan changed, the agent wrote a file, a command it ran exited 0, or it read a
  * file the turn had not read before that compaction (a search that goes on through new files).
  * Reading again what the turn read before, searching and failing do not count: a turn that only does those
@@ -192,7 +192,7 @@ export function progressSince(log: ConversationLog, compactionId: string): boole
   let at = -1;
   for (let i = log.length - 1; i >= 0 && at < 0; i--) {
     const record = log[i]!;
-    if ((record.type === 'compaction' || record.type === 'pruning') && record.entry.id === compactionId) at = i;
+    if (record.type === 'compaction' && record.entry.id === compactionId) at = i;
   }
   if (at < 0) return true;
   // What the turn of that compaction had read before it: reading it again goes round in a circle.

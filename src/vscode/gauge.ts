@@ -6,10 +6,6 @@ import type { ConversationRegistry } from '../app/conversation/conversation-regi
 import type { LongrunSettings } from '../app/settings';
 import { gaugePresentation, noConversationPresentation, type GaugePresentation } from '../app/report/gauge-text';
 
-/**
- * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the
- * warning level it offers, once per conversation, to compact, so the user can choose when it happens.
- */
 /** What the gauge reads. */
 export interface GaugeDeps {
   /** The status-bar item, made (and disposed of) by the extension's entry point. */
@@ -24,25 +20,19 @@ export interface GaugeDeps {
   readonly setTimer?: (ms: number, fn: () => void) => () => void;
 }
 
+/**
+ * The status-bar gauge: how full the model's context window is. Clicking it compacts. At the
+ * warning level it offers, once per conversation, to compact, so the user can choose when it happens.
+ */
 export class ContextGauge {
   private warned = new Set<string>();
   private presentation: GaugePresentation = noConversationPresentation();
   /** Cancels the timer that shows the cache's expiry when it comes. */
   private cancelExpiry: (() => void) | undefined;
 
-  private readonly item: GaugeItem;
-  private readonly session: Session;
-  private readonly registry: ConversationRegistry;
-  private readonly settings: () => LongrunSettings;
-  private readonly now: () => number;
   private readonly setTimer: (ms: number, fn: () => void) => () => void;
 
-  constructor(deps: GaugeDeps) {
-    this.item = deps.item;
-    this.session = deps.session;
-    this.registry = deps.registry;
-    this.settings = deps.settings;
-    this.now = deps.now;
+  constructor(private readonly deps: GaugeDeps) {
     this.setTimer =
       deps.setTimer ??
       ((ms, fn) => {
@@ -65,19 +55,19 @@ export class ContextGauge {
   update(): void {
     this.cancelExpiry?.();
     this.cancelExpiry = undefined;
-    const conversation = this.registry.currentIfLoaded();
+    const conversation = this.deps.registry.currentIfLoaded();
     if (!conversation || conversation.isEmpty()) {
       this.presentation = noConversationPresentation();
     } else {
       const count = conversation.count();
       const step = conversation.lastStep();
-      const name = this.session.modelName();
-      const usage = this.session.usageView(conversation);
+      const name = this.deps.session.modelName();
+      const usage = this.deps.session.usageView(conversation);
       this.presentation = gaugePresentation({
         assessment: conversation.assess(),
         breakdown: conversation.breakdown(),
         source: count.source,
-        now: this.now(),
+        now: this.deps.now(),
         usage,
         ...(step?.compaction ? { lastCompaction: step.compaction } : {}),
         ...(step?.pruning ? { lastPruning: step.pruning } : {}),
@@ -85,15 +75,15 @@ export class ContextGauge {
       });
       // Nothing is appended while the conversation waits: the gauge says when the cache expires.
       const cache = usage.cache?.state;
-      if (cache?.kind === 'warm') this.cancelExpiry = this.setTimer(Math.max(0, cache.expiresAt - this.now()) + 1_000, () => this.update());
+      if (cache?.kind === 'warm') this.cancelExpiry = this.setTimer(Math.max(0, cache.expiresAt - this.deps.now()) + 1_000, () => this.update());
       if (conversation.isCompacting()) this.presentation = { ...this.presentation, text: '$(sync~spin) compacting…' };
       this.maybeWarn(conversation.id, conversation.assess().level);
     }
-    this.item.show(this.presentation);
+    this.deps.item.show(this.presentation);
   }
 
   private maybeWarn(conversationId: string, level: string): void {
-    if (level !== 'warning' || !this.settings().showWarnings || this.warned.has(conversationId)) return;
+    if (level !== 'warning' || !this.deps.settings().showWarnings || this.warned.has(conversationId)) return;
     this.warned.add(conversationId);
     void vscode.window.showWarningMessage("Longrun: the conversation fills most of the model's context window.", 'Compact Now').then((choice) => {
       if (choice === 'Compact Now') void vscode.commands.executeCommand(COMMAND.compact);

@@ -19,6 +19,7 @@ import {
   type SummaryStreak,
 } from '../../../src/core/compaction-guard';
 import type { CompactionReason, LogRecord } from '../../../src/core/history';
+import { compactionRecord } from '../fixtures/compaction-entry';
 
 const CRITICAL = { level: 'critical' } as const;
 const OVER = { level: 'over' } as const;
@@ -170,10 +171,7 @@ describe('a summarizer whose summaries keep failing', () => {
 });
 
 describe('compaction loops inside a turn', () => {
-  const compaction = (id: string): LogRecord => ({
-    type: 'pruning',
-    entry: { id, reason: 'threshold', outputs: [], tokensBefore: 2, tokensAfter: 1, createdAt: 1 },
-  });
+  const compaction = (id: string): LogRecord => compactionRecord({ id, reason: 'threshold' });
   const read = (id: string): LogRecord => ({ type: 'file', event: { kind: 'read', path: `${id}.ts`, actor: 'agent', at: 1 } });
   const plan = (status: 'pending' | 'done'): LogRecord => ({ type: 'plan', plan: { id: `p-${status}`, steps: [{ step: 'Fix it', status }], at: 1 } });
   const ran = (exitCode: number): LogRecord => ({ type: 'command', run: { command: 'npm test', exitCode, at: 1 } });
