@@ -17,7 +17,6 @@ import { join } from 'node:path';
 import { tool, type ToolSet } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
-import { INITIAL_GUARD, mayAutoCompact, noteCompaction, type GuardState } from '../src/core/compaction-guard';
 import { DEFAULT_CONFIG } from '../src/core/config';
 import type { LogRecord } from '../src/core/history';
 import { MessageTokenCounter } from '../src/core/message-tokens';
@@ -93,6 +92,7 @@ export function agentPort(
     },
     requestBasis: () => conversation.requestBasis(),
     newId,
+    guard: conversation.guard(),
   };
 }
 
@@ -222,7 +222,6 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
     },
   });
 
-  let guard: GuardState = INITIAL_GUARD;
   let compactions = 0;
   const countCompaction = (outcome: { status: string; joined?: boolean }): void => {
     if (outcome.status === 'compacted' && !outcome.joined) compactions++;
@@ -246,17 +245,11 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
       signal: new AbortController().signal,
       conversation: agentConversation,
       ui,
-      guard,
       overflowRetriesPerTurn: DEFAULT_CONFIG.overflowRetriesPerTurn,
     });
     if (result.error !== undefined) throw new Error(`turn ${t} failed: ${String(result.error)}`);
-    guard = result.guard;
     waits.push(clock.now() - started - (modelCalls - callsBefore) * options.modelStepMs);
-    if (options.design === 'longrun')
-      compactAfterTurn(conversation, guard, (outcome) => {
-        countCompaction(outcome);
-        if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.lowGain);
-      });
+    if (options.design === 'longrun') compactAfterTurn(conversation, countCompaction);
     await clock.sleep(options.userPauseMs);
   }
   // A compaction still running in the background belongs to the session too.
@@ -268,13 +261,8 @@ async function play(options: SessionOptions, store: ConversationStore, clock: Vi
 }
 
 /** The chat participant's `compactInBackgroundIfNeeded`, on this conversation. */
-export function compactAfterTurn(
-  conversation: Conversation,
-  guard: GuardState,
-  done: (outcome: Awaited<ReturnType<Conversation['compact']>>) => void,
-): void {
-  const budget = conversation.assess();
-  if (conversation.isCompacting() || !budget.shouldCompact || !mayAutoCompact(guard, budget).allowed) return;
+export function compactAfterTurn(conversation: Conversation, done: (outcome: Awaited<ReturnType<Conversation['compact']>>) => void): void {
+  if (conversation.isCompacting() || conversation.guard().decide({ at: 'end-of-turn', confirm: false }).kind !== 'compact') return;
   void conversation.compact('threshold', { signal: new AbortController().signal }).then(done);
 }
 

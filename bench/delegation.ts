@@ -15,7 +15,6 @@
  * Run alone with `npx tsx bench/delegation.ts`, or through `npm run bench`.
  */
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
-import { INITIAL_GUARD } from '../src/core/compaction-guard';
 import { DEFAULT_CONFIG } from '../src/core/config';
 import { MessageTokenCounter } from '../src/core/message-tokens';
 import type { Message } from '../src/core/messages';
@@ -206,7 +205,6 @@ async function playTurn(mode: Mode, queries: readonly string[], seed: number, to
     signal: new AbortController().signal,
     conversation: agentPort(parent, newId, () => undefined),
     ui: SILENT_UI,
-    guard: INITIAL_GUARD,
     overflowRetriesPerTurn: DEFAULT_CONFIG.overflowRetriesPerTurn,
   }).finally(() => runner.idle());
   const wallMs = Date.now() - started;

@@ -24,7 +24,6 @@ import { APICallError } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { DEFAULT_CONFIG } from '../src/core/config';
 import { keepRecentTokens } from '../src/core/cut-point';
-import { INITIAL_GUARD, noteCompaction, type GuardState } from '../src/core/compaction-guard';
 import { outputReserveFor } from '../src/core/context-window';
 import { EngineMemo } from '../src/core/engine-memo';
 import { renderFileOperations } from '../src/core/file-ledger';
@@ -286,7 +285,6 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     return { name: 'create_file', input: { path, content: lines.slice(0, low).join('\n') } };
   };
 
-  let guard: GuardState = INITIAL_GUARD;
   const gains: number[] = [];
   const counted = (outcome: Awaited<ReturnType<Conversation['compact']>>): void => {
     if (outcome.status !== 'compacted' || outcome.joined) return;
@@ -303,7 +301,7 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
     await c.append([
       { type: 'message', message: { id: newId(), role: 'user', content: [{ type: 'text', text: REQUESTS[(t + seed) % REQUESTS.length]! }] } },
     ]);
-    const result = await runAgentTurn({
+    await runAgentTurn({
       model: providerModel,
       system: SYSTEM,
       tools,
@@ -311,15 +309,10 @@ async function play(window: number, seed: number, tokenizer: TextTokenizer, stor
       signal: new AbortController().signal,
       conversation: agentConversation,
       ui,
-      guard,
       overflowRetriesPerTurn: DEFAULT_CONFIG.overflowRetriesPerTurn,
     });
-    guard = result.guard;
     // A turn that failed is not retried: its overflow is counted, and the next request goes on.
-    compactAfterTurn(c, guard, (outcome) => {
-      counted(outcome);
-      if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.lowGain);
-    });
+    compactAfterTurn(c, counted);
     await clock.sleep(15_000);
   }
   while (c.isCompacting()) await clock.sleep(100);

@@ -22,7 +22,6 @@ import type { ToolSet } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { countTokens as p50k } from 'gpt-tokenizer/encoding/p50k_base';
 import { DEFAULT_CONFIG } from '../src/core/config';
-import { INITIAL_GUARD, noteCompaction, type GuardState } from '../src/core/compaction-guard';
 import { outputReserveFor } from '../src/core/context-window';
 import { MessageTokenCounter } from '../src/core/message-tokens';
 import type { Summarizer } from '../src/core/ports';
@@ -199,7 +198,6 @@ async function play(seed: number, tokenizer: TextTokenizer, store: TrackedStore,
     },
   });
 
-  let guard: GuardState = INITIAL_GUARD;
   const agentConversation = agentPort(c, newId, () => undefined);
   for (let t = 0; t < TURNS; t++) {
     plan = Array.from({ length: 6 + Math.floor(next() * 10) }, (_, i) => toolCall(i === 0));
@@ -207,7 +205,7 @@ async function play(seed: number, tokenizer: TextTokenizer, store: TrackedStore,
     await c.append([
       { type: 'message', message: { id: newId(), role: 'user', content: [{ type: 'text', text: REQUESTS[(t + seed) % REQUESTS.length]! }] } },
     ]);
-    const result = await runAgentTurn({
+    await runAgentTurn({
       model: providerModel,
       system: SYSTEM,
       tools,
@@ -215,13 +213,9 @@ async function play(seed: number, tokenizer: TextTokenizer, store: TrackedStore,
       signal: new AbortController().signal,
       conversation: agentConversation,
       ui: SILENT_UI,
-      guard,
       overflowRetriesPerTurn: DEFAULT_CONFIG.overflowRetriesPerTurn,
     });
-    guard = result.guard;
-    compactAfterTurn(c, guard, (outcome) => {
-      if (outcome.status === 'compacted') guard = noteCompaction(guard, outcome.compaction.lowGain);
-    });
+    compactAfterTurn(c, () => undefined);
     await clock.sleep(15_000);
   }
   while (c.isCompacting()) await clock.sleep(100);

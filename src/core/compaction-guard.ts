@@ -1,9 +1,16 @@
-import type { BudgetLevel } from './budget';
+import type { BudgetAssessment, BudgetLevel } from './budget';
+import type { CacheState } from './cache-lifetime';
 import { turnOf } from './branches';
 import type { CompactionReason, ConversationLog } from './history';
 import { latestPlan, samePlan } from './plan';
 
 /**
+ * Every rule for "compact now?", by the moment it is asked at (`decideCompaction`: before a request,
+ * at the end of a turn, on overflow, ahead of need; `decideColdCompaction`: at the start of a turn
+ * once the provider's cache has expired), the anti-loop guard they read (`CompactionGuard`, which a
+ * conversation's compactor owns and alone notes compactions on), and how a summarizer that keeps
+ * failing is rested.
+ *
  * Anti-loop rules, so compaction cannot repeat itself turn after turn: a compaction that frees less
  * than the configured share is reported and automatic compaction is not tried again on the next
  * turn, unless the next request would not fit the window at all (waiting would only earn an
@@ -72,37 +79,151 @@ export type CompactionDecision =
   | { readonly kind: 'compact' }
   | { readonly kind: 'ahead' };
 
-/** Where in a turn the decision is made, and what the user said about compaction in it. */
-export interface CompactionMoment {
-  /** The user wants to be asked before an automatic compaction. */
-  readonly confirm: boolean;
-  /** Already asked in this turn (asked once per turn at most). */
-  readonly asked?: boolean;
-  /** The user answered "Not now" in this turn. */
-  readonly declined?: boolean;
-  /** Asked in the background after an append: whether a summary may be prepared ahead of need. */
-  readonly ahead?: boolean;
+/**
+ * The moments a conversation is asked "compact now?", each named by its caller:
+ * - `before-request`: before each request of the agent's turn (between its steps too);
+ * - `end-of-turn`: once the agent's turn is over, for a compaction in the background;
+ * - `overflow`: the provider refused a request as too large for its window;
+ * - `ahead`: in the background after a record was appended, whether to prepare a summary ahead of need.
+ */
+export type CompactionMoment =
+  | {
+      readonly at: 'before-request';
+      /** The user wants to be asked before an automatic compaction. */
+      readonly confirm: boolean;
+      /** Already asked in this turn (asked once per turn at most). */
+      readonly asked: boolean;
+      /** The user answered "Not now" in this turn. */
+      readonly declined: boolean;
+    }
+  | { readonly at: 'end-of-turn'; readonly confirm: boolean }
+  | { readonly at: 'overflow'; readonly retriesPerTurn: number }
+  | {
+      readonly at: 'ahead';
+      /** The conversation's last summary: its tokens after, and the user's messages since it. */
+      readonly last?: { readonly tokensAfter: number; readonly messagesSince: () => number };
+    };
+
+/** What the rules read of the budget. */
+export type GuardBudget = Pick<BudgetAssessment, 'level' | 'shouldCompact' | 'warningAt'>;
+
+/**
+ * The one rule for whether to compact now, by moment:
+ * - before a request, at the compaction point: compact (or ask first, once, when the user wants to be
+ *   asked; nothing after "Not now"), unless the guard says automatic compaction waits;
+ * - at the end of a turn, the same, except that a compaction needing a question waits for the next
+ *   turn, which asks in the chat;
+ * - on overflow: compact and retry, at most the configured number of times per turn;
+ * - ahead: past the warning level a summary may be prepared, unless the last summary could not get
+ *   below the warning level and the user has said nothing since (summarizing again would only churn).
+ *   The compaction that applies it is decided before the agent's next request.
+ */
+export function decideCompaction(budget: GuardBudget, guard: GuardState, moment: CompactionMoment): CompactionDecision {
+  switch (moment.at) {
+    case 'ahead': {
+      if (budget.level !== 'warning' && budget.level !== 'critical' && budget.level !== 'over') return { kind: 'none' };
+      const last = moment.last;
+      if (last && last.tokensAfter >= budget.warningAt && last.messagesSince() === 0) return { kind: 'none' };
+      return { kind: 'ahead' };
+    }
+    case 'overflow': {
+      const verdict = mayRetryOverflow(guard, moment.retriesPerTurn);
+      return verdict.allowed ? { kind: 'compact' } : { kind: 'blocked', reason: verdict.reason };
+    }
+    case 'end-of-turn': {
+      const decision = atCompactionPoint(budget, guard, moment.confirm, false);
+      return decision.kind === 'compact' ? decision : { kind: 'none' };
+    }
+    case 'before-request':
+      if (moment.declined) return { kind: 'none' };
+      return atCompactionPoint(budget, guard, moment.confirm, moment.asked);
+  }
+}
+
+function atCompactionPoint(budget: GuardBudget, guard: GuardState, confirm: boolean, asked: boolean): CompactionDecision {
+  if (!budget.shouldCompact) return { kind: 'none' };
+  const verdict = mayAutoCompact(guard, budget);
+  if (!verdict.allowed) return { kind: 'blocked', reason: verdict.reason };
+  if (confirm) return asked ? { kind: 'none' } : { kind: 'ask' };
+  return { kind: 'compact' };
 }
 
 /**
- * The one rule for whether to compact now: at the compaction point, compact (or ask first, once,
- * when the user wants to be asked; nothing after "Not now"), unless the guard says automatic
- * compaction waits; otherwise nothing. Asked in the background (`moment.ahead`), after a record was
- * appended, the answer is only whether a summary may be prepared ahead: past the warning level; the
- * compaction that applies it is decided at the agent's next step.
+ * A conversation's anti-loop guard, which the conversation's compactor owns: callers name their moment
+ * (`decide`) and say when an agent's turn starts; the compactor alone notes the compactions it made.
+ * Until the first turn starts in this session, the guard is the one the log leaves (`fromLog`).
  */
-export function decideCompaction(
-  budget: { readonly level: BudgetLevel; readonly shouldCompact: boolean },
-  guard: GuardState,
-  moment: CompactionMoment,
-): CompactionDecision {
-  if (moment.ahead)
-    return budget.level === 'warning' || budget.level === 'critical' || budget.level === 'over' ? { kind: 'ahead' } : { kind: 'none' };
-  if (!budget.shouldCompact || moment.declined) return { kind: 'none' };
-  const verdict = mayAutoCompact(guard, budget);
-  if (!verdict.allowed) return { kind: 'blocked', reason: verdict.reason };
-  if (moment.confirm) return moment.asked ? { kind: 'none' } : { kind: 'ask' };
-  return { kind: 'compact' };
+export class CompactionGuard {
+  private state: GuardState | undefined;
+
+  constructor(
+    private readonly budget: () => GuardBudget,
+    private readonly fromLog: () => GuardState = () => INITIAL_GUARD,
+  ) {}
+
+  /** The guard as it stands. */
+  current(): GuardState {
+    return this.state ?? this.fromLog();
+  }
+
+  /** An agent's turn starts: the overflow retries of the last one are forgotten. */
+  startTurn(): void {
+    this.state = beginTurn(this.current());
+  }
+
+  /** Whether to compact now, at `moment`. Deciding to retry an overflow counts the retry. */
+  decide(moment: CompactionMoment): CompactionDecision {
+    const decision = decideCompaction(this.budget(), this.current(), moment);
+    if (moment.at === 'overflow' && decision.kind === 'compact') this.state = noteOverflowRetry(this.current());
+    return decision;
+  }
+
+  /** A compaction for `reason` was applied; only automatic ones (threshold and overflow) are held against the next. */
+  noteCompaction(reason: CompactionReason, lowGain: boolean): void {
+    if (reason !== 'threshold' && reason !== 'overflow') return;
+    this.state = noteCompaction(this.current(), lowGain);
+  }
+}
+
+/** What a cold cache lets Longrun do before the next request. */
+export type ColdCompaction =
+  | { readonly kind: 'none'; readonly reason: string }
+  /** Prune what is no longer needed; `applyAhead`: apply the summary prepared ahead first. */
+  | { readonly kind: 'prune'; readonly applyAhead: boolean };
+
+export interface ColdMoment {
+  /** `longrun.cache.coldCompaction`. */
+  readonly enabled: boolean;
+  readonly cache: CacheState;
+  /** When the conversation's last request was sent. */
+  readonly lastRequestAt: number | undefined;
+  /** When a compaction for an expired cache was last applied, if ever. */
+  readonly lastColdAt: number | undefined;
+  /** A turn is under way: its requests follow each other, and a compaction now would break its cache. */
+  readonly midTurn: boolean;
+  readonly level: BudgetLevel;
+  /** A summary prepared ahead is ready to apply. */
+  readonly aheadReady: boolean;
+  /** A summary is being prepared ahead: a pruning now would leave it nothing to apply to. */
+  readonly aheadRunning: boolean;
+}
+
+/**
+ * The rule for a cold cache, asked at the start of a turn: the time-based trigger of compaction, made
+ * useful. It never calls a summarizer on a timer, runs only when the cache's lifetime has lapsed, at
+ * the start of a turn (never in the middle of one), and once per lapse.
+ */
+export function decideColdCompaction(moment: ColdMoment): ColdCompaction {
+  if (!moment.enabled) return { kind: 'none', reason: 'longrun.cache.coldCompaction is off' };
+  if (moment.midTurn) return { kind: 'none', reason: 'a turn is under way' };
+  if (moment.cache.kind !== 'expired')
+    return { kind: 'none', reason: moment.cache.kind === 'warm' ? 'the cache is still warm' : "the cache's lifetime is unknown" };
+  if (moment.lastColdAt !== undefined && moment.lastRequestAt !== undefined && moment.lastColdAt >= moment.lastRequestAt) {
+    return { kind: 'none', reason: 'already done since the last request' };
+  }
+  const past = moment.level === 'warning' || moment.level === 'critical' || moment.level === 'over';
+  if (moment.aheadRunning && !moment.aheadReady && past) return { kind: 'none', reason: 'a summary being prepared would no longer apply' };
+  return { kind: 'prune', applyAhead: moment.aheadReady && past };
 }
 
 /**

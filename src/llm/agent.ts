@@ -10,15 +10,7 @@ import {
 } from 'ai';
 import type { BudgetAssessment } from '../core/budget';
 import type { CompactionOutcome } from '../core/compaction';
-import {
-  beginTurn,
-  decideCompaction,
-  mayRetryOverflow,
-  noteCompaction,
-  noteOverflowRetry,
-  stopsForLoop,
-  type GuardState,
-} from '../core/compaction-guard';
+import { stopsForLoop, type CompactionDecision, type CompactionMoment } from '../core/compaction-guard';
 import { hasMarker, mark } from '../core/errors';
 import type { CompactionReason, ConversationLog, LogRecord } from '../core/history';
 import { text, type Message } from '../core/messages';
@@ -53,6 +45,11 @@ export interface AgentConversation {
   append(records: readonly LogRecord[]): Promise<void>;
   /** The budget of the model's current view. */
   assess(): BudgetAssessment;
+  /**
+   * The conversation's anti-loop guard (see `CompactionGuard`): the agent says when its turn starts and
+   * asks it at each moment whether to compact; the conversation notes the compactions it makes.
+   */
+  readonly guard: { startTurn(): void; decide(moment: CompactionMoment): CompactionDecision };
   /**
    * Compacts the conversation now. `stated` is the window a provider named in an overflow error
    * (or the one a cut prompt suggests), when there is one: smaller than the declared window, it is
@@ -100,8 +97,6 @@ export interface AgentTurnOptions {
   readonly signal: AbortSignal;
   readonly conversation: AgentConversation;
   readonly ui: AgentUi;
-  /** Anti-loop state carried from turn to turn. */
-  readonly guard: GuardState;
   readonly overflowRetriesPerTurn: number;
   /** The AI SDK's telemetry option (`{ isEnabled: false }` when tracing is off). */
   readonly telemetry?: TelemetryOptions;
@@ -151,7 +146,6 @@ export interface AgentTurnResult {
   readonly usage: TurnUsage;
   readonly finishReason: string;
   readonly compactions: number;
-  readonly guard: GuardState;
   /** Set when the turn ended on an error that was not recovered from. */
   readonly error?: unknown;
   readonly cancelled: boolean;
@@ -167,7 +161,8 @@ export interface TurnUsage {
 
 export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurnResult> {
   const { conversation, ui, signal } = options;
-  let guard = beginTurn(options.guard);
+  const guard = conversation.guard;
+  guard.startTurn();
   let stepsDone = 0;
   let usage: TurnUsage = { inputTokens: 0, outputTokens: 0 };
   let compactions = 0;
@@ -192,7 +187,6 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     ui.compacted(outcome, reason);
     if (outcome.status === 'compacted') {
       compactions++;
-      guard = noteCompaction(guard, outcome.compaction.lowGain);
       // Only a summary counts: a pruning alone calls no model and loses nothing the view does not
       // hold again, so it neither starts nor ends a loop.
       if (outcome.compaction.entry) {
@@ -207,7 +201,6 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     usage,
     finishReason: 'compaction-loop',
     compactions,
-    guard,
     cancelled: false,
     compactionLoop: true,
   });
@@ -236,7 +229,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   };
 
   const beforeStep = async (): Promise<void> => {
-    const decision = decideCompaction(conversation.assess(), guard, { confirm: ui.confirmCompaction !== undefined, asked, declined });
+    const decision = guard.decide({ at: 'before-request', confirm: ui.confirmCompaction !== undefined, asked, declined });
     switch (decision.kind) {
       case 'blocked':
         ui.notice(`Not compacting automatically: ${decision.reason}.`);
@@ -260,7 +253,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
   };
 
   for (;;) {
-    if (signal.aborted) return { steps: stepsDone, usage, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    if (signal.aborted) return { steps: stepsDone, usage, finishReason: 'cancelled', compactions, cancelled: true };
     const attempt = await runSteps(options, options.maxSteps - stepsDone, beforeStep, {
       steps: stepsDone,
       tokens: usage.inputTokens + usage.outputTokens,
@@ -268,31 +261,30 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     stepsDone += attempt.steps;
     usage = { inputTokens: usage.inputTokens + attempt.usage.inputTokens, outputTokens: usage.outputTokens + attempt.usage.outputTokens };
     finishReason = attempt.finishReason;
-    if (attempt.error === undefined) return { steps: stepsDone, usage, finishReason, compactions, guard, cancelled: false };
-    if (signal.aborted) return { steps: stepsDone, usage, finishReason: 'cancelled', compactions, guard, cancelled: true };
+    if (attempt.error === undefined) return { steps: stepsDone, usage, finishReason, compactions, cancelled: false };
+    if (signal.aborted) return { steps: stepsDone, usage, finishReason: 'cancelled', compactions, cancelled: true };
     if (loop) return stoppedForLoop();
     // Compacted as hard as it can be and still over the window: sending it would only be refused.
     if (OverWindow.isInstance(attempt.error))
-      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, error: attempt.error, cancelled: false };
 
     const truncation = attempt.error instanceof SilentTruncation ? attempt.error : undefined;
     const overflow = truncation
       ? { limit: truncation.statedWindow, why: 'suggested by a prompt the server cut', lowerBound: true }
       : statedOverflow(attempt.error);
-    if (!overflow) return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
+    if (!overflow) return { steps: stepsDone, usage, finishReason: 'error', compactions, error: attempt.error, cancelled: false };
     if (truncation) ui.notice(describeTruncation(truncation.verdict, options.truncationAdvice));
-    const verdict = mayRetryOverflow(guard, options.overflowRetriesPerTurn);
-    if (!verdict.allowed || stepsDone >= options.maxSteps) {
+    const retry = stepsDone < options.maxSteps ? guard.decide({ at: 'overflow', retriesPerTurn: options.overflowRetriesPerTurn }) : undefined;
+    if (retry?.kind !== 'compact') {
       ui.notice(
-        `The model's context window overflowed and Longrun will not retry: ${verdict.allowed ? 'the step limit was reached' : verdict.reason}.`,
+        `The model's context window overflowed and Longrun will not retry: ${retry?.kind === 'blocked' ? retry.reason : 'the step limit was reached'}.`,
       );
-      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: false };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, error: attempt.error, cancelled: false };
     }
     if (declined) ui.notice("The request no longer fits the model's window, so Longrun compacts now although you chose not to.");
-    guard = noteOverflowRetry(guard);
     const outcome = await compactNow('overflow', overflow.limit !== undefined ? { ...overflow, limit: overflow.limit } : undefined);
     if (outcome.status !== 'compacted') {
-      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, error: attempt.error, cancelled: signal.aborted };
     }
     if (loop) return stoppedForLoop();
     // The retried request is measured again before it is sent.
@@ -300,7 +292,7 @@ export async function runAgentTurn(options: AgentTurnOptions): Promise<AgentTurn
     if (loop) return stoppedForLoop();
     if (!fitted && (signal.aborted || knownTooLarge())) {
       if (!signal.aborted) ui.notice(OverWindow.describe(conversation.assess()));
-      return { steps: stepsDone, usage, finishReason: 'error', compactions, guard, error: attempt.error, cancelled: signal.aborted };
+      return { steps: stepsDone, usage, finishReason: 'error', compactions, error: attempt.error, cancelled: signal.aborted };
     }
   }
 }

@@ -1,10 +1,9 @@
 import {
-  decideCompaction,
+  CompactionGuard,
   guardAfter,
   maySummarize,
   noteSummary,
   restNotice,
-  type GuardState,
   type SummaryResult,
   type SummaryStreak,
 } from '../../core/compaction-guard';
@@ -13,7 +12,6 @@ import type { CompactionConfig } from '../../core/config';
 import type { ContextWindow } from '../../core/context-window';
 import { keepRecentTokens } from '../../core/cut-point';
 import type { EngineMemo } from '../../core/engine-memo';
-import { errorText } from '../../core/errors';
 import { summaryMessage, type CompactionEntry, type CompactionReason, type LogRecord } from '../../core/history';
 import type { Message } from '../../core/messages';
 import type { Summarizer, SummaryUsage } from '../../core/ports';
@@ -22,18 +20,11 @@ import { IN_THREAD_ENGINE } from './compaction-engine';
 import type { CompactOptions, ConversationDeps } from '../conversation/conversation-deps';
 import type { ConversationMeter, ModelContext } from '../conversation/conversation-meter';
 import { ledgersAtApply } from './ledgers-at-apply';
+import { SummaryAhead, type AheadState } from './summary-ahead';
 import { withSummary } from './summary-edit';
 
 /** Why a compaction cannot run without a model to write its summary, and what to do. */
 const NO_SUMMARIZER = 'No model is available to write the summary. Pick a model in the chat, or set longrun.compaction.model.';
-
-/** A threshold compaction computed ahead of need, from a snapshot taken past the warning level. */
-interface Ahead {
-  readonly promise: Promise<CompactionOutcome>;
-  readonly controller: AbortController;
-  /** Its summary is computed (or it failed): applying it waits for nothing. */
-  settled: boolean;
-}
 
 /** What the compactor reads of its conversation and how it writes to it. */
 export interface CompactorSource {
@@ -60,25 +51,23 @@ export interface CompactorSource {
  */
 export class ConversationCompactor {
   private compacting: Promise<CompactionOutcome> | undefined;
-  private ahead: Ahead | undefined;
-  /** The anti-loop guard, as the turns of this session left it; made from the log when absent. */
-  private guardState: GuardState | undefined;
+  /** The threshold compaction computed ahead of need, from a snapshot taken past the warning level. */
+  private readonly ahead = new SummaryAhead();
+  /** The anti-loop guard: as the turns of this session left it; until the first, as the log leaves it. */
+  readonly guard: CompactionGuard;
   /** How the summarizer did in this session's compactions: one that keeps failing is not asked every time. */
   private streak: SummaryStreak | undefined;
   /** What the chat is to be told, once, about the summarizer (see `takeNotice`). */
   private notice: string | undefined;
 
-  constructor(private readonly source: CompactorSource) {}
-
-  /** The anti-loop guard: as the last turn left it, or, after a reload, as the log leaves it. */
-  guard(): GuardState {
-    if (this.guardState) return this.guardState;
-    const last = this.lastCompaction();
-    return guardAfter(last, last?.lowGain ? this.userMessagesSince(last.id) : 0);
-  }
-
-  setGuard(guard: GuardState): void {
-    this.guardState = guard;
+  constructor(private readonly source: CompactorSource) {
+    this.guard = new CompactionGuard(
+      () => source.meter.assess(),
+      () => {
+        const last = this.lastCompaction();
+        return guardAfter(last, last?.lowGain ? this.userMessagesSince(last.id) : 0);
+      },
+    );
   }
 
   /**
@@ -95,20 +84,19 @@ export class ConversationCompactor {
     return this.compacting !== undefined;
   }
 
-  /** Whether a summary is being prepared ahead of need (for the gauge and tests). */
+  /** Whether a summary is being prepared ahead of need or is ready (for the gauge and tests). */
   isSummarizingAhead(): boolean {
-    return this.ahead !== undefined;
+    return this.ahead.pending();
   }
 
-  /** Whether a summary is being prepared ahead, and whether it is ready to apply. */
-  aheadState(): { readonly running: boolean; readonly ready: boolean } {
-    return { running: this.ahead !== undefined, ready: this.ahead?.settled === true };
+  /** Where the summary prepared ahead stands (see `SummaryAhead`). */
+  aheadState(): AheadState {
+    return this.ahead.state();
   }
 
   /** Drops a summary prepared ahead (the conversation was left, or undone past it). */
   cancelAhead(): void {
-    this.ahead?.controller.abort();
-    this.ahead = undefined;
+    this.ahead.cancel();
   }
 
   /**
@@ -127,10 +115,15 @@ export class ConversationCompactor {
           return outcome;
         })
       : this.runCompaction(reason, options);
-    const run = traced.finally(() => {
-      this.compacting = undefined;
-      this.source.changed();
-    });
+    const run = traced
+      .then((outcome) => {
+        if (outcome.status === 'compacted') this.guard.noteCompaction(reason, outcome.compaction.lowGain);
+        return outcome;
+      })
+      .finally(() => {
+        this.compacting = undefined;
+        this.source.changed();
+      });
     this.compacting = run;
     this.source.changed();
     return run;
@@ -142,24 +135,15 @@ export class ConversationCompactor {
    * applied at once. One at a time; a compaction, an undo or a new conversation ends it.
    */
   summarizeAheadIfDue(): void {
-    const { deps, meter } = this.source;
-    if (this.ahead || this.compacting || !deps.summarizeAhead?.() || !deps.config().autoCompact) return;
-    const budget = meter.assess();
-    if (decideCompaction(budget, this.guard(), { confirm: false, ahead: true }).kind !== 'ahead') return;
-    // The last compaction could not get below the warning level: summarizing again now would only churn.
+    const { deps } = this.source;
+    if (this.ahead.pending() || this.compacting || !deps.summarizeAhead?.() || !deps.config().autoCompact) return;
     const last = this.lastCompaction();
-    if (last && last.tokensAfter >= budget.warningAt && this.userMessagesSince(last.id) === 0) return;
-    const controller = new AbortController();
-    const ahead: Ahead = {
-      promise: this.computeAhead(controller.signal)
-        .catch((error: unknown): CompactionOutcome => ({ status: 'failed', reason: errorText(error) }))
-        .finally(() => {
-          ahead.settled = true;
-        }),
-      controller,
-      settled: false,
-    };
-    this.ahead = ahead;
+    const moment = {
+      at: 'ahead',
+      ...(last ? { last: { tokensAfter: last.tokensAfter, messagesSince: () => this.userMessagesSince(last.id) } } : {}),
+    } as const;
+    if (this.guard.decide(moment).kind !== 'ahead') return;
+    this.ahead.start((signal) => this.computeAhead(signal));
   }
 
   private lastCompaction(): CompactionEntry | undefined {
@@ -186,7 +170,7 @@ export class ConversationCompactor {
     const { deps, meter } = this.source;
     const summarizer = await deps.summarizer();
     if (!summarizer) {
-      if (this.ahead?.controller.signal === signal) this.ahead = undefined;
+      this.ahead.abandon(signal);
       return { status: 'failed', reason: NO_SUMMARIZER };
     }
     if (signal.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled.' };
@@ -208,23 +192,27 @@ export class ConversationCompactor {
 
   private async runCompaction(reason: CompactionReason, options: CompactOptions): Promise<CompactionOutcome> {
     if (reason === 'cache-expired') return this.runColdCompaction(options);
-    const ahead = this.ahead;
-    this.ahead = undefined;
+    const ahead = this.ahead.take();
     // A summary prepared ahead serves the threshold, and a manual compaction without focus; an
     // overflow (perhaps a smaller window) or a focus needs one of its own. A pruning alone prepared
     // ahead is made again now, when it costs no more and sees what came since.
     if (ahead && !options.keepLess && (reason === 'threshold' || (reason === 'manual' && !options.focus))) {
-      const ready = await ahead.promise;
+      const ready = await ahead.outcome;
       // Prepared on an older snapshot, it may cover too little of the log as it grew: made again then.
       if (ready.status === 'compacted' && ready.compaction.entry && !this.staleAhead(ready.compaction)) {
         const reviewed = await this.reviewed(ready, options);
-        if (reviewed.status !== 'compacted') return reviewed;
+        if (reviewed.status !== 'compacted') {
+          ahead.stale();
+          return reviewed;
+        }
         const applied = await this.applyComputed(reviewed, reason);
-        if (applied) return applied;
+        if (applied) {
+          ahead.applied();
+          return applied;
+        }
       }
-    } else {
-      ahead?.controller.abort();
     }
+    ahead?.stale();
     const { deps, meter } = this.source;
     const summarizer = await deps.summarizer();
     if (!summarizer) return { status: 'failed', reason: NO_SUMMARIZER };
@@ -246,14 +234,17 @@ export class ConversationCompactor {
    * (and it still frees enough), else the pruning of every output no longer needed. No summarizer is asked.
    */
   private async runColdCompaction(options: CompactOptions): Promise<CompactionOutcome> {
-    const ahead = this.ahead;
-    if (ahead && options.applyAhead && ahead.settled) {
-      this.ahead = undefined;
-      const ready = await ahead.promise;
+    const ahead = options.applyAhead && this.ahead.state() === 'ready' ? this.ahead.take() : undefined;
+    if (ahead) {
+      const ready = await ahead.outcome;
       if (ready.status === 'compacted' && ready.compaction.entry && !this.staleAhead(ready.compaction)) {
         const applied = await this.applyComputed(ready, 'cache-expired');
-        if (applied) return applied;
+        if (applied) {
+          ahead.applied();
+          return applied;
+        }
       }
+      ahead.stale();
     }
     const { deps, meter } = this.source;
     const model = deps.model();

@@ -1,6 +1,7 @@
 import type { BudgetAssessment, UsageBreakdown } from '../../core/budget';
 import { branchLog, onTurn } from '../../core/branches';
-import type { GuardState } from '../../core/compaction-guard';
+import type { CompactionGuard } from '../../core/compaction-guard';
+import type { AheadState } from '../compaction/summary-ahead';
 import type { CompactionOutcome } from '../../core/compaction';
 import type { EngineMemo } from '../../core/engine-memo';
 import {
@@ -276,13 +277,9 @@ export class Conversation {
     return this.meter.live().entries().at(-1);
   }
 
-  /** The anti-loop guard: as the last turn left it, or, after a reload, as the log leaves it. */
-  guard(): GuardState {
-    return this.compactor.guard();
-  }
-
-  setGuard(guard: GuardState): void {
-    this.compactor.setGuard(guard);
+  /** The anti-loop guard, which its compactor advances: callers name their moment (see `CompactionGuard`). */
+  guard(): CompactionGuard {
+    return this.compactor.guard;
   }
 
   /** The last compaction in force as the user asked for it: a summary, a pruning, or both (see `lastStep`). */
@@ -401,8 +398,8 @@ export class Conversation {
     return this.compactor.isSummarizingAhead();
   }
 
-  /** Whether a summary is being prepared ahead, and whether it is ready to apply. */
-  aheadState(): { readonly running: boolean; readonly ready: boolean } {
+  /** Where the summary prepared ahead stands: idle, preparing, ready, stale or applied (see `SummaryAhead`). */
+  aheadState(): AheadState {
     return this.compactor.aheadState();
   }
 

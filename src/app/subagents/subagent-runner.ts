@@ -1,5 +1,4 @@
 import type { LanguageModel, TelemetryOptions } from 'ai';
-import { INITIAL_GUARD } from '../../core/compaction-guard';
 import type { CompactionConfig } from '../../core/config';
 import { errorText } from '../../core/errors';
 import type { LogRecord, SubagentEnding, SubagentEvent } from '../../core/log';
@@ -228,9 +227,9 @@ class SubagentWork {
         },
         requestBasis: () => conversation.requestBasis(),
         newId: deps.newId,
+        guard: conversation.guard(),
       },
       ui: QUIET_UI,
-      guard: INITIAL_GUARD,
       overflowRetriesPerTurn: settings.compaction.overflowRetriesPerTurn,
       ...(deps.telemetry ? { telemetry: deps.telemetry(this.id) } : {}),
       ...(maxOutputTokens !== undefined ? { maxOutputTokens: () => maxOutputTokens } : {}),

@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LanguageModel, ToolSet } from 'ai';
 import type { CompactionOutcome } from '../../core/compaction';
-import { decideCompaction, noteCompaction } from '../../core/compaction-guard';
 import { errorText } from '../../core/errors';
 import { fileChange } from '../../core/file-changes';
 import { lastUsage, type CompactionReason, type LogRecord } from '../../core/history';
@@ -475,11 +474,11 @@ export class TurnController {
         newId: () => models.newId(),
         stableEnd: () => conversation.stableEnd(),
         log: () => conversation.log(),
+        guard: conversation.guard(),
       },
       cacheHints,
       now: this.deps.now,
       ui: this.agentUi(conversation, chat, state),
-      guard: conversation.guard(),
       overflowRetriesPerTurn: settings().compaction.overflowRetriesPerTurn,
       // Always explicit: with tracing off this also keeps integrations other extensions register away from Longrun's calls.
       telemetry: models.telemetry().settings('longrun.agent', { 'longrun.conversation': conversation.id }),
@@ -520,7 +519,6 @@ export class TurnController {
   /** What the chat is told once the agent's turn is over, and the compaction it may leave for the background. */
   private ended(conversation: Conversation, result: Awaited<ReturnType<typeof runAgentTurn>>, chat: NoticeSurface): TurnResult {
     const { models, settings } = this.deps;
-    conversation.setGuard(result.guard);
     models.observeUsage(lastUsage(conversation.log()));
     this.dialog.settleAll();
     this.compactInBackgroundIfNeeded(conversation);
@@ -686,13 +684,10 @@ export class TurnController {
   private compactInBackgroundIfNeeded(conversation: Conversation): void {
     if (conversation.isCompacting()) return;
     // With confirmation on, the next turn asks in the chat: only a compaction that needs no question runs here.
-    const decision = decideCompaction(conversation.assess(), conversation.guard(), { confirm: this.deps.settings().requireConfirmation });
+    const decision = conversation.guard().decide({ at: 'end-of-turn', confirm: this.deps.settings().requireConfirmation });
     if (decision.kind !== 'compact') return;
     void this.compactForAgent(conversation, 'threshold', new AbortController().signal).then(
-      (outcome) => {
-        this.deps.reporter.report(outcome, 'threshold');
-        if (outcome.status === 'compacted') conversation.setGuard(noteCompaction(conversation.guard(), outcome.compaction.lowGain));
-      },
+      (outcome) => this.deps.reporter.report(outcome, 'threshold'),
       (error: unknown) => this.deps.log.warn(`The compaction in the background failed: ${errorText(error)}`),
     );
   }

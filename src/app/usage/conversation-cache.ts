@@ -1,11 +1,5 @@
-import {
-  cacheLifetimeMs,
-  cacheState,
-  decideColdCompaction,
-  type CacheLifetimeSettings,
-  type CacheState,
-  type ColdCompaction,
-} from '../../core/cache-lifetime';
+import { cacheLifetimeMs, cacheState, type CacheLifetimeSettings, type CacheState } from '../../core/cache-lifetime';
+import { decideColdCompaction, type ColdCompaction } from '../../core/compaction-guard';
 import { isAgentUsage, type ConversationLog } from '../../core/history';
 import type { ReportedUsage } from '../../core/log';
 import type { CostBreakdown } from '../../core/usage-cost';
@@ -166,8 +160,8 @@ export function coldCompactionOf(
     lastColdAt: lastColdCompactionAt(records),
     midTurn,
     level: conversation.assess().level,
-    aheadReady: ahead.ready,
-    aheadRunning: ahead.running,
+    aheadReady: ahead === 'ready',
+    aheadRunning: ahead === 'preparing' || ahead === 'ready',
   });
   return { decision, since: cache.since };
 }

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import fc from 'fast-check';
-import { cacheLifetimeMs, cacheState, decideColdCompaction, type ColdMoment } from '../../../src/core/cache-lifetime';
+import { cacheLifetimeMs, cacheState } from '../../../src/core/cache-lifetime';
 import { EngineMemo } from '../../../src/core/engine-memo';
 import { computeColdPruning } from '../../../src/core/compaction';
 import { modelView, stablePartEnd, type LogRecord } from '../../../src/core/history';
@@ -27,61 +26,6 @@ describe('cache lifetime: how long each provider keeps the conversation', () => 
     assert.deepEqual(cacheState(1_000, 5 * MINUTE, 1_000 + 5 * MINUTE), { kind: 'expired', since: 1_000 + 5 * MINUTE });
     assert.deepEqual(cacheState(undefined, 5 * MINUTE, 1), { kind: 'unknown' });
     assert.deepEqual(cacheState(1_000, undefined, 10 * MINUTE), { kind: 'unknown' });
-  });
-});
-
-const moment = (over: Partial<ColdMoment> = {}): ColdMoment => ({
-  enabled: true,
-  cache: { kind: 'expired', since: 10 * MINUTE },
-  lastRequestAt: 5 * MINUTE,
-  lastColdAt: undefined,
-  midTurn: false,
-  level: 'ok',
-  aheadReady: false,
-  aheadRunning: false,
-  ...over,
-});
-
-describe('a cold cache is a free compaction', () => {
-  it('prunes once the cache has expired, at the start of a turn', () => {
-    assert.deepEqual(decideColdCompaction(moment()), { kind: 'prune', applyAhead: false });
-  });
-
-  it('never while the cache is warm or its lifetime unknown, never in the middle of a turn, never when turned off', () => {
-    assert.equal(decideColdCompaction(moment({ cache: { kind: 'warm', expiresAt: 20 * MINUTE } })).kind, 'none');
-    assert.equal(decideColdCompaction(moment({ cache: { kind: 'unknown' } })).kind, 'none');
-    assert.equal(decideColdCompaction(moment({ midTurn: true })).kind, 'none');
-    assert.equal(decideColdCompaction(moment({ enabled: false })).kind, 'none');
-  });
-
-  it('applies once per lapse: not again before the next request', () => {
-    assert.equal(decideColdCompaction(moment({ lastColdAt: 11 * MINUTE })).kind, 'none');
-    assert.equal(decideColdCompaction(moment({ lastColdAt: 4 * MINUTE })).kind, 'prune', 'an earlier lapse');
-  });
-
-  it('applies a summary prepared ahead only past the warning level and when it is ready; never breaks one being made', () => {
-    assert.deepEqual(decideColdCompaction(moment({ level: 'warning', aheadReady: true, aheadRunning: true })), { kind: 'prune', applyAhead: true });
-    assert.deepEqual(decideColdCompaction(moment({ level: 'ok', aheadReady: true, aheadRunning: true })), { kind: 'prune', applyAhead: false });
-    assert.equal(decideColdCompaction(moment({ level: 'critical', aheadReady: false, aheadRunning: true })).kind, 'none');
-  });
-
-  it('property: compacts only when enabled, expired, at a turn’s start and not yet since the last request', () => {
-    fc.assert(
-      fc.property(
-        fc.boolean(),
-        fc.boolean(),
-        fc.integer({ min: 0, max: 60 }),
-        fc.option(fc.integer({ min: 0, max: 60 }), { nil: undefined }),
-        fc.integer({ min: 0, max: 120 }),
-        (enabled, midTurn, last, cold, now) => {
-          const lifetime = 5;
-          const cache = cacheState(last, lifetime, now);
-          const decision = decideColdCompaction(moment({ enabled, midTurn, lastRequestAt: last, lastColdAt: cold, cache }));
-          const expected = enabled && !midTurn && now >= last + lifetime && (cold === undefined || cold < last);
-          assert.equal(decision.kind === 'prune', expected);
-        },
-      ),
-    );
   });
 });
 

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   beginTurn,
+  CompactionGuard,
+  decideColdCompaction,
   decideCompaction,
   guardAfter,
   INITIAL_GUARD,
@@ -16,8 +18,10 @@ import {
   restNotice,
   stopsForLoop,
   SUMMARY_FAILURES_TO_REST,
+  type ColdMoment,
   type SummaryStreak,
 } from '../../../src/core/compaction-guard';
+import { cacheState } from '../../../src/core/cache-lifetime';
 import type { CompactionReason, LogRecord } from '../../../src/core/history';
 import { compactionRecord } from '../fixtures/compaction-entry';
 
@@ -62,32 +66,81 @@ describe('anti-loop guard', () => {
 });
 
 describe('deciding whether to compact', () => {
-  const at = (level: 'ok' | 'warning' | 'critical' | 'over') => ({ level, shouldCompact: level === 'critical' || level === 'over' });
+  const at = (level: 'ok' | 'warning' | 'critical' | 'over') => ({
+    level,
+    shouldCompact: level === 'critical' || level === 'over',
+    warningAt: 7_000,
+  });
   const waiting = noteCompaction(beginTurn(INITIAL_GUARD), true);
+  const beforeRequest = (confirm: boolean, asked = false, declined = false) => ({ at: 'before-request', confirm, asked, declined }) as const;
 
-  it('compacts at the compaction point, asks first once when the user wants to be asked, and never after "Not now"', () => {
-    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { confirm: false }), { kind: 'compact' });
-    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { confirm: true }), { kind: 'ask' });
-    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { confirm: true, asked: true }), { kind: 'none' });
-    assert.deepEqual(decideCompaction(at('over'), INITIAL_GUARD, { confirm: false, declined: true }), { kind: 'none' });
+  it('before a request: compacts at the compaction point, asks first once when the user wants to be asked, and never after "Not now"', () => {
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, beforeRequest(false)), { kind: 'compact' });
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, beforeRequest(true)), { kind: 'ask' });
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, beforeRequest(true, true)), { kind: 'none' });
+    assert.deepEqual(decideCompaction(at('over'), INITIAL_GUARD, beforeRequest(false, true, true)), { kind: 'none' });
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, beforeRequest(false)), { kind: 'none' }, 'nothing below the compaction point');
   });
 
   it('says why it waits after a low-gain compaction, except over the window', () => {
-    const blocked = decideCompaction(at('critical'), waiting, { confirm: false });
+    const blocked = decideCompaction(at('critical'), waiting, beforeRequest(false));
     assert.equal(blocked.kind, 'blocked');
     assert.match(blocked.kind === 'blocked' ? blocked.reason : '', /freed too little/);
-    assert.deepEqual(decideCompaction(at('over'), waiting, { confirm: false }), { kind: 'compact' });
+    assert.deepEqual(decideCompaction(at('over'), waiting, beforeRequest(false)), { kind: 'compact' });
+  });
+
+  it('at the end of a turn, compacts in the background only what needs no question and no wait', () => {
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { at: 'end-of-turn', confirm: false }), { kind: 'compact' });
+    assert.deepEqual(decideCompaction(at('critical'), INITIAL_GUARD, { at: 'end-of-turn', confirm: true }), { kind: 'none' }, 'the next turn asks');
+    assert.deepEqual(decideCompaction(at('critical'), waiting, { at: 'end-of-turn', confirm: false }), { kind: 'none' });
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, { at: 'end-of-turn', confirm: false }), { kind: 'none' });
+  });
+
+  it('on overflow, compacts and retries up to the retries allowed per turn, and says why not after', () => {
+    const overflow = { at: 'overflow', retriesPerTurn: 1 } as const;
+    assert.deepEqual(decideCompaction(at('ok'), beginTurn(INITIAL_GUARD), overflow), { kind: 'compact' });
+    const refused = decideCompaction(at('ok'), noteOverflowRetry(beginTurn(INITIAL_GUARD)), overflow);
+    assert.equal(refused.kind, 'blocked');
+    assert.match(refused.kind === 'blocked' ? refused.reason : '', /overflowed the context window again after 1 compaction in this turn/);
   });
 
   it('in the background, prepares a summary ahead past the warning level, at the compaction point too, and nothing below it', () => {
-    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, { confirm: false, ahead: true }), { kind: 'ahead' });
-    assert.deepEqual(decideCompaction(at('critical'), waiting, { confirm: true, ahead: true }), { kind: 'ahead' });
-    assert.deepEqual(decideCompaction(at('ok'), INITIAL_GUARD, { confirm: false, ahead: true }), { kind: 'none' });
-    assert.deepEqual(
-      decideCompaction(at('warning'), INITIAL_GUARD, { confirm: false }),
-      { kind: 'none' },
-      'at a step, nothing below the compaction point',
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, { at: 'ahead' }), { kind: 'ahead' });
+    assert.deepEqual(decideCompaction(at('critical'), waiting, { at: 'ahead' }), { kind: 'ahead' });
+    assert.deepEqual(decideCompaction(at('ok'), INITIAL_GUARD, { at: 'ahead' }), { kind: 'none' });
+  });
+
+  it('prepares nothing ahead while the last summary could not get below the warning level and the user has said nothing since', () => {
+    const stuck = (messagesSince: number) => ({ at: 'ahead', last: { tokensAfter: 7_200, messagesSince: () => messagesSince } }) as const;
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, stuck(0)), { kind: 'none' });
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, stuck(1)), { kind: 'ahead' });
+    const below = { at: 'ahead', last: { tokensAfter: 3_000, messagesSince: () => 0 } } as const;
+    assert.deepEqual(decideCompaction(at('warning'), INITIAL_GUARD, below), { kind: 'ahead' });
+  });
+
+  it("the conversation's guard: counts a decided overflow retry, notes only automatic compactions, and is the log's until a turn starts", () => {
+    let budget = at('critical');
+    let fromLog = INITIAL_GUARD;
+    const guard = new CompactionGuard(
+      () => budget,
+      () => fromLog,
     );
+    fromLog = guardAfter({ lowGain: true }, 0);
+    assert.equal(guard.decide(beforeRequest(false)).kind, 'blocked', "before any turn, the log's guard");
+    fromLog = INITIAL_GUARD;
+    guard.startTurn();
+    guard.noteCompaction('manual', true);
+    assert.equal(guard.decide(beforeRequest(false)).kind, 'compact', 'a manual compaction is not held against the next');
+    guard.noteCompaction('threshold', true);
+    assert.equal(guard.decide(beforeRequest(false)).kind, 'blocked');
+    budget = at('over');
+    assert.equal(guard.decide(beforeRequest(false)).kind, 'compact');
+    const overflow = { at: 'overflow', retriesPerTurn: 2 } as const;
+    assert.equal(guard.decide(overflow).kind, 'compact');
+    assert.equal(guard.decide(overflow).kind, 'compact');
+    assert.equal(guard.decide(overflow).kind, 'blocked', 'two retries decided: the third is refused');
+    guard.startTurn();
+    assert.equal(guard.decide(overflow).kind, 'compact', 'a new turn, new retries');
   });
 
   it('keeps waiting after a reload as it would have without one: the rest of the turn and the next turn', () => {
@@ -234,6 +287,63 @@ describe('compaction loops inside a turn', () => {
         }
         assert.ok(run <= 2);
       }),
+    );
+  });
+});
+
+const MINUTE = 60_000;
+
+const moment = (over: Partial<ColdMoment> = {}): ColdMoment => ({
+  enabled: true,
+  cache: { kind: 'expired', since: 10 * MINUTE },
+  lastRequestAt: 5 * MINUTE,
+  lastColdAt: undefined,
+  midTurn: false,
+  level: 'ok',
+  aheadReady: false,
+  aheadRunning: false,
+  ...over,
+});
+
+describe('a cold cache is a free compaction', () => {
+  it('prunes once the cache has expired, at the start of a turn', () => {
+    assert.deepEqual(decideColdCompaction(moment()), { kind: 'prune', applyAhead: false });
+  });
+
+  it('never while the cache is warm or its lifetime unknown, never in the middle of a turn, never when turned off', () => {
+    assert.equal(decideColdCompaction(moment({ cache: { kind: 'warm', expiresAt: 20 * MINUTE } })).kind, 'none');
+    assert.equal(decideColdCompaction(moment({ cache: { kind: 'unknown' } })).kind, 'none');
+    assert.equal(decideColdCompaction(moment({ midTurn: true })).kind, 'none');
+    assert.equal(decideColdCompaction(moment({ enabled: false })).kind, 'none');
+  });
+
+  it('applies once per lapse: not again before the next request', () => {
+    assert.equal(decideColdCompaction(moment({ lastColdAt: 11 * MINUTE })).kind, 'none');
+    assert.equal(decideColdCompaction(moment({ lastColdAt: 4 * MINUTE })).kind, 'prune', 'an earlier lapse');
+  });
+
+  it('applies a summary prepared ahead only past the warning level and when it is ready; never breaks one being made', () => {
+    assert.deepEqual(decideColdCompaction(moment({ level: 'warning', aheadReady: true, aheadRunning: true })), { kind: 'prune', applyAhead: true });
+    assert.deepEqual(decideColdCompaction(moment({ level: 'ok', aheadReady: true, aheadRunning: true })), { kind: 'prune', applyAhead: false });
+    assert.equal(decideColdCompaction(moment({ level: 'critical', aheadReady: false, aheadRunning: true })).kind, 'none');
+  });
+
+  it('property: compacts only when enabled, expired, at a turn’s start and not yet since the last request', () => {
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 60 }),
+        fc.option(fc.integer({ min: 0, max: 60 }), { nil: undefined }),
+        fc.integer({ min: 0, max: 120 }),
+        (enabled, midTurn, last, cold, now) => {
+          const lifetime = 5;
+          const cache = cacheState(last, lifetime, now);
+          const decision = decideColdCompaction(moment({ enabled, midTurn, lastRequestAt: last, lastColdAt: cold, cache }));
+          const expected = enabled && !midTurn && now >= last + lifetime && (cold === undefined || cold < last);
+          assert.equal(decision.kind === 'prune', expected);
+        },
+      ),
     );
   });
 });

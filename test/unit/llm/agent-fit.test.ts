@@ -3,7 +3,7 @@ import { APICallError } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { assessBudget } from '../../../src/core/budget';
 import type { CompactionOutcome } from '../../../src/core/compaction';
-import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
+import { CompactionGuard } from '../../../src/core/compaction-guard';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { text, type Message } from '../../../src/core/messages';
 import { OverWindow, runAgentTurn, type AgentConversation, type AgentUi } from '../../../src/llm/agent';
@@ -25,12 +25,14 @@ function conversationOf(start: number, after: number[]) {
   const reasons: string[] = [];
   const messages: Message[] = [{ id: 'u', role: 'user', content: [text('Write the module.')] }];
   let n = 0;
+  const assess = () => assessBudget(tokens, { limit: LIMIT, source: 'model' }, DEFAULT_CONFIG.trigger);
   const conversation: AgentConversation = {
     view: () => messages,
     append: async (records) => {
       for (const record of records) if (record.type === 'message') messages.push(record.message);
     },
-    assess: () => assessBudget(tokens, { limit: LIMIT, source: 'model' }, DEFAULT_CONFIG.trigger),
+    assess,
+    guard: new CompactionGuard(assess),
     compact: async (reason): Promise<CompactionOutcome> => {
       reasons.push(reason);
       const next = after.shift();
@@ -112,7 +114,6 @@ function turn(conversation: AgentConversation, model: MockLanguageModelV4, shown
     signal: new AbortController().signal,
     conversation,
     ui: shown,
-    guard: INITIAL_GUARD,
     overflowRetriesPerTurn: 1,
   });
 }

@@ -9,7 +9,6 @@ import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { EngineMemo } from '../../../src/core/engine-memo';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
-import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
 import { modelView, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { text } from '../../../src/core/messages';
@@ -128,9 +127,9 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
         compact: (reason, sig) => s.conversation.compact(reason, { signal: sig }),
         requestBasis: () => s.conversation.requestBasis(),
         newId: () => `m${Math.random().toString(36).slice(2)}`,
+        guard: s.conversation.guard(),
       },
       ui: s.ui,
-      guard: INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
       ...extra,
     });

@@ -6,7 +6,6 @@ import { tool, type ToolSet } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
-import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
 import type { LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { text } from '../../../src/core/messages';
@@ -239,9 +238,9 @@ describe('crash or full disk in the middle of a tool loop: the reopened conversa
         compact: (reason, signal) => conversation.compact(reason, { signal }),
         requestBasis: () => conversation.requestBasis(),
         newId: () => `${prefix}-m${++n}`,
+        guard: conversation.guard(),
       },
       ui: new QuietUi(),
-      guard: INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
     });
     return { result, refusals, calls: model.doStreamCalls.length };

@@ -6,7 +6,6 @@ import { APICallError, tool, type ToolSet } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
-import { INITIAL_GUARD, type GuardState } from '../../../src/core/compaction-guard';
 import { summaryMessage, type CompactionEntry } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { text, type Message } from '../../../src/core/messages';
@@ -79,7 +78,8 @@ describe('long agentic turns on small windows', () => {
     sizeOf: (i: number) => number;
     ahead?: boolean;
     earlier?: readonly Message[];
-    guard?: GuardState;
+    /** The last compaction, in the turn before this one, freed too little (automatic compaction waits). */
+    afterLowGain?: boolean;
     pruning?: boolean;
     /** The step at which the model writes a new file of `tokens` tokens instead of reading one. */
     write?: { readonly at: number; readonly tokens: number };
@@ -195,6 +195,8 @@ describe('long agentic turns on small windows', () => {
       },
       notice: () => undefined,
     };
+    // As the compactor notes it: a low-gain automatic compaction in the turn before this one.
+    if (options.afterLowGain) conversation.guard().noteCompaction('threshold', true);
     const result = await runAgentTurn({
       model,
       system: 'You are a test agent.',
@@ -209,9 +211,9 @@ describe('long agentic turns on small windows', () => {
         requestBasis: () => conversation.requestBasis(),
         newId: () => `m${++n}`,
         ...(options.loopRule ? { log: () => conversation.log() } : {}),
+        guard: conversation.guard(),
       },
       ui,
-      guard: options.guard ?? INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
     });
     const log = conversation.log();
@@ -348,8 +350,7 @@ describe('long agentic turns on small windows', () => {
   });
 
   it('compacts over the window although the last compaction freed little', async () => {
-    const lowGain: GuardState = { turn: 1, overflowRetries: 0, lowGainTurn: 1 };
-    const run = await play({ limit: 28_672, overhead: 6_000, reads: 12, sizeOf: () => 4_000, guard: lowGain });
+    const run = await play({ limit: 28_672, overhead: 6_000, reads: 12, sizeOf: () => 4_000, afterLowGain: true });
     assert.equal(run.error, undefined, String(run.error));
     assert.equal(run.overflows, 0, 'no request was refused');
   });

@@ -7,7 +7,6 @@ import { z } from 'zod';
 import type { Conversation } from '../../../src/app/conversation/conversation';
 import { PlanKeeper } from '../../../src/app/plan/plan-keeper';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
 import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config';
 import { isSummaryMessage } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -110,9 +109,9 @@ describe('a long turn compacted in its middle goes on from its plan', () => {
         requestBasis: () => s.conversation.requestBasis(),
         newId: () => `m${Math.random().toString(36).slice(2)}`,
         log: () => s.conversation.log(),
+        guard: s.conversation.guard(),
       },
       ui: s.ui,
-      guard: INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
     });
     return { result, model };

@@ -5,7 +5,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenRouter } from '@openrouter/ai-sdk-provider';
 import { tool, type LanguageModel } from 'ai';
 import { z } from 'zod';
-import { INITIAL_GUARD } from '../../../src/core/compaction-guard';
+import { CompactionGuard } from '../../../src/core/compaction-guard';
 import type { LogRecord } from '../../../src/core/history';
 import type { ReportedUsage } from '../../../src/core/log';
 import type { Message, Part } from '../../../src/core/messages';
@@ -221,6 +221,7 @@ function conversationOf(history: readonly Message[], stableEnd?: string): AgentC
       shouldCompact: false,
       explanation: '',
     }),
+    guard: new CompactionGuard(() => ({ level: 'ok', shouldCompact: false, warningAt: 150_000 })),
     compact: async () => ({ status: 'noop', reason: 'not in this test' }),
     requestBasis: () => ({ basis: 'c1', localTokens: 100 }),
     newId: () => `n${++id}`,
@@ -244,7 +245,6 @@ async function recordedUsage(
     signal: new AbortController().signal,
     conversation,
     ui: quietUi,
-    guard: INITIAL_GUARD,
     overflowRetriesPerTurn: 1,
     cacheHints: () => hints,
     now: () => 1_700_000_000_000,
@@ -404,7 +404,6 @@ describe('provider usage: what each provider’s package reports, as Longrun rec
       signal: new AbortController().signal,
       conversation,
       ui: quietUi,
-      guard: INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
       cacheHints: () => ({ provider: 'openai-compatible', ttl: '5m' }),
     });
@@ -433,7 +432,6 @@ describe('provider usage: what each provider’s package reports, as Longrun rec
       signal: new AbortController().signal,
       conversation,
       ui: quietUi,
-      guard: INITIAL_GUARD,
       overflowRetriesPerTurn: 1,
       cacheHints: () => hints,
       now: () => 1_700_000_000_000,
