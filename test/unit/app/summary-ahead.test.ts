@@ -76,67 +76,70 @@ describe('the summary prepared ahead', () => {
   it('property: any sequence of events keeps one summary at most, taken at most once, in the state its events say', async () => {
     type Event = 'start' | 'settle' | 'take' | 'applied' | 'stale' | 'cancel';
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.constantFrom<Event>('start', 'settle', 'take', 'applied', 'stale', 'cancel'), { maxLength: 30 }), async (events) => {
-        const ahead = new SummaryAhead();
-        // The oracle: the state as the diagram says, with the job under way and the one taken.
-        let expected = 'idle' as AheadState;
-        let jobs: ReturnType<typeof pendingSummary>[] = [];
-        let taken: TakenAhead | undefined;
-        let takenState: 'preparing' | 'ready' | undefined;
-        // Whether the summary taken is still the latest one started or cancelled.
-        let current = false;
-        for (const event of events) {
-          switch (event) {
-            case 'start': {
-              const job = pendingSummary();
-              const started = ahead.start(job.compute);
-              assert.equal(started, expected !== 'preparing' && expected !== 'ready');
-              if (started) {
-                jobs.push(job);
-                expected = 'preparing';
-                current = false;
+      fc.asyncProperty(
+        fc.array(fc.constantFrom<Event>('start', 'settle', 'take', 'applied', 'stale', 'cancel'), { maxLength: 30 }),
+        async (events) => {
+          const ahead = new SummaryAhead();
+          // The oracle: the state as the diagram says, with the job under way and the one taken.
+          let expected = 'idle' as AheadState;
+          let jobs: ReturnType<typeof pendingSummary>[] = [];
+          let taken: TakenAhead | undefined;
+          let takenState: 'preparing' | 'ready' | undefined;
+          // Whether the summary taken is still the latest one started or cancelled.
+          let current = false;
+          for (const event of events) {
+            switch (event) {
+              case 'start': {
+                const job = pendingSummary();
+                const started = ahead.start(job.compute);
+                assert.equal(started, expected !== 'preparing' && expected !== 'ready');
+                if (started) {
+                  jobs.push(job);
+                  expected = 'preparing';
+                  current = false;
+                }
+                break;
               }
-              break;
+              case 'settle':
+                for (const job of jobs) job.settle(NOOP);
+                jobs = [];
+                await tick();
+                if (expected === 'preparing') expected = 'ready';
+                break;
+              case 'take': {
+                const got = ahead.take();
+                assert.equal(got !== undefined, expected === 'preparing' || expected === 'ready');
+                if (got) {
+                  taken = got;
+                  takenState = expected as 'preparing' | 'ready';
+                  expected = 'stale';
+                  current = true;
+                }
+                break;
+              }
+              case 'applied':
+              case 'stale':
+                if (taken && takenState) {
+                  taken[event]();
+                  // Only while nothing was started or cancelled since does the taken one say the state.
+                  if (current) expected = event;
+                  taken = undefined;
+                  takenState = undefined;
+                }
+                break;
+              case 'cancel':
+                ahead.cancel();
+                if (expected === 'preparing' || expected === 'ready') {
+                  expected = 'idle';
+                  current = false;
+                }
+                break;
             }
-            case 'settle':
-              for (const job of jobs) job.settle(NOOP);
-              jobs = [];
-              await tick();
-              if (expected === 'preparing') expected = 'ready';
-              break;
-            case 'take': {
-              const got = ahead.take();
-              assert.equal(got !== undefined, expected === 'preparing' || expected === 'ready');
-              if (got) {
-                taken = got;
-                takenState = expected as 'preparing' | 'ready';
-                expected = 'stale';
-                current = true;
-              }
-              break;
-            }
-            case 'applied':
-            case 'stale':
-              if (taken && takenState) {
-                taken[event]();
-                // Only while nothing was started or cancelled since does the taken one say the state.
-                if (current) expected = event;
-                taken = undefined;
-                takenState = undefined;
-              }
-              break;
-            case 'cancel':
-              ahead.cancel();
-              if (expected === 'preparing' || expected === 'ready') {
-                expected = 'idle';
-                current = false;
-              }
-              break;
+            assert.equal(ahead.state(), expected, `after ${events.join(', ')}`);
+            assert.equal(ahead.pending(), expected === 'preparing' || expected === 'ready');
           }
-          assert.equal(ahead.state(), expected, `after ${events.join(', ')}`);
-          assert.equal(ahead.pending(), expected === 'preparing' || expected === 'ready');
-        }
-      }),
+        },
+      ),
       { numRuns: 200 },
     );
   });
