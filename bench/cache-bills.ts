@@ -20,6 +20,7 @@ import { ModelCatalogue } from '../src/app/models/model-catalogue';
 import { readSettings } from '../src/app/settings';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
+import { RequestSetup } from '../src/app/turn/request-setup';
 import { TurnController, type ChatSurface, type TurnModels } from '../src/app/turn/turn-controller';
 import { UsageViews } from '../src/app/usage/usage-views';
 import { WorkspaceFiles } from '../src/app/workspace/workspace-files';
@@ -275,7 +276,6 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
   const counter = new MessageTokenCounter(tokenizer);
   let ids = 0;
   const newId = (): string => `id${++ids}`;
-  let overhead = '';
   const registry = new ConversationRegistry({
     store,
     index,
@@ -291,7 +291,7 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
         name: models.modelKey,
         window: { limit: WINDOW - OUTPUT_RESERVE, source: 'model' },
         counter,
-        requestOverhead: counter.countText(overhead),
+        requestOverhead: counter.countText(setup.overheadText(undefined)),
         outputReserve: OUTPUT_RESERVE,
       }),
       summarizer: async () => models.summarizer,
@@ -314,7 +314,6 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
     observeUsage: () => undefined,
     redact: (text) => text,
     servedByEndpoint: () => true,
-    setRequestOverhead: (text) => void (overhead = text),
     setAgentPrefix: models.setAgentPrefix,
     modelName: () => models.modelKey,
     newId,
@@ -325,11 +324,14 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
   const roots = [{ name: 'ws', fsPath: workspace }];
   const editor = { findFiles: async () => [], unsavedText: () => undefined, editUnsaved: async () => false };
   const files = new WorkspaceFiles({ roots: () => roots, autoApprove: () => true, confirm: async () => true, editor });
+  const turnWorkspace = { files, trusted: () => true, roots: () => roots };
+  const setup = new RequestSetup({ workspace: turnWorkspace, settings: () => models.settings });
   const controller = new TurnController({
     registry,
     models: turnModels,
-    workspace: { files, trusted: () => true, roots: () => roots },
+    workspace: turnWorkspace,
     settings: () => models.settings,
+    setup,
     reporter: { report: () => undefined },
     log: { info: () => undefined, warn: () => undefined, error: () => undefined },
     now: () => clock.now(),

@@ -17,6 +17,7 @@ import { ConversationRegistry } from '../src/app/conversation/conversation-regis
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
 import { readSettings } from '../src/app/settings';
+import { RequestSetup } from '../src/app/turn/request-setup';
 import { TurnController, type ChatSurface, type TurnModels } from '../src/app/turn/turn-controller';
 import { WorkspaceFiles } from '../src/app/workspace/workspace-files';
 import { DEFAULT_CONFIG } from '../src/core/config';
@@ -246,7 +247,6 @@ function controllerFor(
   const counter = new MessageTokenCounter(tokenizer);
   let ids = 0;
   const newId = (): string => `id${++ids}`;
-  let overhead = '';
   const registry = new ConversationRegistry({
     store,
     index,
@@ -262,7 +262,7 @@ function controllerFor(
         name: 'bench',
         window: { limit: WINDOW - OUTPUT_RESERVE, source: 'model' },
         counter,
-        requestOverhead: counter.countText(overhead),
+        requestOverhead: counter.countText(setup.overheadText(undefined)),
         outputReserve: OUTPUT_RESERVE,
       }),
       summarizer: async () => summarizer,
@@ -284,7 +284,6 @@ function controllerFor(
     observeUsage: () => undefined,
     redact: (text) => text,
     servedByEndpoint: () => false,
-    setRequestOverhead: (text) => void (overhead = text),
     setAgentPrefix,
     modelName: () => 'bench',
     newId,
@@ -301,11 +300,14 @@ function controllerFor(
   const editor = { findFiles: async () => [], unsavedText: () => undefined, editUnsaved: async () => false };
   const files = new WorkspaceFiles({ roots: () => roots, autoApprove: () => true, confirm: async () => true, editor });
   const settings = readSettings(() => undefined).settings;
+  const turnWorkspace = { files, trusted: () => true, roots: () => roots };
+  const setup = new RequestSetup({ workspace: turnWorkspace, settings: () => ({ ...settings, agent: { ...settings.agent, maxSteps: 50 } }) });
   const controller = new TurnController({
     registry,
     models,
-    workspace: { files, trusted: () => true, roots: () => roots },
+    workspace: turnWorkspace,
     settings: () => ({ ...settings, agent: { ...settings.agent, maxSteps: 50 } }),
+    setup,
     reporter: { report: () => undefined },
     log: { info: () => undefined, warn: () => undefined, error: () => undefined },
     now: () => clock.now(),

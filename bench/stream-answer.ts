@@ -22,6 +22,7 @@ import { ConversationRegistry } from '../src/app/conversation/conversation-regis
 import { readSettings } from '../src/app/settings';
 import { ConversationIndex } from '../src/app/store/conversation-index';
 import { ConversationStore } from '../src/app/store/conversation-store';
+import { RequestSetup } from '../src/app/turn/request-setup';
 import { TurnController, type ChatButton, type ChatSurface, type TurnModels } from '../src/app/turn/turn-controller';
 import { WorkspaceFiles } from '../src/app/workspace/workspace-files';
 import { DEFAULT_CONFIG } from '../src/core/config';
@@ -214,7 +215,6 @@ async function child(baseUrl: string, dir: string): Promise<void> {
     observeUsage: () => undefined,
     redact: (text) => text,
     servedByEndpoint: () => true,
-    setRequestOverhead: () => undefined,
     setAgentPrefix: () => undefined,
     modelName: () => 'bench',
     newId,
@@ -237,11 +237,13 @@ async function child(baseUrl: string, dir: string): Promise<void> {
   };
   const files = new WorkspaceFiles({ roots: () => roots, autoApprove: () => true, confirm: async () => true, editor });
   const settings = readSettings(() => undefined).settings;
+  const turnWorkspace = { files, trusted: () => true, roots: () => roots };
   const controller = new TurnController({
     registry,
     models,
-    workspace: { files, trusted: () => true, roots: () => roots },
+    workspace: turnWorkspace,
     settings: () => settings,
+    setup: new RequestSetup({ workspace: turnWorkspace, settings: () => settings }),
     reporter: { report: () => undefined },
     log: { info: () => undefined, warn: (m) => void process.stderr.write(`${m}\n`), error: (m) => void process.stderr.write(`${m}\n`) },
     now: Date.now,

@@ -16,7 +16,8 @@ import {
   SHOW_TRANSCRIPT_COMMAND,
 } from './app/contributions';
 import { SkillCatalog } from './app/skills/skill-catalog';
-import { TurnController } from './app/turn/turn-controller';
+import { RequestSetup } from './app/turn/request-setup';
+import { TurnController, type TurnWorkspace } from './app/turn/turn-controller';
 import { usageCost } from './app/models/model-prices';
 import { revertChanges } from './vscode/revert-command';
 import { compactHarder, newFromPlan } from './vscode/loop-commands';
@@ -91,14 +92,16 @@ export interface Longrun {
 
 export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Activation): Longrun {
   const base = buildBase(context, log);
-  const models = buildModels(base);
+  const tools = buildTools(base);
+  const requests = buildRequests(base, tools);
+  const models = buildModels(base, requests);
+  recordEdits(base, models, tools);
   const views = buildViews(base, models);
-  const tools = buildTools(base, models);
-  const { controller, participant } = buildParticipant(base, models, views, tools);
+  const { controller, participant } = buildParticipant(base, models, views, tools, requests);
   const modelsChanged = modelsChangedHandler(models);
   const gauge = buildGauge(base, models, gaugeItem);
-  const handlers = buildCommands(base, models, views, tools, controller, modelsChanged);
-  watchChanges(base, models, controller, gauge, modelsChanged);
+  const handlers = buildCommands(base, models, views, tools, controller, requests, modelsChanged);
+  watchChanges(base, models, requests, gauge, modelsChanged);
   return {
     api: {
       session: models.session,
@@ -162,12 +165,22 @@ interface Views {
 /** The agent's tools on the workspace and the approvals they ask for. */
 interface Tools {
   readonly roots: () => WorkspaceRoot[];
+  /** What the user did to files in the editor (edits, saves, renames …), to record in the conversation. */
+  readonly userEdits: vscode.Event<FileEvent>;
   readonly approvals: Approvals;
   readonly changes: ChangeDocuments;
   readonly workspace: VsCodeWorkspace;
   readonly commands: CommandRunner;
   /** Answers an approval from a chat button, saying so when the question is no longer open. */
   readonly answerApproval: (id: unknown, allow: unknown) => boolean;
+}
+
+/** What a request carries besides the conversation, and the workspace as a turn sees it. */
+interface Requests {
+  readonly workspace: TurnWorkspace;
+  /** The workspace's and the user's Agent Skills, read again at the start of every turn. */
+  readonly skills: SkillCatalog;
+  readonly setup: RequestSetup;
 }
 
 /** Makes the base every builder uses: settings are read on first use and their problems reported once. */
@@ -188,7 +201,7 @@ function buildBase(context: vscode.ExtensionContext, log: vscode.LogOutputChanne
 }
 
 /** Builds the keys, the model windows, the redactor, tracing, the model provider, the compaction engine and the session. */
-function buildModels({ context, log, now, settings }: Base): Models {
+function buildModels({ context, log, now, settings }: Base, { setup }: Requests): Models {
   const keys = new ApiKeys(context.secrets);
   // Windows and prices of known models, under the user's longrun.models.overrides.
   const catalogue = new ModelCatalogue(() => settings().modelOverrides);
@@ -250,6 +263,7 @@ function buildModels({ context, log, now, settings }: Base): Models {
     calibrations,
     ignoredToolChoice,
     catalogue,
+    requestOverhead: (window) => setup.overheadText(window),
   });
   context.subscriptions.push(session);
   const changed = new vscode.EventEmitter<void>();
@@ -295,15 +309,11 @@ function buildViews({ context, log, now, settings }: Base, { session, registry }
 }
 
 /** Builds the edit tracker, the approvals, the change documents, the workspace tools, the shell and the command runner. */
-function buildTools({ context, log, now, settings }: Base, { registry }: Models): Tools {
+function buildTools({ context, log, now, settings }: Base): Tools {
   const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
-  const recordFile = (event: FileEvent): void => {
-    const conversation = registry.currentIfLoaded();
-    if (!conversation || conversation.isEmpty()) return;
-    void conversation.append([{ type: 'file', event }]).catch((error: unknown) => log.warn(`Could not record a file operation: ${String(error)}`));
-  };
-  const tracker = new EditTracker(roots, recordFile, now);
-  context.subscriptions.push(tracker);
+  const userEdits = new vscode.EventEmitter<FileEvent>();
+  const tracker = new EditTracker(roots, (event) => userEdits.fire(event), now);
+  context.subscriptions.push(userEdits, tracker);
 
   const approvals = new Approvals();
   context.subscriptions.push(approvals);
@@ -336,42 +346,60 @@ function buildTools({ context, log, now, settings }: Base, { registry }: Models)
     onAllowed: (command, entry) =>
       log.info(`Ran ${settings().verboseLogging ? `"${command}"` : 'a command'} without asking: longrun.agent.allowedCommands has "${entry}".`),
   });
-  return { roots, approvals, changes, workspace, commands, answerApproval };
+  return { roots, userEdits: userEdits.event, approvals, changes, workspace, commands, answerApproval };
+}
+
+/** The user's edits in the editor, recorded in the current conversation (its ledger of file operations). */
+function recordEdits({ context, log }: Base, { registry }: Models, tools: Tools): void {
+  context.subscriptions.push(
+    tools.userEdits((event) => {
+      const conversation = registry.currentIfLoaded();
+      if (!conversation || conversation.isEmpty()) return;
+      void conversation.append([{ type: 'file', event }]).catch((error: unknown) => log.warn(`Could not record a file operation: ${String(error)}`));
+    }),
+  );
+}
+
+/** Builds the workspace as a turn sees it, the skills catalogue and what a request carries besides the conversation. */
+function buildRequests({ log, settings }: Base, tools: Tools): Requests {
+  const workspace: TurnWorkspace = {
+    files: tools.workspace,
+    commands: tools.commands,
+    allowedCommands: tools.commands.allowedOnly(),
+    trusted: () => vscode.workspace.isTrusted,
+    roots: tools.roots,
+  };
+  const skills = new SkillCatalog({
+    roots: tools.roots,
+    trusted: () => vscode.workspace.isTrusted,
+    userFolders: () => settings().skills.userFolders,
+    log,
+  });
+  return { workspace, skills, setup: new RequestSetup({ workspace, settings, skills }) };
 }
 
 /**
  * Builds the turn controller and the chat participant over the tools, then subscribes them to what
- * the tools report (the agent's writes, its questions about edits) and gives the session the
- * request overhead.
+ * the tools report (the agent's writes, its questions about edits).
  */
 function buildParticipant(
   { context, log, now, settings }: Base,
   { session, registry, catalogue }: Models,
   { reporter, summaries }: Views,
   tools: Tools,
+  { workspace, skills, setup }: Requests,
 ): { controller: TurnController; participant: LongrunParticipant } {
   const controller = new TurnController({
     registry,
     models: session,
-    workspace: {
-      files: tools.workspace,
-      commands: tools.commands,
-      allowedCommands: tools.commands.allowedOnly(),
-      trusted: () => vscode.workspace.isTrusted,
-      roots: tools.roots,
-    },
+    workspace,
     settings,
     reporter,
     log,
     now,
+    setup,
     summaries,
-    // The workspace's and the user's Agent Skills, read again at the start of every turn.
-    skills: new SkillCatalog({
-      roots: tools.roots,
-      trusted: () => vscode.workspace.isTrusted,
-      userFolders: () => settings().skills.userFolders,
-      log,
-    }),
+    skills,
     cost: (usage, model) => usageCost(catalogue, settings().endpoints, usage, model),
   });
   const participant = new LongrunParticipant(controller, session, tools.changes, log);
@@ -380,7 +408,6 @@ function buildParticipant(
     tools.workspace.onDidWrite((change) => controller.showChange(change)),
     tools.approvals.onDidAskEdit((approval) => participant.showApprovalRequest(approval)),
   );
-  session.setRequestOverhead(() => controller.requestOverheadText());
   return { controller, participant };
 }
 
@@ -419,6 +446,7 @@ function buildCommands(
   { documents, reporter, summaries }: Views,
   { workspace, changes, answerApproval }: Tools,
   controller: TurnController,
+  requests: Requests,
   modelsChanged: () => void,
 ): Map<string, CommandHandler> {
   return new Map<string, CommandHandler>([
@@ -434,7 +462,7 @@ function buildCommands(
       onKeysChanged: modelsChanged,
     }),
     editSummaryCommand(summaries),
-    chooseToolsCommand(settings, () => controller.ownToolNames()),
+    chooseToolsCommand(settings, () => requests.setup.ownToolNames()),
     [ANSWER_COMMAND, (id: unknown, compact: unknown) => controller.answerCompaction(id, compact)],
     [
       REVERT_COMMAND,
@@ -462,7 +490,7 @@ function buildCommands(
 function watchChanges(
   { context, log, reloadSettings }: Base,
   { keys, provider, session, registry, redactor, tracing }: Models,
-  controller: TurnController,
+  { setup }: Requests,
   gauge: ContextGauge,
   modelsChanged: () => void,
 ): void {
@@ -474,7 +502,7 @@ function watchChanges(
       reloadSettings();
       tracing.configure();
       // The tools offered are part of what every request carries.
-      if (e.affectsConfiguration('longrun.agent.editorTools')) session.setRequestOverhead(() => controller.requestOverheadText());
+      if (e.affectsConfiguration('longrun.agent.editorTools')) setup.toolsChanged();
       if (e.affectsConfiguration('longrun.endpoints')) modelsChanged();
       gauge.update();
     }),

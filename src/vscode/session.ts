@@ -82,16 +82,17 @@ export interface SessionDeps {
   readonly ignoredToolChoice: IgnoredToolChoice;
   /** Windows and prices of models: the catalogue under the user's overrides. */
   readonly catalogue?: ModelCatalogue;
+  /**
+   * What every request carries besides the messages (system prompt, tool definitions), as text, for
+   * a model of the given window: asked at each count, the same string until it changes. Absent: nothing.
+   */
+  readonly requestOverhead?: (window: number | undefined) => string;
 }
 
 export class Session implements vscode.Disposable {
   private chatModel: ChatModel | undefined;
   private counter = new MessageTokenCounter(charEstimator);
-  /**
-   * The system prompt and tool definitions every request carries (or how to make them: made when
-   * first counted, off the activation path), and their count with the current tokenizer.
-   */
-  private overheadText: string | (() => string) = '';
+  /** The count of what every request carries besides the messages, with the tokenizer it was counted with. */
   private overheadCount: { counter: MessageTokenCounter; text: string; tokens: number } | undefined;
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when the model in use, its window or what every request carries changes. */
@@ -197,19 +198,11 @@ export class Session implements vscode.Disposable {
   }
 
   /**
-   * Sets what every request carries besides the messages (system prompt, tool definitions). Given
-   * as a function, the text is made when the gauge first counts it: making it needs the model
-   * packages, which activation does not load.
+   * The count of what every request carries besides the messages. The text is made when first
+   * counted, off the activation path (making it needs the model packages, which activation does not load).
    */
-  setRequestOverhead(text: string | (() => string)): void {
-    if (text === this.overheadText) return;
-    this.overheadText = text;
-    this.changed.fire();
-  }
-
   private requestOverhead(): number {
-    if (typeof this.overheadText === 'function') this.overheadText = this.overheadText();
-    const text = this.overheadText;
+    const text = this.deps.requestOverhead?.(this.contextWindow()) ?? '';
     const cached = this.overheadCount;
     if (cached && cached.counter === this.counter && cached.text === text) return cached.tokens;
     const tokens = text ? this.counter.countText(text) : 0;

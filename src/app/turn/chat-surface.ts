@@ -77,8 +77,6 @@ export interface TurnModels {
   redact(text: string): string;
   /** Whether the model runs on one of Longrun's own endpoints (its usage is the server's own count). */
   servedByEndpoint(): boolean;
-  /** What every request carries besides the messages, for the gauge's count. */
-  setRequestOverhead(text: string): void;
   /** What the agent's requests begin with (system prompt and tools), for a summary request that continues them. */
   setAgentPrefix(prefix: AgentPrefix): void;
   modelName(): string | undefined;

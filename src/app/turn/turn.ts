@@ -1,3 +1,4 @@
+import type { Conversation } from '../conversation/conversation';
 import type { TurnMetadata } from './chat-history';
 import type { TurnRequest } from './chat-surface';
 import type { NoticeSurface } from './in-sight-chat';
@@ -28,4 +29,10 @@ export class Turn {
   end(): void {
     this.open = false;
   }
+}
+
+/** The result's metadata for a request on `conversation`: its id and its branch's leaf turn. */
+export function metadataOf(conversation: Pick<Conversation, 'id' | 'leaf'>): TurnMetadata {
+  const turnId = conversation.leaf();
+  return { conversationId: conversation.id, ...(turnId !== null ? { turnId } : {}) };
 }

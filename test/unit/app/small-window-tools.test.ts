@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { DELEGATE_WINDOW, PLAN_WINDOW } from '../../../src/app/turn/turn-controller';
+import { DELEGATE_WINDOW, PLAN_WINDOW } from '../../../src/app/turn/request-setup';
 import { turnFixture, type TurnFixture } from './turn-fixture';
 
 /**
@@ -18,7 +18,8 @@ describe('the tools a window has room for', () => {
     return {
       tools: (call.tools ?? []).map((t) => t.name),
       system: typeof system?.content === 'string' ? system.content : '',
-      overhead: f.controller.requestOverheadText(),
+      // What the gauge counts: the session asks for it with the window of the model in use.
+      overhead: f.setup.overheadText(contextWindow),
     };
   };
 

@@ -7,6 +7,7 @@ import { firstInSight } from '../../../src/app/turn/chat-folds';
 import { ConversationRegistry } from '../../../src/app/conversation/conversation-registry';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { InstructionSource } from '../../../src/app/turn/instructions';
+import { RequestSetup } from '../../../src/app/turn/request-setup';
 import { readSettings, type LongrunSettings } from '../../../src/app/settings';
 import {
   TurnController,
@@ -186,6 +187,8 @@ export interface TurnFixture {
   readonly dir: string;
   readonly workspace: string;
   readonly controller: TurnController;
+  /** What requests carry besides the conversation, as the controller makes them. */
+  readonly setup: RequestSetup;
   readonly registry: ConversationRegistry;
   readonly model: MockLanguageModelV4;
   readonly store: ConversationStore;
@@ -269,7 +272,6 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     observeUsage: () => undefined,
     redact: (text) => text,
     servedByEndpoint: () => false,
-    setRequestOverhead: () => undefined,
     setAgentPrefix: () => undefined,
     modelName: () => 'mock',
     newId,
@@ -300,15 +302,19 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
   const warnings: string[] = [];
   const log = { info: () => undefined, warn: (message: string) => void warnings.push(message), error: () => undefined };
   const trusted = () => options.trusted ?? true;
+  const turnWorkspace = { files, trusted, roots: () => roots };
+  const skills = new SkillCatalog({ roots: () => roots, trusted, userFolders: () => settings.skills.userFolders, log });
+  const setup = new RequestSetup({ workspace: turnWorkspace, settings: () => settings, skills });
   const controller = new TurnController({
     registry,
     models,
-    workspace: { files, trusted, roots: () => roots },
+    workspace: turnWorkspace,
     settings: () => settings,
     reporter: { report: () => undefined },
     log,
     now: () => clock.now(),
-    skills: new SkillCatalog({ roots: () => roots, trusted, userFolders: () => settings.skills.userFolders, log }),
+    setup,
+    skills,
     ...(options.cost ? { cost: options.cost } : {}),
   });
   // As the extension wires it: each change the agent writes is shown in the chat of its request.
@@ -318,6 +324,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     dir,
     workspace,
     controller,
+    setup,
     registry,
     model,
     store,
