@@ -102,8 +102,8 @@ function pct(fraction: number): string {
 
 /** Where the tokens of a request go, as the gauge's tooltip and `/context` break them down. */
 export interface UsageBreakdown {
-  /** System prompt and tool definitions. */
-  readonly systemAndTools: number;
+  /** The request overhead (system prompt and tool definitions), with the view's system messages (instructions, loaded skills). */
+  readonly requestOverhead: number;
   readonly summary: number;
   readonly messages: number;
   readonly toolResults: number;

@@ -142,7 +142,7 @@ export class ConversationMeter {
     const model = this.source.deps.model();
     const parts = this.tokensOfView(model.counter).parts();
     return {
-      systemAndTools: model.requestOverhead + parts.system,
+      requestOverhead: model.requestOverhead + parts.system,
       summary: parts.summary,
       messages: parts.messages,
       toolResults: parts.toolResults,

@@ -88,7 +88,7 @@ function tooltip(state: GaugeState): string {
   const a = state.assessment;
   const b = state.breakdown;
   const rows: Array<[string, number]> = [
-    ['System and tools', b.systemAndTools],
+    ['System and tools', b.requestOverhead],
     ['Summary', b.summary],
     ['Messages', b.messages],
     ['Tool results', b.toolResults],

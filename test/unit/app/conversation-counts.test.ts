@@ -217,7 +217,7 @@ class Harness {
       breakdown.messages,
       sum((m) => m.summaryOf === undefined && (m.role === 'user' || m.role === 'assistant')),
     );
-    assert.equal(breakdown.systemAndTools, model.requestOverhead + sum((m) => m.summaryOf === undefined && m.role === 'system'));
+    assert.equal(breakdown.requestOverhead, model.requestOverhead + sum((m) => m.summaryOf === undefined && m.role === 'system'));
     assert.equal(c.lastCompaction(), lastEntry(log));
     assert.equal(c.isEmpty(), !log.some((r) => r.type === 'message'));
   }

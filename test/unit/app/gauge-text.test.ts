@@ -8,7 +8,7 @@ import { callCost } from '../../../src/core/usage-cost';
 import { usageReport } from '../../../src/core/usage-report';
 import { compactionEntry } from '../fixtures/compaction-entry';
 
-const breakdown = { systemAndTools: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
+const breakdown = { requestOverhead: 3_000, summary: 1_000, messages: 50_000, toolResults: 27_000, outputReserve: 4_000 };
 const state = (used: number, limit = 128_000, extra: Partial<GaugeState> = {}): GaugeState => ({
   assessment: assessBudget(
     used,
