@@ -36,6 +36,9 @@ import type { CommandHandler, Served } from './vscode/entry-points';
 import { ContextGauge } from './vscode/gauge';
 import type { GaugeItem } from './vscode/gauge-item';
 import { discoverContextWindow } from './llm/window-discovery';
+import { LIST_TIMEOUT_MS, listEndpointModels } from './llm/openai-endpoint';
+import { ListedModels } from './app/models/listed-models';
+import { DEFAULT_PROVIDER_KIND } from './core/provider-kind';
 import { LongrunModelProvider } from './vscode/model-provider';
 import { ModelCalibrations } from './app/models/model-calibrations';
 import { IgnoredToolChoice } from './app/compaction/ignored-tool-choice';
@@ -225,6 +228,12 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
   const redactor = new Redactor(() => settings().endpoints, keys);
   const tracing = new Tracing(settings, log);
   context.subscriptions.push(tracing);
+  // The models of endpoints that name none, as their servers list them.
+  const listed = new ListedModels({
+    list: async (endpoint, signal) =>
+      listEndpointModels(endpoint.baseUrl, await keys.get(endpoint.name), fetch, signal, LIST_TIMEOUT_MS, endpoint.provider ?? DEFAULT_PROVIDER_KIND),
+    warn: (message) => log.warn(message),
+  });
   const provider = new LongrunModelProvider(
     () => settings().endpoints,
     keys,
@@ -232,6 +241,7 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
     windows,
     () => settings().timeouts,
     (text) => redactor.redact(text),
+    listed,
   );
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;

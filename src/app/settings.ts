@@ -46,6 +46,7 @@ export interface EndpointSetting {
   readonly baseUrl: string;
   /** The wire format the endpoint speaks; `openai-compatible` when absent. */
   readonly provider?: ProviderKind;
+  /** The models to offer; empty when the setting names none: the server's list is offered (see `ListedModels`). */
   readonly models: readonly EndpointModelSetting[];
 }
 
@@ -291,7 +292,7 @@ const endpointSchema = z
     name: z.string().regex(ENDPOINT_NAME, 'must be an id: letters, digits, ".", "_" or "-", starting with a letter or digit'),
     provider: z.enum(PROVIDER_KINDS).optional(),
     baseUrl: z.string().refine(isHttpUrl, 'must be an http or https URL').optional(),
-    models: z.array(endpointModelSchema).min(1),
+    models: z.array(endpointModelSchema).optional(),
   })
   .superRefine((endpoint, context) => {
     if (endpoint.baseUrl !== undefined || (endpoint.provider ?? DEFAULT_PROVIDER_KIND) !== 'openai-compatible') return;
@@ -520,7 +521,7 @@ function readEndpoints(raw: unknown, problems: SettingProblem[]): EndpointSettin
       name: parsed.data.name,
       baseUrl: parsed.data.baseUrl ?? defaultApiRoot(provider ?? DEFAULT_PROVIDER_KIND) ?? '',
       ...(provider !== undefined ? { provider } : {}),
-      models: parsed.data.models.map((m) => ({
+      models: (parsed.data.models ?? []).map((m) => ({
         id: m.id,
         ...(m.name !== undefined ? { name: m.name } : {}),
         ...(m.contextWindow !== undefined ? { contextWindow: m.contextWindow } : {}),

@@ -5,6 +5,7 @@ import { streamEndpointChat } from '../llm/endpoint-chat';
 import { createEndpointModel, type EndpointModel } from '../llm/openai-endpoint';
 import { DEFAULT_PROVIDER_KIND, type ProviderKind } from '../core/provider-kind';
 import type { ApiKeys } from './api-keys';
+import type { ListedModels } from '../app/models/listed-models';
 import type { ModelWindows, WindowInfo } from '../app/models/model-windows';
 import type { EndpointSetting } from '../app/settings';
 import { errorText } from '../core/errors';
@@ -12,7 +13,8 @@ import { VENDOR } from '../app/contributions';
 
 /**
  * Longrun's own models (vendor `longrun`): every model of every endpoint in `longrun.endpoints`
- * (OpenAI-compatible servers and native providers), offered in VS Code's model picker. This is what
+ * (OpenAI-compatible servers and native providers), offered in VS Code's model picker; an endpoint
+ * that names no models offers those its server lists. This is what
  * makes chat work in VS Code builds without Copilot. Requests are served through the AI SDK.
  */
 
@@ -33,10 +35,19 @@ export interface ResolvedEndpointModel {
   readonly inputLimit: number;
 }
 
-export function endpointModels(endpoints: readonly EndpointSetting[], windows: ModelWindows): ResolvedEndpointModel[] {
+/**
+ * Every model of `endpoints`: those each names, or for one that names none, those its server listed
+ * (`listed`; none until it answers).
+ */
+export function endpointModels(
+  endpoints: readonly EndpointSetting[],
+  windows: ModelWindows,
+  listed?: Pick<ListedModels, 'idsOf'>,
+): ResolvedEndpointModel[] {
   const out: ResolvedEndpointModel[] = [];
   for (const endpoint of endpoints) {
-    for (const model of endpoint.models) {
+    const models = endpoint.models.length > 0 ? endpoint.models : (listed?.idsOf(endpoint) ?? []).map((id) => ({ id, toolCalling: true }));
+    for (const model of models) {
       const id = `${endpoint.name}/${model.id}`;
       const provider = endpoint.provider ?? DEFAULT_PROVIDER_KIND;
       const sized = windows.forEndpointModel({ baseUrl: endpoint.baseUrl, modelId: model.id, endpoint: endpoint.name, provider }, `${VENDOR}/${id}`, {
@@ -81,22 +92,32 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
     private readonly windows: ModelWindows,
     private readonly timeouts: () => { readonly firstChunkMs: number; readonly idleMs: number },
     private readonly redact: (text: string) => string = (text) => text,
+    private readonly listed?: ListedModels,
   ) {
-    // A window learned from the server changes what VS Code should be told of the model.
+    // A window learned from the server, or the models a server listed, change what VS Code should be told.
     windows.onDidChange(() => this.changed.fire());
+    listed?.onDidChange(() => this.changed.fire());
   }
 
-  /** Tells VS Code the list of models may have changed (settings or keys changed). */
+  /** Tells VS Code the list of models may have changed (settings or keys changed): servers are asked for their lists again. */
   refresh(): void {
+    this.listed?.forget();
     this.changed.fire();
   }
 
   find(id: string): ResolvedEndpointModel | undefined {
-    return endpointModels(this.endpoints(), this.windows).find((m) => m.id === id);
+    return this.models().find((m) => m.id === id);
+  }
+
+  /** Every model offered now; the endpoints that name none are listed in the background. */
+  private models(): ResolvedEndpointModel[] {
+    const endpoints = this.endpoints();
+    this.listed?.ensure(endpoints);
+    return endpointModels(endpoints, this.windows, this.listed);
   }
 
   /** Asks the server of each model for its window, in the background; the list is refreshed when one answers. */
-  discoverWindows(models: readonly ResolvedEndpointModel[] = endpointModels(this.endpoints(), this.windows)): void {
+  discoverWindows(models: readonly ResolvedEndpointModel[] = this.models()): void {
     for (const m of models) {
       if (m.model.contextWindow !== undefined) continue;
       void this.windows.ensure({ baseUrl: m.endpoint.baseUrl, modelId: m.model.id, endpoint: m.endpoint.name, provider: m.provider });
@@ -104,7 +125,7 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
   }
 
   provideLanguageModelChatInformation(): vscode.LanguageModelChatInformation[] {
-    const models = endpointModels(this.endpoints(), this.windows);
+    const models = this.models();
     this.discoverWindows(models);
     return models.map((m) => ({
       id: m.id,

@@ -348,19 +348,20 @@ describe('settings: longrun.* onto the core configuration', () => {
       const bad = [
         { name: 'ftp', baseUrl: 'ftp://files.example.com', models: [{ id: 'm' }] },
         { baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm' }] },
-        { name: 'no-models', baseUrl: 'http://localhost:1234/v1' },
-        { name: 'empty', baseUrl: 'http://localhost:1234/v1', models: [] },
         { name: 'has/slash', baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm' }] },
         { name: 'bad-model', baseUrl: 'http://localhost:1234/v1', models: [{ id: 'm', contextWindow: 'big' }] },
         { ...ollama, baseUrl: 'http://elsewhere:11434/v1' },
         'not an endpoint',
       ];
       const second = { name: 'second', baseUrl: 'http://localhost:8000/v1', models: [{ id: 'm' }] };
-      const { settings, problems } = read({ 'longrun.endpoints': [ollama, ...bad, second] });
+      // No models named: those the server lists are offered.
+      const listed = { name: 'listed', baseUrl: 'http://localhost:1234/v1' };
+      const { settings, problems } = read({ 'longrun.endpoints': [ollama, ...bad, second, listed] });
       assert.deepEqual(
         settings.endpoints.map((e) => e.name),
-        ['ollama', 'second'],
+        ['ollama', 'second', 'listed'],
       );
+      assert.deepEqual(settings.endpoints[2]!.models, []);
       assert.equal(settings.endpoints[0]!.baseUrl, ollama.baseUrl);
       assert.equal(problems.length, bad.length);
       assert.ok(problems.every((p) => p.setting === 'longrun.endpoints' && p.usedInstead === undefined));
@@ -371,11 +372,9 @@ describe('settings: longrun.* onto the core configuration', () => {
       const messages = problems.map((p) => p.message);
       assert.match(messages[0]!, /^entry 2 \("ftp"\): baseUrl must be an http or https URL$/);
       assert.match(messages[1]!, /^entry 3: name is missing$/);
-      assert.match(messages[2]!, /^entry 4 \("no-models"\): models is missing$/);
-      assert.match(messages[3]!, /^entry 5 \("empty"\): models must have at least 1 item$/);
-      assert.match(messages[4]!, /^entry 6 \("has\/slash"\): name must be an id/);
-      assert.match(messages[5]!, /^entry 7 \("bad-model"\): in models item 1, contextWindow must be a number$/);
-      assert.match(messages[6]!, /^entry 8 \("ollama"\): the name "ollama" is already used by entry 1$/);
+      assert.match(messages[2]!, /^entry 4 \("has\/slash"\): name must be an id/);
+      assert.match(messages[3]!, /^entry 5 \("bad-model"\): in models item 1, contextWindow must be a number$/);
+      assert.match(messages[4]!, /^entry 6 \("ollama"\): the name "ollama" is already used by entry 1$/);
       assert.match(formatProblem(problems[0]!), /^Longrun: "longrun.endpoints" contains \{.*\}, which is not valid \(entry 2 .*\); it is ignored\.$/);
     });
 
@@ -475,7 +474,7 @@ describe('settings: package.json declares what readSettings reads', () => {
     };
     assert.deepEqual(endpoints.items.properties.provider.enum, [...PROVIDER_KINDS]);
     assert.equal(endpoints.items.properties.provider.default, DEFAULT_PROVIDER_KIND);
-    assert.deepEqual(endpoints.items.required, ['name', 'models']);
+    assert.deepEqual(endpoints.items.required, ['name']);
     for (const provider of PROVIDER_KINDS) {
       const entry = { name: 'e', provider, baseUrl: 'http://127.0.0.1:1/v1', models: [{ id: 'm' }] };
       assert.deepEqual(read({ 'longrun.endpoints': [entry] }).problems, [], provider);
