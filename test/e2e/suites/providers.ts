@@ -5,7 +5,7 @@
  */
 import * as assert from 'assert';
 import * as vscode from 'vscode';
-import { anthropicStandIn, api, chat, entries, gaugeInDom, newConversation, ui, waitFor } from './harness';
+import { anthropicStandIn, api, chat, entries, gaugeInDom, model, newConversation, ui, waitFor } from './harness';
 
 const CLAUDE = { vendor: 'longrun', id: 'claude/claude-scripted' };
 /** Claude Sonnet's prices, given to the stand-in's model through `longrun.models.overrides`: US dollars per million tokens. */
@@ -142,5 +142,40 @@ describe('providers: Claude through Anthropic’s own API', function () {
     assert.ok(JSON.stringify(next.body).includes(`Session Summary (Compaction Round ${entry.round})`));
     const longrun = await api();
     assert.ok((await longrun.registry.current())?.view().length, 'the conversation goes on');
+  });
+});
+
+describe('providers: an endpoint that names no models', function () {
+  this.timeout(300_000);
+  const config = () => vscode.workspace.getConfiguration('longrun');
+  const LISTED = { vendor: 'longrun', id: 'listed/scripted' };
+  let saved: unknown;
+
+  before(() => {
+    saved = config().inspect('endpoints')?.globalValue;
+  });
+
+  after(async () => {
+    await config().update('endpoints', saved, vscode.ConfigurationTarget.Global);
+  });
+
+  it('offers in the model picker every model its server lists, and answers through one', async () => {
+    const endpoint = { name: 'listed', baseUrl: `${model.url()}/v1` };
+    await config().update('endpoints', [...((saved as unknown[] | undefined) ?? []), endpoint], vscode.ConfigurationTarget.Global);
+    const listed = await waitFor('the listed models in the picker', async () => {
+      const models = await vscode.lm.selectChatModels({ vendor: 'longrun' });
+      const mine = models.filter((m) => m.id.startsWith('listed/'));
+      return mine.length > 1 ? mine : undefined;
+    });
+    assert.ok(
+      listed.some((m) => m.id === LISTED.id),
+      listed.map((m) => m.id).join(', '),
+    );
+    await model.reset();
+    await newConversation();
+    await chat('hello listed model', LISTED);
+    await waitFor('the reply in the chat', async () => (await chatText()).includes('Offline scripted model: I received your message'));
+    const requests = (await model.requests()).filter((r) => r.path === '/v1/chat/completions');
+    assert.equal(requests.at(-1)?.model, 'scripted');
   });
 });

@@ -11,7 +11,7 @@ import { needleLedgerOf } from '../../../src/core/needles';
 import type { Summarizer, SummaryRequest, SummaryResponse } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { FakeClock, templateSummary } from '../core/fixtures';
+import { assistant, FakeClock, templateSummary, toolResult } from '../core/fixtures';
 import { newConversation } from '../fixtures/conversation-deps';
 
 /**
@@ -91,6 +91,29 @@ describe('summarizing ahead of need', () => {
     // The numbers describe the log it was applied to, not the snapshot it was computed from.
     assert.ok(outcome.compaction.entry!.tokensBefore >= 9_000, String(outcome.compaction.entry!.tokensBefore));
     assert.equal(outcome.compaction.entry!.tokensAfter, conversation.count().localTokens);
+  });
+
+  it('asks no summary ahead when pruning alone will reach the target at the compaction point, and the point prunes', async () => {
+    const { conversation, summarizer, say } = await setup();
+    // The same file read four times: the first three outputs are superseded, about 5,700 tokens a pruning frees.
+    const read = (i: number) => [
+      { type: 'message' as const, message: assistant(`r${i}`, '', { callId: `c${i}`, tool: 'read_file', input: { path: 'src/a.ts' } }) },
+      { type: 'message' as const, message: toolResult(`t${i}`, `c${i}`, 'read_file', 'z'.repeat(1_900 * 4)) },
+    ];
+    await conversation.append([{ type: 'message', message: { id: 'u0', role: 'user', content: [{ type: 'text', text: 'read it' }] } }]);
+    for (let i = 0; i < 4; i++) await conversation.append(read(i));
+    assert.equal(conversation.assess().level, 'warning');
+    await until('the background work settles', () => conversation.aheadState() === 'ready' || conversation.aheadState() === 'idle');
+    assert.equal(summarizer.calls.length, 0, 'no summary was asked for ahead');
+    await say(1, 800);
+    assert.equal(conversation.assess().level, 'critical');
+    const outcome = await conversation.compact('threshold');
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(outcome.compaction.entry, undefined, 'a pruning alone');
+    assert.ok(outcome.compaction.pruning && outcome.compaction.pruning.outputs.length >= 3);
+    assert.equal(summarizer.calls.length, 0);
+    assert.notEqual(conversation.assess().level, 'critical');
   });
 
   it('keeps, once applied at the compaction point, about the recent part the setting asks for, not that plus what came meanwhile', async () => {
