@@ -54,8 +54,8 @@ export interface RequestParts {
 export class RequestSetup {
   /** The instructions the last request carried: counted in the gauge until the next request. */
   private instructions: readonly Instruction[] = [];
-  /** What the last request carried, as text, and the window it was made for. */
-  private latest: { readonly window: number | undefined; readonly text: string } | undefined;
+  /** What the last request carried, as text, the window it was made for, and whether a turn sent it. */
+  private latest: { readonly window: number | undefined; readonly text: string; readonly turn: boolean } | undefined;
 
   constructor(private readonly deps: RequestSetupDeps) {}
 
@@ -107,23 +107,24 @@ export class RequestSetup {
     const system = this.systemPromptNow(instructions, plan);
     if (conversation) {
       this.instructions = instructions;
-      this.latest = { window, text: overheadOf(system, tools) };
+      this.latest = { window, text: overheadOf(system, tools), turn: true };
     }
     return { system, tools, editorTools };
   }
 
   /**
    * What every request carries besides the messages, as text, for the token count: what the last
-   * request carried, or, before any, after the settings of the editor's tools changed, or for another
-   * window, what a request would carry now. The same string until it changes.
+   * request of a turn carried (a window learned in the middle of a turn changes nothing its requests
+   * carry), or, before any, or after the settings of the editor's tools changed, what a request for a
+   * model of `window` tokens would carry now. The same string until it changes.
    */
   overheadText(window: number | undefined): string {
     const latest = this.latest;
-    if (latest && latest.window === window) return latest.text;
+    if (latest && (latest.turn || latest.window === window)) return latest.text;
     const { system, tools } = this.build(window);
     // Same text as each request sets, so the gauge reads the same before and after a reload.
     const text = overheadOf(system, tools);
-    this.latest = { window, text };
+    this.latest = { window, text, turn: false };
     return text;
   }
 

@@ -46,4 +46,16 @@ describe('the tools a window has room for', () => {
       f = undefined;
     }
   });
+
+  it("counts what the turn's requests carried after a smaller window is learned in the middle of it, and what a request would carry after the tools change", async () => {
+    const roomy = await sent(undefined);
+    const setup = f!.setup;
+    // The server states 4,000 tokens in an overflow error: the retried request carries the same tools.
+    assert.equal(setup.overheadText(4_000), roomy.overhead);
+    assert.match(setup.overheadText(4_000), /"name":\s*"delegate"|delegate/);
+    setup.toolsChanged();
+    const now = setup.overheadText(4_000);
+    assert.ok(now.length < roomy.overhead.length, 'made again for the window: neither plan nor delegate');
+    assert.doesNotMatch(now, /keep a plan with the plan tool/);
+  });
 });
