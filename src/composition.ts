@@ -209,9 +209,9 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
   // Windows and prices of known models, under the user's longrun.models.overrides.
   const catalogue = new ModelCatalogue(() => settings().modelOverrides);
   // Windows servers state for their models: cached across sessions, asked again once per session.
-  const windows = new ModelWindows(
-    context.globalState,
-    async (target) => {
+  const windows = new ModelWindows({
+    memento: context.globalState,
+    discover: async (target) => {
       const apiKey = target.endpoint ? await keys.get(target.endpoint) : undefined;
       return discoverContextWindow({
         baseUrl: target.baseUrl,
@@ -221,9 +221,9 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
       });
     },
     now,
-    (message) => log.info(message),
+    log: (message) => log.info(message),
     catalogue,
-  );
+  });
   // Cleans provider error text of the stored keys, once read.
   const redactor = new Redactor(() => settings().endpoints, keys);
   const tracing = new Tracing(settings, log);
@@ -234,15 +234,15 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
       listEndpointModels(endpoint.baseUrl, await keys.get(endpoint.name), fetch, signal, LIST_TIMEOUT_MS, endpoint.provider ?? DEFAULT_PROVIDER_KIND),
     warn: (message) => log.warn(message),
   });
-  const provider = new LongrunModelProvider(
-    () => settings().endpoints,
+  const provider = new LongrunModelProvider({
+    endpoints: () => settings().endpoints,
     keys,
     log,
     windows,
-    () => settings().timeouts,
-    (text) => redactor.redact(text),
+    timeouts: () => settings().timeouts,
+    redact: (text) => redactor.redact(text),
     listed,
-  );
+  });
 
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
   // Compactions are computed in a worker thread, started on the first one; on this thread if it cannot run.
@@ -322,7 +322,7 @@ function buildViews({ context, log, now, settings }: Base, { session, registry }
 function buildTools({ context, log, now, settings }: Base): Tools {
   const roots = (): WorkspaceRoot[] => (vscode.workspace.workspaceFolders ?? []).map((f) => ({ name: f.name, fsPath: f.uri.fsPath }));
   const userEdits = new vscode.EventEmitter<FileEvent>();
-  const tracker = new EditTracker(roots, (event) => userEdits.fire(event), now);
+  const tracker = new EditTracker({ roots, record: (event) => userEdits.fire(event), now });
   context.subscriptions.push(userEdits, tracker);
 
   const approvals = new Approvals();
@@ -412,7 +412,7 @@ function buildParticipant(
     skills,
     cost: (usage, model) => usageCost(catalogue, settings().endpoints, usage, model),
   });
-  const participant = new LongrunParticipant(controller, session, tools.changes, log);
+  const participant = new LongrunParticipant({ controller, session, changes: tools.changes, log });
   // Shown in the chat of the request under way.
   context.subscriptions.push(
     tools.workspace.onDidWrite((change) => controller.showChange(change)),

@@ -20,13 +20,24 @@ export interface LongrunChatResult extends vscode.ChatResult {
   readonly metadata: TurnMetadata;
 }
 
+/** What the chat participant is built from. */
+export interface ParticipantDeps {
+  readonly controller: TurnController;
+  readonly session: Session;
+  /** The documents of the changes the agent made, opened from the chat's buttons. */
+  readonly changes: ChangeDocuments;
+  readonly log: vscode.LogOutputChannel;
+}
+
 export class LongrunParticipant {
-  constructor(
-    private readonly controller: TurnController,
-    private readonly session: Session,
-    private readonly changes: ChangeDocuments,
-    private readonly log: vscode.LogOutputChannel,
-  ) {}
+  private readonly controller: TurnController;
+  private readonly session: Session;
+  private readonly changes: ChangeDocuments;
+  private readonly log: vscode.LogOutputChannel;
+
+  constructor(deps: ParticipantDeps) {
+    ({ controller: this.controller, session: this.session, changes: this.changes, log: this.log } = deps);
+  }
 
   readonly handler: vscode.ChatRequestHandler = async (request, context, stream, token): Promise<LongrunChatResult> => {
     try {

@@ -2,6 +2,14 @@ import * as vscode from 'vscode';
 import type { FileEvent } from '../core/file-ledger';
 import { toWorkspaceRelative, type WorkspaceRoot } from '../app/workspace/path-guard';
 
+/** What the edit tracker is built from. */
+export interface EditTrackerDeps {
+  readonly roots: () => WorkspaceRoot[];
+  /** Called with each file operation of the user's. */
+  readonly record: (event: FileEvent) => void;
+  readonly now: () => number;
+}
+
 /**
  * Feeds the file ledger from the editor's own events: the user's edits, saves, and file creation,
  * deletion and renaming. Only files inside the workspace count (not output, git or untitled
@@ -14,11 +22,12 @@ export class EditTracker implements vscode.Disposable {
   /** Paths the agent is writing right now: their change events are the agent's, not the user's. */
   private readonly agentWrites = new Map<string, number>();
 
-  constructor(
-    private readonly roots: () => WorkspaceRoot[],
-    private readonly record: (event: FileEvent) => void,
-    private readonly now: () => number,
-  ) {
+  private readonly roots: () => WorkspaceRoot[];
+  private readonly record: (event: FileEvent) => void;
+  private readonly now: () => number;
+
+  constructor(deps: EditTrackerDeps) {
+    ({ roots: this.roots, record: this.record, now: this.now } = deps);
     this.disposables.push(
       vscode.workspace.onDidChangeTextDocument((e) => {
         if (e.contentChanges.length === 0) return;

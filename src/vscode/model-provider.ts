@@ -81,22 +81,37 @@ export function toEndpointModel(resolved: ResolvedEndpointModel): EndpointModel 
   };
 }
 
+/** What Longrun's model provider is built from. */
+export interface ModelProviderDeps {
+  readonly endpoints: () => readonly EndpointSetting[];
+  readonly keys: ApiKeys;
+  readonly log: vscode.LogOutputChannel;
+  readonly windows: ModelWindows;
+  readonly timeouts: () => { readonly firstChunkMs: number; readonly idleMs: number };
+  /** Cleans provider text of the stored API keys; nothing when absent. */
+  readonly redact?: (text: string) => string;
+  /** The models of endpoints that name none; those endpoints offer nothing without it. */
+  readonly listed?: ListedModels;
+}
+
 export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeLanguageModelChatInformation = this.changed.event;
 
-  constructor(
-    private readonly endpoints: () => readonly EndpointSetting[],
-    private readonly keys: ApiKeys,
-    private readonly log: vscode.LogOutputChannel,
-    private readonly windows: ModelWindows,
-    private readonly timeouts: () => { readonly firstChunkMs: number; readonly idleMs: number },
-    private readonly redact: (text: string) => string = (text) => text,
-    private readonly listed?: ListedModels,
-  ) {
+  private readonly endpoints: () => readonly EndpointSetting[];
+  private readonly keys: ApiKeys;
+  private readonly log: vscode.LogOutputChannel;
+  private readonly windows: ModelWindows;
+  private readonly timeouts: ModelProviderDeps['timeouts'];
+  private readonly redact: (text: string) => string;
+  private readonly listed: ListedModels | undefined;
+
+  constructor(deps: ModelProviderDeps) {
+    ({ endpoints: this.endpoints, keys: this.keys, log: this.log, windows: this.windows, timeouts: this.timeouts, listed: this.listed } = deps);
+    this.redact = deps.redact ?? ((text) => text);
     // A window learned from the server, or the models a server listed, change what VS Code should be told.
-    windows.onDidChange(() => this.changed.fire());
-    listed?.onDidChange(() => this.changed.fire());
+    this.windows.onDidChange(() => this.changed.fire());
+    this.listed?.onDidChange(() => this.changed.fire());
   }
 
   /** Tells VS Code the list of models may have changed (settings or keys changed): servers are asked for their lists again. */

@@ -73,6 +73,18 @@ export interface DiscoveryTarget {
   readonly provider?: ProviderKind;
 }
 
+/** What the model windows are built from. */
+export interface ModelWindowsDeps {
+  /** Where the windows servers stated are kept across sessions. */
+  readonly memento: Memento;
+  /** Asks a server for the window of one of its models. */
+  readonly discover: (target: DiscoveryTarget) => Promise<DiscoveredWindow | undefined>;
+  readonly now: () => number;
+  readonly log?: (message: string) => void;
+  /** What the catalogue and the user's overrides say of models; the catalogue alone when absent. */
+  readonly catalogue?: ModelCatalogue;
+}
+
 export class ModelWindows {
   private readonly learned = new Map<string, { limit: number; why: string }>();
   /** Learned windows that are lower bounds (a cut prompt shows the window holds at least what was read). */
@@ -82,14 +94,19 @@ export class ModelWindows {
   private readonly asked = new Set<string>();
   private readonly listeners = new Set<() => void>();
 
-  constructor(
-    private readonly memento: Memento,
-    private readonly discover: (target: DiscoveryTarget) => Promise<DiscoveredWindow | undefined>,
-    private readonly now: () => number,
-    private readonly log: (message: string) => void = () => undefined,
-    /** What the catalogue and the user's overrides say of models. */
-    private readonly catalogue: ModelCatalogue = new ModelCatalogue(),
-  ) {}
+  private readonly memento: Memento;
+  private readonly discover: ModelWindowsDeps['discover'];
+  private readonly now: () => number;
+  private readonly log: (message: string) => void;
+  private readonly catalogue: ModelCatalogue;
+
+  constructor(deps: ModelWindowsDeps) {
+    this.memento = deps.memento;
+    this.discover = deps.discover;
+    this.now = deps.now;
+    this.log = deps.log ?? (() => undefined);
+    this.catalogue = deps.catalogue ?? new ModelCatalogue();
+  }
 
   onDidChange(listener: () => void): { dispose(): void } {
     this.listeners.add(listener);

@@ -21,18 +21,17 @@ const key = 'longrun/ollama/acme-coder:7b';
 
 function windows(answers: Array<DiscoveredWindow | undefined | Error>, memento = new MapMemento(), overrides: Record<string, ModelOverride> = {}) {
   const asked: DiscoveryTarget[] = [];
-  const registry = new ModelWindows(
+  const registry = new ModelWindows({
     memento,
-    async (t) => {
+    discover: async (t) => {
       asked.push(t);
       const answer = answers.shift();
       if (answer instanceof Error) throw answer;
       return answer;
     },
-    () => 1_000,
-    () => undefined,
-    new ModelCatalogue(() => overrides),
-  );
+    now: () => 1_000,
+    catalogue: new ModelCatalogue(() => overrides),
+  });
   return { registry, asked, memento };
 }
 
