@@ -293,10 +293,17 @@ describe('the live view of a growing log', () => {
             given++;
             if (steps.some((r) => r.type === 'compaction')) compactions++;
           }
-          // Taken in, the steps give the same view.
+          // Taken in, appended to the same log as a conversation appends them, the steps give the same
+          // view (taken in as previewed), and so does a log replaced by another array.
+          const fresh = new LiveModelView(memo);
+          fresh.update(builder.log);
           const all = [...builder.log, ...steps];
-          live.update(all);
+          builder.log.push(...steps);
+          live.update(builder.log);
           assert.deepEqual(live.messages(), expected);
+          assert.deepEqual([...live.stable, ...(live.trailing() ? [live.trailing()!] : [])], expected);
+          fresh.update(all);
+          assert.deepEqual(fresh.messages(), expected);
         },
       ),
       { numRuns: 1_000 },
