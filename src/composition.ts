@@ -256,9 +256,9 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
   );
   context.subscriptions.push({ dispose: () => engine.dispose() });
   // What each model's provider counts against the local count, learned across conversations.
-  const calibrations = new ModelCalibrations(context.globalState, now, (message) => log.warn(message));
+  const calibrations = new ModelCalibrations({ memento: context.globalState, now, log: (message) => log.warn(message) });
   // Servers that let a model call tools when told not to: kept across windows, like what they state of their models.
-  const ignoredToolChoice = new IgnoredToolChoice(context.globalState, now, (message) => log.info(message));
+  const ignoredToolChoice = new IgnoredToolChoice({ memento: context.globalState, now, log: (message) => log.info(message) });
   const session = new Session({
     workspaceState: context.workspaceState,
     settings,
@@ -303,7 +303,7 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
 
 /** Builds the compaction reporter, the report documents and the summary documents. */
 function buildViews({ context, log, now, settings }: Base, { session, registry }: Models): Views {
-  const reporter = new CompactionReporter(log, () => settings().verboseLogging, now);
+  const reporter = new CompactionReporter({ log, verbose: () => settings().verboseLogging, now });
   const documents = new ReportDocuments();
   // Summaries to preview and edit: what the user saves is what the model gets.
   const summaries = new SummaryDocuments({

@@ -3,6 +3,14 @@ import type { CompactionOutcome } from '../core/compaction';
 import type { CompactionReason } from '../core/history';
 import { prunedCounts } from '../core/pruning';
 
+/** What the compaction reporter is built from. */
+export interface CompactionReporterDeps {
+  readonly log: vscode.LogOutputChannel;
+  /** Whether summaries go to the log too (`longrun.verboseLogging`). */
+  readonly verbose: () => boolean;
+  readonly now: () => number;
+}
+
 /**
  * Records every compaction in the "Longrun" log (reason, round, tokens before and after, duration,
  * messages compacted, fallback or not) and how often they happen. Never the
@@ -11,11 +19,13 @@ import { prunedCounts } from '../core/pruning';
 export class CompactionReporter {
   private readonly times: number[] = [];
 
-  constructor(
-    private readonly log: vscode.LogOutputChannel,
-    private readonly verbose: () => boolean,
-    private readonly now: () => number,
-  ) {}
+  private readonly log: vscode.LogOutputChannel;
+  private readonly verbose: () => boolean;
+  private readonly now: () => number;
+
+  constructor(deps: CompactionReporterDeps) {
+    ({ log: this.log, verbose: this.verbose, now: this.now } = deps);
+  }
 
   report(outcome: CompactionOutcome, reason: CompactionReason): void {
     switch (outcome.status) {

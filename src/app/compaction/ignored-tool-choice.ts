@@ -30,15 +30,25 @@ const entrySchema = lazily(() => z.object({ at: z.number(), tools: z.array(z.str
 const storedSchema = lazily(() => z.object({ version: z.literal(1), models: z.custom<Record<string, unknown>>(isRecord) }));
 type Entry = z.infer<ReturnType<typeof entrySchema>>;
 
+/** What the memory of servers that ignore tool_choice is built from: where it keeps what it learned, the clock, and where it says what it did. */
+export interface IgnoredToolChoiceDeps {
+  readonly memento: Memento;
+  readonly now: () => number;
+  readonly log?: (message: string) => void;
+}
+
 export class IgnoredToolChoice {
   /** Noted in this session, whatever the store did with them. */
   private readonly noted = new Map<string, number>();
 
-  constructor(
-    private readonly memento: Memento,
-    private readonly now: () => number,
-    private readonly log: (message: string) => void = () => undefined,
-  ) {}
+  private readonly memento: Memento;
+  private readonly now: () => number;
+  private readonly log: (message: string) => void;
+
+  constructor(deps: IgnoredToolChoiceDeps) {
+    ({ memento: this.memento, now: this.now } = deps);
+    this.log = deps.log ?? (() => undefined);
+  }
 
   /** Whether the server of `model` was seen letting it call a tool under `tool_choice: "none"`, lately. */
   ignores(model: string): boolean {

@@ -30,12 +30,22 @@ const entrySchema = lazily(() =>
 const storedSchema = lazily(() => z.object({ version: z.literal(1), models: z.custom<Record<string, unknown>>(isRecord) }));
 type Entry = z.infer<ReturnType<typeof entrySchema>>;
 
+/** What the memory of model calibrations is built from: where it keeps what it learned, the clock, and where it says what it did. */
+export interface ModelCalibrationsDeps {
+  readonly memento: Memento;
+  readonly now: () => number;
+  readonly log?: (message: string) => void;
+}
+
 export class ModelCalibrations implements CalibrationMemory {
-  constructor(
-    private readonly memento: Memento,
-    private readonly now: () => number,
-    private readonly log: (message: string) => void = () => undefined,
-  ) {}
+  private readonly memento: Memento;
+  private readonly now: () => number;
+  private readonly log: (message: string) => void;
+
+  constructor(deps: ModelCalibrationsDeps) {
+    ({ memento: this.memento, now: this.now } = deps);
+    this.log = deps.log ?? (() => undefined);
+  }
 
   prior(model: string | undefined): RatioPrior | undefined {
     if (model !== undefined) {

@@ -196,7 +196,7 @@ describe('the summarizer a compaction asks for', () => {
       learnedWindow: () => undefined,
       settings: () => ({ summaryContinuesConversation: false, timeouts: { firstChunkMs: 60_000, idleMs: 60_000 } }),
       telemetry: () => NO_TELEMETRY,
-      ignoredToolChoice: new IgnoredToolChoice(memento(), () => 0),
+      ignoredToolChoice: new IgnoredToolChoice({ memento: memento(), now: () => 0 }),
     });
     const conversation = await conversationWith(() => source.summarizer());
     assert.equal(made.length, 0);

@@ -78,7 +78,7 @@ describe("a model's calibration, across conversations", () => {
 
   it('keeps what a conversation learned in global state, so the next conversation with the model starts calibrated', async () => {
     const state = memento();
-    const calibrations = new ModelCalibrations(state, () => 5);
+    const calibrations = new ModelCalibrations({ memento: state, now: () => 5 });
     const first = await conversation('c1', calibrations);
     // This provider counts 1.3 tokens for each local one: more than the family's figure.
     for (let i = 0; i < 5; i++) await exchange(first, i, 6_000, 1.3);
@@ -88,7 +88,7 @@ describe("a model's calibration, across conversations", () => {
     assert.ok(kept.tokens > 10_000);
 
     // A new window: the state is read back from what was stored.
-    const second = await conversation('c2', new ModelCalibrations(state, () => 6));
+    const second = await conversation('c2', new ModelCalibrations({ memento: state, now: () => 6 }));
     await second.append([{ type: 'message', message: { id: 'u', role: 'user', content: [{ type: 'text', text: 'x'.repeat(40_000) }] } }]);
     const count = second.count();
     assert.equal(count.tokens, Math.round(count.localTokens * kept.ratio));
@@ -96,11 +96,11 @@ describe("a model's calibration, across conversations", () => {
 
   it("does not let the second conversation's first report, mostly system prompt, undo what was learned", async () => {
     const state = memento();
-    const calibrations = new ModelCalibrations(state, () => 5);
+    const calibrations = new ModelCalibrations({ memento: state, now: () => 5 });
     const first = await conversation('c1', calibrations);
     for (let i = 0; i < 5; i++) await exchange(first, i, 6_000, 1.3);
     first.count();
-    const second = await conversation('c2', new ModelCalibrations(state, () => 6));
+    const second = await conversation('c2', new ModelCalibrations({ memento: state, now: () => 6 }));
     // 100 tokens of messages beside 2,000 of system prompt and tools, which this provider counts low.
     await exchange(second, 0, 100, 0.9);
     await second.append([{ type: 'message', message: { id: 'big', role: 'user', content: [{ type: 'text', text: 'x'.repeat(40_000) }] } }]);
@@ -113,9 +113,9 @@ describe("a model's calibration, across conversations", () => {
   it('ignores a stored entry it cannot read, and a state of another shape, falling back to the family figure', () => {
     const state = memento();
     state.state.set('longrun.calibrations', { version: 1, models: { [KEY]: { ratio: 'high' } } });
-    assert.equal(new ModelCalibrations(state, () => 0).prior(KEY)?.ratio, 1.127);
+    assert.equal(new ModelCalibrations({ memento: state, now: () => 0 }).prior(KEY)?.ratio, 1.127);
     state.state.set('longrun.calibrations', [1, 2]);
-    assert.equal(new ModelCalibrations(state, () => 0).prior(KEY)?.ratio, 1.127);
-    assert.equal(new ModelCalibrations(state, () => 0).prior('copilot/gpt-4o'), undefined);
+    assert.equal(new ModelCalibrations({ memento: state, now: () => 0 }).prior(KEY)?.ratio, 1.127);
+    assert.equal(new ModelCalibrations({ memento: state, now: () => 0 }).prior('copilot/gpt-4o'), undefined);
   });
 });

@@ -43,7 +43,7 @@ function source(world: Partial<World> = {}) {
     continues: false,
     firstChunkMs: 60_000,
     telemetry: NO_TELEMETRY,
-    ignoredToolChoice: new IgnoredToolChoice(memento(), () => 0),
+    ignoredToolChoice: new IgnoredToolChoice({ memento: memento(), now: () => 0 }),
     callsToolsAnyway: false,
     ...world,
   };
@@ -184,7 +184,7 @@ describe('the summarizer compactions ask for', () => {
         continues: true,
         callsToolsAnyway: true,
         chosen: { key: 'longrun/local/coder', declaredWindow: 32_000, server: 'http://127.0.0.1:11434/v1' },
-        ignoredToolChoice: new IgnoredToolChoice(store, now),
+        ignoredToolChoice: new IgnoredToolChoice({ memento: store, now }),
       });
       world.summarizers.setAgentPrefix({ system: 'You are the agent.', tools: agentTools });
       return world;
@@ -211,7 +211,7 @@ describe('the summarizer compactions ask for', () => {
       const elsewhere = source({
         continues: true,
         chosen: { key: 'longrun/local/coder', declaredWindow: 32_000, server: 'http://127.0.0.1:8000/v1' },
-        ignoredToolChoice: new IgnoredToolChoice(store, () => now),
+        ignoredToolChoice: new IgnoredToolChoice({ memento: store, now: () => now }),
       }).summarizers;
       assert.equal((await elsewhere.summarizer())?.continues, true, 'the same model id on another server is not held to it');
 

@@ -9,7 +9,7 @@ import { CompactionReporter } from '../../../src/vscode/compaction-report';
 import { FakeClock, templateSummary } from '../core/fixtures';
 import { newConversation } from '../fixtures/conversation-deps';
 
-type Log = ConstructorParameters<typeof CompactionReporter>[0];
+type Log = ConstructorParameters<typeof CompactionReporter>[0]['log'];
 
 /** The log channel's three levels, as lines prefixed by their level. */
 function recordingLog(): { log: Log; lines: string[] } {
@@ -59,11 +59,7 @@ describe('the compaction reporter', () => {
   it('logs a compaction’s round, reason, tokens, messages, duration, summarizer, frequency and repairs, without the summary', async () => {
     const outcome = await compacted();
     const { log, lines } = recordingLog();
-    new CompactionReporter(
-      log,
-      () => false,
-      () => 5_000,
-    ).report(outcome, 'manual');
+    new CompactionReporter({ log, verbose: () => false, now: () => 5_000 }).report(outcome, 'manual');
 
     const e = outcome.compaction.entry!;
     assert.deepEqual(lines, [
@@ -77,11 +73,7 @@ describe('the compaction reporter', () => {
     const outcome = await compacted();
     const { log, lines } = recordingLog();
     let now = 0;
-    const reporter = new CompactionReporter(
-      log,
-      () => false,
-      () => now,
-    );
+    const reporter = new CompactionReporter({ log, verbose: () => false, now: () => now });
     for (const at of [0, 1_800_000, 3_700_000]) {
       now = at;
       reporter.report(outcome, 'threshold');
@@ -99,17 +91,9 @@ describe('the compaction reporter', () => {
   it('writes the summary to the log only when verbose logging is on', async () => {
     const outcome = await compacted();
     const quiet = recordingLog();
-    new CompactionReporter(
-      quiet.log,
-      () => false,
-      () => 0,
-    ).report(outcome, 'manual');
+    new CompactionReporter({ log: quiet.log, verbose: () => false, now: () => 0 }).report(outcome, 'manual');
     const verbose = recordingLog();
-    new CompactionReporter(
-      verbose.log,
-      () => true,
-      () => 0,
-    ).report(outcome, 'manual');
+    new CompactionReporter({ log: verbose.log, verbose: () => true, now: () => 0 }).report(outcome, 'manual');
 
     assert.ok(!quiet.lines.join('\n').includes('SUMMARY-TEXT-4d2a'));
     assert.deepEqual(verbose.lines.slice(0, -1), quiet.lines);
@@ -118,11 +102,7 @@ describe('the compaction reporter', () => {
 
   it('logs a skipped or cancelled compaction as information and a failed one as a warning, with its reason', () => {
     const { log, lines } = recordingLog();
-    const reporter = new CompactionReporter(
-      log,
-      () => false,
-      () => 0,
-    );
+    const reporter = new CompactionReporter({ log, verbose: () => false, now: () => 0 });
     reporter.report({ status: 'noop', reason: 'Nothing to compact.' }, 'manual');
     reporter.report({ status: 'failed', reason: 'The summarizer timed out.' }, 'threshold');
     reporter.report({ status: 'cancelled', reason: 'Closed.' }, 'overflow');
