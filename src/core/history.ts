@@ -310,6 +310,11 @@ export class LiveModelView {
   private ordered = true;
   /** The pruning `after` last took in, from what was pushed then (that array and its length): taken in again as it was. */
   private previewed: { readonly from: Message[]; readonly length: number; readonly record: LogRecord; readonly to: Pushed } | undefined;
+  /**
+   * Whether `pairing` holds what was pushed: a step taken in leaves it to be made again when the view
+   * is next read, so a pruning and a compaction taken in together pair the view once.
+   */
+  private paired = true;
   private stale = false;
   private generationCount = 0;
   private messageCount = 0;
@@ -357,17 +362,17 @@ export class LiveModelView {
 
   /** The view, as a new array. */
   messages(): Message[] {
-    return this.pairing.messages();
+    return this.pairingNow().messages();
   }
 
   /** The view but its last message when that is a synthetic result for open calls (see `ToolPairing`). */
   get stable(): readonly Message[] {
-    return this.pairing.stable;
+    return this.pairingNow().stable;
   }
 
   /** The synthetic result that ends the view while tool calls are open. */
   trailing(): Message | undefined {
-    return this.pairing.trailing();
+    return this.pairingNow().trailing();
   }
 
   /** Changes each time the view is derived anew: positions in `stable` from before no longer hold. */
@@ -426,8 +431,13 @@ export class LiveModelView {
     if (record.type === 'pruning') {
       for (const [id, stubs] of stubsAdding(this.stubs, record.entry)) this.stubs.set(id, stubs);
       const previewed = this.previewed;
+      // The record written may be a copy of the one previewed (its numbers taken again): a pruning's
+      // view is made of its outputs alone, and its id names it.
       pushed =
-        previewed?.record === record && previewed.from === this.pushed.shown && previewed.length === this.pushed.shown.length
+        previewed?.record.type === 'pruning' &&
+        previewed.record.entry.id === record.entry.id &&
+        previewed.from === this.pushed.shown &&
+        previewed.length === this.pushed.shown.length
           ? previewed.to
           : withStubsOf(this.pushed, record.entry, this.stubs, this.memo);
     } else if (record.type === 'compaction' && this.ordered) {
@@ -440,16 +450,26 @@ export class LiveModelView {
     this.previewed = undefined;
     if (!pushed) return false;
     this.generationCount++;
-    this.pushed = { originals: [], shown: [] };
-    this.pairing = new ToolPairing();
-    pushed.shown.forEach((shown, i) => this.push(pushed.originals[i], shown));
+    this.pushed = { originals: [...pushed.originals], shown: [...pushed.shown] };
+    this.paired = false;
     return true;
   }
 
   private push(original: Message | undefined, shown: Message): void {
+    const pairing = this.pairingNow();
     this.pushed.originals.push(original);
     this.pushed.shown.push(shown);
-    this.pairing.push(shown);
+    pairing.push(shown);
+  }
+
+  /** The pairing of what was pushed, made when a step taken in left it behind. */
+  private pairingNow(): ToolPairing {
+    if (!this.paired) {
+      this.pairing = new ToolPairing();
+      for (const shown of this.pushed.shown) this.pairing.push(shown);
+      this.paired = true;
+    }
+    return this.pairing;
   }
 
   /** The view derived from the whole log, as it always was. */
@@ -458,6 +478,7 @@ export class LiveModelView {
     this.previewed = undefined;
     this.generationCount++;
     this.pairing = new ToolPairing();
+    this.paired = true;
     this.pushed = { originals: [], shown: [] };
     this.removed = new Set();
     this.awaitedKeptId = null;
