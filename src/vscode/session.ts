@@ -198,11 +198,12 @@ export class Session implements vscode.Disposable {
   }
 
   /**
-   * The count of what every request carries besides the messages. The text is made when first
-   * counted, off the activation path (making it needs the model packages, which activation does not load).
+   * The count of what every request carries besides the messages to a model of `window` tokens. The
+   * text is made when first counted, off the activation path (making it needs the model packages,
+   * which activation does not load).
    */
-  private requestOverhead(): number {
-    const text = this.deps.requestOverhead?.(this.contextWindow()) ?? '';
+  private requestOverhead(window: number | undefined): number {
+    const text = this.deps.requestOverhead?.(window) ?? '';
     const cached = this.overheadCount;
     if (cached && cached.counter === this.counter && cached.text === text) return cached.tokens;
     const tokens = text ? this.counter.countText(text) : 0;
@@ -299,7 +300,10 @@ export class Session implements vscode.Disposable {
   }
 
   modelContext(): ModelContext {
-    return this.contextOf(this.chatModel, this.counter, this.requestOverhead());
+    const m = this.chatModel;
+    // Sized once: what every request carries depends on the window (the tools a small one is offered).
+    const sized = m ? this.windowOf(m) : undefined;
+    return modelContextOf(m ? { name: nameOf(m), key: keyOf(m), sized } : undefined, this.counter, this.requestOverhead(sized?.window.limit));
   }
 
   /** What a conversation on `m` needs to know of it: its window, its counter, what every request carries. */

@@ -10,10 +10,8 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { createTelemetry, NO_TELEMETRY, type LongrunTelemetry } from '../../../src/llm/telemetry';
 import type { Conversation } from '../../../src/app/conversation/conversation';
-import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { DEFAULT_CONFIG } from '../../../src/core/config';
-import { FakeClock, templateSummary } from '../core/fixtures';
-import { newConversation } from '../fixtures/conversation-deps';
+import { templateSummary } from '../core/fixtures';
+import { twelveTurns } from '../fixtures/conversation-deps';
 
 type GenerateResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
 
@@ -135,27 +133,8 @@ function spanNamed(spans: readonly ExportedSpan[], name: string): ExportedSpan {
 }
 
 /** A conversation of twelve turns, traced by `telemetry`, whose summarizer always answers. */
-async function compactableConversation(dir: string, telemetry: LongrunTelemetry): Promise<Conversation> {
-  const clock = new FakeClock();
-  const store = new ConversationStore(dir, () => clock.now());
-  await store.create('c1');
-  let ids = 0;
-  const conversation = newConversation({
-    store,
-    clock,
-    newId: () => `e${++ids}`,
-    config: { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } },
-    model: { limit: 8_000 },
-    summarizer: { name: 's', summarize: async () => ({ text: templateSummary('Twelve turns of notes.') }) },
-    telemetry: () => telemetry,
-  });
-  for (let i = 0; i < 12; i++) {
-    await conversation.append([
-      { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },
-      { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [{ type: 'text', text: `noted ${i}` }] } },
-    ]);
-  }
-  return conversation;
+function compactableConversation(dir: string, telemetry: LongrunTelemetry): Promise<Conversation> {
+  return twelveTurns(dir, { summarizerName: 's', summary: templateSummary('Twelve turns of notes.'), telemetry: () => telemetry });
 }
 
 describe('createTelemetry', () => {

@@ -2,12 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConversationStore } from '../../../src/app/store/conversation-store';
 import type { CompactionOutcome } from '../../../src/core/compaction';
-import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { CompactionReporter } from '../../../src/vscode/compaction-report';
-import { FakeClock, templateSummary } from '../core/fixtures';
-import { newConversation } from '../fixtures/conversation-deps';
+import { templateSummary } from '../core/fixtures';
+import { twelveTurns } from '../fixtures/conversation-deps';
 
 type Log = ConstructorParameters<typeof CompactionReporter>[0]['log'];
 
@@ -33,24 +31,7 @@ describe('the compaction reporter', () => {
 
   /** Twelve turns compacted by hand, with a summarizer named "notes-model". */
   async function compacted(): Promise<CompactionOutcome & { status: 'compacted' }> {
-    const clock = new FakeClock();
-    const store = new ConversationStore(dir, () => clock.now());
-    await store.create('c1');
-    let ids = 0;
-    const conversation = newConversation({
-      store,
-      clock,
-      newId: () => `e${++ids}`,
-      config: { ...DEFAULT_CONFIG, pruning: { ...DEFAULT_CONFIG.pruning, enabled: false } },
-      model: { limit: 8_000 },
-      summarizer: { name: 'notes-model', summarize: async () => ({ text: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') }) },
-    });
-    for (let i = 0; i < 12; i++) {
-      await conversation.append([
-        { type: 'message', message: { id: `u${i}`, role: 'user', content: [{ type: 'text', text: `turn ${i}: ${'x'.repeat(1_200)}` }] } },
-        { type: 'message', message: { id: `a${i}`, role: 'assistant', content: [{ type: 'text', text: `noted ${i}` }] } },
-      ]);
-    }
+    const conversation = await twelveTurns(dir, { summarizerName: 'notes-model', summary: templateSummary('SUMMARY-TEXT-4d2a of twelve turns.') });
     const outcome = await conversation.compact('manual');
     assert.equal(outcome.status, 'compacted', 'reason' in outcome ? outcome.reason : '');
     return outcome as CompactionOutcome & { status: 'compacted' };
