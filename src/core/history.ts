@@ -274,7 +274,7 @@ export class ToolPairing {
 }
 
 /** The stubs of prunings, by message id, then tool call id. */
-type Stubs = ReadonlyMap<string, ReadonlyMap<string, string>>;
+type Stubs = Pick<ReadonlyMap<string, ReadonlyMap<string, string>>, 'get'>;
 
 /**
  * What a view is made of, before its tool traffic is paired: each message as the log holds it
@@ -308,8 +308,11 @@ export class LiveModelView {
   private pushed: { originals: (Message | undefined)[]; shown: Message[] } = { originals: [], shown: [] };
   /** Whether the messages pushed (the summary aside) are in log order, so that a step at the end can be taken in. */
   private ordered = true;
-  /** The pruning `after` last took in, from what was pushed then (that array and its length): taken in again as it was. */
-  private previewed: { readonly from: Message[]; readonly length: number; readonly record: LogRecord; readonly to: Pushed } | undefined;
+  /**
+   * Messages a pruning taken in gave stubs to since they were pushed: shown with them when the view is
+   * next read, so that what a compaction taken in with it takes out is never stubbed.
+   */
+  private restub = new Set<string>();
   /**
    * Whether `pairing` holds what was pushed: a step taken in leaves it to be made again when the view
    * is next read, so a pruning and a compaction taken in together pair the view once.
@@ -341,12 +344,13 @@ export class LiveModelView {
     if (this.stale) return undefined;
     let pushed: Pushed = this.pushed;
     let stubs: Stubs = this.stubs;
+    let restub: ReadonlySet<string> = this.restub;
     for (const record of records) {
       if (record.type === 'pruning') {
-        stubs = new Map([...stubs, ...stubsAdding(stubs, record.entry)]);
-        const from = pushed;
-        pushed = withStubsOf(pushed, record.entry, stubs, this.memo);
-        if (from === this.pushed) this.previewed = { from: this.pushed.shown, length: this.pushed.shown.length, record, to: pushed };
+        const below = stubs;
+        const added = stubsAdding(below, record.entry);
+        stubs = { get: (id) => added.get(id) ?? below.get(id) };
+        restub = new Set([...restub, ...added.keys()]);
       } else if (record.type === 'compaction') {
         const next = this.ordered ? afterCompaction(pushed, record.entry, this.memo) : undefined;
         if (!next) return undefined;
@@ -356,7 +360,10 @@ export class LiveModelView {
       }
     }
     const pairing = new ToolPairing();
-    for (const message of pushed.shown) pairing.push(message);
+    pushed.originals.forEach((original, i) => {
+      const byCall = original !== undefined && restub.has(original.id) ? stubs.get(original.id) : undefined;
+      pairing.push(byCall ? withStubs(original!, byCall, this.memo) : pushed.shown[i]!);
+    });
     return pairing.messages();
   }
 
@@ -427,30 +434,21 @@ export class LiveModelView {
 
   /** Takes in a pruning or a compaction appended at the end, from the view as it is; false when it cannot. */
   private takeStep(record: LogRecord): boolean {
-    let pushed: Pushed | undefined;
     if (record.type === 'pruning') {
-      for (const [id, stubs] of stubsAdding(this.stubs, record.entry)) this.stubs.set(id, stubs);
-      const previewed = this.previewed;
-      // The record written may be a copy of the one previewed (its numbers taken again): a pruning's
-      // view is made of its outputs alone, and its id names it.
-      pushed =
-        previewed?.record.type === 'pruning' &&
-        previewed.record.entry.id === record.entry.id &&
-        previewed.from === this.pushed.shown &&
-        previewed.length === this.pushed.shown.length
-          ? previewed.to
-          : withStubsOf(this.pushed, record.entry, this.stubs, this.memo);
-    } else if (record.type === 'compaction' && this.ordered) {
-      pushed = afterCompaction(this.pushed, record.entry, this.memo);
-      if (pushed) {
-        for (const id of record.entry.compactedMessageIds) this.removed.add(id);
-        this.awaitedKeptId = null;
+      for (const [id, stubs] of stubsAdding(this.stubs, record.entry)) {
+        this.stubs.set(id, stubs);
+        this.restub.add(id);
       }
+    } else if (record.type === 'compaction' && this.ordered) {
+      const pushed = afterCompaction(this.pushed, record.entry, this.memo);
+      if (!pushed) return false;
+      this.pushed = pushed;
+      for (const id of record.entry.compactedMessageIds) this.removed.add(id);
+      this.awaitedKeptId = null;
+    } else {
+      return false;
     }
-    this.previewed = undefined;
-    if (!pushed) return false;
     this.generationCount++;
-    this.pushed = { originals: [...pushed.originals], shown: [...pushed.shown] };
     this.paired = false;
     return true;
   }
@@ -465,6 +463,13 @@ export class LiveModelView {
   /** The pairing of what was pushed, made when a step taken in left it behind. */
   private pairingNow(): ToolPairing {
     if (!this.paired) {
+      const { originals, shown } = this.pushed;
+      if (this.restub.size > 0) {
+        originals.forEach((original, i) => {
+          if (original !== undefined && this.restub.has(original.id)) shown[i] = this.shown(original);
+        });
+        this.restub.clear();
+      }
       this.pairing = new ToolPairing();
       for (const shown of this.pushed.shown) this.pairing.push(shown);
       this.paired = true;
@@ -475,7 +480,7 @@ export class LiveModelView {
   /** The view derived from the whole log, as it always was. */
   private derive(log: ConversationLog): void {
     this.stale = false;
-    this.previewed = undefined;
+    this.restub.clear();
     this.generationCount++;
     this.pairing = new ToolPairing();
     this.paired = true;
@@ -533,25 +538,17 @@ function stubsAdding(stubs: Stubs, entry: PruningEntry): Map<string, ReadonlyMap
   return changed;
 }
 
-/** `pushed` with the messages `entry` prunes shown with `stubs`. */
-function withStubsOf(pushed: Pushed, entry: PruningEntry, stubs: Stubs, memo: EngineMemo): Pushed {
-  const pruned = new Set(entry.outputs.map((o) => o.messageId));
-  const shown = pushed.shown.map((message, i) => {
-    const original = pushed.originals[i];
-    if (original === undefined || !pruned.has(original.id)) return message;
-    const byCall = stubs.get(original.id);
-    return byCall ? withStubs(original, byCall, memo) : original;
-  });
-  return { originals: pushed.originals, shown };
-}
-
 /**
  * `pushed` (in log order, the summary aside) once compaction `entry` comes into force at the end of
  * the log, as deriving the view would make it: the messages before its first kept one stay in front
  * unless it took them out, then its summary, then the messages from the first kept one on that it did
  * not take out. Undefined when its first kept message is not in the view: only deriving can tell.
  */
-function afterCompaction(pushed: Pushed, entry: CompactionEntry, memo: EngineMemo): Pushed | undefined {
+function afterCompaction(
+  pushed: Pushed,
+  entry: CompactionEntry,
+  memo: EngineMemo,
+): { originals: (Message | undefined)[]; shown: Message[] } | undefined {
   if (entry.firstKeptMessageId === null) return undefined;
   // Every message no compaction took out is pushed, so the first pushed with the id is the log's first.
   const kept = pushed.originals.findIndex((m) => m?.id === entry.firstKeptMessageId);

@@ -56,7 +56,10 @@ function lineOf(record: LogRecord, maxRecordBytes: number): RecordLine {
  * record a run of a long array's items begins, when it is one that is checked.
  */
 function check(schema: z.ZodType, value: unknown, within?: { readonly path: string; readonly from: number }): void {
-  const result = schema.safeParse(value);
+  // The schema's plain path, not its compiled one: compiling it costs milliseconds of the editor's
+  // thread the first time a record type is written in a session (a compaction's first pruning), and
+  // a record is checked once.
+  const result = schema.safeParse(value, { jitless: true });
   if (result.success) return;
   const issues = within
     ? result.error.issues.map((issue) => ({ ...issue, path: [within.path, within.from + Number(issue.path[0]), ...issue.path.slice(1)] }))

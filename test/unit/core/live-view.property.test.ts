@@ -294,7 +294,7 @@ describe('the live view of a growing log', () => {
             if (steps.some((r) => r.type === 'compaction')) compactions++;
           }
           // Taken in, appended to the same log as a conversation appends them, the steps give the same
-          // view (taken in as previewed), and so does a log replaced by another array.
+          // view, and so does a log replaced by another array.
           const fresh = new LiveModelView(memo);
           fresh.update(builder.log);
           const all = [...builder.log, ...steps];
@@ -347,6 +347,53 @@ describe('the live view of a growing log', () => {
     assert.deepEqual(live.messages(), modelView(log, memo));
     assert.equal(live.messages().length, 3, 'the summary, the last call and its pruned result');
     assert.ok(reads <= 2, `${reads} records of ${log.length} read again`);
+  });
+
+  it('never stubs the outputs of messages a compaction taken in with the pruning takes out', () => {
+    const log: LogRecord[] = [];
+    const results: Message[] = [];
+    for (let i = 0; i < 100; i++) {
+      const result: Message = {
+        id: `t${i}`,
+        role: 'tool',
+        content: [{ type: 'tool-result', toolCallId: `c${i}`, toolName: 'read', output: `output ${i}` }],
+      };
+      log.push(
+        {
+          type: 'message',
+          message: { id: `a${i}`, role: 'assistant', content: [{ type: 'tool-call', toolCallId: `c${i}`, toolName: 'read', input: { i } }] },
+        },
+        { type: 'message', message: result },
+      );
+      results.push(result);
+    }
+    const outputs = results.map((m, i) => ({
+      messageId: m.id,
+      toolCallId: `c${i}`,
+      toolName: 'read',
+      kind: 'duplicate' as const,
+      stub: '[pruned]',
+      tokens: 9,
+    }));
+    const ids = log.flatMap((r) => (r.type === 'message' ? [r.message.id] : []));
+    const steps: LogRecord[] = [
+      { type: 'pruning', entry: { id: 'p-end', reason: 'threshold', outputs, tokensBefore: 0, tokensAfter: 0, createdAt: 0 } },
+      { type: 'compaction', entry: entry('e-end', ids.slice(0, -2), ids.at(-2)!, 'user') },
+    ];
+    for (const takeIn of [false, true]) {
+      const memo = new EngineMemo();
+      const live = new LiveModelView(memo);
+      const appended = [...log];
+      live.update(appended);
+      if (takeIn) {
+        appended.push(...steps);
+        live.update(appended);
+      }
+      const view = takeIn ? live.messages() : live.after(steps)!;
+      assert.deepEqual(view, modelView([...log, ...steps], new EngineMemo()));
+      const stubbed = results.filter((m) => memo.stubbedMessages.has(m)).map((m) => m.id);
+      assert.deepEqual(stubbed, ['t99'], takeIn ? 'taken in' : 'previewed');
+    }
   });
 
   it('gives one summary message per compaction entry, so it is counted once', () => {
