@@ -29,6 +29,8 @@ export class EngineMemo {
   readonly writtenStubs = new WeakMap<ToolCallPart, WrittenStub>();
   /** The message that carries each compaction entry's summary into the view (`history.ts`). */
   readonly summaryMessages = new WeakMap<CompactionEntry, Message>();
+  /** The entry a summary message was last made for, and the message: a copy of it with other numbers shows the same message. */
+  lastSummary: { readonly entry: CompactionEntry; readonly message: Message } | undefined;
   /** What each message of a summary request was rendered from (`summary-request.ts`). */
   readonly renderings = new WeakMap<SummaryRequestMessage, Rendering>();
   /** Each set of truncation limits' key. */

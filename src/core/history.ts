@@ -55,17 +55,29 @@ export function isSummaryMessage(message: Message): boolean {
 export function summaryMessage(entry: CompactionEntry, memo: EngineMemo): Message {
   let message = memo.summaryMessages.get(entry);
   if (!message) {
-    // The skills it carries follow as a part of their own, which the summarizer is never asked to rewrite.
-    const skills = renderLoadedSkills(entry.skills);
-    message = {
-      id: `summary:${entry.id}`,
-      role: entry.summaryRole,
-      content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`), ...(skills ? [text(skills)] : [])],
-      summaryOf: entry.id,
-    };
+    const last = memo.lastSummary;
+    // A copy of the entry with other numbers (its counts taken again when it is written) shows the
+    // same message, so that it is counted once.
+    if (last && showsSame(last.entry, entry)) message = last.message;
+    else {
+      // The skills it carries follow as a part of their own, which the summarizer is never asked to rewrite.
+      const skills = renderLoadedSkills(entry.skills);
+      message = {
+        id: `summary:${entry.id}`,
+        role: entry.summaryRole,
+        content: [text(`${SUMMARY_PREFIX}\n\n${entry.summary}`), ...(skills ? [text(skills)] : [])],
+        summaryOf: entry.id,
+      };
+    }
     memo.summaryMessages.set(entry, message);
+    memo.lastSummary = { entry, message };
   }
   return message;
+}
+
+/** Whether two compaction entries make the same summary message. */
+function showsSame(a: CompactionEntry, b: CompactionEntry): boolean {
+  return a.id === b.id && a.summary === b.summary && a.summaryRole === b.summaryRole && a.skills === b.skills;
 }
 
 /** A compaction or a pruning in force. */

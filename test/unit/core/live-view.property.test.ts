@@ -396,10 +396,18 @@ describe('the live view of a growing log', () => {
     }
   });
 
-  it('gives one summary message per compaction entry, so it is counted once', () => {
+  it('gives one summary message per compaction entry and its copies with other numbers, so it is counted once', () => {
     const e = entry('e1', [], null, 'user');
     const memo = new EngineMemo();
-    assert.equal(summaryMessage(e, memo), summaryMessage(e, memo));
-    assert.notEqual(summaryMessage(e, memo), summaryMessage({ ...e }, memo));
+    const message = summaryMessage(e, memo);
+    assert.equal(summaryMessage(e, memo), message);
+    // Written with its counts taken again: the same message.
+    assert.equal(summaryMessage({ ...e, tokensBefore: 900, tokensAfter: 100 }, memo), message);
+    // Another summary, or another entry: a message of its own.
+    const edited = summaryMessage({ ...e, summary: 'edited' }, memo);
+    assert.notEqual(edited, message);
+    assert.match(edited.content.map((p) => (p.type === 'text' ? p.text : '')).join(''), /edited/);
+    assert.notEqual(summaryMessage({ ...e, id: 'e2' }, memo), edited);
+    assert.notEqual(summaryMessage(e, new EngineMemo()), message);
   });
 });
