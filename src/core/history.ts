@@ -325,6 +325,8 @@ export class LiveModelView {
    * next read, so that what a compaction taken in with it takes out is never stubbed.
    */
   private restub = new Set<string>();
+  /** Prunings taken in whose stubs are not in `stubs` yet: added when next needed, for the messages still in the view. */
+  private unsettled: PruningEntry[] = [];
   /**
    * Whether `pairing` holds what was pushed: a step taken in leaves it to be made again when the view
    * is next read, so a pruning and a compaction taken in together pair the view once.
@@ -355,14 +357,10 @@ export class LiveModelView {
   after(records: readonly LogRecord[]): Message[] | undefined {
     if (this.stale) return undefined;
     let pushed: Pushed = this.pushed;
-    let stubs: Stubs = this.stubs;
-    let restub: ReadonlySet<string> = this.restub;
+    const prunings = [...this.unsettled];
     for (const record of records) {
       if (record.type === 'pruning') {
-        const below = stubs;
-        const added = stubsAdding(below, record.entry);
-        stubs = { get: (id) => added.get(id) ?? below.get(id) };
-        restub = new Set([...restub, ...added.keys()]);
+        prunings.push(record.entry);
       } else if (record.type === 'compaction') {
         const next = this.ordered ? afterCompaction(pushed, record.entry, this.memo) : undefined;
         if (!next) return undefined;
@@ -371,9 +369,14 @@ export class LiveModelView {
         return undefined;
       }
     }
+    // Only the messages still in the view are given their stubs.
+    const inView = new Set<string>();
+    for (const original of pushed.originals) if (original !== undefined) inView.add(original.id);
+    const added = stubsAdding(this.stubs, prunings, inView);
     const pairing = new ToolPairing();
     pushed.originals.forEach((original, i) => {
-      const byCall = original !== undefined && restub.has(original.id) ? stubs.get(original.id) : undefined;
+      const restubbed = original !== undefined && (added.has(original.id) || this.restub.has(original.id));
+      const byCall = restubbed ? (added.get(original.id) ?? this.stubs.get(original.id)) : undefined;
       pairing.push(byCall ? withStubs(original!, byCall, this.memo) : pushed.shown[i]!);
     });
     return pairing.messages();
@@ -447,10 +450,7 @@ export class LiveModelView {
   /** Takes in a pruning or a compaction appended at the end, from the view as it is; false when it cannot. */
   private takeStep(record: LogRecord): boolean {
     if (record.type === 'pruning') {
-      for (const [id, stubs] of stubsAdding(this.stubs, record.entry)) {
-        this.stubs.set(id, stubs);
-        this.restub.add(id);
-      }
+      this.unsettled.push(record.entry);
     } else if (record.type === 'compaction' && this.ordered) {
       const pushed = afterCompaction(this.pushed, record.entry, this.memo);
       if (!pushed) return false;
@@ -475,6 +475,7 @@ export class LiveModelView {
   /** The pairing of what was pushed, made when a step taken in left it behind. */
   private pairingNow(): ToolPairing {
     if (!this.paired) {
+      this.settleStubs();
       const { originals, shown } = this.pushed;
       if (this.restub.size > 0) {
         originals.forEach((original, i) => {
@@ -493,16 +494,14 @@ export class LiveModelView {
   private derive(log: ConversationLog): void {
     this.stale = false;
     this.restub.clear();
+    this.unsettled = [];
     this.generationCount++;
     this.pairing = new ToolPairing();
     this.paired = true;
     this.pushed = { originals: [], shown: [] };
     this.removed = new Set();
     this.awaitedKeptId = null;
-    this.stubs = new Map();
-    for (const pruning of this.inForce.prunings) {
-      for (const [id, stubs] of stubsAdding(this.stubs, pruning)) this.stubs.set(id, stubs);
-    }
+    this.stubs = stubsAdding(new Map(), this.inForce.prunings);
     const last = this.inForce.compactions.at(-1);
     // With nothing kept, system messages stay in front of messages before them: not in log order.
     this.ordered = last === undefined || last.firstKeptMessageId !== null;
@@ -532,20 +531,41 @@ export class LiveModelView {
     for (const message of after) this.push(message, this.shown(message));
   }
 
+  /**
+   * Adds to `stubs` those of the prunings taken in since, for the messages no compaction took out,
+   * and has those messages shown again.
+   */
+  private settleStubs(): void {
+    if (this.unsettled.length === 0) return;
+    const added = stubsAdding(this.stubs, this.unsettled, { has: (id) => !this.removed.has(id) });
+    this.unsettled = [];
+    for (const [id, byCall] of added) {
+      this.stubs.set(id, byCall);
+      this.restub.add(id);
+    }
+  }
+
   /** A message as the view shows it: with the outputs a pruning in force replaced by their stubs. */
   private shown(message: Message): Message {
+    this.settleStubs();
     const stubs = this.stubs.get(message.id);
     return stubs ? withStubs(message, stubs, this.memo) : message;
   }
 }
 
-/** The stubs `entry` sets, merged with those `stubs` holds for the same messages (a later pruning's stub wins): by message id. */
-function stubsAdding(stubs: Stubs, entry: PruningEntry): Map<string, ReadonlyMap<string, string>> {
+/**
+ * The stubs `entries` set (of the messages `only` has, when given), merged with those `stubs` holds
+ * for the same messages (a later pruning's stub wins): by message id.
+ */
+function stubsAdding(stubs: Stubs, entries: readonly PruningEntry[], only?: { has(id: string): boolean }): Map<string, ReadonlyMap<string, string>> {
   const changed = new Map<string, Map<string, string>>();
-  for (const output of entry.outputs) {
-    let byCall = changed.get(output.messageId);
-    if (!byCall) changed.set(output.messageId, (byCall = new Map(stubs.get(output.messageId))));
-    byCall.set(output.toolCallId, output.stub);
+  for (const entry of entries) {
+    for (const output of entry.outputs) {
+      if (only && !only.has(output.messageId)) continue;
+      let byCall = changed.get(output.messageId);
+      if (!byCall) changed.set(output.messageId, (byCall = new Map(stubs.get(output.messageId))));
+      byCall.set(output.toolCallId, output.stub);
+    }
   }
   return changed;
 }
