@@ -330,7 +330,8 @@ async function main(): Promise<void> {
         `${formatNumber(t.tool_calls)} tool calls, ${formatNumber(t.messages)} messages, one file of ${formatNumber(t.large_write_tokens)} tokens written whole per request; overflow errors ${t.overflow_errors} (first request ${t.first_request_overflows}); ` +
         `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
         `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; longest stretch of the host's thread per compaction median ${round(t.host_stretch_ms_median, 2)} ms, ` +
-        `max ${round(t.host_stretch_ms_max, 1)} ms (${round(t.host_stretch_ms_max_busy, 1)} ms with a core kept busy); ` +
+        `95th percentile ${round(t.host_stretch_ms_p95, 1)} ms, max ${round(t.host_stretch_ms_max, 1)} ms ` +
+        `(with a core kept busy: 95th percentile ${round(t.host_stretch_ms_p95_busy, 1)} ms, max ${round(t.host_stretch_ms_max_busy, 1)} ms); ` +
         `computed and applied on the host's thread: median ${round(t.host_ms_median, 2)} ms, max ${round(t.host_ms_max, 1)} ms`,
     ),
     `- memory: a conversation of ${round(memory.stored_mib, 0)} MiB on disk whose view is ${round(memory.view_mb, 2)} MB as JSON, opened in a fresh process: ` +
