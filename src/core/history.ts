@@ -286,7 +286,7 @@ export class ToolPairing {
 }
 
 /** The stubs of prunings, by message id, then tool call id. */
-type Stubs = Pick<ReadonlyMap<string, ReadonlyMap<string, string>>, 'get'>;
+type Stubs = ReadonlyMap<string, ReadonlyMap<string, string>>;
 
 /**
  * What a view is made of, before its tool traffic is paired: each message as the log holds it
@@ -320,10 +320,7 @@ export class LiveModelView {
   private pushed: { originals: (Message | undefined)[]; shown: Message[] } = { originals: [], shown: [] };
   /** Whether the messages pushed (the summary aside) are in log order, so that a step at the end can be taken in. */
   private ordered = true;
-  /**
-   * Messages a pruning taken in gave stubs to since they were pushed: shown with them when the view is
-   * next read, so that what a compaction taken in with it takes out is never stubbed.
-   */
+  /** Messages whose stubs changed since they were pushed: shown again with them when the view is next read. */
   private restub = new Set<string>();
   /** Prunings taken in whose stubs are not in `stubs` yet: added when next needed, for the messages still in the view. */
   private unsettled: PruningEntry[] = [];
