@@ -19,48 +19,42 @@ export interface CompactionReporterDeps {
 export class CompactionReporter {
   private readonly times: number[] = [];
 
-  private readonly log: vscode.LogOutputChannel;
-  private readonly verbose: () => boolean;
-  private readonly now: () => number;
-
-  constructor(deps: CompactionReporterDeps) {
-    ({ log: this.log, verbose: this.verbose, now: this.now } = deps);
-  }
+  constructor(private readonly deps: CompactionReporterDeps) {}
 
   report(outcome: CompactionOutcome, reason: CompactionReason): void {
     switch (outcome.status) {
       case 'compacted': {
         const { entry: e, pruning: p } = outcome.compaction;
-        const at = this.now();
+        const at = this.deps.now();
         this.times.push(at);
         const lastHour = this.times.filter((t) => at - t <= 3_600_000).length;
         const often = `${lastHour} compaction(s) in the last hour, ${this.times.length} this session.`;
         if (p) {
           const { superseded, old, truncated, written } = prunedCounts(p.outputs);
-          this.log.info(
+          this.deps.log.info(
             `Pruning (${p.reason}): ${p.tokensBefore} → ${p.tokensAfter} tokens, ${superseded} superseded and ${old} old large tool output(s) replaced by stubs, ${written} write call(s) whose content is on disk stubbed, ${truncated} cut to fit the window` +
               `${e ? '; a summary follows.' : `, no summary needed${outcome.compaction.lowGain ? ', low gain' : ''}; ${often}`}`,
           );
         }
         if (!e) break;
-        this.log.info(
+        this.deps.log.info(
           `Compaction round ${e.round} (${e.reason}): ${e.tokensBefore} → ${e.tokensAfter} tokens, ` +
             `${outcome.compaction.compactedCount} messages compacted in ${e.durationMs} ms, ${e.summarizerCalls} summarizer call(s), ` +
             `${e.fallback ? `extractive fallback (${e.failure ?? 'summarizer failed'})` : `summarizer ${e.model}`}` +
             `${e.lowGain ? ', low gain' : ''}${e.splitTurn ? ', split turn' : ''}; ${often}`,
         );
-        if (outcome.compaction.repairs.length) this.log.info(`Summary repaired: ${outcome.compaction.repairs.join(', ')} added.`);
-        if (this.verbose()) this.log.debug(`Summary of round ${e.round}:\n${e.summary}`);
+        if (outcome.compaction.repairs.length) this.deps.log.info(`Summary repaired: ${outcome.compaction.repairs.join(', ')} added.`);
+        if (this.deps.verbose()) this.deps.log.debug(`Summary of round ${e.round}:\n${e.summary}`);
         break;
       }
       case 'noop':
-        this.log.info(`Compaction (${reason}) skipped: ${outcome.reason}`);
+        this.deps.log.info(`Compaction (${reason}) skipped: ${outcome.reason}`);
         break;
       case 'failed':
-        this.log.warn(`Compaction (${reason}) failed: ${outcome.reason}`);
+        this.deps.log.warn(`Compaction (${reason}) failed: ${outcome.reason}`);
         break;
       case 'cancelled':
-        this.log.info(`Compaction (${reason}) cancelled.`);
+        this.deps.log.info(`Compaction (${reason}) cancelled.`);
         break;
     }
   }

@@ -22,12 +22,7 @@ export class EditTracker implements vscode.Disposable {
   /** Paths the agent is writing right now: their change events are the agent's, not the user's. */
   private readonly agentWrites = new Map<string, number>();
 
-  private readonly roots: () => WorkspaceRoot[];
-  private readonly record: (event: FileEvent) => void;
-  private readonly now: () => number;
-
-  constructor(deps: EditTrackerDeps) {
-    ({ roots: this.roots, record: this.record, now: this.now } = deps);
+  constructor(private readonly deps: EditTrackerDeps) {
     this.disposables.push(
       vscode.workspace.onDidChangeTextDocument((e) => {
         if (e.contentChanges.length === 0) return;
@@ -58,7 +53,7 @@ export class EditTracker implements vscode.Disposable {
         for (const { oldUri, newUri } of e.files) {
           const from = this.relative(oldUri);
           const path = this.relative(newUri);
-          if (from && path) this.record({ kind: 'renamed', path, from, actor: 'user', at: this.now() });
+          if (from && path) this.deps.record({ kind: 'renamed', path, from, actor: 'user', at: this.deps.now() });
           else if (path) this.emit('created', path);
           else if (from) this.emit('deleted', from);
         }
@@ -68,13 +63,13 @@ export class EditTracker implements vscode.Disposable {
 
   /** Marks a path as being written by the agent for the next few seconds. */
   agentWriting(path: string): void {
-    this.agentWrites.set(path, this.now() + 5_000);
+    this.agentWrites.set(path, this.deps.now() + 5_000);
   }
 
   private isAgentWrite(path: string): boolean {
     const until = this.agentWrites.get(path);
     if (until === undefined) return false;
-    if (until < this.now()) {
+    if (until < this.deps.now()) {
       this.agentWrites.delete(path);
       return false;
     }
@@ -82,12 +77,12 @@ export class EditTracker implements vscode.Disposable {
   }
 
   private emit(kind: FileEvent['kind'], path: string): void {
-    this.record({ kind, path, actor: 'user', at: this.now() });
+    this.deps.record({ kind, path, actor: 'user', at: this.deps.now() });
   }
 
   private relative(uri: vscode.Uri): string | undefined {
     if (uri.scheme !== 'file' && uri.scheme !== 'vscode-remote') return undefined;
-    return toWorkspaceRelative(this.roots(), uri.fsPath);
+    return toWorkspaceRelative(this.deps.roots(), uri.fsPath);
   }
 
   dispose(): void {

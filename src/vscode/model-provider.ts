@@ -98,25 +98,15 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeLanguageModelChatInformation = this.changed.event;
 
-  private readonly endpoints: () => readonly EndpointSetting[];
-  private readonly keys: ApiKeys;
-  private readonly log: vscode.LogOutputChannel;
-  private readonly windows: ModelWindows;
-  private readonly timeouts: ModelProviderDeps['timeouts'];
-  private readonly redact: (text: string) => string;
-  private readonly listed: ListedModels | undefined;
-
-  constructor(deps: ModelProviderDeps) {
-    ({ endpoints: this.endpoints, keys: this.keys, log: this.log, windows: this.windows, timeouts: this.timeouts, listed: this.listed } = deps);
-    this.redact = deps.redact ?? ((text) => text);
+  constructor(private readonly deps: ModelProviderDeps) {
     // A window learned from the server, or the models a server listed, change what VS Code should be told.
-    this.windows.onDidChange(() => this.changed.fire());
-    this.listed?.onDidChange(() => this.changed.fire());
+    this.deps.windows.onDidChange(() => this.changed.fire());
+    this.deps.listed?.onDidChange(() => this.changed.fire());
   }
 
   /** Tells VS Code the list of models may have changed (settings or keys changed): servers are asked for their lists again. */
   refresh(): void {
-    this.listed?.forget();
+    this.deps.listed?.forget();
     this.changed.fire();
   }
 
@@ -126,16 +116,16 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
 
   /** Every model offered now; the endpoints that name none are listed in the background. */
   private models(): ResolvedEndpointModel[] {
-    const endpoints = this.endpoints();
-    this.listed?.ensure(endpoints);
-    return endpointModels(endpoints, this.windows, this.listed);
+    const endpoints = this.deps.endpoints();
+    this.deps.listed?.ensure(endpoints);
+    return endpointModels(endpoints, this.deps.windows, this.deps.listed);
   }
 
   /** Asks the server of each model for its window, in the background; the list is refreshed when one answers. */
   discoverWindows(models: readonly ResolvedEndpointModel[] = this.models()): void {
     for (const m of models) {
       if (m.model.contextWindow !== undefined) continue;
-      void this.windows.ensure({ baseUrl: m.endpoint.baseUrl, modelId: m.model.id, endpoint: m.endpoint.name, provider: m.provider });
+      void this.deps.windows.ensure({ baseUrl: m.endpoint.baseUrl, modelId: m.model.id, endpoint: m.endpoint.name, provider: m.provider });
     }
   }
 
@@ -164,7 +154,7 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
   ): Promise<void> {
     const resolved = this.find(info.id);
     if (!resolved) throw new Error(`Longrun has no model "${info.id}". Check the longrun.endpoints setting.`);
-    const model = createEndpointModel(toEndpointModel(resolved), await this.keys.get(resolved.endpoint.name));
+    const model = createEndpointModel(toEndpointModel(resolved), await this.deps.keys.get(resolved.endpoint.name));
     const controller = new AbortController();
     const subscription = token.onCancellationRequested(() => controller.abort());
     try {
@@ -179,12 +169,15 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
         toolMode: options.toolMode === vscode.LanguageModelChatToolMode.Required ? 'required' : 'auto',
         maxOutputTokens: resolved.maxOutputTokens,
         signal: controller.signal,
-        timeouts: this.timeouts(),
+        timeouts: this.deps.timeouts(),
         onText: (delta) => progress.report(new vscode.LanguageModelTextPart(delta)),
         onToolCall: (call) => progress.report(new vscode.LanguageModelToolCallPart(call.toolCallId, call.toolName, (call.input ?? {}) as object)),
       });
     } catch (error) {
-      if (!controller.signal.aborted) this.log.warn(`Request to ${resolved.id} failed: ${this.redact(errorText(error))}`);
+      if (!controller.signal.aborted) {
+        const text = errorText(error);
+        this.deps.log.warn(`Request to ${resolved.id} failed: ${this.deps.redact?.(text) ?? text}`);
+      }
       throw error;
     } finally {
       subscription.dispose();
@@ -193,7 +186,7 @@ export class LongrunModelProvider implements vscode.LanguageModelChatProvider {
 
   async provideTokenCount(info: vscode.LanguageModelChatInformation, text: string | vscode.LanguageModelChatRequestMessage): Promise<number> {
     const tokenizer = await loadTokenizerOrEstimate(encodingForModel(info.family), (error) =>
-      this.log.warn(`Counting with the chars/4 estimate: the tokenizer did not load (${String(error)}).`),
+      this.deps.log.warn(`Counting with the chars/4 estimate: the tokenizer did not load (${String(error)}).`),
     );
     if (typeof text === 'string') return tokenizer.count(text);
     let total = 4;

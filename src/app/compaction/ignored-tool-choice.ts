@@ -41,27 +41,20 @@ export class IgnoredToolChoice {
   /** Noted in this session, whatever the store did with them. */
   private readonly noted = new Map<string, number>();
 
-  private readonly memento: Memento;
-  private readonly now: () => number;
-  private readonly log: (message: string) => void;
-
-  constructor(deps: IgnoredToolChoiceDeps) {
-    ({ memento: this.memento, now: this.now } = deps);
-    this.log = deps.log ?? (() => undefined);
-  }
+  constructor(private readonly deps: IgnoredToolChoiceDeps) {}
 
   /** Whether the server of `model` was seen letting it call a tool under `tool_choice: "none"`, lately. */
   ignores(model: string): boolean {
     const at = this.noted.get(model) ?? entrySchema().safeParse(this.models()[model]).data?.at;
-    return at !== undefined && this.now() - at < REMEMBERED_MS;
+    return at !== undefined && this.deps.now() - at < REMEMBERED_MS;
   }
 
   /** The server of `model` let it call `calledTools` under `tool_choice: "none"`. */
   note(model: string, calledTools: readonly string[]): void {
-    const at = this.now();
+    const at = this.deps.now();
     if (this.ignores(model)) return;
     this.noted.set(model, at);
-    this.log(
+    this.deps.log?.(
       `${model} answered a summary request with a call of ${calledTools.join(', ')} although tool_choice was "none": its server does not hold it to that. ` +
         'Its summaries are asked for without the conversation’s tools from now on.',
     );
@@ -72,13 +65,13 @@ export class IgnoredToolChoice {
       names.sort((a, b) => when(a) - when(b));
       for (const old of names.slice(0, names.length - MAX_MODELS)) delete all[old];
     }
-    void Promise.resolve(this.memento.update(KEY, { version: 1, models: all })).catch((error: unknown) =>
-      this.log(`Could not keep that ${model}'s server ignores tool_choice: ${String(error)}`),
+    void Promise.resolve(this.deps.memento.update(KEY, { version: 1, models: all })).catch((error: unknown) =>
+      this.deps.log?.(`Could not keep that ${model}'s server ignores tool_choice: ${String(error)}`),
     );
   }
 
   private models(): Record<string, unknown> {
-    const parsed = storedSchema().safeParse(this.memento.get<unknown>(KEY));
+    const parsed = storedSchema().safeParse(this.deps.memento.get<unknown>(KEY));
     return parsed.success ? parsed.data.models : {};
   }
 }

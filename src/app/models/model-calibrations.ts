@@ -38,14 +38,7 @@ export interface ModelCalibrationsDeps {
 }
 
 export class ModelCalibrations implements CalibrationMemory {
-  private readonly memento: Memento;
-  private readonly now: () => number;
-  private readonly log: (message: string) => void;
-
-  constructor(deps: ModelCalibrationsDeps) {
-    ({ memento: this.memento, now: this.now } = deps);
-    this.log = deps.log ?? (() => undefined);
-  }
+  constructor(private readonly deps: ModelCalibrationsDeps) {}
 
   prior(model: string | undefined): RatioPrior | undefined {
     if (model !== undefined) {
@@ -62,7 +55,7 @@ export class ModelCalibrations implements CalibrationMemory {
     if (known.success && Math.abs(known.data.ratio - ratio.ratio) < 0.0005 && known.data.tokens === Math.round(ratio.tokens)) return;
     const all: Record<string, unknown> = {
       ...models,
-      [model]: { ratio: ratio.ratio, tokens: Math.round(ratio.tokens), at: this.now() } satisfies Entry,
+      [model]: { ratio: ratio.ratio, tokens: Math.round(ratio.tokens), at: this.deps.now() } satisfies Entry,
     };
     const names = Object.keys(all);
     if (names.length > MAX_MODELS) {
@@ -70,13 +63,13 @@ export class ModelCalibrations implements CalibrationMemory {
       names.sort((a, b) => at(a) - at(b));
       for (const old of names.slice(0, names.length - MAX_MODELS)) delete all[old];
     }
-    void Promise.resolve(this.memento.update(KEY, { version: 1, models: all })).catch((error: unknown) =>
-      this.log(`Could not keep what Longrun learned of ${model}'s token counts: ${String(error)}`),
+    void Promise.resolve(this.deps.memento.update(KEY, { version: 1, models: all })).catch((error: unknown) =>
+      this.deps.log?.(`Could not keep what Longrun learned of ${model}'s token counts: ${String(error)}`),
     );
   }
 
   private models(): Record<string, unknown> {
-    const parsed = storedSchema().safeParse(this.memento.get<unknown>(KEY));
+    const parsed = storedSchema().safeParse(this.deps.memento.get<unknown>(KEY));
     return parsed.success ? parsed.data.models : {};
   }
 }

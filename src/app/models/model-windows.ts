@@ -94,17 +94,9 @@ export class ModelWindows {
   private readonly asked = new Set<string>();
   private readonly listeners = new Set<() => void>();
 
-  private readonly memento: Memento;
-  private readonly discover: ModelWindowsDeps['discover'];
-  private readonly now: () => number;
-  private readonly log: (message: string) => void;
   private readonly catalogue: ModelCatalogue;
 
-  constructor(deps: ModelWindowsDeps) {
-    this.memento = deps.memento;
-    this.discover = deps.discover;
-    this.now = deps.now;
-    this.log = deps.log ?? (() => undefined);
+  constructor(private readonly deps: ModelWindowsDeps) {
     this.catalogue = deps.catalogue ?? new ModelCatalogue();
   }
 
@@ -127,7 +119,8 @@ export class ModelWindows {
     const key = cacheKey(target);
     if (this.asked.has(key)) return this.inFlight.get(key) ?? Promise.resolve();
     this.asked.add(key);
-    const run = this.discover(target)
+    const run = this.deps
+      .discover(target)
       .then(async (found) => {
         if (!found) return;
         const previous = this.discovered(target);
@@ -136,15 +129,15 @@ export class ModelWindows {
           origin: found.origin,
           server: found.server,
           ...(found.maxOutputTokens !== undefined ? { maxOutputTokens: found.maxOutputTokens } : {}),
-          at: this.now(),
+          at: this.deps.now(),
         };
         await this.store(key, entry);
         if (!previous || previous.limit !== entry.limit || previous.maxOutputTokens !== entry.maxOutputTokens) {
-          this.log(`The server of ${target.modelId} states a ${found.limit.toLocaleString('en-US')}-token window (${found.origin}).`);
+          this.deps.log?.(`The server of ${target.modelId} states a ${found.limit.toLocaleString('en-US')}-token window (${found.origin}).`);
           this.changed();
         }
       })
-      .catch((error: unknown) => this.log(`Could not ask the server about ${target.modelId}'s window: ${String(error)}`))
+      .catch((error: unknown) => this.deps.log?.(`Could not ask the server about ${target.modelId}'s window: ${String(error)}`))
       .finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, run);
     return run;
@@ -210,7 +203,7 @@ export class ModelWindows {
   }
 
   private cache(): Record<string, unknown> {
-    const value = this.memento.get<unknown>(CACHE_KEY);
+    const value = this.deps.memento.get<unknown>(CACHE_KEY);
     return isRecord(value) ? value : {};
   }
 
@@ -222,7 +215,7 @@ export class ModelWindows {
       keys.sort((a, b) => at(a) - at(b));
       for (const old of keys.slice(0, keys.length - MAX_CACHED)) delete all[old];
     }
-    await this.memento.update(CACHE_KEY, all);
+    await this.deps.memento.update(CACHE_KEY, all);
   }
 
   private changed(): void {
