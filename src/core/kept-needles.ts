@@ -60,10 +60,10 @@ const PRIORITY = (n: Needle): number => (n.kind === 'constraint' ? 0 : n.kind ==
  */
 export function keepNeedles(input: KeepNeedlesInput): KeptNeedles {
   if (input.ledger.needles.length === 0) return { block: '', kept: [], leftOut: 0 };
-  const haystack = [input.summary, ...input.inView.map(searchableText)].map(normalised).join('\n');
+  const haystack = [normalised(input.summary), ...input.inView.map(normalisedText)].join('\n');
   const missing = input.ledger.needles
     .map((needle, order) => ({ needle, order }))
-    .filter(({ needle }) => !haystack.includes(normalised(needle.text)));
+    .filter(({ needle }) => !haystack.includes(normalisedNeedle(needle)));
   if (missing.length === 0) return { block: '', kept: [], leftOut: 0 };
   missing.sort((a, b) => PRIORITY(a.needle) - PRIORITY(b.needle) || b.order - a.order);
   let left = input.budgetTokens - input.countText(renderBlock([], 0));
@@ -78,6 +78,25 @@ export function keepNeedles(input: KeepNeedlesInput): KeptNeedles {
   const kept = chosen.map((c) => c.needle);
   const leftOut = missing.length - kept.length;
   return { block: kept.length > 0 || leftOut > 0 ? renderBlock(kept, leftOut) : '', kept, leftOut };
+}
+
+/**
+ * Messages and needles are never changed once made, and the same ones are checked at every
+ * compaction of a session: their normalised text is made once, and goes with them.
+ */
+const normalisedTexts = new WeakMap<Message, string>();
+const normalisedNeedles = new WeakMap<Needle, string>();
+
+function normalisedText(message: Message): string {
+  let text = normalisedTexts.get(message);
+  if (text === undefined) normalisedTexts.set(message, (text = normalised(searchableText(message))));
+  return text;
+}
+
+function normalisedNeedle(needle: Needle): string {
+  let text = normalisedNeedles.get(needle);
+  if (text === undefined) normalisedNeedles.set(needle, (text = normalised(needle.text)));
+  return text;
 }
 
 const HEADINGS: Readonly<Record<NeedleKind, string>> = {

@@ -389,7 +389,8 @@ export class ConversationCompactor {
     const check = await ledgersAtApply(
       () => this.source.records(),
       outcome.compaction,
-      (text) => counter.countText(text),
+      // The kept needles' lines and the work state come back at every compaction: counted once.
+      (text) => counter.countRemembered(text),
       this.source.memo(),
       () => meter.live(),
     );
