@@ -393,6 +393,7 @@ export class ConversationCompactor {
       (text) => counter.countRemembered(text),
       this.source.memo(),
       () => meter.live(),
+      (message) => counter.countMessage(message),
     );
     if (!check.ok) return undefined;
     const computed = check.compaction;

@@ -1,14 +1,17 @@
 import { withCurrentLedgers, type AppliedWithLedgers } from '../../core/apply-ledgers';
 import { applicable, appliedTo, type ComputedCompaction } from '../../core/compaction';
 import type { EngineMemo } from '../../core/engine-memo';
-import type { LiveModelView, LogRecord } from '../../core/history';
+import { summaryMessage, type LiveModelView, type LogRecord } from '../../core/history';
+import type { Message } from '../../core/messages';
 
 /**
- * `applyWithCurrentLedgers` on the log as `records()` gives it now, in three parts with the editor's
- * thread let go after each: whether it still applies, the view, then the ledgers. What was appended meanwhile (or a log
- * replaced by another branch's) is taken in by starting again, the last time without letting go, so
- * the ledgers are those of the log the result is written to. `live()` gives the live view of
- * `records()`, brought up to date: the view after the compaction is made from it, not from the whole log.
+ * `applyWithCurrentLedgers` on the log as `records()` gives it now, in parts with the editor's thread
+ * let go after each: whether it still applies, the view, the ledgers, then (with `countMessage`) the
+ * count of the summary as it now reads, which the counter remembers for the message. What was appended
+ * meanwhile (or a log replaced by another branch's) is taken in by starting again, the last time
+ * without letting go, so the ledgers are those of the log the result is written to. `live()` gives the
+ * live view of `records()`, brought up to date: the view after the compaction is made from it, not
+ * from the whole log.
  */
 export async function ledgersAtApply(
   records: () => readonly LogRecord[],
@@ -16,6 +19,7 @@ export async function ledgersAtApply(
   countText: (text: string) => number,
   memo: EngineMemo,
   live?: () => LiveModelView,
+  countMessage?: (message: Message) => number,
 ): Promise<AppliedWithLedgers> {
   for (let attempt = 0; ; attempt++) {
     const log = records();
@@ -32,6 +36,13 @@ export async function ledgersAtApply(
     const applied = appliedTo(log, computed, memo, live?.());
     if (!(await unchanged())) continue;
     const withLedgers = withCurrentLedgers(log, computed, applied, countText, memo);
+    const entry = withLedgers.compaction.entry;
+    if (!entry || !countMessage) {
+      if (await unchanged()) return withLedgers;
+      continue;
+    }
+    if (!(await unchanged())) continue;
+    countMessage(summaryMessage(entry, memo));
     if (await unchanged()) return withLedgers;
   }
 }
