@@ -33,35 +33,41 @@ export function applyWithCurrentLedgers(
   memo: EngineMemo,
 ): AppliedWithLedgers {
   const applied = applyCompaction(current, computed, memo);
-  return applied.ok ? withCurrentLedgers(current, computed, applied, countText, memo) : applied;
+  return applied.ok ? currentLedgersInParts(current, computed, applied, countText, memo).finish() : applied;
 }
 
 /**
  * The second half of `applyWithCurrentLedgers`: `applied` (what `applyCompaction` made of `current`
- * and `computed`) with the summary's ledgers made from `current`. The two halves may run apart as long
- * as `current` is the same log for both.
+ * and `computed`) with the summary's ledgers made from `current`, itself in two parts: the ledgers
+ * and the needles the summary lacks now, then the work state and the summary made from them when
+ * `finish` is called. The parts may run apart as long as `current` is the same log for all of them.
  */
-export function withCurrentLedgers(
+export function currentLedgersInParts(
   current: ConversationLog,
   computed: ComputedCompaction,
   applied: ApplyResult & { readonly ok: true },
   countText: (value: string) => number,
   memo: EngineMemo,
-): AppliedWithLedgers & { readonly ok: true } {
+): { finish(): AppliedWithLedgers & { readonly ok: true } } {
   const entry = computed.entry;
-  if (!entry) return { ...applied, compaction: computed };
-  const inView = applied.view.filter((m) => m.summaryOf !== entry.id);
-  const refreshed = withLedgersOf(current, entry, {
-    inView,
+  if (!entry) return { finish: () => ({ ...applied, compaction: computed }) };
+  const refresh: LedgerRefresh = {
+    inView: applied.view.filter((m) => m.summaryOf !== entry.id),
     countText,
     needleBudgetTokens: computed.needleBudgetTokens ?? DEFAULT_NEEDLE_BUDGET,
     memo,
-  });
-  const records: LogRecord[] = computed.records.map((r) =>
-    r.type === 'compaction' && r.entry.id === entry.id ? { type: 'compaction', entry: refreshed } : r,
-  );
-  const view = applied.view.map((m) => (m.summaryOf === entry.id ? summaryMessage(refreshed, memo) : m));
-  return { ok: true, log: [...current, ...records], view, compaction: { ...computed, entry: refreshed, records, view } };
+  };
+  const ledgers = ledgersOf(current, entry, refresh);
+  return {
+    finish: () => {
+      const refreshed = entryWithLedgers(current, entry, ledgers, refresh);
+      const records: LogRecord[] = computed.records.map((r) =>
+        r.type === 'compaction' && r.entry.id === entry.id ? { type: 'compaction', entry: refreshed } : r,
+      );
+      const view = applied.view.map((m) => (m.summaryOf === entry.id ? summaryMessage(refreshed, memo) : m));
+      return { ok: true, log: [...current, ...records], view, compaction: { ...computed, entry: refreshed, records, view } };
+    },
+  };
 }
 
 /** What making an entry's ledgers again needs besides the log. */
@@ -74,11 +80,18 @@ export interface LedgerRefresh {
   readonly memo: EngineMemo;
 }
 
-/**
- * `entry` with the file ledger and the needle ledger of `log`, and its summary's lists, kept needles
- * and work state made from them.
- */
-export function withLedgersOf(log: ConversationLog, entry: CompactionEntry, refresh: LedgerRefresh): CompactionEntry {
+/** The ledgers of a log, and what of them a summary's text is checked against and lacks. */
+interface Ledgers {
+  readonly fileOperations: CompactionEntry['fileOperations'];
+  readonly needles: NonNullable<CompactionEntry['needles']>;
+  /** The summary's own text, what Longrun adds to it taken out. */
+  readonly body: string;
+  /** The block of needles the summary and the view lack. */
+  readonly kept: string;
+}
+
+/** The file ledger and the needle ledger of `log`, and the needles `entry`'s summary and the view lack. */
+function ledgersOf(log: ConversationLog, entry: CompactionEntry, refresh: LedgerRefresh): Ledgers {
   const fileOperations = ledgerOf(log);
   // The entry's own ledger was made from a prefix of this log: only what came after it is scanned.
   const needles = needleLedgerOf(log, refresh.memo, entry.needles);
@@ -90,7 +103,12 @@ export function withLedgersOf(log: ConversationLog, entry: CompactionEntry, refr
     budgetTokens: refresh.needleBudgetTokens,
     countText: refresh.countText,
   });
+  return { fileOperations, needles, body, kept: kept.block };
+}
+
+/** `entry` with `ledgers`, and its summary's lists, kept needles and work state made from them. */
+function entryWithLedgers(log: ConversationLog, entry: CompactionEntry, ledgers: Ledgers, refresh: LedgerRefresh): CompactionEntry {
   const work = renderWorkState({ log, inView: refresh.inView, countText: refresh.countText });
-  const summary = [body, kept.block, work, renderFileOperations(fileOperations)].filter(Boolean).join('\n\n');
-  return { ...entry, summary, fileOperations, needles };
+  const summary = [ledgers.body, ledgers.kept, work, renderFileOperations(ledgers.fileOperations)].filter(Boolean).join('\n\n');
+  return { ...entry, summary, fileOperations: ledgers.fileOperations, needles: ledgers.needles };
 }

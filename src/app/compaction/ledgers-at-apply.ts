@@ -1,4 +1,4 @@
-import { withCurrentLedgers, type AppliedWithLedgers } from '../../core/apply-ledgers';
+import { currentLedgersInParts, type AppliedWithLedgers } from '../../core/apply-ledgers';
 import { applicable, appliedTo, type ComputedCompaction } from '../../core/compaction';
 import type { EngineMemo } from '../../core/engine-memo';
 import { summaryMessage, type LiveModelView, type LogRecord } from '../../core/history';
@@ -6,7 +6,8 @@ import type { Message } from '../../core/messages';
 
 /**
  * `applyWithCurrentLedgers` on the log as `records()` gives it now, in parts with the editor's thread
- * let go after each: whether it still applies, the view, the ledgers, then (with `countMessage`) the
+ * let go after each: whether it still applies, the view, the ledgers and the needles the summary
+ * lacks, the work state and the summary made from them, then (with `countMessage`) the
  * count of the summary as it now reads, which the counter remembers for the message. What was appended
  * meanwhile (or a log replaced by another branch's) is taken in by starting again, the last time
  * without letting go, so the ledgers are those of the log the result is written to. `live()` gives the
@@ -35,7 +36,9 @@ export async function ledgersAtApply(
     if (!(await unchanged())) continue;
     const applied = appliedTo(log, computed, memo, live?.());
     if (!(await unchanged())) continue;
-    const withLedgers = withCurrentLedgers(log, computed, applied, countText, memo);
+    const ledgers = currentLedgersInParts(log, computed, applied, countText, memo);
+    if (!(await unchanged())) continue;
+    const withLedgers = ledgers.finish();
     const entry = withLedgers.compaction.entry;
     if (!entry || !countMessage) {
       if (await unchanged()) return withLedgers;
