@@ -4,6 +4,7 @@ import { computeCompaction, type CompactionOutcome, type CompactionProgress, typ
 import { EngineMemo } from '../../core/engine-memo';
 import { ledgerOf, contentHeldAway, type ConversationLog, type LogRecord } from '../../core/history';
 import { MessageTokenCounter } from '../../core/message-tokens';
+import type { Message } from '../../core/messages';
 import { systemClock, type Summarizer, type SummaryRequest, type SummaryResponse } from '../../core/ports';
 import { charEstimator, loadTokenizer } from '../../core/tokenizer';
 import { errorText } from '../../core/errors';
@@ -15,7 +16,8 @@ import { IN_THREAD_ENGINE, type CompactionEngine, type CompactionInput, type Cou
  * slices the editor's thread hardly notices), counts them with its own tokenizer (taking the counts
  * stored with the records), and computes the compaction there: the cut, the pruning, the scores,
  * the summary requests and their counts. Only the summarizer's calls come back to the extension
- * host, which makes them with the model; the result is applied there. A worker that fails to start
+ * host, which makes them with the model (their messages as JSON text in slices, which the host reads
+ * back a slice at a time); the result is applied there. A worker that fails to start
  * or dies hands its work to the host's own thread.
  */
 
@@ -37,6 +39,7 @@ export interface PortLike {
  * Most records sent to the worker per message, and about the most characters they may hold: a
  * message is copied for the worker on the host's thread, so each slice takes it for about a
  * millisecond at most, however long the records (a few long tool outputs make a slice of their own).
+ * A summary request's messages come back in slices of the same size.
  */
 const SLICE = 200;
 const SLICE_CHARS = 256 * 1024;
@@ -62,8 +65,18 @@ type ToWorker =
   | { readonly kind: 'abort'; readonly job: number }
   | { readonly kind: 'count'; readonly job: number; readonly id: string; readonly ids: readonly string[]; readonly tokenizer: string };
 
+/**
+ * A summary request as the worker sends it: its message lists as JSON text in slices. A request
+ * holds thousands of messages (a megabyte and more): copied as objects it would be made again on the
+ * host's thread in one piece; as text it is copied at once, and read back a slice at a time.
+ */
+type PackedRequest = Omit<SummaryRequest, 'messages' | 'continuation'> & {
+  readonly messages: readonly string[];
+  readonly continuation?: { readonly messages: readonly string[]; readonly directive: string };
+};
+
 type FromWorker =
-  | { readonly kind: 'summarize'; readonly job: number; readonly call: number; readonly request: SummaryRequest }
+  | { readonly kind: 'summarize'; readonly job: number; readonly call: number; readonly request: PackedRequest }
   | { readonly kind: 'progress'; readonly job: number; readonly progress: CompactionProgress }
   | { readonly kind: 'computed'; readonly job: number; readonly outcome: CompactionOutcome }
   | { readonly kind: 'failed'; readonly job: number; readonly error: string }
@@ -251,9 +264,9 @@ export class WorkerCompactionEngine implements CompactionEngine {
   }
 
   /** Makes one summarizer call the worker asked for, and sends back its answer or its error (keys removed). */
-  private async summarize(job: number, call: number, request: SummaryRequest, { input, controller }: Job): Promise<void> {
+  private async summarize(job: number, call: number, packed: PackedRequest, { input, controller }: Job): Promise<void> {
     try {
-      const response = await input.deps.summarizer.summarize(request, controller.signal);
+      const response = await input.deps.summarizer.summarize(await unpacked(packed), controller.signal);
       const { text, model, calledTools } = response;
       this.post({
         kind: 'summarized',
@@ -411,14 +424,51 @@ class CompactionServer {
             if (answer.response) resolve(answer.response);
             else reject(new Error(answer.error ?? 'the summarizer failed'));
           });
-          this.post({ kind: 'summarize', job: message.job, call: number, request });
+          this.post({ kind: 'summarize', job: message.job, call: number, request: packed(request) });
         }),
     };
   }
 }
 
-/** Where the slice of `all` that begins at `from` ends: `SLICE` records or about `SLICE_CHARS` characters, one record at least. */
-function sliceEnd(all: ConversationLog, from: number): number {
+/** `request` with its message lists as JSON text, in slices of `SLICE` messages or about `SLICE_CHARS` characters. */
+function packed(request: SummaryRequest): PackedRequest {
+  const { continuation, ...rest } = request;
+  return {
+    ...rest,
+    messages: jsonSlices(request.messages),
+    ...(continuation ? { continuation: { directive: continuation.directive, messages: jsonSlices(continuation.messages) } } : {}),
+  };
+}
+
+function jsonSlices(items: readonly unknown[]): string[] {
+  const slices: string[] = [];
+  for (let from = 0; from < items.length;) {
+    const end = sliceEnd(items, from);
+    slices.push(JSON.stringify(items.slice(from, end)));
+    from = end;
+  }
+  return slices;
+}
+
+/** The request `packed` was made from, its slices read back with the thread let go between them. */
+async function unpacked(request: PackedRequest): Promise<SummaryRequest> {
+  const { continuation, ...rest } = request;
+  const messages = await readSlices<SummaryRequest['messages'][number]>(request.messages);
+  if (!continuation) return { ...rest, messages };
+  return { ...rest, messages, continuation: { directive: continuation.directive, messages: await readSlices<Message>(continuation.messages) } };
+}
+
+async function readSlices<T>(slices: readonly string[]): Promise<T[]> {
+  const items: T[] = [];
+  for (const [i, slice] of slices.entries()) {
+    if (i > 0) await nextTurn();
+    for (const item of JSON.parse(slice) as T[]) items.push(item);
+  }
+  return items;
+}
+
+/** Where the slice of `all` that begins at `from` ends: `SLICE` items or about `SLICE_CHARS` characters, one item at least. */
+function sliceEnd(all: readonly unknown[], from: number): number {
   let end = from;
   let chars = 0;
   while (end < all.length && end - from < SLICE && chars < SLICE_CHARS) chars += charsOf(all[end++]);

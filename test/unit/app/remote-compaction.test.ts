@@ -14,7 +14,7 @@ import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
 import type { LogRecord } from '../../../src/core/history';
-import type { Summarizer } from '../../../src/core/ports';
+import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 
 /** A worker made of a message channel: the worker's side runs on this thread, over the same protocol. */
 function channelWorker(): WorkerLike & { posted: unknown[]; close(): void } {
@@ -153,6 +153,34 @@ describe('compactions computed in a worker', () => {
       const chars = JSON.stringify(slice.records).length;
       assert.ok(chars < 256 * 1024 + output.length + 10_000, `a slice of ${chars} characters (${slice.records.length} records)`);
     }
+  });
+
+  it("hands the host a long summary request in slices, which reach the summarizer as the host's own request would", async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const fromWorker: unknown[] = [];
+    worker.on('message', (message) => void fromWorker.push(message));
+    const output = 'x'.repeat(200_000);
+    const requests = { remote: [] as SummaryRequest[], local: [] as SummaryRequest[] };
+    const recording = (into: SummaryRequest[]): Summarizer => ({
+      name: 'recording',
+      continues: true,
+      contextWindow: 1_000_000,
+      summarize: async (r) => (into.push(r), { text: templateSummary(`SUMMARY of ${r.messages.length} messages.`) }),
+    });
+    const remote = await conversationWith(new WorkerCompactionEngine(() => worker), recording(requests.remote), 'remote', output);
+    const local = await conversationWith(IN_THREAD_ENGINE, recording(requests.local), 'local', output);
+    assert.equal((await remote.compact('manual')).status, 'compacted');
+    assert.equal((await local.compact('manual')).status, 'compacted');
+    assert.ok(requests.remote.length > 0 && requests.remote[0]!.continuation, 'a continuation was asked for');
+    assert.deepEqual(requests.remote, requests.local);
+    const asked = fromWorker.filter((m) => (m as { kind: string }).kind === 'summarize') as Array<{
+      request: { messages: string[]; continuation?: { messages: string[] } };
+    }>;
+    assert.equal(asked.length, requests.remote.length);
+    const slices = asked.flatMap((m) => [...m.request.messages, ...(m.request.continuation?.messages ?? [])]);
+    assert.ok(slices.length > asked.length * 2, `${slices.length} slices`);
+    for (const slice of slices) assert.ok(slice.length < 256 * 1024 + output.length + 10_000, `a slice of ${slice.length} characters`);
   });
 
   it("has the worker's copy let go of what a compaction took out of the view, and computes the next as the host does", async () => {
