@@ -36,16 +36,20 @@ export function appliedTo(
 
 /**
  * Whether a compaction computed from a snapshot still applies to the log as it is now: the snapshot's
- * messages are a prefix of the log's, and no compaction, pruning or undo came between.
+ * messages are a prefix of the log's, and no compaction, pruning or undo came between. `live`: as for
+ * `appliedTo`.
  */
 export function applicable(
   current: ConversationLog,
   computed: ComputedCompaction,
+  live?: LiveModelView,
 ): { readonly ok: true } | { readonly ok: false; readonly reason: string } {
   if (!startsWithMessages(current, computed.basis.messageIds)) {
     return { ok: false, reason: 'The conversation changed in a way the compaction did not expect (its messages are no longer a prefix).' };
   }
-  if (currentBasis(current) !== computed.basis.lastEntryId) {
+  // A live view up to date with `current` knows the steps in force without reading the whole log.
+  const basis = live ? (live.activeSteps().at(-1)?.entry.id ?? null) : currentBasis(current);
+  if (basis !== computed.basis.lastEntryId) {
     return { ok: false, reason: 'Another compaction or an undo happened while this one was computed.' };
   }
   return { ok: true };

@@ -31,7 +31,7 @@ export async function ledgersAtApply(
       await new Promise<void>((resolve) => setImmediate(resolve));
       return records() === log && log.length === length;
     };
-    const check = applicable(log, computed);
+    const check = applicable(log, computed, live?.());
     if (!check.ok) return check;
     if (!(await unchanged())) continue;
     const applied = appliedTo(log, computed, memo, live?.());

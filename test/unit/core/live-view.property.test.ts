@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { EngineMemo } from '../../../src/core/engine-memo';
 import { compactionEntry } from '../fixtures/compaction-entry';
-import { LiveModelView, modelView, summaryMessage, type CompactionEntry, type LogRecord } from '../../../src/core/history';
+import { currentBasis, LiveModelView, modelView, summaryMessage, type CompactionEntry, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
 import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
@@ -200,6 +200,7 @@ describe('the live view of a growing log', () => {
           const expected = modelView(builder.log, memo);
           const actual = live.messages();
           assert.deepEqual(actual, expected);
+          assert.equal(live.activeSteps().at(-1)?.entry.id ?? null, currentBasis(builder.log), 'the step in force last');
           // Messages the view shows as logged are the log's own objects, not copies.
           const logged = new Set(builder.log.flatMap((r) => (r.type === 'message' ? [r.message] : [])));
           expected.forEach((m, i) => {
