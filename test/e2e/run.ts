@@ -470,8 +470,9 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       return true;
     }
     case 'quick-pick': {
-      // Picks from a quick pick another command opened: types the filter, then takes the first match
-      // (the first that does not contain `not`, when given).
+      // Picks from a quick pick another command opened: types the filter, then takes the first row that
+      // holds the filter's text (and not `not`, when given). The rows are read as they are drawn, which
+      // may be before the filter has taken effect: a row that does not hold the text is never picked.
       const items = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
       await page.waitForSelector('.quick-input-widget .quick-input-box input', { timeout: 10_000 });
       await page.keyboard.type(String(body.text));
@@ -482,9 +483,10 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
         .catch(() => undefined);
       await page.waitForTimeout(500);
       const labels = await items.allInnerTexts();
-      const pick = body.not === undefined ? 0 : labels.findIndex((label) => !label.includes(String(body.not)));
+      const wanted = String(body.text).toLowerCase();
+      const pick = labels.findIndex((label) => label.toLowerCase().includes(wanted) && (body.not === undefined || !label.includes(String(body.not))));
       // Nothing to pick: close the picker, so that the caller can open it again.
-      if (labels.length === 0 || pick < 0) await page.keyboard.press('Escape');
+      if (pick < 0) await page.keyboard.press('Escape');
       else if (pick === 0) await page.keyboard.press('Enter');
       else await items.nth(pick).click({ timeout: 10_000 });
       return labels;

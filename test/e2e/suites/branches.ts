@@ -145,7 +145,7 @@ describe('Longrun follows what the user does to the chat', function () {
 
     // Back to the chat it was forked from, through VS Code's list of chats.
     let offered: string[] = [];
-    for (let attempt = 0; attempt < 8 && !offered.some((label) => !label.includes('Forked')); attempt++) {
+    for (let attempt = 0; attempt < 8 && !offered.some((label) => label.includes('forkchat') && !label.includes('Forked')); attempt++) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 2_000));
       void vscode.commands.executeCommand('workbench.action.chat.pickAgentSession');
       offered = await ui<string[]>('quick-pick', { text: 'forkchat', not: 'Forked' });
