@@ -44,20 +44,35 @@ async function prepared(memo: EngineMemo): Promise<{ log: LogRecord[]; computed:
   return { log, computed: outcome.compaction };
 }
 
+/**
+ * `ledgersAtApply` on a prepared compaction of a conversation, counting with an estimating counter;
+ * `onCount` is told of each message counted, with the log, before it is counted.
+ */
+async function applyCounting(
+  onCount: (message: Message, log: LogRecord[]) => void = () => undefined,
+): Promise<{ result: Awaited<ReturnType<typeof ledgersAtApply>>; counted: Message[] }> {
+  const memo = new EngineMemo();
+  const { log, computed } = await prepared(memo);
+  const counted: Message[] = [];
+  const counter = estimatingCounter();
+  const result = await ledgersAtApply(
+    () => log,
+    computed,
+    (text) => counter.countText(text),
+    memo,
+    undefined,
+    (message) => {
+      onCount(message, log);
+      counted.push(message);
+      return counter.countMessage(message);
+    },
+  );
+  return { result, counted };
+}
+
 describe('ledgersAtApply', () => {
   it('counts the summary as the view after the compaction shows it, once, with the ledgers of the log it is applied to', async () => {
-    const memo = new EngineMemo();
-    const { log, computed } = await prepared(memo);
-    const counted: Message[] = [];
-    const counter = estimatingCounter();
-    const result = await ledgersAtApply(
-      () => log,
-      computed,
-      (text) => counter.countText(text),
-      memo,
-      undefined,
-      (message) => (counted.push(message), counter.countMessage(message)),
-    );
+    const { result, counted } = await applyCounting();
     assert.ok(result.ok);
     const summary = result.view.find((m) => m.summaryOf !== undefined);
     assert.equal(counted.length, 1);
@@ -65,23 +80,12 @@ describe('ledgersAtApply', () => {
   });
 
   it('starts again when a message arrives while the summary is counted, and counts the summary that then reads', async () => {
-    const memo = new EngineMemo();
-    const { log, computed } = await prepared(memo);
-    const counted: Message[] = [];
-    const counter = estimatingCounter();
-    const result = await ledgersAtApply(
-      () => log,
-      computed,
-      (text) => counter.countText(text),
-      memo,
-      undefined,
-      (message) => {
-        // The agent creates a file while the thread is let go after the first count.
-        if (counted.length === 0) setImmediate(() => log.push(...asLog(CREATED)));
-        counted.push(message);
-        return counter.countMessage(message);
-      },
-    );
+    let first = true;
+    const { result, counted } = await applyCounting((_, log) => {
+      // The agent creates a file while the thread is let go after the first count.
+      if (first) setImmediate(() => log.push(...asLog(CREATED)));
+      first = false;
+    });
     assert.ok(result.ok);
     const summary = result.view.find((m) => m.summaryOf !== undefined);
     assert.equal(counted.length, 2);
