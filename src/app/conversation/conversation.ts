@@ -445,12 +445,8 @@ export class Conversation {
     const changed = this.shared.changed;
     if (changed) return { status: 'failed', reason: `${changed.message} Nothing was compacted.` };
     const outcome = await this.compactor.compact(reason, options);
-    if (outcome.status === 'compacted') {
-      // What it took out is let go before the outcome is given: a long turn that compacts many times
-      // holds only its view. The editor's thread is let go first: applying the compaction just held it.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      this.letGoArchived();
-    }
+    // What it took out is let go at once: a long turn that compacts many times holds only its view.
+    if (outcome.status === 'compacted') this.letGoArchived();
     return outcome;
   }
 
