@@ -39,12 +39,9 @@ export async function ledgersAtApply(
     const ledgers = currentLedgersInParts(log, computed, applied, countText, memo);
     if (!(await unchanged())) continue;
     const withLedgers = ledgers.finish();
-    const entry = withLedgers.compaction.entry;
-    if (!entry || !countMessage) {
-      if (await unchanged()) return withLedgers;
-      continue;
-    }
     if (!(await unchanged())) continue;
+    const entry = withLedgers.compaction.entry;
+    if (!entry || !countMessage) return withLedgers;
     countMessage(summaryMessage(entry, memo));
     if (await unchanged()) return withLedgers;
   }
