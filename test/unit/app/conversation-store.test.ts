@@ -312,6 +312,12 @@ describe('conversation store: one append-only JSONL file per conversation', () =
       store.appendAll('c1', [message('m-after', 'x'), { ...pruning, entry: { ...pruning.entry, outputs: badOutputs } }]),
       /invalid log record: record\.entry\.outputs\.2345\.tokens/,
     );
+    // The first item after the head is checked in a run of its own: it is refused as well.
+    const badFirst = outputs.map((o, i) => (i === 1 ? { ...o, messageId: '' } : o));
+    await assert.rejects(
+      store.append('c1', { ...pruning, entry: { ...pruning.entry, outputs: badFirst } }),
+      /invalid log record: record\.entry\.outputs\.1\.messageId/,
+    );
     const badIds: unknown[] = [...ids];
     badIds[2_999] = 7;
     await assert.rejects(
