@@ -4,11 +4,11 @@ import { computeCompaction, type CompactionOutcome, type CompactionProgress, typ
 import { EngineMemo } from '../../core/engine-memo';
 import { ledgerOf, contentHeldAway, type ConversationLog, type LogRecord } from '../../core/history';
 import { MessageTokenCounter } from '../../core/message-tokens';
-import type { Message } from '../../core/messages';
-import { systemClock, type Summarizer, type SummaryRequest, type SummaryResponse } from '../../core/ports';
+import { systemClock, type Summarizer, type SummaryResponse } from '../../core/ports';
 import { charEstimator, loadTokenizer } from '../../core/tokenizer';
 import { errorText } from '../../core/errors';
 import { IN_THREAD_ENGINE, type CompactionEngine, type CompactionInput, type CountInput } from './compaction-engine';
+import { packedOutcome, packedRequest, sliceEnd, unpackedOutcome, unpackedRequest, type PackedOutcome, type PackedRequest } from './worker-packing';
 
 /**
  * Compactions computed in a worker thread. The worker keeps a copy of each conversation's records,
@@ -16,8 +16,9 @@ import { IN_THREAD_ENGINE, type CompactionEngine, type CompactionInput, type Cou
  * slices the editor's thread hardly notices), counts them with its own tokenizer (taking the counts
  * stored with the records), and computes the compaction there: the cut, the pruning, the scores,
  * the summary requests and their counts. Only the summarizer's calls come back to the extension
- * host, which makes them with the model (their messages as JSON text in slices, which the host reads
- * back a slice at a time); the result is applied there. A worker that fails to start
+ * host, which makes them with the model, and the result is applied there; what is long in either
+ * (the messages of a summary request, the lists of a compaction) comes as JSON text in slices, which
+ * the host reads back a slice at a time (see `worker-packing`). A worker that fails to start
  * or dies hands its work to the host's own thread.
  */
 
@@ -35,14 +36,6 @@ export interface PortLike {
   on(event: 'message', listener: (message: unknown) => void): unknown;
 }
 
-/**
- * Most records sent to the worker per message, and about the most characters they may hold: a
- * message is copied for the worker on the host's thread, so each slice takes it for about a
- * millisecond at most, however long the records (a few long tool outputs make a slice of their own).
- * A summary request's messages come back in slices of the same size.
- */
-const SLICE = 200;
-const SLICE_CHARS = 256 * 1024;
 /** Ids handed to the worker per compaction, for its entries (a pruning and a summary need two). */
 const IDS_PER_JOB = 8;
 
@@ -65,20 +58,10 @@ type ToWorker =
   | { readonly kind: 'abort'; readonly job: number }
   | { readonly kind: 'count'; readonly job: number; readonly id: string; readonly ids: readonly string[]; readonly tokenizer: string };
 
-/**
- * A summary request as the worker sends it: its message lists as JSON text in slices. A request
- * holds thousands of messages (a megabyte and more): copied as objects it would be made again on the
- * host's thread in one piece; as text it is copied at once, and read back a slice at a time.
- */
-type PackedRequest = Omit<SummaryRequest, 'messages' | 'continuation'> & {
-  readonly messages: readonly string[];
-  readonly continuation?: { readonly messages: readonly string[]; readonly directive: string };
-};
-
 type FromWorker =
   | { readonly kind: 'summarize'; readonly job: number; readonly call: number; readonly request: PackedRequest }
   | { readonly kind: 'progress'; readonly job: number; readonly progress: CompactionProgress }
-  | { readonly kind: 'computed'; readonly job: number; readonly outcome: CompactionOutcome }
+  | { readonly kind: 'computed'; readonly job: number; readonly outcome: PackedOutcome }
   | { readonly kind: 'failed'; readonly job: number; readonly error: string }
   | { readonly kind: 'resync'; readonly id: string }
   | { readonly kind: 'counted'; readonly job: number; readonly counts: readonly (readonly [string, number])[] };
@@ -255,7 +238,7 @@ export class WorkerCompactionEngine implements CompactionEngine {
         job.input.request.onProgress?.(message.progress);
         break;
       case 'computed':
-        job.resolve(message.outcome);
+        job.resolve(unpackedOutcome(message.outcome));
         break;
       case 'failed':
         job.reject(new Error(message.error));
@@ -266,7 +249,7 @@ export class WorkerCompactionEngine implements CompactionEngine {
   /** Makes one summarizer call the worker asked for, and sends back its answer or its error (keys removed). */
   private async summarize(job: number, call: number, packed: PackedRequest, { input, controller }: Job): Promise<void> {
     try {
-      const response = await input.deps.summarizer.summarize(await unpacked(packed), controller.signal);
+      const response = await input.deps.summarizer.summarize(await unpackedRequest(packed), controller.signal);
       const { text, model, calledTools } = response;
       this.post({
         kind: 'summarized',
@@ -398,12 +381,7 @@ class CompactionServer {
         },
         { counter, summarizer, clock: systemClock, newId: () => ids.shift() ?? `${message.ids[0] ?? 'entry'}-${++extra}`, memo: this.memo },
       );
-      // The view is the host's to derive from its own records; it would only double what is sent back.
-      this.post({
-        kind: 'computed',
-        job: message.job,
-        outcome: outcome.status === 'compacted' ? { ...outcome, compaction: { ...outcome.compaction, view: [] } } : outcome,
-      });
+      this.post({ kind: 'computed', job: message.job, outcome: packedOutcome(outcome) });
     } catch (error) {
       this.post({ kind: 'failed', job: message.job, error: errorText(error) });
     } finally {
@@ -424,65 +402,10 @@ class CompactionServer {
             if (answer.response) resolve(answer.response);
             else reject(new Error(answer.error ?? 'the summarizer failed'));
           });
-          this.post({ kind: 'summarize', job: message.job, call: number, request: packed(request) });
+          this.post({ kind: 'summarize', job: message.job, call: number, request: packedRequest(request) });
         }),
     };
   }
-}
-
-/** `request` with its message lists as JSON text, in slices of `SLICE` messages or about `SLICE_CHARS` characters. */
-function packed(request: SummaryRequest): PackedRequest {
-  const { continuation, ...rest } = request;
-  return {
-    ...rest,
-    messages: jsonSlices(request.messages),
-    ...(continuation ? { continuation: { directive: continuation.directive, messages: jsonSlices(continuation.messages) } } : {}),
-  };
-}
-
-function jsonSlices(items: readonly unknown[]): string[] {
-  const slices: string[] = [];
-  for (let from = 0; from < items.length;) {
-    const end = sliceEnd(items, from);
-    slices.push(JSON.stringify(items.slice(from, end)));
-    from = end;
-  }
-  return slices;
-}
-
-/** The request `packed` was made from, its slices read back with the thread let go between them. */
-async function unpacked(request: PackedRequest): Promise<SummaryRequest> {
-  const { continuation, ...rest } = request;
-  const messages = await readSlices<SummaryRequest['messages'][number]>(request.messages);
-  if (!continuation) return { ...rest, messages };
-  return { ...rest, messages, continuation: { directive: continuation.directive, messages: await readSlices<Message>(continuation.messages) } };
-}
-
-async function readSlices<T>(slices: readonly string[]): Promise<T[]> {
-  const items: T[] = [];
-  for (const [i, slice] of slices.entries()) {
-    if (i > 0) await nextTurn();
-    for (const item of JSON.parse(slice) as T[]) items.push(item);
-  }
-  return items;
-}
-
-/** Where the slice of `all` that begins at `from` ends: `SLICE` items or about `SLICE_CHARS` characters, one item at least. */
-function sliceEnd(all: readonly unknown[], from: number): number {
-  let end = from;
-  let chars = 0;
-  while (end < all.length && end - from < SLICE && chars < SLICE_CHARS) chars += charsOf(all[end++]);
-  return end;
-}
-
-/** About how many characters `value` holds: its strings' lengths, and a few for anything else; nothing is copied. */
-function charsOf(value: unknown, depth = 0): number {
-  if (typeof value === 'string') return value.length;
-  if (typeof value !== 'object' || value === null || depth > 32) return 8;
-  let chars = 0;
-  if (Array.isArray(value)) for (const item of value) chars += charsOf(item, depth + 1);
-  else for (const key in value) chars += key.length + charsOf((value as Record<string, unknown>)[key], depth + 1);
-  return chars;
 }
 
 /** Each message's count without its framing (as stored with a record), for those of `ids` that `records` hold. */

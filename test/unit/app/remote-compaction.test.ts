@@ -10,6 +10,8 @@ import { ConversationIndex } from '../../../src/app/store/conversation-index';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/compaction/remote-compaction';
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
+import type { CompactionConfig } from '../../../src/core/config';
+import { packedOutcome, unpackedOutcome } from '../../../src/app/compaction/worker-packing';
 import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
@@ -53,7 +55,13 @@ describe('compactions computed in a worker', () => {
     pruning: { ...c.pruning, enabled: false },
   }));
 
-  async function conversationWith(engine: CompactionEngine, summarizer: Summarizer, name = 'c1', output = 'x'.repeat(1_500)): Promise<Conversation> {
+  async function conversationWith(
+    engine: CompactionEngine,
+    summarizer: Summarizer,
+    name = 'c1',
+    output = 'x'.repeat(1_500),
+    shape: { readonly turns?: number; readonly config?: CompactionConfig } = {},
+  ): Promise<Conversation> {
     const clock = new FakeClock();
     const store = new ConversationStore(join(dir, name), () => clock.now());
     await store.create(name);
@@ -64,14 +72,16 @@ describe('compactions computed in a worker', () => {
       store,
       clock,
       newId: () => `e${++ids}`,
-      config: settings,
+      config: shape.config ?? settings,
       model: { limit: 100_000, counter },
       summarizer,
       engine,
       redact: (text) => text.replaceAll('sk-secret', '[key]'),
     });
     await conversation.beginTurn('t1');
-    for (const [i, request] of ['Build a flashcard app', 'Add SM-2 scheduling', 'Now add tests', 'And the docs'].entries()) {
+    const requests = ['Build a flashcard app', 'Add SM-2 scheduling', 'Now add tests', 'And the docs'];
+    for (let i = 0; i < (shape.turns ?? requests.length); i++) {
+      const request = requests[i % requests.length]!;
       await conversation.append(turn(`m${i}`, request, 2, output).map((message) => ({ type: 'message' as const, message })));
     }
     return conversation;
@@ -181,6 +191,42 @@ describe('compactions computed in a worker', () => {
     const slices = asked.flatMap((m) => [...m.request.messages, ...(m.request.continuation?.messages ?? [])]);
     assert.ok(slices.length > asked.length * 2, `${slices.length} slices`);
     for (const slice of slices) assert.ok(slice.length < 256 * 1024 + output.length + 10_000, `a slice of ${slice.length} characters`);
+  });
+
+  it("hands the host a compaction's long lists in slices, and the host applies the compaction it would have computed", async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const fromWorker: unknown[] = [];
+    worker.on('message', (message) => void fromWorker.push(message));
+    // Each turn reads the same two files again: the outputs read before are pruned, hundreds of them.
+    const shape = { turns: 150, config: config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 4 }, minMessages: 4 })) };
+    const remote = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'remote', 'x'.repeat(1_500), shape);
+    const local = await conversationWith(IN_THREAD_ENGINE, summarizer, 'local', 'x'.repeat(1_500), shape);
+    const [a, b] = [await remote.compact('manual'), await local.compact('manual')];
+    assert.ok(a.status === 'compacted' && b.status === 'compacted', `${a.status}, ${b.status}`);
+    assert.ok(a.compaction.pruning && a.compaction.pruning.outputs.length > 250, `${a.compaction.pruning?.outputs.length} outputs pruned`);
+    assert.ok(a.compaction.entry && a.compaction.entry.compactedMessageIds.length > 250, 'hundreds of messages summarized');
+    // The worker's entries are stamped with its own clock, not the test's.
+    const unstamped = (value: unknown): unknown => JSON.parse(JSON.stringify(value), (k, v) => (k === 'createdAt' || k === 'durationMs' ? 0 : v));
+    for (const key of ['pruning', 'entry', 'records', 'basis', 'tokensBefore', 'tokensAfter'] as const) {
+      assert.deepEqual(unstamped(a.compaction[key]), unstamped(b.compaction[key]), key);
+    }
+    assert.deepEqual(unstamped(remote.allRecords()), unstamped(local.allRecords()));
+    assert.deepEqual(
+      remote.view().map((m) => m.content),
+      local.view().map((m) => m.content),
+    );
+    // Packed and read back, a compaction is the same, down to the records that hold its entries.
+    assert.deepEqual(await unpackedOutcome(structuredClone(packedOutcome(b))), { ...b, compaction: { ...b.compaction, view: [] } });
+    const computed = fromWorker.find((m) => (m as { kind: string }).kind === 'computed') as {
+      outcome: { compaction: { pruning: { outputs: unknown[] }; entry: { compactedMessageIds: unknown[] }; lists: Record<string, string[]> } };
+    };
+    const sent = computed.outcome.compaction;
+    assert.deepEqual([sent.pruning.outputs, sent.entry.compactedMessageIds], [[], []], 'the lists are not sent as objects');
+    for (const [list, slices] of Object.entries(sent.lists)) {
+      assert.ok(slices.length > 1, `${list} in ${slices.length} slices`);
+      for (const slice of slices) assert.ok(slice.length < 256 * 1024 + 10_000, `a slice of ${slice.length} characters`);
+    }
   });
 
   it("has the worker's copy let go of what a compaction took out of the view, and computes the next as the host does", async () => {
