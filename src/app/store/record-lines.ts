@@ -9,16 +9,18 @@ export interface RecordLine {
   readonly stored: LogRecord;
 }
 
-/** How long checking records may hold the editor's thread before letting it go (ms). */
-const SERIALIZE_SLICE_MS = 4;
+/** How long checking and writing records may hold the editor's thread before letting it go (ms). */
+const SERIALIZE_SLICE_MS = 2;
 
-/** Items of a record's long array checked in one go; a longer array is checked in runs of this many. */
-const CHECK_RUN = 256;
+/** Items of a record's long array checked and written in one go; a longer array goes in runs of this many. */
+const CHECK_RUN = 64;
 
-/** A long array of a record, checked apart from the rest of it. */
+/** A long array of a record, checked and written apart from the rest of it. */
 interface LongArray {
   /** The record with the array cut to its first item. */
   readonly head: LogRecord;
+  /** The record's line with the array left empty and last, so that its items can be written after. */
+  readonly shell: string;
   readonly items: readonly unknown[];
   readonly item: z.ZodType;
   /** Where the array is in the record's line, for the error. */
@@ -27,28 +29,63 @@ interface LongArray {
 
 /**
  * The array of a record that can hold thousands of items (a pruning's outputs, the ids a compaction
- * took out), when it is long: checking it in one go would hold the editor's thread for milliseconds.
+ * took out), when it is long: checking it, or writing it as JSON, in one go would hold the editor's
+ * thread for milliseconds.
  */
 function longArrayOf(record: LogRecord): LongArray | undefined {
   if (record.type === 'pruning' && record.entry.outputs.length > CHECK_RUN) {
-    const { outputs } = record.entry;
-    const head: LogRecord = { ...record, entry: { ...record.entry, outputs: outputs.slice(0, 1) } };
-    return { head, items: outputs, item: prunedOutputSchema(), path: 'record.entry.outputs' };
+    const { entry, ...rest } = record;
+    const { outputs, ...fields } = entry;
+    const head: LogRecord = { ...record, entry: { ...entry, outputs: outputs.slice(0, 1) } };
+    return {
+      head,
+      shell: lineText({ ...rest, entry: { ...fields, outputs: [] } }),
+      items: outputs,
+      item: prunedOutputSchema(),
+      path: 'record.entry.outputs',
+    };
   }
   if (record.type === 'compaction' && record.entry.compactedMessageIds.length > CHECK_RUN) {
-    const ids = record.entry.compactedMessageIds;
-    const head: LogRecord = { ...record, entry: { ...record.entry, compactedMessageIds: ids.slice(0, 1) } };
-    return { head, items: ids, item: compactedIdSchema(), path: 'record.entry.compactedMessageIds' };
+    const { entry, ...rest } = record;
+    const { compactedMessageIds: ids, ...fields } = entry;
+    const head: LogRecord = { ...record, entry: { ...entry, compactedMessageIds: ids.slice(0, 1) } };
+    const shell = lineText({ ...rest, entry: { ...fields, compactedMessageIds: [] } });
+    return { head, shell, items: ids, item: compactedIdSchema(), path: 'record.entry.compactedMessageIds' };
   }
   return undefined;
 }
 
-/** The line for a record, cut to `maxRecordBytes`, and the record it holds. */
-function lineOf(record: LogRecord, maxRecordBytes: number): RecordLine {
-  const line = JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record });
-  if (Buffer.byteLength(line) <= maxRecordBytes) return { line, stored: record };
-  const stored = capRecord(line, maxRecordBytes);
-  return { line: JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record: stored }), stored };
+/**
+ * The line of a record with a long array, checked: the rest of the record, then the array's items in
+ * runs, each checked and written as JSON, with `letGo` called between runs.
+ */
+async function checkedLine(long: LongArray, letGo: () => Promise<void>): Promise<string> {
+  check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record: long.head });
+  const runs = [JSON.stringify(long.items[0])];
+  const run = long.item.array();
+  // The first item after the head alone: compiling the item's schema, the first time in a session,
+  // takes a stretch of its own.
+  for (let from = 1; from < long.items.length; from += from === 1 ? 1 : CHECK_RUN) {
+    await letGo();
+    const items = long.items.slice(from, from === 1 ? 2 : from + CHECK_RUN);
+    check(run, items, { path: long.path, from, compiled: true });
+    runs.push(JSON.stringify(items).slice(1, -1));
+  }
+  await letGo();
+  return filled(long.shell, runs);
+}
+
+/** The text of a record's line. */
+function lineText(record: LogRecord): string {
+  return JSON.stringify({ v: CONVERSATION_FORMAT_VERSION, record });
+}
+
+/** The shell's line with the items whose JSON `runs` hold (each a run of items, brackets taken off) in its empty array. */
+function filled(shell: string, runs: readonly string[]): string {
+  // The array is the last field of the entry, the last field of the record, the last of the line.
+  const end = ']}}}';
+  if (!shell.endsWith(`[${end}`)) throw new Error('A long array is not where its line was made to hold it.');
+  return `${shell.slice(0, -end.length)}${runs.join(',')}${end}`;
 }
 
 /** Where in a record a run of a long array's items begins, when it is one that is checked. */
@@ -78,8 +115,9 @@ function check(schema: z.ZodType, value: unknown, within?: Within): void {
 /**
  * The line for each record, cut to `maxRecordBytes`, and checked to read back as a valid record; a
  * record that could not be read back is refused with the reason, and nothing is written. The editor's
- * thread is let go whenever checking held it a few milliseconds, between records and between runs of
- * a long array's items, so a compaction of thousands of messages never holds it long.
+ * thread is let go whenever checking and writing held it a few milliseconds, between records and
+ * between runs of a long array's items (checked and written as JSON a run at a time), so a compaction
+ * of thousands of messages never holds it long.
  *
  * A record is checked as it is rather than as its line parses back: the check takes an optional
  * field left undefined, and refuses NaN, Infinity or an undefined array item, as it would their JSON;
@@ -95,20 +133,18 @@ export async function recordLines(records: readonly LogRecord[], maxRecordBytes:
   };
   for (const record of records) {
     await letGo();
-    const made = lineOf(record, maxRecordBytes);
-    const long = longArrayOf(made.stored);
-    check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record: long?.head ?? made.stored });
-    if (long) {
-      const run = long.item.array();
-      // The first item after the head alone: compiling the item's schema, the first time in a
-      // session, takes a stretch of its own.
-      for (let from = 1; from < long.items.length; from += from === 1 ? 1 : CHECK_RUN) {
-        await letGo();
-        const items = long.items.slice(from, from === 1 ? 2 : from + CHECK_RUN);
-        check(run, items, { path: long.path, from, compiled: true });
-      }
+    const long = longArrayOf(record);
+    const line = long ? await checkedLine(long, letGo) : lineText(record);
+    if (!long) check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record });
+    if (Buffer.byteLength(line) <= maxRecordBytes) {
+      lines.push({ line, stored: record });
+      continue;
     }
-    lines.push(made);
+    await letGo();
+    const stored = capRecord(line, maxRecordBytes);
+    const cut = longArrayOf(stored);
+    if (!cut) check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record: stored });
+    lines.push({ line: cut ? await checkedLine(cut, letGo) : lineText(stored), stored });
   }
   return lines;
 }

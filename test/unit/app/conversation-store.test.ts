@@ -485,6 +485,20 @@ describe('conversation store: large conversations, large records, newer lines', 
     assert.match(output as string, /^\[0,1,2,3,[\s\S]*cut by Longrun: 23,891 characters in all[\s\S]*,4998,4999\]$/);
   });
 
+  it('cuts a compaction of thousands of messages whose summary is over the record limit, its ids whole', async () => {
+    const compaction = sampleLog().find((r) => r.type === 'compaction')!;
+    assert.ok(compaction.type === 'compaction');
+    const ids = Array.from({ length: 3_000 }, (_, i) => `m${i}`);
+    const record: LogRecord = { ...compaction, entry: { ...compaction.entry, summary: `HEAD-${'s'.repeat(80_000)}-TAIL`, compactedMessageIds: ids } };
+    const stored = await storeWith({ maxRecordBytes: 60_000 }).append('c1', record);
+    const [, line] = await linesOf(fileOf('c1'));
+    assert.ok(Buffer.byteLength(line!) <= 60_000, `the stored line has ${Buffer.byteLength(line!)} bytes`);
+    assert.ok(stored.type === 'compaction');
+    assert.deepEqual(stored.entry.compactedMessageIds, ids);
+    assert.match(stored.entry.summary, /^HEAD-s+\n\[… cut by Longrun: 80,010 characters in all/);
+    assert.deepEqual((await storeWith().open('c1')).log, [stored]);
+  });
+
   it('keeps a 40 MB answer to a line of at most 1 MB by default', async function () {
     this.timeout(60_000);
     const store = storeWith();
