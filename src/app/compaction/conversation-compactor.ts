@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import {
   CompactionGuard,
   guardAfter,
@@ -42,6 +43,8 @@ export interface CompactorSource {
   write(records: readonly LogRecord[]): Promise<LogRecord[]>;
   /** The compactor started or ended a compaction, or the guard changed. */
   changed(): void;
+  /** Lets go of what a compaction applied just now took out of the view (see `Conversation`). */
+  letGoArchived(): void;
 }
 
 /**
@@ -116,8 +119,13 @@ export class ConversationCompactor {
         })
       : this.runCompaction(reason, options);
     const run = traced
-      .then((outcome) => {
-        if (outcome.status === 'compacted') this.guard.noteCompaction(reason, outcome.compaction.lowGain);
+      .then(async (outcome) => {
+        if (outcome.status !== 'compacted') return outcome;
+        this.guard.noteCompaction(reason, outcome.compaction.lowGain);
+        // What it took out is let go before another compaction can start (one asked for meanwhile
+        // joins this one), in a stretch of the editor's thread apart from applying it.
+        await nextTurn();
+        this.source.letGoArchived();
         return outcome;
       })
       .finally(() => {

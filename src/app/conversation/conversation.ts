@@ -114,6 +114,8 @@ export class Conversation {
       memo: () => this.memo(),
       write: (records) => this.write(records),
       changed: () => this.changed(),
+      // What a compaction took out is let go at once: a long turn that compacts many times holds only its view.
+      letGoArchived: () => this.letGoArchived(),
     });
   }
 
@@ -444,10 +446,7 @@ export class Conversation {
     // An out-of-date copy would summarize, and ask the model, for a history the files no longer hold.
     const changed = this.shared.changed;
     if (changed) return { status: 'failed', reason: `${changed.message} Nothing was compacted.` };
-    const outcome = await this.compactor.compact(reason, options);
-    // What it took out is let go at once: a long turn that compacts many times holds only its view.
-    if (outcome.status === 'compacted') this.letGoArchived();
-    return outcome;
+    return this.compactor.compact(reason, options);
   }
 
   /** What the chat is to be told about compaction and has not been yet, once (see `ConversationCompactor.takeNotice`). */

@@ -80,6 +80,30 @@ describe('an opened conversation holds its view, and reads the archive from disk
     assert.match(found, /export const value2 = 2;/);
   });
 
+  it('has let go of what a compaction took out by the time it says the compaction ended, so that no other starts before', async () => {
+    let conversation: Conversation | undefined;
+    const ended: string[][] = [];
+    let compacting = false;
+    const window = testRegistry(dir, {
+      limit: 200_000,
+      summarizer,
+      changed: () => {
+        if (!conversation) return;
+        if (compacting && !conversation.isCompacting()) ended.push(awayIds(conversation));
+        compacting = conversation.isCompacting();
+      },
+    }).registry;
+    const made = await compacted(new Map(), window);
+    conversation = made.conversation;
+    await conversation.beginTurn('t7');
+    await conversation.append([{ type: 'message', message: user('u7', 'one more') }]);
+    const before = awayIds(conversation);
+    assert.equal((await conversation.compact('manual')).status, 'compacted');
+    assert.equal(ended.length, 1, 'told once that the compaction ended');
+    assert.ok(ended[0]!.length > before.length, `held away before: ${before.join(', ')}; when it ended: ${ended[0]!.join(', ')}`);
+    assert.deepEqual(ended[0], awayIds(conversation));
+  });
+
   it('brings back whole, in the same session, what a compaction let go: on undo and on a rewind', async () => {
     const state = new Map<string, unknown>();
     const window = registry(state);
