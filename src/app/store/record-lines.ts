@@ -56,18 +56,23 @@ function longArrayOf(record: LogRecord): LongArray | undefined {
 }
 
 /**
- * The line of a record with a long array, checked: the rest of the record, then the array's items in
- * runs, each checked and written as JSON, with `letGo` called between runs.
+ * The line of a record, checked; for a record with a long array, the rest of the record, then the
+ * array's items in runs, each checked and written as JSON, with `letGo` called between runs.
  */
-async function checkedLine(long: LongArray, letGo: () => Promise<void>): Promise<string> {
+async function checkedLine(record: LogRecord, letGo: () => Promise<void>): Promise<string> {
+  const long = longArrayOf(record);
+  if (!long) {
+    check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record });
+    return lineText(record);
+  }
   check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record: long.head });
   const runs = [JSON.stringify(long.items[0])];
   const run = long.item.array();
   // The first item after the head alone: compiling the item's schema, the first time in a session,
   // takes a stretch of its own.
-  for (let from = 1; from < long.items.length; from += from === 1 ? 1 : CHECK_RUN) {
+  for (let from = 1, end = 2; from < long.items.length; from = end, end += CHECK_RUN) {
     await letGo();
-    const items = long.items.slice(from, from === 1 ? 2 : from + CHECK_RUN);
+    const items = long.items.slice(from, end);
     check(run, items, { path: long.path, from, compiled: true });
     runs.push(JSON.stringify(items).slice(1, -1));
   }
@@ -133,18 +138,14 @@ export async function recordLines(records: readonly LogRecord[], maxRecordBytes:
   };
   for (const record of records) {
     await letGo();
-    const long = longArrayOf(record);
-    const line = long ? await checkedLine(long, letGo) : lineText(record);
-    if (!long) check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record });
+    const line = await checkedLine(record, letGo);
     if (Buffer.byteLength(line) <= maxRecordBytes) {
       lines.push({ line, stored: record });
       continue;
     }
     await letGo();
     const stored = capRecord(line, maxRecordBytes);
-    const cut = longArrayOf(stored);
-    if (!cut) check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record: stored });
-    lines.push({ line: cut ? await checkedLine(cut, letGo) : lineText(stored), stored });
+    lines.push({ line: await checkedLine(stored, letGo), stored });
   }
   return lines;
 }
