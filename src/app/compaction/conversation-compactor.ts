@@ -13,11 +13,13 @@ import type { CompactionConfig } from '../../core/config';
 import type { ContextWindow } from '../../core/context-window';
 import { keepRecentTokens } from '../../core/cut-point';
 import type { EngineMemo } from '../../core/engine-memo';
-import { summaryMessage, type CompactionEntry, type CompactionReason, type LogRecord } from '../../core/history';
+import { summaryMessage, type CompactionEntry, type CompactionReason, type ConversationLog, type LogRecord } from '../../core/history';
+import type { MessageTokenCounter } from '../../core/message-tokens';
 import type { Message } from '../../core/messages';
 import type { Summarizer, SummaryUsage } from '../../core/ports';
+import { charEstimator } from '../../core/tokenizer';
 import { SUMMARY_BASIS } from '../../core/usage-calibration';
-import { IN_THREAD_ENGINE } from './compaction-engine';
+import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
 import type { CompactOptions, ConversationDeps } from '../conversation/conversation-deps';
 import type { ConversationMeter, ModelContext } from '../conversation/conversation-meter';
 import { ledgersAtApply } from './ledgers-at-apply';
@@ -401,7 +403,7 @@ export class ConversationCompactor {
       (text) => counter.countRemembered(text),
       this.source.memo(),
       () => meter.live(),
-      (message) => counter.countMessage(message),
+      (message, mayWait) => (mayWait ? countElsewhere(message, counter, deps.engine, this.source) : counter.countMessage(message)),
     );
     if (!check.ok) return undefined;
     const computed = check.compaction;
@@ -436,6 +438,27 @@ export class ConversationCompactor {
     const compaction = { ...computed, records: written, view: meter.live().messages(), tokensBefore, tokensAfter };
     return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
   }
+}
+
+/**
+ * Counts a message that is not among the conversation's records (the summary as a compaction applies
+ * it) where `engine` counts, off the editor's thread with a worker, and has `counter` remember the
+ * count; on this thread when the engine does not count, the counter knows the message, or its
+ * tokenizer is the estimate (which costs nothing).
+ */
+async function countElsewhere(
+  message: Message,
+  counter: MessageTokenCounter,
+  engine: CompactionEngine | undefined,
+  conversation: { readonly conversationId: string; all(): ConversationLog },
+): Promise<number> {
+  const name = counter.tokenizer.name;
+  if (!engine?.count || name === charEstimator.name || counter.isCounted(message)) return counter.countMessage(message);
+  const counts = await engine
+    .count({ conversationId: conversation.conversationId, all: conversation.all(), ids: [], tokenizer: name, messages: [message] })
+    .catch(() => undefined);
+  const tokens = counts?.get(message.id);
+  return counter.countMessage(message, tokens === undefined ? undefined : { [name]: tokens });
 }
 
 /** What became of a compaction's summary; `rested` when the summarizer was not asked. */

@@ -60,12 +60,12 @@ describe('compactions computed in a worker', () => {
     summarizer: Summarizer,
     name = 'c1',
     output = 'x'.repeat(1_500),
-    shape: { readonly turns?: number; readonly config?: CompactionConfig } = {},
+    shape: { readonly turns?: number; readonly config?: CompactionConfig; readonly counter?: MessageTokenCounter } = {},
   ): Promise<Conversation> {
     const clock = new FakeClock();
     const store = new ConversationStore(join(dir, name), () => clock.now());
     await store.create(name);
-    const counter = new MessageTokenCounter(charEstimator);
+    const counter = shape.counter ?? new MessageTokenCounter(charEstimator);
     let ids = 0;
     const conversation = newConversation({
       id: name,
@@ -366,6 +366,34 @@ describe('compactions computed in a worker', () => {
       worker.posted.some((m) => (m as { kind: string }).kind === 'count'),
       'counted in the worker',
     );
+  });
+
+  it('counts the summary as a compaction applies it in the worker, and the gauge reads what this thread would have counted', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const o200k = await loadTokenizer('o200k_base');
+    const counted: string[] = [];
+    const watched = new MessageTokenCounter({ name: o200k.name, count: (text) => (counted.push(text), o200k.count(text)) });
+    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'counted', 'x'.repeat(1_500), {
+      counter: watched,
+    });
+    conversation.count();
+    counted.length = 0;
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    const summary = outcome.compaction.entry!.summary;
+    assert.match(summary, /SUMMARY of/);
+    assert.ok(!counted.some((text) => text.includes('SUMMARY of')), 'the summary was not tokenized on this thread');
+    assert.ok(
+      worker.posted.some(
+        (m) => (m as { kind: string; messages?: unknown[] }).kind === 'count' && (m as { messages?: unknown[] }).messages?.length === 1,
+      ),
+      'the worker was asked to count it',
+    );
+    const exact = new MessageTokenCounter(o200k).countMessages(conversation.view());
+    assert.equal(outcome.compaction.tokensAfter, exact, "the compaction's count is the exact one");
+    assert.equal(conversation.count().tokens, exact, "and so is the gauge's");
   });
 
   it('runs in a real worker thread', async function () {
