@@ -10,7 +10,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { IN_THREAD_ENGINE, type CompactionEngine } from '../src/app/compaction/compaction-engine';
 import { ConversationRegistry } from '../src/app/conversation/conversation-registry';
 import { ConversationIndex } from '../src/app/store/conversation-index';
@@ -21,7 +20,7 @@ import type { LogRecord } from '../src/core/history';
 import { MessageTokenCounter, withTokenCounts } from '../src/core/message-tokens';
 import { systemClock, type Summarizer } from '../src/core/ports';
 import { loadTokenizer, type TextTokenizer } from '../src/core/tokenizer';
-import { buildWorker, gapsDuring, withBusyCore, type Gaps } from './host-thread';
+import { buildWorker, gapsDuring, startWorker, withBusyCore, type Gaps } from './host-thread';
 import { sessionLog, SMALL_MESSAGES, SUMMARY } from './sessions';
 
 const MILLION_WINDOW = 1_047_576;
@@ -89,7 +88,7 @@ export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineH
   const workerFile = await buildWorker(dir);
   let failed: string | undefined;
   const worker = new WorkerCompactionEngine(
-    () => new Worker(workerFile),
+    () => startWorker(workerFile),
     (message) => void (failed = message),
   );
   try {

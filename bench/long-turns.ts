@@ -19,7 +19,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { APICallError } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV4 } from 'ai/test';
 import { DEFAULT_CONFIG } from '../src/core/config';
@@ -41,7 +40,7 @@ import { ConversationStore } from '../src/app/store/conversation-store';
 import { WorkerCompactionEngine } from '../src/app/compaction/remote-compaction';
 import { BenchWorkspace, moduleText } from './agentic-workspace';
 import { agentPort, compactAfterTurn, SILENT_UI, summaryText, TrackedStore } from './agent-session';
-import { buildWorker, gapsDuring, withBusyCore } from './host-thread';
+import { buildWorker, gapsDuring, startWorker, withBusyCore } from './host-thread';
 import { random } from './sessions';
 import { median, percentile } from './stats';
 import { VirtualClock } from './virtual-time';
@@ -419,7 +418,7 @@ async function hostStretches(log: ConversationLog, model: ConversationDeps['mode
   const instant: Summarizer = { name: 'instant', summarize: async (request) => ({ text: summaryText(request) }) };
   let failed: string | undefined;
   const engine = new WorkerCompactionEngine(
-    () => new Worker(workerFile),
+    () => startWorker(workerFile),
     (message) => void (failed = message),
   );
   const store = new ConversationStore(dir, () => 0);
