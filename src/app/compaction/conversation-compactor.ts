@@ -19,7 +19,7 @@ import type { Message } from '../../core/messages';
 import type { Summarizer, SummaryUsage } from '../../core/ports';
 import { charEstimator } from '../../core/tokenizer';
 import { SUMMARY_BASIS } from '../../core/usage-calibration';
-import { IN_THREAD_ENGINE, type CompactionEngine } from './compaction-engine';
+import { IN_THREAD_ENGINE } from './compaction-engine';
 import type { CompactOptions, ConversationDeps } from '../conversation/conversation-deps';
 import type { ConversationMeter, ModelContext } from '../conversation/conversation-meter';
 import { ledgersAtApply } from './ledgers-at-apply';
@@ -403,7 +403,7 @@ export class ConversationCompactor {
       (text) => counter.countRemembered(text),
       this.source.memo(),
       () => meter.live(),
-      (message, mayWait) => (mayWait ? countElsewhere(message, counter, deps.engine, this.source) : counter.countMessage(message)),
+      (message, mayWait) => (mayWait ? countElsewhere(message, counter, deps, this.source) : counter.countMessage(message)),
     );
     if (!check.ok) return undefined;
     const computed = check.compaction;
@@ -440,23 +440,39 @@ export class ConversationCompactor {
   }
 }
 
+/** How long applying a compaction waits for the engine's count of its summary before counting it itself (ms). */
+const COUNT_WAIT_MS = 250;
+
 /**
  * Counts a message that is not among the conversation's records (the summary as a compaction applies
- * it) where `engine` counts, off the editor's thread with a worker, and has `counter` remember the
- * count; on this thread when the engine does not count, the counter knows the message, or its
- * tokenizer is the estimate (which costs nothing).
+ * it) where the engine counts, off the editor's thread with a worker, and has `counter` remember the
+ * count; on this thread when the engine does not count, the counter knows the message, its tokenizer
+ * is the estimate (which costs nothing), or the engine has not answered within `COUNT_WAIT_MS` (a
+ * worker busy with another conversation's compaction).
  */
 async function countElsewhere(
   message: Message,
   counter: MessageTokenCounter,
-  engine: CompactionEngine | undefined,
+  { engine, clock }: Pick<ConversationDeps, 'engine' | 'clock'>,
   conversation: { readonly conversationId: string; all(): ConversationLog },
 ): Promise<number> {
   const name = counter.tokenizer.name;
   if (!engine?.count || name === charEstimator.name || counter.isCounted(message)) return counter.countMessage(message);
-  const counts = await engine
-    .count({ conversationId: conversation.conversationId, all: conversation.all(), ids: [], tokenizer: name, messages: [message] })
-    .catch(() => undefined);
+  const counting = engine.count({
+    conversationId: conversation.conversationId,
+    all: conversation.all(),
+    ids: [],
+    tokenizer: name,
+    messages: [message],
+  });
+  const counts = await new Promise<ReadonlyMap<string, number> | undefined>((resolve) => {
+    const cancel = clock.setTimer(COUNT_WAIT_MS, () => resolve(undefined));
+    const settle = (value: ReadonlyMap<string, number> | undefined): void => {
+      cancel();
+      resolve(value);
+    };
+    counting.then(settle, () => settle(undefined));
+  });
   const tokens = counts?.get(message.id);
   return counter.countMessage(message, tokens === undefined ? undefined : { [name]: tokens });
 }

@@ -18,8 +18,11 @@ import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
 import type { LogRecord } from '../../../src/core/history';
 import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 
-/** A worker made of a message channel: the worker's side runs on this thread, over the same protocol. */
-function channelWorker(): WorkerLike & { posted: unknown[]; close(): void } {
+/**
+ * A worker made of a message channel: the worker's side runs on this thread, over the same protocol.
+ * The messages `unanswered` picks are noted but never reach the worker.
+ */
+function channelWorker(unanswered: (message: unknown) => boolean = () => false): WorkerLike & { posted: unknown[]; close(): void } {
   const { port1, port2 } = new MessageChannel();
   serveCompactions(port2);
   const posted: unknown[] = [];
@@ -27,7 +30,7 @@ function channelWorker(): WorkerLike & { posted: unknown[]; close(): void } {
     posted,
     postMessage: (message) => {
       posted.push(message);
-      port1.postMessage(message);
+      if (!unanswered(message)) port1.postMessage(message);
     },
     on: (event: string, listener: (message: unknown) => void) => (event === 'message' ? port1.on('message', listener) : undefined),
     close: () => {
@@ -60,9 +63,9 @@ describe('compactions computed in a worker', () => {
     summarizer: Summarizer,
     name = 'c1',
     output = 'x'.repeat(1_500),
-    shape: { readonly turns?: number; readonly config?: CompactionConfig; readonly counter?: MessageTokenCounter } = {},
+    shape: { readonly turns?: number; readonly config?: CompactionConfig; readonly counter?: MessageTokenCounter; readonly clock?: FakeClock } = {},
   ): Promise<Conversation> {
-    const clock = new FakeClock();
+    const clock = shape.clock ?? new FakeClock();
     const store = new ConversationStore(join(dir, name), () => clock.now());
     await store.create(name);
     const counter = shape.counter ?? new MessageTokenCounter(charEstimator);
@@ -394,6 +397,36 @@ describe('compactions computed in a worker', () => {
     const exact = new MessageTokenCounter(o200k).countMessages(conversation.view());
     assert.equal(outcome.compaction.tokensAfter, exact, "the compaction's count is the exact one");
     assert.equal(conversation.count().tokens, exact, "and so is the gauge's");
+  });
+
+  it('counts the summary on this thread when the worker does not answer in time, and the compaction ends', async () => {
+    const countsSummary = (m: unknown): boolean => (m as { kind: string }).kind === 'count' && (m as { messages?: unknown[] }).messages !== undefined;
+    const worker = channelWorker(countsSummary);
+    closers.push(() => worker.close());
+    const o200k = await loadTokenizer('o200k_base');
+    const counted: string[] = [];
+    const watched = new MessageTokenCounter({ name: o200k.name, count: (text) => (counted.push(text), o200k.count(text)) });
+    const clock = new FakeClock();
+    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'unanswered', 'x'.repeat(1_500), {
+      counter: watched,
+      clock,
+    });
+    conversation.count();
+    counted.length = 0;
+    const compacting = conversation.compact('manual');
+    for (let i = 0; i < 400 && !worker.posted.some(countsSummary); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.ok(worker.posted.some(countsSummary), 'the worker was asked to count the summary');
+    clock.advance(250);
+    const outcome = await compacting;
+    assert.equal(outcome.status, 'compacted');
+    if (outcome.status !== 'compacted') return;
+    assert.ok(
+      counted.some((text) => text.includes('SUMMARY of')),
+      'the summary was counted on this thread',
+    );
+    const exact = new MessageTokenCounter(o200k).countMessages(conversation.view());
+    assert.equal(outcome.compaction.tokensAfter, exact);
+    assert.equal(conversation.count().tokens, exact);
   });
 
   it('runs in a real worker thread', async function () {
