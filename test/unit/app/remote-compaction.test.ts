@@ -16,6 +16,7 @@ import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
 import type { LogRecord } from '../../../src/core/history';
+import type { Message } from '../../../src/core/messages';
 import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 
 /**
@@ -371,12 +372,21 @@ describe('compactions computed in a worker', () => {
     );
   });
 
-  it('counts the summary as a compaction applies it in the worker, and the gauge reads what this thread would have counted', async () => {
-    const worker = channelWorker();
-    closers.push(() => worker.close());
+  /** A message to the worker asking it to count messages that are not among the records (the summary as applied). */
+  const countsSummary = (m: unknown): boolean => (m as { kind: string }).kind === 'count' && (m as { messages?: unknown[] }).messages !== undefined;
+
+  /** A counter with o200k that notes each text it tokenizes, and the exact count of messages by a counter of its own. */
+  async function watchedO200k(): Promise<{ watched: MessageTokenCounter; counted: string[]; exact(messages: readonly Message[]): number }> {
     const o200k = await loadTokenizer('o200k_base');
     const counted: string[] = [];
     const watched = new MessageTokenCounter({ name: o200k.name, count: (text) => (counted.push(text), o200k.count(text)) });
+    return { watched, counted, exact: (messages) => new MessageTokenCounter(o200k).countMessages(messages) };
+  }
+
+  it('counts the summary as a compaction applies it in the worker, and the gauge reads what this thread would have counted', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const { watched, counted, exact: exactOf } = await watchedO200k();
     const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'counted', 'x'.repeat(1_500), {
       counter: watched,
     });
@@ -388,24 +398,16 @@ describe('compactions computed in a worker', () => {
     const summary = outcome.compaction.entry!.summary;
     assert.match(summary, /SUMMARY of/);
     assert.ok(!counted.some((text) => text.includes('SUMMARY of')), 'the summary was not tokenized on this thread');
-    assert.ok(
-      worker.posted.some(
-        (m) => (m as { kind: string; messages?: unknown[] }).kind === 'count' && (m as { messages?: unknown[] }).messages?.length === 1,
-      ),
-      'the worker was asked to count it',
-    );
-    const exact = new MessageTokenCounter(o200k).countMessages(conversation.view());
+    assert.ok(worker.posted.some(countsSummary), 'the worker was asked to count it');
+    const exact = exactOf(conversation.view());
     assert.equal(outcome.compaction.tokensAfter, exact, "the compaction's count is the exact one");
     assert.equal(conversation.count().tokens, exact, "and so is the gauge's");
   });
 
   it('counts the summary on this thread when the worker does not answer in time, and the compaction ends', async () => {
-    const countsSummary = (m: unknown): boolean => (m as { kind: string }).kind === 'count' && (m as { messages?: unknown[] }).messages !== undefined;
     const worker = channelWorker(countsSummary);
     closers.push(() => worker.close());
-    const o200k = await loadTokenizer('o200k_base');
-    const counted: string[] = [];
-    const watched = new MessageTokenCounter({ name: o200k.name, count: (text) => (counted.push(text), o200k.count(text)) });
+    const { watched, counted, exact: exactOf } = await watchedO200k();
     const clock = new FakeClock();
     const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'unanswered', 'x'.repeat(1_500), {
       counter: watched,
@@ -424,7 +426,7 @@ describe('compactions computed in a worker', () => {
       counted.some((text) => text.includes('SUMMARY of')),
       'the summary was counted on this thread',
     );
-    const exact = new MessageTokenCounter(o200k).countMessages(conversation.view());
+    const exact = exactOf(conversation.view());
     assert.equal(outcome.compaction.tokensAfter, exact);
     assert.equal(conversation.count().tokens, exact);
   });
