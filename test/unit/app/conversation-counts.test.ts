@@ -11,7 +11,7 @@ import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import type { Message, Part } from '../../../src/core/messages';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator, type TextTokenizer } from '../../../src/core/tokenizer';
-import { countContext, effectiveRatio, learnedCalibration } from '../../../src/core/usage-calibration';
+import { countContext, effectiveRatio, learnedAddedRatio, learnedCalibration } from '../../../src/core/usage-calibration';
 import type { Conversation, ModelContext } from '../../../src/app/conversation/conversation';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
 import { FakeClock, templateSummary } from '../core/fixtures';
@@ -194,7 +194,9 @@ class Harness {
     const localFraming = view.reduce((total, m) => total + fresh.framing(m), 0);
     const calibration = learnedCalibration(usageReports(log), model.key);
     const ratio = calibration && effectiveRatio(calibration, localTokens, localFraming);
-    assert.deepEqual(c.count(), countContext(view, fresh, lastUsage(log), currentBasis(log), model.requestOverhead, ratio ?? 1), 'the count');
+    // What came since the last report is scaled by what the reports say of the messages added between them.
+    const added = learnedAddedRatio(usageReports(log), model.key) ?? ratio ?? 1;
+    assert.deepEqual(c.count(), countContext(view, fresh, lastUsage(log), currentBasis(log), model.requestOverhead, ratio ?? 1, added), 'the count');
     assert.deepEqual(c.requestBasis(), {
       basis: currentBasis(log),
       localTokens,
