@@ -1,6 +1,5 @@
 import { computeCompaction, type CompactionDeps, type CompactionOutcome, type CompactionRequest } from '../../core/compaction';
 import { ledgerOf, type ConversationLog, type LogRecord } from '../../core/history';
-import type { Message } from '../../core/messages';
 
 /**
  * Where a compaction is computed: on the extension host's thread, or in a worker (see
@@ -29,8 +28,6 @@ export interface CountInput {
   readonly all: ConversationLog;
   /** The messages, by id, among `all`'s. */
   readonly ids: readonly string[];
-  /** Messages that are not among `all` (a summary as a compaction applies it), counted too, by id. */
-  readonly messages?: readonly Message[];
   /** The tokenizer's name (`o200k_base`, `cl100k_base`). */
   readonly tokenizer: string;
 }

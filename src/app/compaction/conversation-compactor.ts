@@ -13,11 +13,9 @@ import type { CompactionConfig } from '../../core/config';
 import type { ContextWindow } from '../../core/context-window';
 import { keepRecentTokens } from '../../core/cut-point';
 import type { EngineMemo } from '../../core/engine-memo';
-import { summaryMessage, type CompactionEntry, type CompactionReason, type ConversationLog, type LogRecord } from '../../core/history';
-import type { MessageTokenCounter } from '../../core/message-tokens';
+import { summaryMessage, type CompactionEntry, type CompactionReason, type LogRecord } from '../../core/history';
 import type { Message } from '../../core/messages';
 import type { Summarizer, SummaryUsage } from '../../core/ports';
-import { charEstimator } from '../../core/tokenizer';
 import { SUMMARY_BASIS } from '../../core/usage-calibration';
 import { IN_THREAD_ENGINE } from './compaction-engine';
 import type { CompactOptions, ConversationDeps } from '../conversation/conversation-deps';
@@ -403,7 +401,7 @@ export class ConversationCompactor {
       (text) => counter.countRemembered(text),
       this.source.memo(),
       () => meter.live(),
-      (message, mayWait) => (mayWait ? countElsewhere(message, counter, deps, this.source) : counter.countMessage(message)),
+      (message) => counter.countMessage(message),
     );
     if (!check.ok) return undefined;
     const computed = check.compaction;
@@ -438,43 +436,6 @@ export class ConversationCompactor {
     const compaction = { ...computed, records: written, view: meter.live().messages(), tokensBefore, tokensAfter };
     return { status: 'compacted', compaction: { ...compaction, ...(entry ? { entry } : {}), ...(pruning ? { pruning } : {}) } };
   }
-}
-
-/** How long applying a compaction waits for the engine's count of its summary before counting it itself (ms). */
-const COUNT_WAIT_MS = 250;
-
-/**
- * Counts a message that is not among the conversation's records (the summary as a compaction applies
- * it) where the engine counts, off the editor's thread with a worker, and has `counter` remember the
- * count; on this thread when the engine does not count, the counter knows the message, its tokenizer
- * is the estimate (which costs nothing), or the engine has not answered within `COUNT_WAIT_MS` (a
- * worker busy with another conversation's compaction).
- */
-async function countElsewhere(
-  message: Message,
-  counter: MessageTokenCounter,
-  { engine, clock }: Pick<ConversationDeps, 'engine' | 'clock'>,
-  conversation: { readonly conversationId: string; all(): ConversationLog },
-): Promise<number> {
-  const name = counter.tokenizer.name;
-  if (!engine?.count || name === charEstimator.name || counter.isCounted(message)) return counter.countMessage(message);
-  const counting = engine.count({
-    conversationId: conversation.conversationId,
-    all: conversation.all(),
-    ids: [],
-    tokenizer: name,
-    messages: [message],
-  });
-  const counts = await new Promise<ReadonlyMap<string, number> | undefined>((resolve) => {
-    const cancel = clock.setTimer(COUNT_WAIT_MS, () => resolve(undefined));
-    const settle = (value: ReadonlyMap<string, number> | undefined): void => {
-      cancel();
-      resolve(value);
-    };
-    counting.then(settle, () => settle(undefined));
-  });
-  const tokens = counts?.get(message.id);
-  return counter.countMessage(message, tokens === undefined ? undefined : { [name]: tokens });
 }
 
 /** What became of a compaction's summary; `rested` when the summarizer was not asked. */

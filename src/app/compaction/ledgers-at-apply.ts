@@ -8,8 +8,7 @@ import type { Message } from '../../core/messages';
  * `applyWithCurrentLedgers` on the log as `records()` gives it now, in parts with the editor's thread
  * let go after each: whether it still applies, the view, the ledgers and the needles the summary
  * lacks, the work state and the summary made from them, then (with `countMessage`) the
- * count of the summary as it now reads, which the counter remembers for the message: made
- * elsewhere, and waited for, when `countMessage` is told it may be. What was appended
+ * count of the summary as it now reads, which the counter remembers for the message. What was appended
  * meanwhile (or a log replaced by another branch's) is taken in by starting again, the last time
  * without letting go, so the ledgers are those of the log the result is written to. `live()` gives the
  * live view of `records()`, brought up to date: the view after the compaction is made from it, not
@@ -21,7 +20,7 @@ export async function ledgersAtApply(
   countText: (text: string) => number,
   memo: EngineMemo,
   live?: () => LiveModelView,
-  countMessage?: (message: Message, mayWait: boolean) => number | Promise<unknown>,
+  countMessage?: (message: Message) => number,
 ): Promise<AppliedWithLedgers> {
   for (let attempt = 0; ; attempt++) {
     const log = records();
@@ -43,7 +42,7 @@ export async function ledgersAtApply(
     if (!(await unchanged())) continue;
     const entry = withLedgers.compaction.entry;
     if (!entry || !countMessage) return withLedgers;
-    await countMessage(summaryMessage(entry, memo), lettingGo);
+    countMessage(summaryMessage(entry, memo));
     if (await unchanged()) return withLedgers;
   }
 }

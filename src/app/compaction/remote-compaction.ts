@@ -4,7 +4,6 @@ import { computeCompaction, type CompactionOutcome, type CompactionProgress, typ
 import { EngineMemo } from '../../core/engine-memo';
 import { ledgerOf, contentHeldAway, type ConversationLog, type LogRecord } from '../../core/history';
 import { MessageTokenCounter } from '../../core/message-tokens';
-import type { Message } from '../../core/messages';
 import { systemClock, type Summarizer, type SummaryResponse } from '../../core/ports';
 import { charEstimator, loadTokenizer } from '../../core/tokenizer';
 import { errorText } from '../../core/errors';
@@ -57,14 +56,7 @@ type ToWorker =
     }
   | { readonly kind: 'summarized'; readonly job: number; readonly call: number; readonly response?: SummaryResponse; readonly error?: string }
   | { readonly kind: 'abort'; readonly job: number }
-  | {
-      readonly kind: 'count';
-      readonly job: number;
-      readonly id: string;
-      readonly ids: readonly string[];
-      readonly messages?: readonly Message[];
-      readonly tokenizer: string;
-    };
+  | { readonly kind: 'count'; readonly job: number; readonly id: string; readonly ids: readonly string[]; readonly tokenizer: string };
 
 type FromWorker =
   | { readonly kind: 'summarize'; readonly job: number; readonly call: number; readonly request: PackedRequest }
@@ -147,14 +139,7 @@ export class WorkerCompactionEngine implements CompactionEngine {
     if (this.broken) return countHere(input);
     const job = ++this.nextJob;
     const counted = new Promise<ReadonlyMap<string, number>>((resolve) => this.counts.set(job, { input, resolve }));
-    this.post({
-      kind: 'count',
-      job,
-      id: input.conversationId,
-      ids: input.ids,
-      tokenizer: input.tokenizer,
-      ...(input.messages ? { messages: input.messages } : {}),
-    });
+    this.post({ kind: 'count', job, id: input.conversationId, ids: input.ids, tokenizer: input.tokenizer });
     return counted;
   }
 
@@ -328,7 +313,7 @@ class CompactionServer {
       case 'count':
         void this.counterFor(message.tokenizer).then((counter) => {
           const records = this.conversations.get(message.id)?.records ?? [];
-          this.post({ kind: 'counted', job: message.job, counts: countIn(records, message.ids, counter, message.messages) });
+          this.post({ kind: 'counted', job: message.job, counts: countIn(records, message.ids, counter) });
         });
         break;
     }
@@ -423,30 +408,20 @@ class CompactionServer {
   }
 }
 
-/**
- * Each message's count without its framing (as stored with a record), for those of `ids` that
- * `records` hold, and for `messages`.
- */
-function countIn(
-  records: ConversationLog,
-  ids: readonly string[],
-  counter: MessageTokenCounter,
-  messages: readonly Message[] = [],
-): Array<[string, number]> {
+/** Each message's count without its framing (as stored with a record), for those of `ids` that `records` hold. */
+function countIn(records: ConversationLog, ids: readonly string[], counter: MessageTokenCounter): Array<[string, number]> {
   const wanted = new Set(ids);
   const counts: Array<[string, number]> = [];
-  const count = (message: Message): void => void counts.push([message.id, counter.countMessage(message) - counter.framing(message)]);
-  for (const record of wanted.size > 0 ? records : []) {
+  for (const record of records) {
     if (record.type !== 'message' || !wanted.has(record.message.id)) continue;
     wanted.delete(record.message.id);
-    count(record.message);
+    counts.push([record.message.id, counter.countMessage(record.message) - counter.framing(record.message)]);
   }
-  for (const message of messages) count(message);
   return counts;
 }
 
 /** The counts made on this thread (no worker). */
 async function countHere(input: CountInput): Promise<ReadonlyMap<string, number>> {
   const tokenizer = input.tokenizer === 'o200k_base' || input.tokenizer === 'cl100k_base' ? await loadTokenizer(input.tokenizer) : charEstimator;
-  return new Map(countIn(input.all, input.ids, new MessageTokenCounter(tokenizer), input.messages));
+  return new Map(countIn(input.all, input.ids, new MessageTokenCounter(tokenizer)));
 }

@@ -16,14 +16,10 @@ import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
 import type { LogRecord } from '../../../src/core/history';
-import type { Message } from '../../../src/core/messages';
 import type { Summarizer, SummaryRequest } from '../../../src/core/ports';
 
-/**
- * A worker made of a message channel: the worker's side runs on this thread, over the same protocol.
- * The messages `unanswered` picks are noted but never reach the worker.
- */
-function channelWorker(unanswered: (message: unknown) => boolean = () => false): WorkerLike & { posted: unknown[]; close(): void } {
+/** A worker made of a message channel: the worker's side runs on this thread, over the same protocol. */
+function channelWorker(): WorkerLike & { posted: unknown[]; close(): void } {
   const { port1, port2 } = new MessageChannel();
   serveCompactions(port2);
   const posted: unknown[] = [];
@@ -31,7 +27,7 @@ function channelWorker(unanswered: (message: unknown) => boolean = () => false):
     posted,
     postMessage: (message) => {
       posted.push(message);
-      if (!unanswered(message)) port1.postMessage(message);
+      port1.postMessage(message);
     },
     on: (event: string, listener: (message: unknown) => void) => (event === 'message' ? port1.on('message', listener) : undefined),
     close: () => {
@@ -64,12 +60,12 @@ describe('compactions computed in a worker', () => {
     summarizer: Summarizer,
     name = 'c1',
     output = 'x'.repeat(1_500),
-    shape: { readonly turns?: number; readonly config?: CompactionConfig; readonly counter?: MessageTokenCounter; readonly clock?: FakeClock } = {},
+    shape: { readonly turns?: number; readonly config?: CompactionConfig } = {},
   ): Promise<Conversation> {
-    const clock = shape.clock ?? new FakeClock();
+    const clock = new FakeClock();
     const store = new ConversationStore(join(dir, name), () => clock.now());
     await store.create(name);
-    const counter = shape.counter ?? new MessageTokenCounter(charEstimator);
+    const counter = new MessageTokenCounter(charEstimator);
     let ids = 0;
     const conversation = newConversation({
       id: name,
@@ -370,65 +366,6 @@ describe('compactions computed in a worker', () => {
       worker.posted.some((m) => (m as { kind: string }).kind === 'count'),
       'counted in the worker',
     );
-  });
-
-  /** A message to the worker asking it to count messages that are not among the records (the summary as applied). */
-  const countsSummary = (m: unknown): boolean => (m as { kind: string }).kind === 'count' && (m as { messages?: unknown[] }).messages !== undefined;
-
-  /** A counter with o200k that notes each text it tokenizes, and the exact count of messages by a counter of its own. */
-  async function watchedO200k(): Promise<{ watched: MessageTokenCounter; counted: string[]; exact(messages: readonly Message[]): number }> {
-    const o200k = await loadTokenizer('o200k_base');
-    const counted: string[] = [];
-    const watched = new MessageTokenCounter({ name: o200k.name, count: (text) => (counted.push(text), o200k.count(text)) });
-    return { watched, counted, exact: (messages) => new MessageTokenCounter(o200k).countMessages(messages) };
-  }
-
-  it('counts the summary as a compaction applies it in the worker, and the gauge reads what this thread would have counted', async () => {
-    const worker = channelWorker();
-    closers.push(() => worker.close());
-    const { watched, counted, exact: exactOf } = await watchedO200k();
-    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'counted', 'x'.repeat(1_500), {
-      counter: watched,
-    });
-    conversation.count();
-    counted.length = 0;
-    const outcome = await conversation.compact('manual');
-    assert.equal(outcome.status, 'compacted');
-    if (outcome.status !== 'compacted') return;
-    const summary = outcome.compaction.entry!.summary;
-    assert.match(summary, /SUMMARY of/);
-    assert.ok(!counted.some((text) => text.includes('SUMMARY of')), 'the summary was not tokenized on this thread');
-    assert.ok(worker.posted.some(countsSummary), 'the worker was asked to count it');
-    const exact = exactOf(conversation.view());
-    assert.equal(outcome.compaction.tokensAfter, exact, "the compaction's count is the exact one");
-    assert.equal(conversation.count().tokens, exact, "and so is the gauge's");
-  });
-
-  it('counts the summary on this thread when the worker does not answer in time, and the compaction ends', async () => {
-    const worker = channelWorker(countsSummary);
-    closers.push(() => worker.close());
-    const { watched, counted, exact: exactOf } = await watchedO200k();
-    const clock = new FakeClock();
-    const conversation = await conversationWith(new WorkerCompactionEngine(() => worker), summarizer, 'unanswered', 'x'.repeat(1_500), {
-      counter: watched,
-      clock,
-    });
-    conversation.count();
-    counted.length = 0;
-    const compacting = conversation.compact('manual');
-    for (let i = 0; i < 400 && !worker.posted.some(countsSummary); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-    assert.ok(worker.posted.some(countsSummary), 'the worker was asked to count the summary');
-    clock.advance(250);
-    const outcome = await compacting;
-    assert.equal(outcome.status, 'compacted');
-    if (outcome.status !== 'compacted') return;
-    assert.ok(
-      counted.some((text) => text.includes('SUMMARY of')),
-      'the summary was counted on this thread',
-    );
-    const exact = exactOf(conversation.view());
-    assert.equal(outcome.compaction.tokensAfter, exact);
-    assert.equal(conversation.count().tokens, exact);
   });
 
   it('runs in a real worker thread', async function () {
