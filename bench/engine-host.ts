@@ -88,7 +88,7 @@ export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineH
   const workerFile = await buildWorker(dir);
   let failed: string | undefined;
   const worker = new WorkerCompactionEngine(
-    () => startWorker(workerFile),
+    (priority) => startWorker(workerFile, priority),
     (message) => void (failed = message),
   );
   try {

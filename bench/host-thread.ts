@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { build, type BuildOptions } from 'esbuild';
+import type { WorkerPriority } from '../src/app/compaction/worker-priority';
 
 /** The longest stretch (ms) this thread could not run while `work` ran, and all of them over 1 ms together. */
 export interface Gaps {
@@ -67,12 +68,12 @@ export async function buildWorker(dir: string): Promise<string> {
 
 /**
  * Starts the compaction worker built by `buildWorker` as the extension starts it: plain Node on the
- * bundled file. A worker inherits the options of the process that starts it, and the benchmarks run
+ * bundled file, at the priority the engine asks for. A worker inherits the options of the process that starts it, and the benchmarks run
  * under a TypeScript loader, which in the worker would load the bundle through loader hooks (and
  * their own thread) and compile what they run on the threads the host's thread shares its cores with.
  */
-export function startWorker(file: string): Worker {
-  return new Worker(file, { execArgv: [] });
+export function startWorker(file: string, priority: WorkerPriority): Worker {
+  return new Worker(file, { execArgv: [], workerData: { priority } });
 }
 
 /**

@@ -418,7 +418,7 @@ async function hostStretches(log: ConversationLog, model: ConversationDeps['mode
   const instant: Summarizer = { name: 'instant', summarize: async (request) => ({ text: summaryText(request) }) };
   let failed: string | undefined;
   const engine = new WorkerCompactionEngine(
-    () => startWorker(workerFile),
+    (priority) => startWorker(workerFile, priority),
     (message) => void (failed = message),
   );
   const store = new ConversationStore(dir, () => 0);

@@ -247,8 +247,8 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
   const storageDir = (context.storageUri ?? context.globalStorageUri).fsPath;
   // Compactions are computed in a worker thread, started on the first one; on this thread if it cannot run.
   const engine = new WorkerCompactionEngine(
-    () => {
-      const worker = new Worker(join(__dirname, 'compaction-worker.js'));
+    (priority) => {
+      const worker = new Worker(join(__dirname, 'compaction-worker.js'), { workerData: { priority } });
       worker.unref();
       return worker;
     },

@@ -9,6 +9,7 @@ import { charEstimator, loadTokenizer } from '../../core/tokenizer';
 import { errorText } from '../../core/errors';
 import { IN_THREAD_ENGINE, type CompactionEngine, type CompactionInput, type CountInput } from './compaction-engine';
 import { packedOutcome, packedRequest, sliceEnd, unpackedOutcome, unpackedRequest, type PackedOutcome, type PackedRequest } from './worker-packing';
+import { threadTimes, type LoweredThread, type WorkerPriority } from './worker-priority';
 
 /**
  * Compactions computed in a worker thread. The worker keeps a copy of each conversation's records,
@@ -20,6 +21,13 @@ import { packedOutcome, packedRequest, sliceEnd, unpackedOutcome, unpackedReques
  * (the messages of a summary request, the lists of a compaction) comes as JSON text in slices, which
  * the host reads back a slice at a time (see `worker-packing`). A worker that fails to start
  * or dies hands its work to the host's own thread.
+ *
+ * The worker's thread runs only on a processor no other thread wants (`worker-priority.ts`). While
+ * the host waits for it, the host watches how long it waits for a processor; one that waits most of
+ * a second and runs a fraction of that starves (every core kept busy by other programs): it is
+ * stopped, what it was computing is computed on the host's thread, and the next worker runs at a
+ * lowered priority that still gets its share. Summaries the worker had already been given are
+ * reused, not asked of the model again.
  */
 
 /** A worker, or anything that speaks like one (a `MessagePort` in tests). */
@@ -64,11 +72,27 @@ type FromWorker =
   | { readonly kind: 'computed'; readonly job: number; readonly outcome: PackedOutcome }
   | { readonly kind: 'failed'; readonly job: number; readonly error: string }
   | { readonly kind: 'resync'; readonly id: string }
-  | { readonly kind: 'counted'; readonly job: number; readonly counts: readonly (readonly [string, number])[] };
+  | { readonly kind: 'counted'; readonly job: number; readonly counts: readonly (readonly [string, number])[] }
+  | WorkerStarted;
+
+/** What the worker tells the host once its thread's priority is set: which thread it is, and what it got. */
+export type WorkerStarted = { readonly kind: 'started' } & LoweredThread;
+
+/** How the host watches a worker that runs only on idle processors (the defaults outside tests). */
+export interface StarvationWatch {
+  /** How long (ms) a thread has run and waited for a processor (see `threadTimes`). */
+  readonly times?: (tid: number) => { readonly run: number; readonly wait: number } | undefined;
+  /** How often (ms) the host looks while it waits for the worker. */
+  readonly everyMs?: number;
+  /** How long (ms) the worker may wait for a processor, while running less than a quarter of that, before it is said to starve. */
+  readonly starvedMs?: number;
+}
 
 interface Job {
   readonly input: CompactionInput;
   readonly controller: AbortController;
+  /** The summaries the worker was given for this job, in order: reused if the job is computed again here. */
+  readonly answers: Array<{ readonly request: PackedRequest; readonly response: SummaryResponse }>;
   resolve(outcome: CompactionOutcome | Promise<CompactionOutcome>): void;
   reject(error: unknown): void;
 }
@@ -77,30 +101,45 @@ interface Job {
 export class WorkerCompactionEngine implements CompactionEngine {
   private worker: WorkerLike | undefined;
   private broken = false;
+  /** The priority the next worker is started at: `low` once one that ran only on idle processors starved. */
+  private priority: WorkerPriority = 'idle';
+  /** The running worker's thread, once it said which it is. */
+  private thread: LoweredThread | undefined;
+  /** While the host waits for a worker that runs only on idle processors: the timer that looks, and the times it started from. */
+  private watching: { readonly timer: ReturnType<typeof setInterval>; from?: { readonly run: number; readonly wait: number } } | undefined;
   private nextJob = 0;
   private readonly jobs = new Map<number, Job>();
   /** Per conversation: the records the worker holds (a prefix of `all`, by identity of the array). */
-  private readonly sent = new Map<string, { all: ConversationLog; count: number }>();
+  private readonly sent = new Map<string, { all: ConversationLog; count: number; worker: WorkerLike }>();
   /** Syncs under way, so that two compactions of one conversation send each record once. */
   private readonly syncing = new Map<string, Promise<void>>();
   /** Counts under way, by job. */
   private readonly counts = new Map<number, { readonly input: CountInput; resolve(counts: ReadonlyMap<string, number>): void }>();
 
   constructor(
-    private readonly start: () => WorkerLike,
+    private readonly start: (priority: WorkerPriority) => WorkerLike,
     private readonly log: (message: string) => void = () => undefined,
     private readonly fallback: CompactionEngine = IN_THREAD_ENGINE,
+    private readonly watch: StarvationWatch = {},
   ) {}
+
+  /** The running worker's thread and its priority, once it said; undefined before, and when there is none. */
+  get workerThread(): LoweredThread | undefined {
+    return this.worker ? this.thread : undefined;
+  }
 
   async compute(input: CompactionInput): Promise<CompactionOutcome> {
     const worker = this.ready();
     if (!worker) return this.fallback.compute(input);
     await this.sync(worker, input.conversationId, input.all);
     if (this.broken) return this.fallback.compute(input);
+    // The worker was stopped for starving while its records were sent: the next one computes it.
+    if (this.worker !== worker) return this.compute(input);
     const job = ++this.nextJob;
     const controller = new AbortController();
     const { signal: outer, onProgress: _progress, ...request } = input.request;
-    const promise = new Promise<CompactionOutcome>((resolve, reject) => this.jobs.set(job, { input, controller, resolve, reject }));
+    const promise = new Promise<CompactionOutcome>((resolve, reject) => this.jobs.set(job, { input, controller, answers: [], resolve, reject }));
+    this.watchWorker();
     const onAbort = (): void => {
       controller.abort(outer?.reason);
       this.post({ kind: 'abort', job });
@@ -137,15 +176,17 @@ export class WorkerCompactionEngine implements CompactionEngine {
     if (!worker) return countHere(input);
     await this.sync(worker, input.conversationId, input.all);
     if (this.broken) return countHere(input);
+    if (this.worker !== worker) return this.count(input);
     const job = ++this.nextJob;
     const counted = new Promise<ReadonlyMap<string, number>>((resolve) => this.counts.set(job, { input, resolve }));
+    this.watchWorker();
     this.post({ kind: 'count', job, id: input.conversationId, ids: input.ids, tokenizer: input.tokenizer });
     return counted;
   }
 
   letGo(conversationId: string, positions: readonly number[]): void {
     const known = this.sent.get(conversationId);
-    if (!known || !this.worker || this.broken) return;
+    if (!known || known.worker !== this.worker || this.broken) return;
     // Records not sent yet go as they are held now, without their content.
     const at = positions.filter((p) => p < known.count);
     if (at.length > 0) this.post({ kind: 'let-go', id: conversationId, at });
@@ -160,6 +201,7 @@ export class WorkerCompactionEngine implements CompactionEngine {
     const worker = this.worker;
     this.worker = undefined;
     this.broken = true;
+    this.stopWatching();
     void Promise.resolve(worker?.terminate?.()).catch(() => undefined);
   }
 
@@ -168,11 +210,13 @@ export class WorkerCompactionEngine implements CompactionEngine {
     if (this.broken) return undefined;
     if (this.worker) return this.worker;
     try {
-      const worker = this.start();
-      worker.on('message', (message) => this.receive(message as FromWorker));
-      worker.on('error', (reason) => this.fail(`it failed: ${errorText(reason)}`));
-      worker.on('exit', (code) => this.fail(`it exited (${String(code)})`));
+      const worker = this.start(this.priority);
+      // What a worker stopped for starving still sends is not listened to.
+      worker.on('message', (message) => this.worker === worker && this.receive(message as FromWorker));
+      worker.on('error', (reason) => this.worker === worker && this.fail(`it failed: ${errorText(reason)}`));
+      worker.on('exit', (code) => this.worker === worker && this.fail(`it exited (${String(code)})`));
       this.worker = worker;
+      this.thread = undefined;
       return worker;
     } catch (error) {
       this.fail(`it could not start: ${errorText(error)}`);
@@ -186,20 +230,72 @@ export class WorkerCompactionEngine implements CompactionEngine {
     this.broken = true;
     this.worker = undefined;
     this.log(`Compactions are computed on the extension host's thread from now on: the compaction worker stopped (${why}).`);
-    for (const job of this.jobs.values()) job.resolve(this.fallback.compute(job.input));
+    this.computeHere();
+  }
+
+  /** Every compaction and count under way is computed again on this thread, with the summaries the worker was given. */
+  private computeHere(): void {
+    this.stopWatching();
+    for (const job of this.jobs.values()) job.resolve(this.fallback.compute(reusingAnswers(job)));
     this.jobs.clear();
     for (const count of this.counts.values()) void countHere(count.input).then(count.resolve);
     this.counts.clear();
+  }
+
+  /** While the host waits for a worker that runs only on idle processors, looks every so often at how long it waits for one. */
+  private watchWorker(): void {
+    if (this.watching || this.thread?.priority !== 'idle' || this.thread.tid === undefined) return;
+    const timer = setInterval(() => this.look(), this.watch.everyMs ?? 250);
+    timer.unref?.();
+    this.watching = { timer };
+  }
+
+  private stopWatching(): void {
+    if (this.watching) clearInterval(this.watching.timer);
+    this.watching = undefined;
+  }
+
+  /** One look at the worker's times: stops watching once nothing waits for it, and calls it starved past the limit. */
+  private look(): void {
+    const watching = this.watching;
+    const tid = this.thread?.tid;
+    if (!watching) return;
+    if ((this.jobs.size === 0 && this.counts.size === 0) || tid === undefined || !this.worker) return this.stopWatching();
+    const now = (this.watch.times ?? threadTimes)(tid);
+    if (!now) return this.stopWatching();
+    watching.from ??= now;
+    const waited = now.wait - watching.from.wait;
+    const ran = now.run - watching.from.run;
+    if (waited >= (this.watch.starvedMs ?? 1_000) && ran < waited / 4) this.starved(waited, ran);
+  }
+
+  /**
+   * The worker waited for a processor while the host waited for it: it is stopped, what it was
+   * computing is computed here, and the next one runs at a lowered priority that gets its share.
+   */
+  private starved(waited: number, ran: number): void {
+    const worker = this.worker;
+    this.worker = undefined;
+    this.thread = undefined;
+    this.priority = 'low';
+    this.sent.clear();
+    this.log(
+      `The compaction worker waited ${(waited / 1000).toFixed(1)} s for a processor and ran ${Math.round(ran)} ms (every core is busy): ` +
+        `what it was computing is computed on the extension host's thread, and the next worker runs at a lowered priority instead of on idle processors only.`,
+    );
+    this.computeHere();
+    void Promise.resolve(worker?.terminate?.()).catch(() => undefined);
   }
 
   /** Sends the worker the records it lacks, in slices, yielding the thread between them. */
   private sync(worker: WorkerLike, id: string, all: ConversationLog): Promise<void> {
     const running = this.syncing.get(id);
     const next = (running ?? Promise.resolve()).then(async () => {
+      if (this.worker !== worker) return;
       let known = this.sent.get(id);
-      if (!known || known.all !== all || known.count > all.length) known = { all, count: 0 };
+      if (!known || known.worker !== worker || known.all !== all || known.count > all.length) known = { all, count: 0, worker };
       this.sent.set(id, known);
-      while (known.count < all.length && !this.broken) {
+      while (known.count < all.length && this.worker === worker) {
         const end = sliceEnd(all, known.count);
         worker.postMessage({ kind: 'sync', id, from: known.count, records: all.slice(known.count, end) } satisfies ToWorker);
         known.count = end;
@@ -218,6 +314,12 @@ export class WorkerCompactionEngine implements CompactionEngine {
   }
 
   private receive(message: FromWorker): void {
+    if (message.kind === 'started') {
+      const { kind: _kind, ...thread } = message;
+      this.thread = thread;
+      if (this.jobs.size > 0 || this.counts.size > 0) this.watchWorker();
+      return;
+    }
     if (message.kind === 'resync') {
       // The worker's copy went wrong: it is sent again from the start with the next compaction.
       this.sent.delete(message.id);
@@ -247,9 +349,10 @@ export class WorkerCompactionEngine implements CompactionEngine {
   }
 
   /** Makes one summarizer call the worker asked for, and sends back its answer or its error (keys removed). */
-  private async summarize(job: number, call: number, packed: PackedRequest, { input, controller }: Job): Promise<void> {
+  private async summarize(job: number, call: number, packed: PackedRequest, { input, controller, answers }: Job): Promise<void> {
     try {
       const response = await input.deps.summarizer.summarize(await unpackedRequest(packed), controller.signal);
+      answers.push({ request: packed, response });
       const { text, model, calledTools } = response;
       this.post({
         kind: 'summarized',
@@ -418,6 +521,45 @@ function countIn(records: ConversationLog, ids: readonly string[], counter: Mess
     counts.push([record.message.id, counter.countMessage(record.message) - counter.framing(record.message)]);
   }
   return counts;
+}
+
+/**
+ * `job`'s input with a summarizer that answers, in order, the requests the worker already had
+ * answered with the same answers (the same engine on the same records asks the same), and asks the
+ * model only from the first request that differs.
+ */
+function reusingAnswers({ input, answers }: Job): CompactionInput {
+  if (answers.length === 0) return input;
+  const summarizer = input.deps.summarizer;
+  let next = 0;
+  return {
+    ...input,
+    deps: {
+      ...input.deps,
+      summarizer: {
+        name: summarizer.name,
+        ...(summarizer.contextWindow !== undefined ? { contextWindow: summarizer.contextWindow } : {}),
+        ...(summarizer.continues !== undefined ? { continues: summarizer.continues } : {}),
+        summarize: async (request, signal) => {
+          const answered = answers[next];
+          if (answered && samePacked(answered.request, packedRequest(request))) {
+            next++;
+            return answered.response;
+          }
+          next = answers.length;
+          return summarizer.summarize(request, signal);
+        },
+      },
+    },
+  };
+}
+
+function samePacked(a: PackedRequest, b: PackedRequest): boolean {
+  const text = (request: PackedRequest): string =>
+    JSON.stringify([request.system, request.purpose, request.maxOutputTokens, request.temperature, request.continuation?.directive]) +
+    request.messages.join('') +
+    (request.continuation?.messages.join('') ?? '');
+  return text(a) === text(b);
 }
 
 /** The counts made on this thread (no worker). */

@@ -8,10 +8,12 @@ import { IN_THREAD_ENGINE, type CompactionEngine } from '../../../src/app/compac
 import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationIndex } from '../../../src/app/store/conversation-index';
 import { ConversationStore } from '../../../src/app/store/conversation-store';
-import { serveCompactions, WorkerCompactionEngine, type WorkerLike } from '../../../src/app/compaction/remote-compaction';
+import { serveCompactions, WorkerCompactionEngine, type WorkerLike, type WorkerStarted } from '../../../src/app/compaction/remote-compaction';
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
 import type { CompactionConfig } from '../../../src/core/config';
-import { packedOutcome, unpackedOutcome } from '../../../src/app/compaction/worker-packing';
+import { packedOutcome, packedRequest, unpackedOutcome } from '../../../src/app/compaction/worker-packing';
+import { execFileSync } from 'node:child_process';
+import type { WorkerPriority } from '../../../src/app/compaction/worker-priority';
 import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
@@ -35,6 +37,44 @@ function channelWorker(): WorkerLike & { posted: unknown[]; close(): void } {
       port2.close();
     },
   };
+}
+
+/**
+ * A worker that says it runs only on idle processors, then never sends its outcome: as one does that
+ * gets no processor. What it sends the host before (a summary request) goes through; `answer`, if
+ * given, replaces the worker's own summary request with another.
+ */
+function starvingWorker(answer?: SummaryRequest): WorkerLike & { terminated: boolean; close(): void } {
+  const { port1, port2 } = new MessageChannel();
+  serveCompactions(port2);
+  const state = { terminated: false };
+  return {
+    get terminated() {
+      return state.terminated;
+    },
+    postMessage: (message) => port1.postMessage(message),
+    on: (event: string, listener: (message: unknown) => void) => {
+      if (event !== 'message') return;
+      setImmediate(() => listener({ kind: 'started', tid: 4242, priority: 'idle' } satisfies WorkerStarted));
+      port1.on('message', (message: { kind: string }) => {
+        if (message.kind === 'computed') return;
+        listener(answer && message.kind === 'summarize' ? { ...message, request: packedRequest(answer) } : message);
+      });
+    },
+    terminate: () => {
+      state.terminated = true;
+    },
+    close: () => {
+      port1.close();
+      port2.close();
+    },
+  };
+}
+
+/** A thread's times as the system would give them, growing by `run` and `wait` ms at each look. */
+function growingTimes(run: number, wait: number): () => { run: number; wait: number } {
+  let at = { run: 0, wait: 0 };
+  return () => (at = { run: at.run + run, wait: at.wait + wait });
 }
 
 describe('compactions computed in a worker', () => {
@@ -326,6 +366,97 @@ describe('compactions computed in a worker', () => {
     assert.match(logged.at(-1) ?? '', /exited \(1\)/);
   });
 
+  it('stops a worker that gets no processor, computes its compaction here with the summary it was given, and starts the next one at a lowered priority', async () => {
+    const workers: Array<ReturnType<typeof starvingWorker>> = [];
+    const priorities: WorkerPriority[] = [];
+    const logged: string[] = [];
+    const requests: SummaryRequest[] = [];
+    const counting: Summarizer = { name: 'fake', summarize: async (r) => (requests.push(r), summarizer.summarize(r)) };
+    const engine = new WorkerCompactionEngine(
+      (priority) => {
+        priorities.push(priority);
+        const worker = starvingWorker();
+        workers.push(worker);
+        closers.push(() => worker.close());
+        return worker;
+      },
+      (message) => void logged.push(message),
+      IN_THREAD_ENGINE,
+      { times: growingTimes(5, 400), everyMs: 5, starvedMs: 1_000 },
+    );
+    const conversation = await conversationWith(engine, counting);
+    const outcome = await conversation.compact('manual');
+    assert.equal(outcome.status, 'compacted');
+    assert.match(JSON.stringify(conversation.view()[0] ?? {}), /SUMMARY of/);
+    assert.equal(requests.length, 1, 'the summary the worker was given is used again, not asked of the model twice');
+    assert.equal(workers[0]?.terminated, true, 'the starving worker is stopped');
+    assert.match(logged.join('\n'), /waited [\d.]+ s for a processor .*computed on the extension host's thread.*lowered priority/);
+
+    await conversation.append(turn('m9', 'One more thing', 2, 'y'.repeat(1_500)).map((message) => ({ type: 'message' as const, message })));
+    await conversation.compact('manual');
+    assert.deepEqual(priorities, ['idle', 'low'], 'the next worker runs at a lowered priority, not on idle processors only');
+  });
+
+  it('asks the model again for a summary request the worker made that this thread does not make', async () => {
+    const requests: SummaryRequest[] = [];
+    const counting: Summarizer = { name: 'fake', summarize: async (r) => (requests.push(r), summarizer.summarize(r)) };
+    const other: SummaryRequest = {
+      system: 'another',
+      messages: [{ role: 'user', content: 'other' }],
+      maxOutputTokens: 10,
+      temperature: 0,
+      purpose: 'summary',
+    };
+    const engine = new WorkerCompactionEngine(
+      () => {
+        const worker = starvingWorker(other);
+        closers.push(() => worker.close());
+        return worker;
+      },
+      () => undefined,
+      IN_THREAD_ENGINE,
+      { times: growingTimes(5, 400), everyMs: 5, starvedMs: 1_000 },
+    );
+    const conversation = await conversationWith(engine, counting);
+    assert.equal((await conversation.compact('manual')).status, 'compacted');
+    assert.equal(requests.length, 2);
+    assert.equal(requests[0]?.system, 'another');
+    assert.notEqual(requests[1]?.system, 'another', "this thread's own request went to the model");
+    assert.match(JSON.stringify(conversation.view()[0] ?? {}), /SUMMARY of/);
+  });
+
+  it('keeps a worker that waits for a processor but gets its share', async () => {
+    const worker = channelWorker();
+    closers.push(() => worker.close());
+    const priorities: WorkerPriority[] = [];
+    const logged: string[] = [];
+    const slowSummarizer: Summarizer = {
+      name: 'fake',
+      summarize: async (r) => (await new Promise((resolve) => setTimeout(resolve, 60)), summarizer.summarize(r)),
+    };
+    const engine = new WorkerCompactionEngine(
+      (priority) => {
+        priorities.push(priority);
+        return {
+          ...worker,
+          on: (event: string, listener: (message: unknown) => void) => {
+            if (event === 'message') setImmediate(() => listener({ kind: 'started', tid: 4242, priority: 'idle' } satisfies WorkerStarted));
+            return worker.on(event as 'message', listener);
+          },
+        };
+      },
+      (message) => void logged.push(message),
+      IN_THREAD_ENGINE,
+      // It waits as long as one that starves, and runs half of that.
+      { times: growingTimes(200, 400), everyMs: 5, starvedMs: 1_000 },
+    );
+    const conversation = await conversationWith(engine, slowSummarizer);
+    assert.equal((await conversation.compact('manual')).status, 'compacted');
+    assert.deepEqual(priorities, ['idle']);
+    assert.deepEqual(logged, []);
+    assert.ok(worker.posted.filter((m) => (m as { kind: string }).kind === 'compute').length >= 1, 'computed in the worker');
+  });
+
   it('counts a long conversation reopened without stored counts off this thread, showing an estimate until the counts come', async () => {
     const worker = channelWorker();
     closers.push(() => worker.close());
@@ -377,7 +508,10 @@ describe('compactions computed in a worker', () => {
     const engine = new WorkerCompactionEngine(
       () => {
         // The worker loads the TypeScript entry as the built one would load its bundle.
-        worker = new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(entry)});`, { eval: true });
+        worker = new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(entry)});`, {
+          eval: true,
+          workerData: { priority: 'idle' },
+        });
         return worker;
       },
       (message) => void (failed = message),
@@ -393,12 +527,44 @@ describe('compactions computed in a worker', () => {
         // The worker's thread gives way to the editor's: its priority alone is lowered.
         assert.deepEqual(nicenessOfThreads().slice().sort(), [...nicenessBefore, 10].sort(), 'one more thread, the worker, at niceness 10');
         assert.equal(nicenessOf('/proc/thread-self/stat'), 0, "the editor's thread keeps its priority");
+        // It runs only on idle processors where the system's `chrt` can set that, and says which thread it is.
+        const thread = await until(() => engine.workerThread);
+        assert.equal(thread.priority, hasChrt() ? 'idle' : 'low');
+        assert.equal(policyOf(`/proc/self/task/${thread.tid}/stat`), hasChrt() ? SCHED_IDLE : 0);
+        assert.equal(policyOf('/proc/thread-self/stat'), 0, "the editor's thread keeps its policy");
       }
     } finally {
       engine.dispose();
     }
   });
 });
+
+/** Linux's scheduling policy for threads that run only when a processor has nothing else to run. */
+const SCHED_IDLE = 5;
+
+/** The scheduling policy of a thread, from its `stat` file in `/proc` (the 41st field of the line). */
+function policyOf(statFile: string): number {
+  return Number(readFileSync(statFile, 'utf8').split(') ')[1]!.split(' ')[38]);
+}
+
+function hasChrt(): boolean {
+  try {
+    execFileSync('chrt', ['--help'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The value `get` gives once it gives one, looked for every 10 ms for up to 10 s. */
+async function until<T>(get: () => T | undefined): Promise<T> {
+  for (let i = 0; i < 1_000; i++) {
+    const value = get();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('never came');
+}
 
 /** The niceness of a thread, from its `stat` file in `/proc`. */
 function nicenessOf(statFile: string): number {
