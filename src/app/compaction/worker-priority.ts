@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
 
 /**
@@ -21,18 +21,24 @@ export interface LoweredThread {
   readonly priority: WorkerPriority | 'normal';
 }
 
-/** Runs a program and tells whether it succeeded. */
-export type RunProgram = (file: string, args: readonly string[]) => Promise<boolean>;
+/**
+ * Where Linux systems keep `chrt`. It is run from one of these, never looked up in the search path,
+ * which a workspace's tools can put first.
+ */
+export const CHRT_PATHS: readonly string[] = ['/usr/bin/chrt', '/bin/chrt', '/run/current-system/sw/bin/chrt'];
 
-const runProgram: RunProgram = (file, args) =>
-  new Promise((resolve) => execFile(file, [...args], { timeout: 5_000, windowsHide: true }, (error) => resolve(!error)));
+/** Runs a program and tells whether it succeeded. */
+function succeeds(file: string, args: readonly string[]): Promise<boolean> {
+  return new Promise((resolve) => execFile(file, [...args], { timeout: 5_000, windowsHide: true }, (error) => resolve(!error)));
+}
 
 /**
  * Lowers the calling thread's priority to `wanted`, as far as the system lets it. `idle` is set with
- * `chrt` (part of Linux's standard tools), and only where the thread's waiting time can be read, so
- * that the host can tell when it starves; where either is missing, the thread stays `low`.
+ * `chrt` (part of Linux's standard tools, run from `CHRT_PATHS`), and only where the thread's waiting
+ * time can be read, so that the host can tell when it starves; where either is missing, the thread
+ * stays `low`.
  */
-export async function lowerThisThread(wanted: WorkerPriority, run: RunProgram = runProgram): Promise<LoweredThread> {
+export async function lowerThisThread(wanted: WorkerPriority): Promise<LoweredThread> {
   if (process.platform !== 'linux') return { priority: 'normal' };
   try {
     setPriority(0, constants.priority.PRIORITY_BELOW_NORMAL);
@@ -47,8 +53,9 @@ export async function lowerThisThread(wanted: WorkerPriority, run: RunProgram = 
     return { priority: 'low' };
   }
   if (!Number.isInteger(tid) || tid <= 0) return { priority: 'low' };
-  if (wanted !== 'idle' || !threadTimes(tid)) return { tid, priority: 'low' };
-  return { tid, priority: (await run('chrt', ['--idle', '-p', '0', String(tid)])) ? 'idle' : 'low' };
+  const chrt = CHRT_PATHS.find((path) => existsSync(path));
+  if (wanted !== 'idle' || !chrt || !threadTimes(tid)) return { tid, priority: 'low' };
+  return { tid, priority: (await succeeds(chrt, ['--idle', '-p', '0', String(tid)])) ? 'idle' : 'low' };
 }
 
 /** How long (ms) the thread `tid` of this process has run, and waited ready to run for a processor; undefined where the system does not say. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,8 +12,7 @@ import { serveCompactions, WorkerCompactionEngine, type WorkerLike, type WorkerS
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
 import type { CompactionConfig } from '../../../src/core/config';
 import { packedOutcome, packedRequest, unpackedOutcome } from '../../../src/app/compaction/worker-packing';
-import { execFileSync } from 'node:child_process';
-import type { WorkerPriority } from '../../../src/app/compaction/worker-priority';
+import { CHRT_PATHS, type WorkerPriority } from '../../../src/app/compaction/worker-priority';
 import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
@@ -548,12 +547,7 @@ function policyOf(statFile: string): number {
 }
 
 function hasChrt(): boolean {
-  try {
-    execFileSync('chrt', ['--help'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
+  return CHRT_PATHS.some((path) => existsSync(path));
 }
 
 /** The value `get` gives once it gives one, looked for every 10 ms for up to 10 s. */
