@@ -54,6 +54,8 @@ export interface CompactorSource {
  */
 export class ConversationCompactor {
   private compacting: Promise<CompactionOutcome> | undefined;
+  /** Why the last computed compaction no longer applied to the log (for the message that says so). */
+  private missed: string | undefined;
   /** The threshold compaction computed ahead of need, from a snapshot taken past the warning level. */
   private readonly ahead = new SummaryAhead();
   /** The anti-loop guard: as the turns of this session left it; until the first, as the log leaves it. */
@@ -225,16 +227,23 @@ export class ConversationCompactor {
     const summarizer = await deps.summarizer();
     if (!summarizer) return { status: 'failed', reason: NO_SUMMARIZER };
     const config = options.keepLess ? keepingLess(deps.config(), roomForMessages(deps.model()).limit) : deps.config();
-    const computed = await this.computeOn(summarizer, reason, options, config, meter.pruneTarget());
-    if (computed.status !== 'compacted') return computed;
-    const outcome = await this.reviewed(computed, options);
-    if (outcome.status !== 'compacted') return outcome;
-    return (
-      (await this.applyComputed(outcome, reason)) ?? {
-        status: 'failed',
-        reason: 'The conversation changed while it was compacted (another compaction or an undo). Nothing was changed.',
+    // A compaction that no longer applies when it is done is computed once more, on the log as it then
+    // is and from a copy of the records sent whole again, unless the user reviewed its summary.
+    for (let attempt = 0; ; attempt++) {
+      const computed = await this.computeOn(summarizer, reason, options, config, meter.pruneTarget());
+      if (computed.status !== 'compacted') return computed;
+      const outcome = await this.reviewed(computed, options);
+      if (outcome.status !== 'compacted') return outcome;
+      const applied = await this.applyComputed(outcome, reason);
+      if (applied) return applied;
+      if (attempt >= 1 || options.review || options.signal?.aborted) {
+        return {
+          status: 'failed',
+          reason: `The conversation changed while it was compacted: ${this.missed ?? 'it no longer applies.'} Nothing was changed.`,
+        };
       }
-    );
+      deps.engine?.forget(this.source.conversationId);
+    }
   }
 
   /**
@@ -403,7 +412,10 @@ export class ConversationCompactor {
       () => meter.live(),
       (message) => counter.countMessage(message),
     );
-    if (!check.ok) return undefined;
+    if (!check.ok) {
+      this.missed = check.reason;
+      return undefined;
+    }
     const computed = check.compaction;
     // Counted with the counts stored with the records: after a reload nothing is tokenized again here.
     const tokensBefore = meter.tokensOfView(counter).total();

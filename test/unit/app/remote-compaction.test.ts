@@ -456,6 +456,37 @@ describe('compactions computed in a worker', () => {
     assert.ok(worker.posted.filter((m) => (m as { kind: string }).kind === 'compute').length >= 1, 'computed in the worker');
   });
 
+  it('computes a compaction once more, from the records sent whole again, when the one computed no longer applies; fails after a second', async () => {
+    /** An engine whose first `wrong` compactions are computed as on a copy that lacks the log's last step. */
+    const engineWrong = (wrong: number): CompactionEngine & { calls: number; forgotten: string[] } => {
+      const engine = {
+        calls: 0,
+        forgotten: [] as string[],
+        compute: async (input: Parameters<CompactionEngine['compute']>[0]) => {
+          const outcome = await IN_THREAD_ENGINE.compute(input);
+          if (++engine.calls > wrong || outcome.status !== 'compacted') return outcome;
+          return { ...outcome, compaction: { ...outcome.compaction, basis: { ...outcome.compaction.basis, lastEntryId: 'gone' } } };
+        },
+        forget: (id: string) => void engine.forgotten.push(id),
+        dispose: () => undefined,
+      };
+      return engine;
+    };
+    const once = engineWrong(1);
+    const conversation = await conversationWith(once, summarizer, 'once');
+    assert.equal((await conversation.compact('manual')).status, 'compacted');
+    assert.equal(once.calls, 2);
+    assert.deepEqual(once.forgotten, ['once'], "the worker's copy is sent again whole");
+
+    const always = engineWrong(Infinity);
+    const stuck = await conversationWith(always, summarizer, 'stuck');
+    const outcome = await stuck.compact('manual');
+    assert.equal(outcome.status, 'failed');
+    assert.match(outcome.status === 'failed' ? outcome.reason : '', /changed while it was compacted: Another compaction or an undo happened/);
+    assert.equal(always.calls, 2, 'computed twice, not more');
+    assert.equal(stuck.lastCompaction(), undefined);
+  });
+
   it('counts a long conversation reopened without stored counts off this thread, showing an estimate until the counts come', async () => {
     const worker = channelWorker();
     closers.push(() => worker.close());
