@@ -68,9 +68,10 @@ export async function buildWorker(dir: string): Promise<string> {
 
 /**
  * Starts the compaction worker built by `buildWorker` as the extension starts it: plain Node on the
- * bundled file, at the priority the engine asks for. A worker inherits the options of the process that starts it, and the benchmarks run
- * under a TypeScript loader, which in the worker would load the bundle through loader hooks (and
- * their own thread) and compile what they run on the threads the host's thread shares its cores with.
+ * bundled file, at the priority the engine asks for. A worker inherits the options of the process
+ * that starts it, and the benchmarks run under a TypeScript loader, which in the worker would load
+ * the bundle through loader hooks (and their own thread) and compile what they run on the threads
+ * the host's thread shares its cores with.
  */
 export function startWorker(file: string, priority: WorkerPriority): Worker {
   return new Worker(file, { execArgv: [], workerData: { priority } });

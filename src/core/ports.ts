@@ -59,6 +59,16 @@ export interface Summarizer {
   summarize(request: SummaryRequest, signal?: AbortSignal): Promise<SummaryResponse>;
 }
 
+/** `summarizer` as it states itself, its calls made by `summarize` (which may call it in turn). */
+export function withSummarize(summarizer: Summarizer, summarize: Summarizer['summarize']): Summarizer {
+  return {
+    name: summarizer.name,
+    ...(summarizer.contextWindow !== undefined ? { contextWindow: summarizer.contextWindow } : {}),
+    ...(summarizer.continues ? { continues: true } : {}),
+    summarize,
+  };
+}
+
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;

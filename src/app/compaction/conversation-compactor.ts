@@ -15,7 +15,7 @@ import { keepRecentTokens } from '../../core/cut-point';
 import type { EngineMemo } from '../../core/engine-memo';
 import { summaryMessage, type CompactionEntry, type CompactionReason, type LogRecord } from '../../core/history';
 import type { Message } from '../../core/messages';
-import type { Summarizer, SummaryUsage } from '../../core/ports';
+import { withSummarize, type Summarizer, type SummaryUsage } from '../../core/ports';
 import { SUMMARY_BASIS } from '../../core/usage-calibration';
 import { IN_THREAD_ENGINE } from './compaction-engine';
 import type { CompactOptions, ConversationDeps } from '../conversation/conversation-deps';
@@ -296,18 +296,13 @@ export class ConversationCompactor {
         },
       ]);
     };
-    return {
-      name: summarizer.name,
-      ...(summarizer.contextWindow !== undefined ? { contextWindow: summarizer.contextWindow } : {}),
-      ...(summarizer.continues ? { continues: true } : {}),
-      summarize: async (request, signal) => {
-        const at = this.source.deps.clock.now();
-        const response = await summarizer.summarize(request, signal);
-        // What a compaction cost is reported, never a reason for it to fail.
-        if (response.usage) await record(response.usage, at).catch(() => undefined);
-        return response;
-      },
-    };
+    return withSummarize(summarizer, async (request, signal) => {
+      const at = this.source.deps.clock.now();
+      const response = await summarizer.summarize(request, signal);
+      // What a compaction cost is reported, never a reason for it to fail.
+      if (response.usage) await record(response.usage, at).catch(() => undefined);
+      return response;
+    });
   }
 
   /** The local count of `messages`, with the counts stored with their records (nothing counted twice). */

@@ -4,7 +4,7 @@ import { computeCompaction, type CompactionOutcome, type CompactionProgress, typ
 import { EngineMemo } from '../../core/engine-memo';
 import { ledgerOf, contentHeldAway, type ConversationLog, type LogRecord } from '../../core/history';
 import { MessageTokenCounter } from '../../core/message-tokens';
-import { systemClock, type Summarizer, type SummaryResponse } from '../../core/ports';
+import { systemClock, withSummarize, type Summarizer, type SummaryResponse } from '../../core/ports';
 import { charEstimator, loadTokenizer } from '../../core/tokenizer';
 import { errorText } from '../../core/errors';
 import { IN_THREAD_ENGINE, type CompactionEngine, type CompactionInput, type CountInput } from './compaction-engine';
@@ -536,20 +536,15 @@ function reusingAnswers({ input, answers }: Job): CompactionInput {
     ...input,
     deps: {
       ...input.deps,
-      summarizer: {
-        name: summarizer.name,
-        ...(summarizer.contextWindow !== undefined ? { contextWindow: summarizer.contextWindow } : {}),
-        ...(summarizer.continues !== undefined ? { continues: summarizer.continues } : {}),
-        summarize: async (request, signal) => {
-          const answered = answers[next];
-          if (answered && samePacked(answered.request, packedRequest(request))) {
-            next++;
-            return answered.response;
-          }
-          next = answers.length;
-          return summarizer.summarize(request, signal);
-        },
-      },
+      summarizer: withSummarize(summarizer, async (request, signal) => {
+        const answered = answers[next];
+        if (answered && samePacked(answered.request, packedRequest(request))) {
+          next++;
+          return answered.response;
+        }
+        next = answers.length;
+        return summarizer.summarize(request, signal);
+      }),
     },
   };
 }
