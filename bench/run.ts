@@ -307,7 +307,7 @@ async function main(): Promise<void> {
     `- loaded on first use: ${Object.entries(bundle.lazy_bytes)
       .map(([file, bytes]) => `${file} ${formatNumber(bytes)} bytes`)
       .join(', ')}`,
-    `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
+    `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + read-back and first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
       `append with the gauge ${round(long.append_gauge_ms_1k, 2)} ms (1,000) vs ${round(long.append_gauge_ms_50k, 2)} ms (50,000 messages, ${long.compactions_50k} compactions)`,
     `- compaction off the host thread: the cold compaction of ${formatNumber(host.messages)} messages holds the host's thread up for ${round(host.engine_host_ms_cold, 1)} ms at most ` +
       `(${round(host.engine_host_busy_ms_cold, 1)} ms in all, in stretches over 1 ms) when computed in the worker, ${round(host.engine_host_ms_cold_in_thread, 1)} ms when computed on that thread; ` +

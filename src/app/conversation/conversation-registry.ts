@@ -46,6 +46,8 @@ export class ConversationRegistry {
   private opening: Promise<Conversation | undefined> | undefined;
   private readonly loaded = new Map<string, Loaded>();
   private readonly loading = new Map<string, Promise<Loaded | undefined>>();
+  /** Conversations whose files did not hold what was read from them: their next reading checks every line. */
+  private readonly checkWhole = new Set<string>();
   /** A conversation picked with "Open Conversation…", continued by the next new chat. */
   private pendingOpen: string | undefined;
 
@@ -204,8 +206,10 @@ export class ConversationRegistry {
   private async read(id: string): Promise<Loaded | undefined> {
     if (!(await this.deps.store.exists(id))) return undefined;
     try {
-      // What only the archive holds stays on disk: a branch reads back what its view needs.
-      const { log, problems, locations } = await this.deps.store.open(id, { holdAway: true });
+      // What only the archive holds stays on disk: a branch reads back what its view needs. Read again
+      // because a line read back was not what the opening took it for, every line is checked.
+      const checkAll = this.checkWhole.delete(id);
+      const { log, problems, locations } = await this.deps.store.open(id, { holdAway: true, checkAll });
       for (const problem of problems) this.deps.warn(problem, true);
       // Another request may have loaded it meanwhile: one set of records per conversation.
       const known = this.loaded.get(id);
@@ -235,6 +239,7 @@ export class ConversationRegistry {
     const loaded = this.loaded.get(id);
     if (loaded?.records !== records) return;
     this.loaded.delete(id);
+    this.checkWhole.add(id);
     loaded.changed.dispose();
     for (const branch of loaded.branches) {
       branch.cancelAhead();

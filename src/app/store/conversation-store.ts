@@ -6,7 +6,7 @@ import { thousands } from '../../core/cut-marker';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationChangedError, ConversationVersionError } from './errors';
 import { isCode, isFile } from './files';
-import { forEachLine, parseLine } from './lines';
+import { forEachLine, parseLine, skimMessageLine, type SkimmedMessage } from './lines';
 import { ConversationLock } from './lock';
 import { recordLines } from './record-lines';
 import { CompactedAway, heldAway } from './held-away';
@@ -68,6 +68,14 @@ export interface OpenOptions {
    * at once, and `readAt` gives the content back where it is needed.
    */
   readonly holdAway?: boolean;
+  /**
+   * With `holdAway`, parse and check every line even of the messages given without their content. By
+   * default those laid out as Longrun writes them are read from their line's two ends (see
+   * `skimMessageLine`) and checked only when read back: a conversation of thousands of messages, most
+   * of them compacted, opens in a fraction of the time. Asked for when a line read back did not hold
+   * what the opening took it for.
+   */
+  readonly checkAll?: boolean;
 }
 
 /** Where a record's line is: its part, the bytes of that part's file it takes (newline apart), and their CRC-32. */
@@ -244,6 +252,9 @@ export class ConversationStore {
         const { bytesRead } = await handle.read(buffer, 0, at.bytes, at.offset);
         const same = bytesRead === at.bytes && (at.check === undefined || crc32(buffer) === at.check);
         const parsed = same ? parseLine(buffer.toString('utf8'), false, id, at.part) : undefined;
+        if (parsed?.kind === 'damaged' && at.check !== undefined) {
+          throw new ConversationChangedError(id, `the line at byte ${at.offset} of ${file}, message "${messageId}", is ${parsed.error}`, true);
+        }
         if (parsed?.kind !== 'record' || parsed.record.type !== 'message' || parsed.record.message.id !== messageId) {
           throw new ConversationChangedError(
             id,
@@ -386,12 +397,15 @@ export class ConversationStore {
       this.writer.forget(id);
       return { log: [], problems: [], locations: new Map() };
     }
-    const log: LogRecord[] = [];
+    let log: LogRecord[] = [];
     const locations = new Map<LogRecord, RecordLocation>();
     const skipped: SkippedLine[] = [];
     let tail: Tail = { part: 1, size: 0 };
     const shared = new SharedIds();
     const compacted = new CompactedAway();
+    const skims = options.holdAway === true && options.checkAll !== true;
+    /** Messages read without their content that no compaction has taken out yet, by index in `log`: parsed once all is read. */
+    const unparsed = new Map<number, UnparsedLine>();
     for (const part of parts) {
       const file = this.partFile(id, part);
       const size = await forEachLine(
@@ -402,6 +416,17 @@ export class ConversationStore {
           if (raw.tooLong !== undefined) {
             const error = `the line is ${thousands(raw.tooLong)} bytes long, more than the ${thousands(this.options.maxLineBytes)} Longrun reads in one line; its first ${thousands(Buffer.byteLength(raw.text))} bytes are kept`;
             skipped.push({ part, line: raw.number, text: raw.text, error, cutOff: !raw.complete });
+            return;
+          }
+          const skimmed = skims && raw.complete && raw.number > 1 ? skimMessageLine(raw.text) : undefined;
+          if (skimmed) {
+            const at: RecordLocation = { part, offset: raw.offset, bytes: raw.bytes, check: raw.check };
+            const record = skimmedRecord(skimmed, shared);
+            if (raw.bytes <= this.options.locateOverBytes) {
+              compacted.note(record.message.id, log.length, at);
+              unparsed.set(log.length, { part, line: raw.number, text: raw.text });
+            }
+            log.push(heldAway(record, at));
             return;
           }
           const parsed = parseLine(raw.text, raw.number === 1, id, part);
@@ -415,7 +440,9 @@ export class ConversationStore {
               else if (options.holdAway) compacted.note(record.message.id, log.length, at);
               else if (long) locations.set(record, at);
             }
-            if (record.type === 'compaction' && options.holdAway) compacted.takeOut(record.entry.compactedMessageIds, log);
+            if (record.type === 'compaction' && options.holdAway) {
+              compacted.takeOut(record.entry.compactedMessageIds, log, (index) => unparsed.delete(index));
+            }
             log.push(record);
           } else if (parsed.kind === 'damaged') {
             const error = raw.complete ? parsed.error : `${parsed.error}; the line is incomplete`;
@@ -426,8 +453,10 @@ export class ConversationStore {
       );
       tail = { part, size: size ?? 0 };
     }
+    if (unparsed.size > 0) log = parsedWhole(log, unparsed, shared, skipped, id);
     this.writer.setTail(id, await withIdentity(tail, this.partFile(id, tail.part)));
     if (skipped.length === 0) return { log, problems: [], locations };
+    skipped.sort((a, b) => a.part - b.part || a.line - b.line);
     return { log, problems: await reportOnce(id, this.damagedFileOf(id), skipped, this.options, this.now()), locations };
   }
 
@@ -444,6 +473,46 @@ export class ConversationStore {
     if (mode === 'write') await fs.mkdir(this.folder(id), { recursive: true });
     return this.lock.run(id, this.lockFile(id), mode, task);
   }
+}
+
+/** A message line read without its content while a conversation is opened. */
+interface UnparsedLine {
+  readonly part: number;
+  /** 1-based, in its part. */
+  readonly line: number;
+  readonly text: string;
+}
+
+/** The message record `skimmed` reads, without its content, its ids shared. */
+function skimmedRecord(skimmed: SkimmedMessage, shared: SharedIds): LogRecord & { type: 'message' } {
+  const { id, role, turnId, ...rest } = skimmed;
+  const message = { id: shared.of(id), role, content: [], ...rest };
+  return turnId === undefined ? { type: 'message', message } : { type: 'message', message, turnId: shared.of(turnId) };
+}
+
+/**
+ * `log` with the messages of `unparsed` (still in the view once every line was read) parsed whole
+ * from their lines; a line that is not a valid record is left out and added to `skipped`.
+ */
+function parsedWhole(
+  log: LogRecord[],
+  unparsed: ReadonlyMap<number, UnparsedLine>,
+  shared: SharedIds,
+  skipped: SkippedLine[],
+  id: string,
+): LogRecord[] {
+  const damaged = new Set<number>();
+  for (const [index, line] of unparsed) {
+    const parsed = parseLine(line.text, false, id, line.part);
+    if (parsed.kind === 'record') {
+      log[index] = shared.share(parsed.record);
+      continue;
+    }
+    damaged.add(index);
+    const error = parsed.kind === 'damaged' ? parsed.error : 'not a record';
+    skipped.push({ part: line.part, line: line.line, text: line.text, error, cutOff: false });
+  }
+  return damaged.size === 0 ? log : log.filter((_, index) => !damaged.has(index));
 }
 
 /** A part's file opened to read lines back from; one deleted since it was read is said to be. */

@@ -91,8 +91,18 @@ export class ConversationChangedError extends Error {
     readonly conversationId: string,
     /** What was found, ending the sentence: "<file> was deleted or moved". */
     readonly found: string,
+    /**
+     * The line found is the one this window read, but it was never a valid record: something other
+     * than Longrun changed it before this window opened the conversation (its content is checked
+     * only when read back).
+     */
+    readonly damagedBefore = false,
   ) {
-    super(`Conversation "${conversationId}" was changed on disk by something other than Longrun since this window read it: ${found}.`);
+    super(
+      damagedBefore
+        ? `Conversation "${conversationId}" holds a line damaged by something other than Longrun: ${found}. It is read again, the damaged line set aside.`
+        : `Conversation "${conversationId}" was changed on disk by something other than Longrun since this window read it: ${found}.`,
+    );
     this.name = 'ConversationChangedError';
     mark(this, CHANGED_ERROR);
   }

@@ -57,14 +57,19 @@ export class CompactedAway {
     this.pending.set(id, { index, at });
   }
 
-  /** Replaces in `log` the messages of `ids` noted, held without their content. */
-  takeOut(ids: readonly string[], log: LogRecord[]): void {
+  /**
+   * Replaces in `log` the messages of `ids` noted, held without their content (those already held so
+   * stay as they are); `onTaken` is told the index of each.
+   */
+  takeOut(ids: readonly string[], log: LogRecord[], onTaken?: (index: number) => void): void {
     for (const id of ids) {
       const noted = this.pending.get(id);
       if (noted === undefined) continue;
       this.pending.delete(id);
       const record = log[noted.index];
-      if (record?.type === 'message') log[noted.index] = heldAway(record, noted.at);
+      if (record?.type !== 'message') continue;
+      if (!isHeldAway(record)) log[noted.index] = heldAway(record, noted.at);
+      onTaken?.(noted.index);
     }
   }
 }

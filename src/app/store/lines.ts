@@ -1,6 +1,7 @@
 import { crc32 } from 'node:zlib';
 import { errorText, isRecord } from '../../core/errors';
 import { RECORD_TYPES, type LogRecord } from '../../core/history';
+import { ROLES, type Role } from '../../core/messages';
 import { openIfExists, safeJson } from './files';
 import { CONVERSATION_FORMAT_VERSION, PART_END_KIND, PART_END_VERSION, describeIssues, headerSchema, recordLineSchema } from './schemas';
 
@@ -157,4 +158,89 @@ export function futureVersionOf(head: string): number | undefined {
   const value = safeJson(newline < 0 ? head : head.slice(0, newline));
   if (isRecord(value) && typeof value.v === 'number' && value.v > CONVERSATION_FORMAT_VERSION) return value.v;
   return undefined;
+}
+
+/** A message record as `skimMessageLine` reads it: everything but its content (and its token counts). */
+export interface SkimmedMessage {
+  readonly id: string;
+  readonly role: Role;
+  readonly turnId?: string;
+  readonly summaryOf?: string;
+  readonly incomplete?: true;
+}
+
+/**
+ * The start of a message record's line as Longrun writes it, up to its content's opening bracket:
+ * the version, the record's type, then the message's id (without escapes) and role.
+ */
+const MESSAGE_LINE_START = new RegExp(
+  `^\\{"v":${CONVERSATION_FORMAT_VERSION},"record":\\{"type":"message","message":\\{"id":"([^"\\\\]+)","role":"(${ROLES.join('|')})","content":\\[`,
+);
+
+/** One field of a message after its content: `summaryOf` (its value captured) or `incomplete`. */
+const MESSAGE_FIELD = /,"summaryOf":"([^"\\\]]+)"|,"incomplete":true/y;
+/** One field of a message record after its message: `turnId` (its value captured) or `tokens` (the counts inside its braces captured). */
+const RECORD_FIELD = /,"turnId":"([^"\\\]]+)"|,"tokens":\{("[^"\\\]]+":(?:0|[1-9]\d*)(?:,"[^"\\\]]+":(?:0|[1-9]\d*))*)?\}/y;
+
+/**
+ * What a message record's line holds apart from its content, read from the line's two ends without
+ * parsing the content: the start up to the content's opening bracket (`MESSAGE_LINE_START`), and what
+ * follows the content's closing bracket, the last of the line: only the message's `summaryOf` and
+ * `incomplete`, then the record's `turnId` and `tokens` (whole numbers), each at most once and none
+ * holding a bracket, a quote or a backslash. Undefined for any line not laid out so, which is then
+ * parsed whole. The content is not checked: a record read this way is checked when its line is read
+ * back (see `ConversationStore.readAt`).
+ */
+export function skimMessageLine(text: string): SkimmedMessage | undefined {
+  const start = MESSAGE_LINE_START.exec(text);
+  if (!start) return undefined;
+  const open = start[0].length - 1;
+  const close = text.lastIndexOf(']');
+  // The content's last part is an object, or the content is empty.
+  if (close <= open || (close > open + 1 && text.charCodeAt(close - 1) !== 0x7d)) return undefined;
+  let at = close + 1;
+  let summaryOf: string | undefined;
+  let incomplete = false;
+  for (MESSAGE_FIELD.lastIndex = at; ; MESSAGE_FIELD.lastIndex = at) {
+    const field = MESSAGE_FIELD.exec(text);
+    if (!field) break;
+    if (field[1] !== undefined) {
+      if (summaryOf !== undefined) return undefined;
+      summaryOf = field[1];
+    } else {
+      if (incomplete) return undefined;
+      incomplete = true;
+    }
+    at = MESSAGE_FIELD.lastIndex;
+  }
+  if (text.charCodeAt(at++) !== 0x7d) return undefined;
+  let turnId: string | undefined;
+  let counted = false;
+  for (RECORD_FIELD.lastIndex = at; ; RECORD_FIELD.lastIndex = at) {
+    const field = RECORD_FIELD.exec(text);
+    if (!field) break;
+    if (field[1] !== undefined) {
+      if (turnId !== undefined) return undefined;
+      turnId = field[1];
+    } else {
+      if (counted || (field[2] !== undefined && hasRepeatedKey(field[2]))) return undefined;
+      counted = true;
+    }
+    at = RECORD_FIELD.lastIndex;
+  }
+  if (at !== text.length - 2 || !text.endsWith('}}')) return undefined;
+  return {
+    id: start[1]!,
+    role: start[2] as Role,
+    ...(turnId !== undefined ? { turnId } : {}),
+    ...(summaryOf !== undefined ? { summaryOf } : {}),
+    ...(incomplete ? { incomplete: true as const } : {}),
+  };
+}
+
+/** Whether the token counts `"a":1,"b":2` name a tokenizer twice (a line Longrun never writes). */
+function hasRepeatedKey(counts: string): boolean {
+  if (!counts.includes(',')) return false;
+  const keys = counts.split(',').map((pair) => pair.slice(0, pair.indexOf(':')));
+  return new Set(keys).size !== keys.length;
 }

@@ -87,6 +87,45 @@ describe('read back from files changed under an opened conversation', () => {
       assert.equal(reread.id, id);
     });
 
+    it('a held line damaged before the window opened: says so when read back, then reads the conversation again checking every line', async () => {
+      const state = new Map<string, unknown>();
+      const first = window(state);
+      const conversation = await first.registry.startNew();
+      await readingTurns(conversation, 1, 6);
+      const before = conversation.view();
+      assert.equal((await conversation.compact('manual')).status, 'compacted');
+      const file = first.store.partFile(conversation.id, 1);
+      // The content of r1 is no longer a valid part; its line's two ends are as Longrun writes them.
+      const text = await fs.readFile(file, 'utf8');
+      const at = text.indexOf('"id":"r1"');
+      const damagedText = `${text.slice(0, at)}${text.slice(at).replace('"type":"tool-result"', '"type":"tool-resuls"')}`;
+      await fs.writeFile(file, damagedText);
+
+      const again = window(state);
+      const reopened = (await again.registry.find(conversation.id))!;
+      assert.deepEqual(again.warnings, [], 'a compacted message is checked when it is read back, not on opening');
+      const undone = await reopened.undo();
+
+      assert.equal(undone.ok, false);
+      assert.match(
+        undone.ok ? '' : undone.reason,
+        /holds a line damaged by something other than Longrun: the line at byte \d+ of .*, message "r1", is not a valid log record/,
+      );
+      assert.equal(await fs.readFile(file, 'utf8'), damagedText, 'nothing was written');
+      const reread = (await again.registry.current())!;
+      assert.notEqual(reread, reopened, 'the conversation was read again');
+      assert.ok(
+        again.warnings.some((w) => /Line \d+ of conversation .* could not be read .* a copy is kept in/.test(w)),
+        again.warnings.join('\n'),
+      );
+      assert.equal((await reread.undo()).ok, true);
+      assert.deepEqual(
+        reread.view().map((m) => m.id),
+        before.map((m) => (m.id === 'r1' ? 'interrupted:a1' : m.id)),
+        'every message back but the damaged one',
+      );
+    });
+
     it('refuses a file replaced by another conversation whose lines have the same lengths, and adds nothing to it', async () => {
       const { conversation, store, id, file, after } = await opened();
       const foreign = anotherConversation(await fs.readFile(file, 'utf8'));
