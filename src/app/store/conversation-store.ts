@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { LogRecord } from '../../core/history';
+import type { Message } from '../../core/messages';
 import { thousands } from '../../core/cut-marker';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationChangedError, ConversationVersionError } from './errors';
@@ -485,8 +486,12 @@ interface UnparsedLine {
 
 /** The message record `skimmed` reads, without its content, its ids shared. */
 function skimmedRecord(skimmed: SkimmedMessage, shared: SharedIds): LogRecord & { type: 'message' } {
-  const { id, role, turnId, ...rest } = skimmed;
-  const message = { id: shared.of(id), role, content: [], ...rest };
+  const { id, role, turnId, summaryOf, incomplete } = skimmed;
+  // Written out, so that the message has the shape of one parsed from its line.
+  const message: Message =
+    summaryOf === undefined && incomplete === undefined
+      ? { id: shared.of(id), role, content: [] }
+      : { id: shared.of(id), role, content: [], ...(summaryOf !== undefined ? { summaryOf } : {}), ...(incomplete ? { incomplete } : {}) };
   return turnId === undefined ? { type: 'message', message } : { type: 'message', message, turnId: shared.of(turnId) };
 }
 

@@ -177,6 +177,8 @@ const MESSAGE_LINE_START = new RegExp(
   `^\\{"v":${CONVERSATION_FORMAT_VERSION},"record":\\{"type":"message","message":\\{"id":"([^"\\\\]+)","role":"(${ROLES.join('|')})","content":\\[`,
 );
 
+const ROLE_NAMES: ReadonlyMap<string, Role> = new Map(ROLES.map((role) => [role, role]));
+
 /** One field of a message after its content: `summaryOf` (its value captured) or `incomplete`. */
 const MESSAGE_FIELD = /,"summaryOf":"([^"\\\]]+)"|,"incomplete":true/y;
 /** One field of a message record after its message: `turnId` (its value captured) or `tokens` (the counts inside its braces captured). */
@@ -206,7 +208,8 @@ export function skimMessageLine(text: string): SkimmedMessage | undefined {
     if (!field) break;
     if (field[1] !== undefined) {
       if (summaryOf !== undefined) return undefined;
-      summaryOf = field[1];
+      summaryOf = own(field[1]);
+      if (summaryOf === undefined) return undefined;
     } else {
       if (incomplete) return undefined;
       incomplete = true;
@@ -221,21 +224,39 @@ export function skimMessageLine(text: string): SkimmedMessage | undefined {
     if (!field) break;
     if (field[1] !== undefined) {
       if (turnId !== undefined) return undefined;
-      turnId = field[1];
+      turnId = own(field[1]);
+      if (turnId === undefined) return undefined;
     } else {
       if (counted || (field[2] !== undefined && hasRepeatedKey(field[2]))) return undefined;
       counted = true;
     }
     at = RECORD_FIELD.lastIndex;
   }
-  if (at !== text.length - 2 || !text.endsWith('}}')) return undefined;
+  const id = own(start[1]!);
+  if (id === undefined || at !== text.length - 2 || !text.endsWith('}}')) return undefined;
   return {
-    id: start[1]!,
-    role: start[2] as Role,
+    id,
+    // The one string of each role, rather than a copy per line.
+    role: ROLE_NAMES.get(start[2]!)!,
     ...(turnId !== undefined ? { turnId } : {}),
     ...(summaryOf !== undefined ? { summaryOf } : {}),
     ...(incomplete ? { incomplete: true as const } : {}),
   };
+}
+
+/**
+ * A copy of `part` (a piece of a line without quotes or backslashes) that does not hold the line:
+ * the runtime may keep a substring as a view of the string it was taken from, and an id kept for
+ * the session would then keep its whole line, content and all, in memory. A string parsed from JSON
+ * is a string of its own.
+ */
+function own(part: string): string | undefined {
+  try {
+    return JSON.parse(`"${part}"`) as string;
+  } catch {
+    // A control character, which JSON writes escaped: not a line Longrun wrote.
+    return undefined;
+  }
 }
 
 /** Whether the token counts `"a":1,"b":2` name a tokenizer twice (a line Longrun never writes). */
