@@ -69,6 +69,13 @@ export class Conversation {
   private records: LogRecord[];
   private readonly shared: ConversationRecords;
   private leafTurn: string | null;
+  /**
+   * The turn records written from now on are made on: the leaf, or the turn being started once its
+   * record is on its way to the files. A record is on a path only when it was written before the
+   * path's next turn began, so one written while a turn starts (a compaction applied just then) is
+   * made on the new turn: written before the turn's record, it would be off the path the chat goes on.
+   */
+  private writingOn: string | null;
   private readonly listeners = new Set<Listener>();
   /** The view, its count and the provider's reports, kept up to date with this branch's records. */
   private readonly meter: ConversationMeter;
@@ -93,6 +100,7 @@ export class Conversation {
     const turns = this.shared.turns();
     const leaf = where.leaf === undefined ? turns.latest() : where.leaf;
     this.leafTurn = leaf !== null && turns.has(leaf) ? leaf : null;
+    this.writingOn = this.leafTurn;
     this.records = branchLog(this.shared.all, this.leafTurn, turns);
     this.branchGeneration = this.shared.generation;
     this.readAt = (lines) => this.deps.store.readAt(this.id, lines);
@@ -222,8 +230,16 @@ export class Conversation {
    * appended from now on is made on it.
    */
   async beginTurn(id: string, chat?: string): Promise<void> {
-    const turn = { id, parent: this.leafTurn, at: this.deps.clock.now(), ...(chat !== undefined ? { chat } : {}) };
-    await this.write([{ type: 'turn', turn }]);
+    const parent = this.writingOn;
+    const turn = { id, parent, at: this.deps.clock.now(), ...(chat !== undefined ? { chat } : {}) };
+    // Records written from now on follow the turn's record in the files: they are made on it.
+    this.writingOn = id;
+    try {
+      await this.write([{ type: 'turn', turn }]);
+    } catch (error) {
+      if (this.writingOn === id) this.writingOn = parent;
+      throw error;
+    }
     this.leafTurn = id;
   }
 
@@ -234,7 +250,7 @@ export class Conversation {
    */
   private async write(records: readonly LogRecord[]): Promise<LogRecord[]> {
     if (this.shared.changed) throw this.shared.changed;
-    const made = records.map((record) => onTurn(record, this.leafTurn));
+    const made = records.map((record) => onTurn(record, this.writingOn));
     let stored: LogRecord[];
     try {
       // What is kept in memory is what was stored: a record cut to fit its line is held cut, as a

@@ -11,7 +11,7 @@ import { modelView, type LogRecord } from '../../../src/core/history';
 import { messageText } from '../../../src/core/messages';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator } from '../../../src/core/tokenizer';
-import { assistant, FakeClock, user } from '../core/fixtures';
+import { assistant, config, FakeClock, templateSummary, turn, user } from '../core/fixtures';
 import { newConversation } from '../fixtures/conversation-deps';
 
 describe('turns and file changes on disk', () => {
@@ -58,6 +58,53 @@ describe('turns and file changes on disk', () => {
     const other = conversation(store, log, 't1');
     assert.deepEqual(modelView(other.log(), new EngineMemo()).map(messageText), ['remember ALPHA-7']);
     assert.ok(log.some((r) => r.type === 'change' && r.turnId === 't1' && r.change.inserted === 'y'));
+  });
+
+  it('keeps on the path a compaction applied while the next turn starts: the next compaction applies, and a reload shows it', async () => {
+    /** A store that holds back telling a turn's record was written, while `gate` is set: the turn is starting. */
+    class StartingTurnStore extends ConversationStore {
+      gate: Promise<void> | undefined;
+      override async appendAll(...args: Parameters<ConversationStore['appendAll']>): Promise<LogRecord[]> {
+        const stored = await super.appendAll(...args);
+        if (this.gate && args[1].some((r) => r.type === 'turn')) await this.gate;
+        return stored;
+      }
+    }
+    const store = new StartingTurnStore(dir, () => 1);
+    await store.create('c1');
+    const counter = new MessageTokenCounter(charEstimator);
+    let n = 0;
+    const summarizer = { name: 'fake', summarize: async () => ({ text: templateSummary('The work so far.') }) };
+    const make = (log: LogRecord[]) =>
+      newConversation({
+        log,
+        store,
+        clock: new FakeClock(),
+        newId: () => `e${++n}`,
+        model: { counter },
+        summarizer,
+        config: config((c) => ({ ...c, keepRecent: { ...c.keepRecent, mode: 'messages', messages: 2 }, minMessages: 2 })),
+      });
+    const first = make([]);
+    for (const i of [1, 2, 3]) {
+      await first.beginTurn(`t${i}`);
+      await first.append(turn(`m${i}`, `request ${i}`, 1, 'x'.repeat(2_000)).map((message) => ({ type: 'message' as const, message })));
+    }
+    let release = (): void => undefined;
+    store.gate = new Promise<void>((resolve) => (release = resolve));
+    const starting = first.beginTurn('t4');
+    const compacted = await first.compact('manual');
+    assert.equal(compacted.status, 'compacted');
+    release();
+    await starting;
+    await first.append(turn('m4', 'request 4', 1, 'y'.repeat(2_000)).map((message) => ({ type: 'message' as const, message })));
+    const entry = first.lastCompaction()!;
+
+    const reopened = make((await new ConversationStore(dir, () => 2).open('c1')).log);
+    assert.equal(reopened.leaf(), 't4');
+    assert.equal(reopened.lastCompaction()?.id, entry.id, 'the compaction is on the path after a reload');
+    assert.deepEqual(reopened.view(), first.view());
+    assert.equal((await first.compact('manual')).status, 'compacted', 'computed on the path as the files have it, the next one applies');
   });
 
   it('reads a conversation from before turns as one branch, and continues it after its records', async () => {
