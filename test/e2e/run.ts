@@ -471,8 +471,9 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
     }
     case 'quick-pick': {
       // Picks from a quick pick another command opened: types the filter, then takes the first row that
-      // holds the filter's text (and not `not`, when given). The rows are read as they are drawn, which
-      // may be before the filter has taken effect: a row that does not hold the text is never picked.
+      // holds the filter's text (and not `not`, when given), or the one `skip` such rows after it. The
+      // rows are read as they are drawn, which may be before the filter has taken effect: a row that
+      // does not hold the text is never picked.
       const items = page.locator('.quick-input-widget .quick-input-list .monaco-list-row');
       await page.waitForSelector('.quick-input-widget .quick-input-box input', { timeout: 10_000 });
       await page.keyboard.type(String(body.text));
@@ -484,7 +485,10 @@ async function act(page: Page, body: Record<string, unknown>): Promise<unknown> 
       await page.waitForTimeout(500);
       const labels = await items.allInnerTexts();
       const wanted = String(body.text).toLowerCase();
-      const pick = labels.findIndex((label) => label.toLowerCase().includes(wanted) && (body.not === undefined || !label.includes(String(body.not))));
+      const matching = labels.flatMap((label, i) =>
+        label.toLowerCase().includes(wanted) && (body.not === undefined || !label.includes(String(body.not))) ? [i] : [],
+      );
+      const pick = matching[Number(body.skip ?? 0)] ?? -1;
       // Nothing to pick: close the picker, so that the caller can open it again.
       if (pick < 0) await page.keyboard.press('Escape');
       else if (pick === 0) await page.keyboard.press('Enter');
