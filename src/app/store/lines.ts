@@ -200,40 +200,25 @@ export function skimMessageLine(text: string): SkimmedMessage | undefined {
   const close = text.lastIndexOf(']');
   // The content's last part is an object, or the content is empty.
   if (close <= open || (close > open + 1 && text.charCodeAt(close - 1) !== 0x7d)) return undefined;
-  let at = close + 1;
   let summaryOf: string | undefined;
   let incomplete = false;
-  for (MESSAGE_FIELD.lastIndex = at; ; MESSAGE_FIELD.lastIndex = at) {
-    const field = MESSAGE_FIELD.exec(text);
-    if (!field) break;
-    if (field[1] !== undefined) {
-      if (summaryOf !== undefined) return undefined;
-      summaryOf = own(field[1]);
-      if (summaryOf === undefined) return undefined;
-    } else {
-      if (incomplete) return undefined;
-      incomplete = true;
-    }
-    at = MESSAGE_FIELD.lastIndex;
-  }
-  if (text.charCodeAt(at++) !== 0x7d) return undefined;
+  const afterMessage = readFields(text, close + 1, MESSAGE_FIELD, (field) => {
+    if (field[1] === undefined) return !incomplete && (incomplete = true);
+    if (summaryOf !== undefined) return false;
+    summaryOf = own(field[1]);
+    return summaryOf !== undefined;
+  });
+  if (afterMessage === undefined || text.charCodeAt(afterMessage) !== 0x7d) return undefined;
   let turnId: string | undefined;
   let counted = false;
-  for (RECORD_FIELD.lastIndex = at; ; RECORD_FIELD.lastIndex = at) {
-    const field = RECORD_FIELD.exec(text);
-    if (!field) break;
-    if (field[1] !== undefined) {
-      if (turnId !== undefined) return undefined;
-      turnId = own(field[1]);
-      if (turnId === undefined) return undefined;
-    } else {
-      if (counted || (field[2] !== undefined && hasRepeatedKey(field[2]))) return undefined;
-      counted = true;
-    }
-    at = RECORD_FIELD.lastIndex;
-  }
+  const end = readFields(text, afterMessage + 1, RECORD_FIELD, (field) => {
+    if (field[1] === undefined) return !counted && (field[2] === undefined || !hasRepeatedKey(field[2])) && (counted = true);
+    if (turnId !== undefined) return false;
+    turnId = own(field[1]);
+    return turnId !== undefined;
+  });
   const id = own(start[1]!);
-  if (id === undefined || at !== text.length - 2 || !text.endsWith('}}')) return undefined;
+  if (id === undefined || end !== text.length - 2 || !text.endsWith('}}')) return undefined;
   return {
     id,
     // The one string of each role, rather than a copy per line.
@@ -242,6 +227,19 @@ export function skimMessageLine(text: string): SkimmedMessage | undefined {
     ...(summaryOf !== undefined ? { summaryOf } : {}),
     ...(incomplete ? { incomplete: true as const } : {}),
   };
+}
+
+/**
+ * Reads the fields `pattern` (sticky) matches one after another from `at`, giving each to `take`, which
+ * says false for one not allowed there; the end of the last field read, or undefined when one was refused.
+ */
+function readFields(text: string, at: number, pattern: RegExp, take: (field: RegExpExecArray) => boolean): number | undefined {
+  for (let from = at; ; from = pattern.lastIndex) {
+    pattern.lastIndex = from;
+    const field = pattern.exec(text);
+    if (!field) return from;
+    if (!take(field)) return undefined;
+  }
 }
 
 /**

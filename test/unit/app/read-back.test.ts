@@ -31,14 +31,18 @@ describe('read back from files changed under an opened conversation', () => {
   /** A window on `dir` (the same `state`: the same window reloaded). */
   const window = (state: Map<string, unknown>) => testRegistry(dir, { state, limit: 200_000, summarizer: fixedSummarizer });
 
-  /** Six turns reading a file each, compacted, then opened in a new window: the compacted file reads are on disk only. */
-  async function opened() {
+  /**
+   * Six turns reading a file each, compacted, then opened in a new window: the compacted file reads are
+   * on disk only. `meanwhile` changes the conversation's file before the new window opens it.
+   */
+  async function opened(meanwhile?: (file: string) => Promise<void>) {
     const state = new Map<string, unknown>();
     const first = window(state);
     const conversation = await first.registry.startNew();
     await readingTurns(conversation, 1, 6);
     const before = conversation.view();
     assert.equal((await conversation.compact('manual')).status, 'compacted');
+    await meanwhile?.(first.store.partFile(conversation.id, 1));
     const again = window(state);
     const reopened = (await again.registry.find(conversation.id))!;
     const file = again.store.partFile(conversation.id, 1);
@@ -88,22 +92,21 @@ describe('read back from files changed under an opened conversation', () => {
     });
 
     it('a held line damaged before the window opened: says so when read back, then reads the conversation again checking every line', async () => {
-      const state = new Map<string, unknown>();
-      const first = window(state);
-      const conversation = await first.registry.startNew();
-      await readingTurns(conversation, 1, 6);
-      const before = conversation.view();
-      assert.equal((await conversation.compact('manual')).status, 'compacted');
-      const file = first.store.partFile(conversation.id, 1);
-      // The content of r1 is no longer a valid part; its line's two ends are as Longrun writes them.
-      const text = await fs.readFile(file, 'utf8');
-      const at = text.indexOf('"id":"r1"');
-      const damagedText = `${text.slice(0, at)}${text.slice(at).replace('"type":"tool-result"', '"type":"tool-resuls"')}`;
-      await fs.writeFile(file, damagedText);
-
-      const again = window(state);
-      const reopened = (await again.registry.find(conversation.id))!;
-      assert.deepEqual(again.warnings, [], 'a compacted message is checked when it is read back, not on opening');
+      let damagedText = '';
+      const {
+        conversation: reopened,
+        registry,
+        warnings,
+        file,
+        before,
+      } = await opened(async (file) => {
+        // The content of r1 is no longer a valid part; its line's two ends are as Longrun writes them.
+        const text = await fs.readFile(file, 'utf8');
+        const at = text.indexOf('"id":"r1"');
+        damagedText = `${text.slice(0, at)}${text.slice(at).replace('"type":"tool-result"', '"type":"tool-resuls"')}`;
+        await fs.writeFile(file, damagedText);
+      });
+      assert.deepEqual(warnings, [], 'a compacted message is checked when it is read back, not on opening');
       const undone = await reopened.undo();
 
       assert.equal(undone.ok, false);
@@ -112,11 +115,11 @@ describe('read back from files changed under an opened conversation', () => {
         /holds a line damaged by something other than Longrun: the line at byte \d+ of .*, message "r1", is not a valid log record/,
       );
       assert.equal(await fs.readFile(file, 'utf8'), damagedText, 'nothing was written');
-      const reread = (await again.registry.current())!;
+      const reread = (await registry.current())!;
       assert.notEqual(reread, reopened, 'the conversation was read again');
       assert.ok(
-        again.warnings.some((w) => /Line \d+ of conversation .* could not be read .* a copy is kept in/.test(w)),
-        again.warnings.join('\n'),
+        warnings.some((w) => /Line \d+ of conversation .* could not be read .* a copy is kept in/.test(w)),
+        warnings.join('\n'),
       );
       assert.equal((await reread.undo()).ok, true);
       assert.deepEqual(
