@@ -60,7 +60,7 @@ describe('turns and file changes on disk', () => {
     assert.ok(log.some((r) => r.type === 'change' && r.turnId === 't1' && r.change.inserted === 'y'));
   });
 
-  it('keeps on the path a compaction applied while the next turn starts: the next compaction applies, and a reload shows it', async () => {
+  it('keeps on the path a compaction applied while the next turn starts, as a reload reads the files', async () => {
     /** A store that holds back telling a turn's record was written, while `gate` is set: the turn is starting. */
     class StartingTurnStore extends ConversationStore {
       gate: Promise<void> | undefined;
@@ -104,7 +104,6 @@ describe('turns and file changes on disk', () => {
     assert.equal(reopened.leaf(), 't4');
     assert.equal(reopened.lastCompaction()?.id, entry.id, 'the compaction is on the path after a reload');
     assert.deepEqual(reopened.view(), first.view());
-    assert.equal((await first.compact('manual')).status, 'compacted', 'computed on the path as the files have it, the next one applies');
   });
 
   it('reads a conversation from before turns as one branch, and continues it after its records', async () => {
