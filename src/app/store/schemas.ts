@@ -153,6 +153,37 @@ export const prunedOutputSchema = lazily(() =>
 /** The id of a message a compaction took out of the view. */
 export const compactedIdSchema = lazily(() => z.string());
 
+/**
+ * Checks of a long array's items (`prunedOutputSchema`, `compactedIdSchema`) that make nothing: a
+ * compaction writes thousands of them, and their schema's check makes objects for each item, which
+ * the collector then stops the editor's thread to clear. Each accepts only what its schema accepts
+ * (a plain object with the schema's fields, its strings and counts as the schema takes them); an item
+ * one refuses is checked by the schema, which gives the reason.
+ */
+export function plainPrunedOutput(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  const output = value as Record<string, unknown>;
+  return (
+    typeof output.messageId === 'string' &&
+    output.messageId.length > 0 &&
+    typeof output.toolCallId === 'string' &&
+    typeof output.toolName === 'string' &&
+    PRUNE_KIND_SET.has(output.kind) &&
+    typeof output.stub === 'string' &&
+    typeof output.tokens === 'number' &&
+    Number.isFinite(output.tokens) &&
+    output.tokens >= 0
+  );
+}
+
+export function plainCompactedId(value: unknown): boolean {
+  return typeof value === 'string';
+}
+
+const PRUNE_KIND_SET: ReadonlySet<unknown> = new Set(PRUNE_KINDS);
+
 const pruningEntrySchema = lazily(() =>
   z.object({
     id: z.string().min(1),

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { ACTORS, FILE_OP_KINDS } from '../../../src/core/file-ledger';
 import { PLAN_STATUSES } from '../../../src/core/log-values';
 import { COMPACTION_REASONS, FILE_CHANGE_KINDS, RECORD_TYPES, SUMMARY_ROLES, type LogRecord, type RecordType } from '../../../src/core/history';
@@ -9,8 +10,12 @@ import {
   actorSchema,
   fileChangeKindSchema,
   fileOpKindSchema,
+  compactedIdSchema,
   logRecordSchema,
+  plainCompactedId,
+  plainPrunedOutput,
   planStatusSchema,
+  prunedOutputSchema,
   pruneKindSchema,
   reasonSchema,
   roleSchema,
@@ -160,5 +165,57 @@ describe('store schemas', () => {
       assert.equal(parsed.success, true, `${type}: ${parsed.success ? '' : parsed.error.message}`);
       assert.deepEqual(parsed.data, record);
     }
+  });
+
+  describe("a long array's items, checked without their schema", () => {
+    /** Pruned outputs as a pruning writes them. */
+    const written = fc
+      .record({
+        messageId: fc.string({ minLength: 1 }),
+        toolCallId: fc.string(),
+        toolName: fc.string(),
+        kind: fc.constantFrom(...PRUNE_KINDS),
+        stub: fc.string(),
+        tokens: fc.nat(),
+      })
+      .map((output) => ({ ...output }));
+    /** A pruned output with one field changed to a value of any kind (the edges of its own among them), or taken out. */
+    const nearOutput = fc
+      .tuple(
+        written,
+        fc.constantFrom('messageId', 'toolCallId', 'toolName', 'kind', 'stub', 'tokens'),
+        fc.oneof(fc.anything(), fc.constantFrom(-1, NaN, Infinity, -Infinity, 1.5, '', 'other', null, undefined)),
+        fc.boolean(),
+      )
+      .map(([output, field, value, remove]) => {
+        const changed: Record<string, unknown> = { ...output };
+        if (remove) delete changed[field];
+        else changed[field] = value;
+        return changed;
+      });
+    const anyOutput = fc.oneof(
+      nearOutput,
+      fc.anything(),
+      nearOutput.map((output) => Object.assign(Object.create(null), output) as unknown),
+    );
+
+    it('takes no pruned output its schema refuses, and takes the ones a pruning writes', () => {
+      fc.assert(
+        fc.property(anyOutput, (value) => {
+          if (plainPrunedOutput(value)) assert.ok(prunedOutputSchema().safeParse(value).success, JSON.stringify(value));
+        }),
+        { numRuns: 5_000 },
+      );
+      fc.assert(fc.property(written, (output) => assert.ok(plainPrunedOutput(output))));
+    });
+
+    it('takes no compacted id its schema refuses, and every string', () => {
+      fc.assert(
+        fc.property(fc.anything(), (value) => {
+          if (plainCompactedId(value)) assert.ok(compactedIdSchema().safeParse(value).success);
+        }),
+      );
+      fc.assert(fc.property(fc.string(), (id) => assert.ok(plainCompactedId(id))));
+    });
   });
 });
