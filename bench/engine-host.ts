@@ -32,6 +32,8 @@ export interface EngineHostBench {
   readonly engine_host_ms_cold_in_thread: number;
   /** All the host's time that compaction took, in stretches over 1 ms (ms). */
   readonly engine_host_busy_ms_cold: number;
+  /** How much of `engine_host_ms_cold` the garbage collector held the host's thread (ms). */
+  readonly engine_host_collector_ms_cold: number;
   readonly messages: number;
 }
 
@@ -101,6 +103,7 @@ export async function benchEngineHost(tokenizer: TextTokenizer): Promise<EngineH
       engine_host_ms_cold: remote.longest,
       engine_host_ms_cold_in_thread: local.longest,
       engine_host_busy_ms_cold: remote.busy,
+      engine_host_collector_ms_cold: remote.collector,
       messages: log.filter((r) => r.type === 'message').length,
     };
   } finally {

@@ -5,14 +5,20 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { build, type BuildOptions } from 'esbuild';
 import type { WorkerPriority } from '../src/app/compaction/worker-priority';
 
-/** The longest stretch (ms) this thread could not run while `work` ran, and all of them over 1 ms together. */
+/**
+ * The longest stretch (ms) this thread could not run while `work` ran, all of them over 1 ms together,
+ * and how much of the longest the runtime's garbage collector held the thread (ms; its collections of
+ * this thread's heap, as the runtime reports them).
+ */
 export interface Gaps {
   readonly longest: number;
   readonly busy: number;
+  readonly collector: number;
 }
 
 /** How long the ticker sleeps between ticks (ms). */
@@ -29,12 +35,18 @@ const NAP_MS = 0.05;
  */
 export async function gapsDuring(work: () => Promise<unknown>): Promise<Gaps> {
   const nap = new Int32Array(new SharedArrayBuffer(4));
+  const collections: PerformanceEntry[] = [];
+  const observer = new PerformanceObserver((list) => void collections.push(...list.getEntries()));
+  observer.observe({ entryTypes: ['gc'] });
   let last = performance.now();
   let longest = 0;
+  let at = { from: last, to: last };
   let busy = 0;
   let running = true;
   const note = (): void => {
-    const gap = performance.now() - last;
+    const now = performance.now();
+    const gap = now - last;
+    if (gap > longest) at = { from: last, to: now };
     longest = Math.max(longest, gap);
     if (gap > 1) busy += gap;
   };
@@ -52,7 +64,13 @@ export async function gapsDuring(work: () => Promise<unknown>): Promise<Gaps> {
     running = false;
   }
   note();
-  return { longest, busy };
+  collections.push(...observer.takeRecords());
+  observer.disconnect();
+  const collector = collections.reduce(
+    (sum, entry) => sum + Math.max(0, Math.min(at.to, entry.startTime + entry.duration) - Math.max(at.from, entry.startTime)),
+    0,
+  );
+  return { longest, busy, collector };
 }
 
 /** The compaction worker as the extension ships it (`dist/compaction-worker.js`), built into `dir` with its vocabulary inside. */

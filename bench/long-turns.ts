@@ -40,7 +40,7 @@ import { ConversationStore } from '../src/app/store/conversation-store';
 import { WorkerCompactionEngine } from '../src/app/compaction/remote-compaction';
 import { BenchWorkspace, moduleText } from './agentic-workspace';
 import { agentPort, compactAfterTurn, SILENT_UI, summaryText, TrackedStore } from './agent-session';
-import { buildWorker, gapsDuring, startWorker, withBusyCore } from './host-thread';
+import { buildWorker, gapsDuring, startWorker, withBusyCore, type Gaps } from './host-thread';
 import { random } from './sessions';
 import { median, percentile } from './stats';
 import { VirtualClock } from './virtual-time';
@@ -89,9 +89,9 @@ interface SessionResult {
   readonly uniqueTokens: number;
   readonly hostMs: number[];
   /** Per compaction, the longest stretch of the host's thread, the compaction computed in the worker. */
-  readonly hostStretchMs: number[];
+  readonly hostStretchMs: Gaps[];
   /** The same with one core kept busy. */
-  readonly hostStretchMsBusy: number[];
+  readonly hostStretchMsBusy: Gaps[];
   readonly messages: number;
   readonly toolCalls: number;
   /** The local tokens of the content of each turn's large file. */
@@ -414,7 +414,7 @@ function compactionsOf(log: ConversationLog): Array<{ readonly at: number; reado
  * (as in the session) and is sent the rest, in slices, as part of the compaction. The summarizer
  * answers at once; its calls come from the worker and are made here, as the extension makes them.
  */
-async function hostStretches(log: ConversationLog, model: ConversationDeps['model'], workerFile: string, dir: string): Promise<number[]> {
+async function hostStretches(log: ConversationLog, model: ConversationDeps['model'], workerFile: string, dir: string): Promise<Gaps[]> {
   const instant: Summarizer = { name: 'instant', summarize: async (request) => ({ text: summaryText(request) }) };
   let failed: string | undefined;
   const engine = new WorkerCompactionEngine(
@@ -424,7 +424,7 @@ async function hostStretches(log: ConversationLog, model: ConversationDeps['mode
   const store = new ConversationStore(dir, () => 0);
   const state = new Map<string, unknown>();
   const memo = new EngineMemo();
-  const longest: number[] = [];
+  const longest: Gaps[] = [];
   let held = 0;
   try {
     for (const { at, reason } of compactionsOf(log)) {
@@ -453,7 +453,7 @@ async function hostStretches(log: ConversationLog, model: ConversationDeps['mode
       all.push(...since);
       const gaps = await gapsDuring(() => conversation.compact(reason));
       if (failed) throw new Error(`the compaction worker failed: ${failed}`);
-      longest.push(gaps.longest);
+      longest.push(gaps);
       engine.forget(id);
       held = at;
     }
@@ -490,6 +490,9 @@ export interface LongTurnsBench {
   /** The same with one core kept busy (ms). */
   readonly host_stretch_ms_p95_busy: number;
   readonly host_stretch_ms_max_busy: number;
+  /** How much of each maximum the garbage collector held the host's thread (ms). */
+  readonly host_stretch_ms_max_collector: number;
+  readonly host_stretch_ms_max_busy_collector: number;
 }
 
 export async function benchLongTurns(tokenizer: TextTokenizer, windows: readonly number[] = [32_768, 65_536]): Promise<LongTurnsBench[]> {
@@ -510,8 +513,9 @@ async function benchWindow(window: number, tokenizer: TextTokenizer, workerFile:
   const sum = (f: (r: SessionResult) => number): number => runs.reduce((total, r) => total + f(r), 0);
   const gains = runs.flatMap((r) => r.gains);
   const host = runs.flatMap((r) => r.hostMs);
-  const stretches = runs.flatMap((r) => r.hostStretchMs);
-  const busyStretches = runs.flatMap((r) => r.hostStretchMsBusy);
+  const stretches = runs.flatMap((r) => r.hostStretchMs.map((g) => g.longest));
+  const busyStretches = runs.flatMap((r) => r.hostStretchMsBusy.map((g) => g.longest));
+  const longestOf = (all: Gaps[]): Gaps => all.reduce((a, b) => (b.longest > a.longest ? b : a));
   return {
     window,
     sessions: runs.length,
@@ -533,6 +537,8 @@ async function benchWindow(window: number, tokenizer: TextTokenizer, workerFile:
     host_stretch_ms_max: Math.max(...stretches),
     host_stretch_ms_p95_busy: percentile(busyStretches, 0.95),
     host_stretch_ms_max_busy: Math.max(...busyStretches),
+    host_stretch_ms_max_collector: longestOf(runs.flatMap((r) => r.hostStretchMs)).collector,
+    host_stretch_ms_max_busy_collector: longestOf(runs.flatMap((r) => r.hostStretchMsBusy)).collector,
   };
 }
 

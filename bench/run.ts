@@ -310,8 +310,9 @@ async function main(): Promise<void> {
     `- reload: store.open ${round(long.reload_open_ms_10k, 1)} ms + read-back and first count ${round(long.reload_count_ms_10k, 1)} ms; ` +
       `append with the gauge ${round(long.append_gauge_ms_1k, 2)} ms (1,000) vs ${round(long.append_gauge_ms_50k, 2)} ms (50,000 messages, ${long.compactions_50k} compactions)`,
     `- compaction off the host thread: the cold compaction of ${formatNumber(host.messages)} messages holds the host's thread up for ${round(host.engine_host_ms_cold, 1)} ms at most ` +
-      `(${round(host.engine_host_busy_ms_cold, 1)} ms in all, in stretches over 1 ms) when computed in the worker, ${round(host.engine_host_ms_cold_in_thread, 1)} ms when computed on that thread; ` +
-      `with one core kept busy: ${round(busy.host.engine_host_ms_cold, 1)} ms at most (${round(busy.host.engine_host_busy_ms_cold, 1)} ms in all)`,
+      `(${round(host.engine_host_collector_ms_cold, 1)} ms of it the collector; ${round(host.engine_host_busy_ms_cold, 1)} ms in all, in stretches over 1 ms) when computed in the worker, ` +
+      `${round(host.engine_host_ms_cold_in_thread, 1)} ms when computed on that thread; ` +
+      `with one core kept busy: ${round(busy.host.engine_host_ms_cold, 1)} ms at most (${round(busy.host.engine_host_collector_ms_cold, 1)} ms of it the collector; ${round(busy.host.engine_host_busy_ms_cold, 1)} ms in all)`,
     `- prefix reuse: ${prefix.requests} requests in ${prefix.turns} turns, ${prefix.breaks} cache breaks, ${prefix.breaks_at_compactions} of them where a compaction or pruning applied (${prefix.compactions} in the log); ` +
       `summarizer_uncached_input_ratio (share of a summary request's input that is not a prefix of the agent's request before it): ` +
       `${round(prefix.summarizer_uncached_input_ratio, 3)} as a continuation of the conversation (${prefix.summarizer_calls} calls, the default with the agent's own model), ` +
@@ -330,8 +331,8 @@ async function main(): Promise<void> {
         `${formatNumber(t.tool_calls)} tool calls, ${formatNumber(t.messages)} messages, one file of ${formatNumber(t.large_write_tokens)} tokens written whole per request; overflow errors ${t.overflow_errors} (first request ${t.first_request_overflows}); ` +
         `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
         `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; longest stretch of the host's thread per compaction median ${round(t.host_stretch_ms_median, 2)} ms, ` +
-        `95th percentile ${round(t.host_stretch_ms_p95, 1)} ms, max ${round(t.host_stretch_ms_max, 1)} ms ` +
-        `(with a core kept busy: 95th percentile ${round(t.host_stretch_ms_p95_busy, 1)} ms, max ${round(t.host_stretch_ms_max_busy, 1)} ms); ` +
+        `95th percentile ${round(t.host_stretch_ms_p95, 1)} ms, max ${round(t.host_stretch_ms_max, 1)} ms (${round(t.host_stretch_ms_max_collector, 1)} ms of it the collector) ` +
+        `(with a core kept busy: 95th percentile ${round(t.host_stretch_ms_p95_busy, 1)} ms, max ${round(t.host_stretch_ms_max_busy, 1)} ms, ${round(t.host_stretch_ms_max_busy_collector, 1)} ms of it the collector); ` +
         `computed and applied on the host's thread: median ${round(t.host_ms_median, 2)} ms, max ${round(t.host_ms_max, 1)} ms`,
     ),
     `- memory: a conversation of ${round(memory.stored_mib, 0)} MiB on disk whose view is ${round(memory.view_mb, 2)} MB as JSON, opened in a fresh process: ` +
