@@ -79,12 +79,10 @@ async function checkedLine(record: LogRecord, letGo: () => Promise<void>): Promi
   check(recordLineSchema(), { v: CONVERSATION_FORMAT_VERSION, record: long.head });
   const runs = [JSON.stringify(long.items[0])];
   const run = long.item.array();
-  // The first item after the head alone: compiling the item's schema, the first time in a session,
-  // takes a stretch of its own when an item needs it.
-  for (let from = 1, end = 2; from < long.items.length; from = end, end += CHECK_RUN) {
+  for (let from = 1, end = 1 + CHECK_RUN; from < long.items.length; from = end, end += CHECK_RUN) {
     await letGo();
     const items = long.items.slice(from, end);
-    if (!items.every(long.plain)) check(run, items, { path: long.path, from, compiled: true });
+    if (!items.every(long.plain)) check(run, items, { path: long.path, from });
     runs.push(JSON.stringify(items).slice(1, -1));
   }
   await letGo();
@@ -108,19 +106,14 @@ function filled(shell: string, runs: readonly string[]): string {
 interface Within {
   readonly path: string;
   readonly from: number;
-  /**
-   * Whether the schema's compiled path checks the run. A long array's item has a small schema that
-   * is checked thousands of times a compaction: compiled once in a session (a millisecond or two), it
-   * then checks in half the time and makes half the garbage of the plain path.
-   */
-  readonly compiled: boolean;
 }
 
 /** Refuses a record whose line would not read back as one, with the reason. */
 function check(schema: z.ZodType, value: unknown, within?: Within): void {
-  // A whole record's schema is checked through its plain path: compiling it costs milliseconds of the
-  // editor's thread the first time a record type is written in a session, and a record is checked once.
-  const result = schema.safeParse(value, { jitless: !within?.compiled });
+  // Checked through the schema's plain path: compiling a schema costs milliseconds of the editor's
+  // thread the first time in a session, and each is checked once a record (a long array's items only
+  // when a plain check refused one).
+  const result = schema.safeParse(value, { jitless: true });
   if (result.success) return;
   const issues = within
     ? result.error.issues.map((issue) => ({ ...issue, path: [within.path, within.from + Number(issue.path[0]), ...issue.path.slice(1)] }))
