@@ -1,13 +1,12 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { crc32 } from 'node:zlib';
 import type { LogRecord } from '../../core/history';
 import type { Message } from '../../core/messages';
 import { thousands } from '../../core/cut-marker';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationChangedError, ConversationVersionError } from './errors';
 import { isCode, isFile } from './files';
-import { forEachLine, parseLine, skimMessageLine, type SkimmedMessage } from './lines';
+import { forEachLine, lineCheck, parseLine, skimMessageLine, type SkimmedMessage } from './lines';
 import { ConversationLock } from './lock';
 import { recordLines } from './record-lines';
 import { CompactedAway, heldAway } from './held-away';
@@ -251,7 +250,7 @@ export class ConversationStore {
         }
         const buffer = Buffer.alloc(at.bytes);
         const { bytesRead } = await handle.read(buffer, 0, at.bytes, at.offset);
-        const same = bytesRead === at.bytes && (at.check === undefined || crc32(buffer) === at.check);
+        const same = bytesRead === at.bytes && (at.check === undefined || lineCheck(buffer) === at.check);
         const parsed = same ? parseLine(buffer.toString('utf8'), false, id, at.part) : undefined;
         if (parsed?.kind === 'damaged' && at.check !== undefined) {
           throw new ConversationChangedError(id, `the line at byte ${at.offset} of ${file}, message "${messageId}", is ${parsed.error}`, true);

@@ -22,12 +22,29 @@ interface Located {
 /** The record of a message held without its content (see `contentHeldAway`), knowing where its line is. */
 export function heldAway(record: LogRecord & { type: 'message' }, at: LineLocation): LogRecord {
   const { message } = contentHeldAway(record);
+  const part = small(at.part);
+  const offset = small(at.offset);
+  const bytes = small(at.bytes);
+  const check = at.check === undefined ? undefined : small(at.check);
   // Written out, so that each such record is one small object of a shape they all share.
   const held: LogRecord & Located =
     record.turnId === undefined
-      ? { type: 'message', message, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes, [CHECK]: at.check }
-      : { type: 'message', message, turnId: record.turnId, [PART]: at.part, [OFFSET]: at.offset, [BYTES]: at.bytes, [CHECK]: at.check };
+      ? { type: 'message', message, [PART]: part, [OFFSET]: offset, [BYTES]: bytes, [CHECK]: check }
+      : { type: 'message', message, turnId: record.turnId, [PART]: part, [OFFSET]: offset, [BYTES]: bytes, [CHECK]: check };
   return held;
+}
+
+/** Below this, a whole number is a small integer to the JavaScript engine, on every platform it runs on. */
+const SMALL_LIMIT = 0x40000000;
+
+/**
+ * `n`, made a small integer when its value is one. A location's numbers are whole, but one that went
+ * through floating-point arithmetic (a file's size from `stat`, plus a length) comes as a number object
+ * of its own; stored in one record, such a value changes the record's shape, and every record held so
+ * far then takes a number object of its own in that field (16 bytes each) as it is next read.
+ */
+function small(n: number): number {
+  return Number.isInteger(n) && n >= 0 && n < SMALL_LIMIT ? n | 0 : n;
 }
 
 /** Where the line of `record` is when it is held without its content; undefined for any other record. */

@@ -1,9 +1,8 @@
 import { constants as fsConstants, promises as fs, type Stats } from 'node:fs';
-import { crc32 } from 'node:zlib';
 import { isRecord } from '../../core/errors';
 import { ConversationChangedError, ConversationConflictError, ConversationVersionError } from './errors';
 import { byteAt, isCode, safeJson, writeAll } from './files';
-import { futureVersionOf } from './lines';
+import { futureVersionOf, lineCheck } from './lines';
 import { HEADER_KIND, PART_END_KIND, PART_END_VERSION } from './schemas';
 
 /** How much of the file start is read to check its header before an append. */
@@ -44,7 +43,7 @@ export interface LineLocation {
   readonly part: number;
   readonly offset: number;
   readonly bytes: number;
-  /** The CRC-32 of those bytes as they were written or read: a line read back must still have it. */
+  /** The check of those bytes as they were written or read (`lineCheck`): a line read back must still have it. */
   readonly check?: number;
 }
 
@@ -197,7 +196,7 @@ export class PartWriter {
     let offset = size + Buffer.byteLength(lead);
     for (let i = next; i < end; i++) {
       const body = bodies[i]!;
-      landed.push({ part, offset, bytes: body.length - 1, check: crc32(body.subarray(0, body.length - 1)) });
+      landed.push({ part, offset, bytes: body.length - 1, check: lineCheck(body.subarray(0, body.length - 1)) });
       offset += body.length;
     }
     return end;
