@@ -78,7 +78,7 @@ export interface OpenOptions {
   readonly checkAll?: boolean;
 }
 
-/** Where a record's line is: its part, the bytes of that part's file it takes (newline apart), and their CRC-32. */
+/** Where a record's line is: its part, the bytes of that part's file it takes (newline apart), and their check (`lineCheck`). */
 export type RecordLocation = LineLocation;
 
 /** A message record's line to read back (`readAt`): where it is, and the message it must hold. */
@@ -232,7 +232,7 @@ export class ConversationStore {
    * The message records of `lines` (each where `open` or `appendAll` located it, and the message it
    * must be), read again from the conversation's files, in the order asked. Lines are only ever
    * appended, so a location stays right while the files are Longrun's; each line read is checked to
-   * be the very one located there (its CRC-32, when located with one, and its message's id) before
+   * be the very one located there (its check, when located with one, and its message's id) before
    * any is given back. A line that is not (the files were changed, replaced or deleted by something
    * else) rejects with `ConversationChangedError`.
    */
