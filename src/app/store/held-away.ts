@@ -3,9 +3,9 @@ import type { LineLocation } from './part-writer';
 
 /*
  * Where the line of a message record held without its content is, and the line's check (`lineCheck`),
- * kept on the record itself as four small integers: a conversation of a hundred thousand records holds no table
- * beside them, and no object per location. Symbol keys are left out of the record's JSON and of the
- * copies sent to a worker.
+ * kept on the record itself as four small integers: a conversation of a hundred thousand records holds
+ * no table beside them, and no object per location. Symbol keys are left out of the record's JSON and
+ * of the copies sent to a worker.
  */
 const PART = Symbol('longrun.part');
 const OFFSET = Symbol('longrun.offset');
