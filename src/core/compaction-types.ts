@@ -2,7 +2,7 @@ import type { CompactionConfig } from './config';
 import type { ContextWindow } from './context-window';
 import type { EngineMemo } from './engine-memo';
 import type { FileLedger } from './file-ledger';
-import type { CompactionEntry, CompactionReason, ConversationLog, LogRecord, PruningEntry } from './log';
+import type { CompactionEntry, CompactionReason, ConversationLog, LogRecord, PruningEntry, StoredTokens } from './log';
 import type { Message } from './messages';
 import type { MessageTokenCounter } from './message-tokens';
 import type { Clock, Summarizer } from './ports';
@@ -81,6 +81,12 @@ export interface ComputedCompaction {
   readonly lowGain: boolean;
   /** Most tokens the summary's block of kept needles may take, when it is made again at apply time. */
   readonly needleBudgetTokens?: number;
+  /**
+   * The count of the summary's message as it was computed (by tokenizer, without its framing, as a
+   * record stores a message's count), with the summary text it counts: the side that applies the
+   * compaction takes it rather than tokenizing the summary again while the summary reads the same.
+   */
+  readonly summaryCount?: { readonly summary: string; readonly tokens: StoredTokens };
 }
 
 export type CompactionOutcome =

@@ -486,6 +486,7 @@ function finishCompaction(
     durationMs: deps.clock.now() - timing.started,
   };
   const record: LogRecord = { type: 'compaction', entry };
+  const summaryTokens = deps.counter.storedTokens(summaryMessage(entry, deps.memo));
   return {
     status: 'compacted',
     compaction: {
@@ -499,6 +500,7 @@ function finishCompaction(
       tokensAfter,
       lowGain: entry.lowGain,
       needleBudgetTokens: Math.floor(plan.config.summary.targetTokens * NEEDLE_BUDGET_SHARE),
+      ...(summaryTokens ? { summaryCount: { summary: entry.summary, tokens: summaryTokens } } : {}),
     },
   };
 }

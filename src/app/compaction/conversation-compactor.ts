@@ -405,7 +405,7 @@ export class ConversationCompactor {
       (text) => counter.countRemembered(text),
       this.source.memo(),
       () => meter.live(),
-      (message) => counter.countMessage(message),
+      (message, stored) => counter.countMessage(message, stored),
     );
     if (!check.ok) {
       this.missed = check.reason;

@@ -1,14 +1,16 @@
 import { currentLedgersInParts, type AppliedWithLedgers } from '../../core/apply-ledgers';
 import { applicable, appliedTo, type ComputedCompaction } from '../../core/compaction';
 import type { EngineMemo } from '../../core/engine-memo';
-import { summaryMessage, type LiveModelView, type LogRecord } from '../../core/history';
+import { summaryMessage, type CompactionEntry, type LiveModelView, type LogRecord } from '../../core/history';
+import type { StoredTokens } from '../../core/message-tokens';
 import type { Message } from '../../core/messages';
 
 /**
  * `applyWithCurrentLedgers` on the log as `records()` gives it now, in parts with the editor's thread
  * let go after each: whether it still applies, the view, the ledgers and the needles the summary
  * lacks, the work state and the summary made from them, then (with `countMessage`) the
- * count of the summary as it now reads, which the counter remembers for the message. What was appended
+ * count of the summary as it now reads, which the counter remembers for the message: the count the
+ * compaction was computed with, while the summary reads as it did then. What was appended
  * meanwhile (or a log replaced by another branch's) is taken in by starting again, the last time
  * without letting go, so the ledgers are those of the log the result is written to. `live()` gives the
  * live view of `records()`, brought up to date: the view after the compaction is made from it, not
@@ -20,7 +22,7 @@ export async function ledgersAtApply(
   countText: (text: string) => number,
   memo: EngineMemo,
   live?: () => LiveModelView,
-  countMessage?: (message: Message) => number,
+  countMessage?: (message: Message, stored?: StoredTokens) => number,
 ): Promise<AppliedWithLedgers> {
   for (let attempt = 0; ; attempt++) {
     const log = records();
@@ -42,7 +44,15 @@ export async function ledgersAtApply(
     if (!(await unchanged())) continue;
     const entry = withLedgers.compaction.entry;
     if (!entry || !countMessage) return withLedgers;
-    countMessage(summaryMessage(entry, memo));
+    countMessage(summaryMessage(entry, memo), countedAsComputed(entry, computed));
     if (await unchanged()) return withLedgers;
   }
+}
+
+/** The count `computed` carries of its summary's message, when `entry` shows the same message; undefined otherwise. */
+function countedAsComputed(entry: CompactionEntry, computed: ComputedCompaction): StoredTokens | undefined {
+  const counted = computed.summaryCount;
+  if (!counted || entry.summary !== counted.summary) return undefined;
+  // The skills an entry carries are part of its message: a count made with others is not this one's.
+  return entry.skills === computed.entry?.skills && entry.summaryRole === computed.entry?.summaryRole ? counted.tokens : undefined;
 }

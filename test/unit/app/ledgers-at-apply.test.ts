@@ -5,6 +5,8 @@ import { EngineMemo } from '../../../src/core/engine-memo';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
 import type { LogRecord } from '../../../src/core/history';
 import type { Message } from '../../../src/core/messages';
+import { MessageTokenCounter } from '../../../src/core/message-tokens';
+import type { TextTokenizer } from '../../../src/core/tokenizer';
 import {
   asLog,
   assistant,
@@ -26,8 +28,8 @@ const CREATED: Message[] = [
   toolResult('late-t', 'late-c', 'create_file', 'Created src/late.ts'),
 ];
 
-/** A conversation, and a summary of it computed from a snapshot, as a compaction prepares it. */
-async function prepared(memo: EngineMemo): Promise<{ log: LogRecord[]; computed: ComputedCompaction }> {
+/** A conversation, and a summary of it computed from a snapshot, as a compaction prepares it (counted by `counter`). */
+async function prepared(memo: EngineMemo, counter = estimatingCounter()): Promise<{ log: LogRecord[]; computed: ComputedCompaction }> {
   const log = asLog([
     sys('s', 'You are a coding agent.'),
     user('u0', 'Fix the flaky retry job.'),
@@ -38,7 +40,7 @@ async function prepared(memo: EngineMemo): Promise<{ log: LogRecord[]; computed:
   const summarizer = new RecordingSummarizer(() => ({ text: templateSummary('The retry job was looked into.') }));
   const outcome = await computeCompaction(
     { log, reason: 'manual', config: cfg, window: { limit: 100_000, source: 'model' }, ledger: EMPTY_LEDGER },
-    { counter: estimatingCounter(), summarizer, clock: new FakeClock(), newId: idGenerator(), memo },
+    { counter, summarizer, clock: new FakeClock(), newId: idGenerator(), memo },
   );
   if (outcome.status !== 'compacted' || !outcome.compaction.entry) throw new Error('no summary');
   return { log, computed: outcome.compaction };
@@ -50,21 +52,22 @@ async function prepared(memo: EngineMemo): Promise<{ log: LogRecord[]; computed:
  */
 async function applyCounting(
   onCount: (message: Message, log: LogRecord[]) => void = () => undefined,
+  counters: { readonly computing?: MessageTokenCounter; readonly applying?: MessageTokenCounter } = {},
 ): Promise<{ result: Awaited<ReturnType<typeof ledgersAtApply>>; counted: Message[] }> {
   const memo = new EngineMemo();
-  const { log, computed } = await prepared(memo);
+  const { log, computed } = await prepared(memo, counters.computing);
   const counted: Message[] = [];
-  const counter = estimatingCounter();
+  const counter = counters.applying ?? estimatingCounter();
   const result = await ledgersAtApply(
     () => log,
     computed,
     (text) => counter.countText(text),
     memo,
     undefined,
-    (message) => {
+    (message, stored) => {
       onCount(message, log);
       counted.push(message);
-      return counter.countMessage(message);
+      return counter.countMessage(message, stored);
     },
   );
   return { result, counted };
@@ -93,5 +96,55 @@ describe('ledgersAtApply', () => {
     const text = (m: Message | undefined): string => (m?.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join('\n');
     assert.ok(text(summary).includes('src/late.ts'), 'the summary applied lists the files of the log it is applied to');
     assert.ok(!text(counted[0]).includes('src/late.ts'));
+  });
+
+  describe("the summary's count made where the compaction was computed", () => {
+    /** A tokenizer of a name of its own (a token for every three characters), and the texts it was given. */
+    const thirds = (): TextTokenizer & { readonly seen: string[] } => {
+      const seen: string[] = [];
+      return { name: 'thirds', seen, count: (text) => (seen.push(text), Math.ceil(text.length / 3)) };
+    };
+    const summaryText = (m: Message | undefined): string => (m?.content[0]?.type === 'text' ? m.content[0].text : '');
+
+    it('is taken while the summary reads as it was computed: the applying side does not tokenize the summary again', async () => {
+      const applying = thirds();
+      const counter = new MessageTokenCounter(applying);
+      const { result } = await applyCounting(undefined, { computing: new MessageTokenCounter(thirds()), applying: counter });
+      assert.ok(result.ok);
+      const summary = result.view.find((m) => m.summaryOf !== undefined);
+      assert.ok(summary);
+      assert.ok(!applying.seen.some((text) => text === summaryText(summary)), 'the summary was tokenized again where it was applied');
+      assert.equal(counter.countMessage(summary), new MessageTokenCounter(thirds()).countMessage(summary), "the count taken is the summary's own");
+    });
+
+    it('is not taken for a summary that reads otherwise when it is applied: that one is counted as it now reads', async () => {
+      const applying = thirds();
+      const counter = new MessageTokenCounter(applying);
+      let first = true;
+      const { result } = await applyCounting(
+        (_, log) => {
+          // A file created before the summary is applied puts it into the summary's list of files.
+          if (first) log.push(...asLog(CREATED));
+          first = false;
+        },
+        { computing: new MessageTokenCounter(thirds()), applying: counter },
+      );
+      assert.ok(result.ok);
+      const summary = result.view.find((m) => m.summaryOf !== undefined);
+      assert.ok(summary && summaryText(summary).includes('src/late.ts'));
+      assert.ok(applying.seen.includes(summaryText(summary)), 'the summary as it now reads was counted');
+      assert.equal(counter.countMessage(summary), new MessageTokenCounter(thirds()).countMessage(summary));
+    });
+
+    it('is not taken from a tokenizer other than the one counting where it is applied', async () => {
+      const applying = thirds();
+      const other: TextTokenizer = { name: 'other', count: (text) => Math.ceil(text.length / 3) };
+      const counter = new MessageTokenCounter(applying);
+      const { result } = await applyCounting(undefined, { computing: new MessageTokenCounter(other), applying: counter });
+      assert.ok(result.ok);
+      const summary = result.view.find((m) => m.summaryOf !== undefined);
+      assert.ok(summary && applying.seen.includes(summaryText(summary)));
+      assert.equal(counter.countMessage(summary), new MessageTokenCounter(thirds()).countMessage(summary));
+    });
   });
 });
