@@ -60,10 +60,15 @@ const PRIORITY = (n: Needle): number => (n.kind === 'constraint' ? 0 : n.kind ==
  */
 export function keepNeedles(input: KeepNeedlesInput): KeptNeedles {
   if (input.ledger.needles.length === 0) return { block: '', kept: [], leftOut: 0 };
-  const haystack = [normalised(input.summary), ...input.inView.map(normalisedText)].join('\n');
+  // Each text is searched on its own, not joined into one: a normalised needle holds no line break,
+  // so it is found in the texts apart exactly where it is found in them joined by line breaks.
+  const haystacks = [normalised(input.summary), ...input.inView.map(normalisedText)];
   const missing = input.ledger.needles
     .map((needle, order) => ({ needle, order }))
-    .filter(({ needle }) => !haystack.includes(normalisedNeedle(needle)));
+    .filter(({ needle }) => {
+      const text = normalisedNeedle(needle);
+      return !haystacks.some((haystack) => haystack.includes(text));
+    });
   if (missing.length === 0) return { block: '', kept: [], leftOut: 0 };
   missing.sort((a, b) => PRIORITY(a.needle) - PRIORITY(b.needle) || b.order - a.order);
   let left = input.budgetTokens - input.countText(renderBlock([], 0));
