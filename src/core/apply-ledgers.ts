@@ -92,7 +92,7 @@ interface Ledgers {
 
 /** The file ledger and the needle ledger of `log`, and the needles `entry`'s summary and the view lack. */
 function ledgersOf(log: ConversationLog, entry: CompactionEntry, refresh: LedgerRefresh): Ledgers {
-  const fileOperations = ledgerOf(log);
+  const fileOperations = ledgerOf(log, refresh.memo);
   // The entry's own ledger was made from a prefix of this log: only what came after it is scanned.
   const needles = needleLedgerOf(log, refresh.memo, entry.needles);
   const body = stripWorkState(stripKeptNeedles(stripFileOperations(entry.summary))).trimEnd();

@@ -1,5 +1,6 @@
 import type { ImportanceConfig, TruncationConfig } from './config';
-import type { CompactionEntry, Needle, NeedleLedger } from './log';
+import type { FileLedger } from './file-ledger';
+import type { CompactionEntry, LogRecord, Needle, NeedleLedger } from './log';
 import type { Message, ToolCallPart } from './messages';
 import type { SummaryRequestMessage } from './ports';
 
@@ -37,6 +38,14 @@ export class EngineMemo {
   readonly limitsKeys = new WeakMap<TruncationConfig, string>();
   /** Where a needle scan stood after a message (`needles.ts`). */
   readonly needleScans = new WeakMap<Message, NeedleScan>();
+  /** The file ledger `ledgerOf` last made, and the file records it took in (`history.ts`). */
+  fileLedger: RememberedFileLedger | undefined;
+}
+
+/** A file ledger and the file records it was made from, in order. */
+export interface RememberedFileLedger {
+  readonly files: LogRecord[];
+  readonly ledger: FileLedger;
 }
 
 /** A message's content score (and a cheap bound on it) under the content weights `key` names. */

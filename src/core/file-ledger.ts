@@ -158,10 +158,18 @@ function blank(path: string, at: number): FileRecord {
   });
 }
 
+/**
+ * The ledgers made here: frozen through and through, from records made here, so valid for good; a
+ * record that carries one is checked before it is stored without checking its ledger again.
+ */
+const made = new WeakSet<FileLedger>();
+
 function freezeLedger(files: Files): FileLedger {
   const entries = [...files.entries()].sort(([a], [b]) => compareStrings(a, b));
   // Object.fromEntries defines own properties, so even a path like `__proto__` is stored safely.
-  return Object.freeze({ version: 1, files: Object.freeze(Object.fromEntries(entries)) });
+  const ledger: FileLedger = Object.freeze({ version: 1, files: Object.freeze(Object.fromEntries(entries)) });
+  made.add(ledger);
+  return ledger;
 }
 
 function applyEvent(files: Files, event: FileEvent): void {
@@ -353,11 +361,12 @@ const ledgerSchema = lazily(() =>
 
 /**
  * Validates stored data (for example a ledger that went through `JSON.stringify`/`JSON.parse`)
- * and returns it as a fresh, frozen ledger; `undefined` when anything is malformed: a version
- * other than 1, a wrong type, a missing field, no actor, or a key that differs from its record's
- * `path`. Actors are re-sorted and an empty `renamedFrom` is dropped.
+ * and returns it as a fresh, frozen ledger (a ledger made here is returned as it is); `undefined`
+ * when anything is malformed: a version other than 1, a wrong type, a missing field, no actor, or a
+ * key that differs from its record's `path`. Actors are re-sorted and an empty `renamedFrom` is dropped.
  */
 export function parseLedger(value: unknown): FileLedger | undefined {
+  if (typeof value === 'object' && value !== null && made.has(value as FileLedger)) return value as FileLedger;
   const top = ledgerSchema().safeParse(value);
   if (!top.success) return undefined;
   const files: Files = new Map();

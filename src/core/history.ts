@@ -1,4 +1,4 @@
-import type { EngineMemo } from './engine-memo';
+import type { EngineMemo, RememberedFileLedger } from './engine-memo';
 import { renderLoadedSkills } from './loaded-skills';
 import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
 import type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, PruningEntry, ReportedUsage, TurnInfo } from './log';
@@ -720,9 +720,46 @@ export function lastUsage(log: ConversationLog): ReportedUsage | undefined {
   return undefined;
 }
 
-/** The cumulative file ledger: every file operation the log records, in order. */
-export function ledgerOf(log: ConversationLog): FileLedger {
+/**
+ * The cumulative file ledger: every file operation the log records, in order. With `memo`, the file
+ * records the ledger it last made took in are remembered with it: a log whose file records begin with
+ * those same records replays only the operations after them (a log only grows at its end).
+ */
+export function ledgerOf(log: ConversationLog, memo?: EngineMemo): FileLedger {
+  const known = memo?.fileLedger;
+  const resumed = known !== undefined && startsWithFiles(log, known);
   const events: FileEvent[] = [];
-  for (const record of log) if (record.type === 'file') events.push(record.event);
-  return events.length ? recordFileEvents(EMPTY_LEDGER, events) : EMPTY_LEDGER;
+  const taken: LogRecord[] = [];
+  let skipped = 0;
+  for (const record of log) {
+    if (record.type !== 'file') continue;
+    if (resumed && skipped < known.files.length) {
+      skipped++;
+      continue;
+    }
+    events.push(record.event);
+    taken.push(record);
+  }
+  const start = resumed ? known.ledger : EMPTY_LEDGER;
+  if (events.length === 0) return start;
+  const ledger = recordFileEvents(start, events);
+  if (memo) {
+    // The remembered list grows in place: the memo holds no other ledger made from it.
+    const files = resumed ? known.files : [];
+    for (const record of taken) files.push(record);
+    memo.fileLedger = { files, ledger };
+  }
+  return ledger;
+}
+
+/** Whether the first file records of `log` are `known`'s, the same records in the same order. */
+function startsWithFiles(log: ConversationLog, known: RememberedFileLedger): boolean {
+  let at = 0;
+  for (const record of log) {
+    if (at === known.files.length) return true;
+    if (record.type !== 'file') continue;
+    if (record !== known.files[at]) return false;
+    at++;
+  }
+  return at === known.files.length;
 }

@@ -51,7 +51,7 @@ export interface CompactionEngine {
 
 /** Computes on the calling thread. */
 export const IN_THREAD_ENGINE: CompactionEngine = {
-  compute: ({ snapshot, request, deps }) => computeCompaction({ ...request, log: snapshot, ledger: ledgerOf(snapshot) }, deps),
+  compute: ({ snapshot, request, deps }) => computeCompaction({ ...request, log: snapshot, ledger: ledgerOf(snapshot, deps.memo) }, deps),
   forget: () => undefined,
   dispose: () => undefined,
 };

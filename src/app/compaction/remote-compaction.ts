@@ -478,7 +478,7 @@ class CompactionServer {
         {
           ...message.request,
           log: snapshot,
-          ledger: ledgerOf(snapshot),
+          ledger: ledgerOf(snapshot, this.memo),
           signal: controller.signal,
           onProgress: (progress) => this.post({ kind: 'progress', job: message.job, progress }),
         },

@@ -322,6 +322,14 @@ describe('file ledger', () => {
       assert.equal(JSON.stringify(reloaded), JSON.stringify(ledger));
     });
 
+    it('takes a ledger recorded here as it is, and checks a copy of it as stored data', () => {
+      const ledger = ledgerOf(ev('modified', 'a.ts'), rename('b.ts', 'c.ts'), ev('read', 'd.ts', 'user'));
+      assert.equal(parseLedger(ledger), ledger, 'a ledger made here is valid for good: it is not made again');
+      const copy = { ...ledger, files: { ...ledger.files, 'a.ts': { ...ledger.files['a.ts']!, actors: [] } } };
+      assert.equal(parseLedger(copy), undefined, 'a copy is checked, and one with no actor refused');
+      assert.deepEqual(parseLedger(JSON.parse(JSON.stringify(ledger))), ledger);
+    });
+
     it('accepts every ledger that recorded events produce, after a JSON round trip', () => {
       const paths = ['a', 'b', 'c/d'];
       const event = fc.record({
