@@ -66,8 +66,11 @@ export interface ComputedCompaction {
   readonly pruning?: PruningEntry;
   /** The records to append to the log, in this order and in one write. */
   readonly records: readonly LogRecord[];
-  /** What the snapshot looked like: the applying side checks it is still a prefix. */
-  readonly basis: { readonly messageIds: readonly string[]; readonly lastEntryId: string | null };
+  /**
+   * What the snapshot looked like: the applying side checks it is still a prefix. `records` is how many
+   * records it held: a log of as many that passes the check is the snapshot itself.
+   */
+  readonly basis: { readonly messageIds: readonly string[]; readonly lastEntryId: string | null; readonly records?: number };
   /** The model's view of the snapshot after this compaction. */
   readonly view: readonly Message[];
   /** Deterministic repairs made to the model's summary (e.g. the original task put back). */

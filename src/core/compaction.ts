@@ -77,7 +77,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   }
   if (!config.pruning.enabled) return summarizeLog({ ...request, overWindow: over }, deps, started, view, view);
 
-  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log) };
+  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log), records: log.length };
   const alreadyPruned = activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)));
   // Old outputs are those outside the recent part as configured: a view over the window does not make
   // the latest turn's outputs old (they are cut evenly instead, below).
@@ -169,7 +169,7 @@ export function computeColdPruning(
     countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
     memo: deps.memo,
   });
-  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log) };
+  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log), records: log.length };
   return pruningOutcome(log, candidates, { ...request, ledger: EMPTY_LEDGER }, deps, { tokensBefore, basis });
 }
 
@@ -492,7 +492,7 @@ function finishCompaction(
     compaction: {
       entry,
       records: [record],
-      basis: { messageIds: messageIds(log), lastEntryId: currentBasis(log) },
+      basis: { messageIds: messageIds(log), lastEntryId: currentBasis(log), records: log.length },
       view: provisionalView.map((m) => (m.summaryOf === provisional.id ? summaryMessage(entry, deps.memo) : m)),
       repairs: repaired.repairs,
       compactedCount: selection.toCompact.length,

@@ -8,9 +8,10 @@ import type { Message } from '../../core/messages';
 /**
  * `applyWithCurrentLedgers` on the log as `records()` gives it now, in parts with the editor's thread
  * let go after each: whether it still applies, the view, the ledgers and the needles the summary
- * lacks, the work state and the summary made from them, then (with `countMessage`) the
- * count of the summary as it now reads, which the counter remembers for the message: the count the
- * compaction was computed with, while the summary reads as it did then. What was appended
+ * lacks, the work state and the summary made from them, then (with `countMessage`) the count of the
+ * summary as it now reads, which the counter remembers for the message: the count the compaction was
+ * computed with, while the summary reads as it did then. On the very log the compaction was computed
+ * from, a summary as computed already has that log's ledgers, and is taken as it is. What was appended
  * meanwhile (or a log replaced by another branch's) is taken in by starting again, the last time
  * without letting go, so the ledgers are those of the log the result is written to. `live()` gives the
  * live view of `records()`, brought up to date: the view after the compaction is made from it, not
@@ -38,10 +39,16 @@ export async function ledgersAtApply(
     if (!(await unchanged())) continue;
     const applied = appliedTo(log, computed, memo, live?.());
     if (!(await unchanged())) continue;
-    const ledgers = currentLedgersInParts(log, computed, applied, countText, memo);
-    if (!(await unchanged())) continue;
-    const withLedgers = ledgers.finish();
-    if (!(await unchanged())) continue;
+    let withLedgers: AppliedWithLedgers & { readonly ok: true };
+    if (log.length === computed.basis.records && readsAsComputed(computed)) {
+      // The log the compaction was computed from, nothing added: the summary has its ledgers already.
+      withLedgers = { ...applied, compaction: { ...computed, view: applied.view } };
+    } else {
+      const ledgers = currentLedgersInParts(log, computed, applied, countText, memo);
+      if (!(await unchanged())) continue;
+      withLedgers = ledgers.finish();
+      if (!(await unchanged())) continue;
+    }
     const entry = withLedgers.compaction.entry;
     if (!entry || !countMessage) return withLedgers;
     countMessage(summaryMessage(entry, memo), countedAsComputed(entry, computed));
@@ -55,4 +62,12 @@ function countedAsComputed(entry: CompactionEntry, computed: ComputedCompaction)
   if (!counted || entry.summary !== counted.summary) return undefined;
   // The skills an entry carries are part of its message: a count made with others is not this one's.
   return entry.skills === computed.entry?.skills && entry.summaryRole === computed.entry?.summaryRole ? counted.tokens : undefined;
+}
+
+/**
+ * Whether `computed`'s summary reads as it was computed, with the ledgers it was computed with (one the
+ * user edited is made again with the log's): a compaction that only prunes has none to make again.
+ */
+function readsAsComputed(computed: ComputedCompaction): boolean {
+  return !computed.entry || computed.entry.summary === computed.summaryCount?.summary;
 }

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { ledgersAtApply } from '../../../src/app/compaction/ledgers-at-apply';
+import { withSummary } from '../../../src/app/compaction/summary-edit';
+import { applyWithCurrentLedgers } from '../../../src/core/apply-ledgers';
 import { computeCompaction, type ComputedCompaction } from '../../../src/core/compaction';
 import { EngineMemo } from '../../../src/core/engine-memo';
 import { EMPTY_LEDGER } from '../../../src/core/file-ledger';
@@ -145,6 +147,36 @@ describe('ledgersAtApply', () => {
       const summary = result.view.find((m) => m.summaryOf !== undefined);
       assert.ok(summary && applying.seen.includes(summaryText(summary)));
       assert.equal(counter.countMessage(summary), new MessageTokenCounter(thirds()).countMessage(summary));
+    });
+  });
+
+  describe('on the very log the compaction was computed from', () => {
+    const thirdsCount = (text: string): number => Math.ceil(text.length / 3);
+    const counting = (): MessageTokenCounter => new MessageTokenCounter({ name: 'thirds', count: thirdsCount });
+
+    it('takes the summary as computed, without making its ledgers again, and it is what making them again gives', async () => {
+      const memo = new EngineMemo();
+      const { log, computed } = await prepared(memo, counting());
+      const result = await ledgersAtApply(() => log, computed, thirdsCount, memo);
+      assert.ok(result.ok);
+      assert.equal(result.compaction.entry, computed.entry, 'the entry computed is the one applied, not one made again');
+      const remade = applyWithCurrentLedgers(log, computed, thirdsCount, new EngineMemo());
+      assert.ok(remade.ok);
+      assert.equal(result.compaction.entry?.summary, remade.compaction.entry?.summary);
+      assert.deepEqual(result.compaction.entry?.fileOperations, remade.compaction.entry?.fileOperations);
+      assert.deepEqual(result.compaction.entry?.needles, remade.compaction.entry?.needles);
+      assert.deepEqual(result.view, remade.view);
+    });
+
+    it('makes the ledgers of a summary the user edited again: what the edit took out of them comes back', async () => {
+      const memo = new EngineMemo();
+      const { log, computed } = await prepared(memo, counting());
+      assert.ok(computed.entry?.summary.includes('<modified-files>'), 'the computed summary lists the files changed');
+      const edited = withSummary(computed, templateSummary('The retry job was looked into; nothing else.'));
+      const result = await ledgersAtApply(() => log, edited, thirdsCount, memo);
+      assert.ok(result.ok);
+      assert.ok(result.compaction.entry?.summary.includes('The retry job was looked into; nothing else.'), "the user's text is kept");
+      assert.ok(result.compaction.entry?.summary.includes('<modified-files>'), 'the list of files the edit dropped is made again');
     });
   });
 });
