@@ -1,6 +1,6 @@
 import type { EngineMemo, RememberedFileLedger } from './engine-memo';
 import { renderLoadedSkills } from './loaded-skills';
-import { EMPTY_LEDGER, recordFileEvents, type FileEvent, type FileLedger } from './file-ledger';
+import { EMPTY_LEDGER, recordFileEvents, type FileLedger } from './file-ledger';
 import type { CompactionEntry, CompactionReason, ConversationLog, FileChange, LogRecord, PruningEntry, ReportedUsage, TurnInfo } from './log';
 import { text, type Message } from './messages';
 import { withStubs } from './pruning';
@@ -728,21 +728,19 @@ export function lastUsage(log: ConversationLog): ReportedUsage | undefined {
 export function ledgerOf(log: ConversationLog, memo?: EngineMemo): FileLedger {
   const known = memo?.fileLedger;
   const resumed = known !== undefined && startsWithFiles(log, known);
-  const events: FileEvent[] = [];
-  const taken: LogRecord[] = [];
+  const taken: Array<LogRecord & { type: 'file' }> = [];
   let skipped = 0;
   for (const record of log) {
     if (record.type !== 'file') continue;
-    if (resumed && skipped < known.files.length) {
-      skipped++;
-      continue;
-    }
-    events.push(record.event);
-    taken.push(record);
+    if (resumed && skipped < known.files.length) skipped++;
+    else taken.push(record);
   }
   const start = resumed ? known.ledger : EMPTY_LEDGER;
-  if (events.length === 0) return start;
-  const ledger = recordFileEvents(start, events);
+  if (taken.length === 0) return start;
+  const ledger = recordFileEvents(
+    start,
+    taken.map((record) => record.event),
+  );
   if (memo) {
     // The remembered list grows in place: the memo holds no other ledger made from it.
     const files = resumed ? known.files : [];

@@ -56,12 +56,13 @@ export async function ledgersAtApply(
   }
 }
 
-/** The count `computed` carries of its summary's message, when `entry` shows the same message; undefined otherwise. */
+/**
+ * The count `computed` carries of its summary's message, when `entry` (made from `computed`'s entry,
+ * its skills and role kept) reads the same; undefined otherwise.
+ */
 function countedAsComputed(entry: CompactionEntry, computed: ComputedCompaction): StoredTokens | undefined {
   const counted = computed.summaryCount;
-  if (!counted || entry.summary !== counted.summary) return undefined;
-  // The skills an entry carries are part of its message: a count made with others is not this one's.
-  return entry.skills === computed.entry?.skills && entry.summaryRole === computed.entry?.summaryRole ? counted.tokens : undefined;
+  return counted && entry.summary === counted.summary ? counted.tokens : undefined;
 }
 
 /**
