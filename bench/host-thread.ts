@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { build, type BuildOptions } from 'esbuild';
-import type { WorkerPriority } from '../src/app/compaction/worker-priority';
+import { compactionWorkerOptions, type WorkerPriority } from '../src/app/compaction/worker-priority';
 
 /**
  * The longest stretch (ms) this thread could not run while `work` ran, all of them over 1 ms together,
@@ -92,7 +92,7 @@ export async function buildWorker(dir: string): Promise<string> {
  * the host's thread shares its cores with.
  */
 export function startWorker(file: string, priority: WorkerPriority): Worker {
-  return new Worker(file, { execArgv: [], workerData: { priority } });
+  return new Worker(file, { ...compactionWorkerOptions(priority), execArgv: [] });
 }
 
 /**

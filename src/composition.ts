@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as vscode from 'vscode';
 import { WorkerCompactionEngine } from './app/compaction/remote-compaction';
+import { compactionWorkerOptions } from './app/compaction/worker-priority';
 import {
   ANSWER_APPROVAL_COMMAND,
   ANSWER_COMMAND,
@@ -248,7 +249,7 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
   // Compactions are computed in a worker thread, started on the first one; on this thread if it cannot run.
   const engine = new WorkerCompactionEngine(
     (priority) => {
-      const worker = new Worker(join(__dirname, 'compaction-worker.js'), { workerData: { priority } });
+      const worker = new Worker(join(__dirname, 'compaction-worker.js'), compactionWorkerOptions(priority));
       worker.unref();
       return worker;
     },

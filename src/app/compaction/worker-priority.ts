@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { constants, setPriority } from 'node:os';
+import type { WorkerOptions } from 'node:worker_threads';
 
 /**
  * How low the compaction worker's thread runs, on Linux, where a thread has a priority of its own
@@ -14,6 +15,16 @@ import { constants, setPriority } from 'node:os';
  * starves (`remote-compaction.ts`).
  */
 export type WorkerPriority = 'idle' | 'low';
+
+/**
+ * How the compaction worker is started, at `priority`. Its young generation is kept as small as the
+ * runtime allows (one megabyte a semi-space), so that the runtime collects it on the worker's own
+ * thread, at the worker's priority: a larger one is collected by several helper threads at once, at
+ * the normal priority, which on a machine with few processors take them from the editor's thread.
+ */
+export function compactionWorkerOptions(priority: WorkerPriority): WorkerOptions {
+  return { workerData: { priority }, resourceLimits: { maxYoungGenerationSizeMb: 1 } };
+}
 
 /** What the worker's thread got: its id in the system and its priority (`normal` where none could be lowered). */
 export interface LoweredThread {

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MessageChannel, Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, type WorkerOptions } from 'node:worker_threads';
 import { IN_THREAD_ENGINE, type CompactionEngine } from '../../../src/app/compaction/compaction-engine';
 import type { Conversation } from '../../../src/app/conversation/conversation';
 import { ConversationIndex } from '../../../src/app/store/conversation-index';
@@ -12,7 +12,7 @@ import { serveCompactions, WorkerCompactionEngine, type WorkerLike, type WorkerS
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
 import type { CompactionConfig } from '../../../src/core/config';
 import { packedOutcome, packedRequest, unpackedOutcome } from '../../../src/app/compaction/worker-packing';
-import { CHRT_PATHS, type WorkerPriority } from '../../../src/app/compaction/worker-priority';
+import { CHRT_PATHS, compactionWorkerOptions, type WorkerPriority } from '../../../src/app/compaction/worker-priority';
 import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer } from '../../../src/core/tokenizer';
@@ -529,6 +529,30 @@ describe('compactions computed in a worker', () => {
     );
   });
 
+  it("starts the worker with a young generation the runtime collects on the worker's own thread", async () => {
+    // The runtime splits a collection of the young generation into one task per megabyte of it (one
+    // more than its whole megabytes), run by helper threads at the normal priority beside the
+    // collecting thread: under one megabyte, the worker's own thread collects it alone.
+    const youngCapacity = (options: WorkerOptions): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const worker = new Worker(
+          `const { parentPort } = require('node:worker_threads');
+           let kept = [];
+           for (let i = 0; i < 300000; i++) { kept.push({ i }); if (kept.length > 50000) kept = []; }
+           const young = require('node:v8').getHeapSpaceStatistics().find((space) => space.space_name === 'new_space');
+           parentPort.postMessage(young.space_used_size + young.space_available_size);`,
+          { ...options, eval: true },
+        );
+        worker.once('message', (capacity: number) => void worker.terminate().then(() => resolve(capacity)));
+        worker.once('error', reject);
+      });
+    const MEGABYTE = 1024 * 1024;
+    const shipped = await youngCapacity(compactionWorkerOptions('low'));
+    assert.ok(shipped > 0 && shipped < MEGABYTE, `the compaction worker's young generation holds ${shipped} bytes`);
+    const usual = await youngCapacity({ workerData: { priority: 'low' } });
+    assert.ok(usual >= MEGABYTE, `a worker started without the limit grows its young generation to ${usual} bytes`);
+  });
+
   it('runs in a real worker thread', async function () {
     this.timeout(60_000);
     const nicenessBefore = process.platform === 'linux' ? nicenessOfThreads() : [];
@@ -539,8 +563,8 @@ describe('compactions computed in a worker', () => {
       () => {
         // The worker loads the TypeScript entry as the built one would load its bundle.
         worker = new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(entry)});`, {
+          ...compactionWorkerOptions('idle'),
           eval: true,
-          workerData: { priority: 'idle' },
         });
         return worker;
       },
