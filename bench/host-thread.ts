@@ -19,6 +19,8 @@ export interface Gaps {
   readonly longest: number;
   readonly busy: number;
   readonly collector: number;
+  /** How many collections of this thread's heap ran while `work` ran. */
+  readonly collections: number;
 }
 
 /** How long the ticker sleeps between ticks (ms). */
@@ -70,7 +72,7 @@ export async function gapsDuring(work: () => Promise<unknown>): Promise<Gaps> {
     (sum, entry) => sum + Math.max(0, Math.min(at.to, entry.startTime + entry.duration) - Math.max(at.from, entry.startTime)),
     0,
   );
-  return { longest, busy, collector };
+  return { longest, busy, collector, collections: collections.length };
 }
 
 /** The compaction worker as the extension ships it (`dist/compaction-worker.js`), built into `dir` with its vocabulary inside. */

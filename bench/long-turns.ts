@@ -493,6 +493,8 @@ export interface LongTurnsBench {
   /** How much of each maximum the garbage collector held the host's thread (ms). */
   readonly host_stretch_ms_max_collector: number;
   readonly host_stretch_ms_max_busy_collector: number;
+  /** The share of those compactions (quiet and busy) in which the host's heap was collected at least once. */
+  readonly host_collected_share: number;
 }
 
 export async function benchLongTurns(tokenizer: TextTokenizer, windows: readonly number[] = [32_768, 65_536]): Promise<LongTurnsBench[]> {
@@ -539,7 +541,13 @@ async function benchWindow(window: number, tokenizer: TextTokenizer, workerFile:
     host_stretch_ms_max_busy: Math.max(...busyStretches),
     host_stretch_ms_max_collector: longestOf(runs.flatMap((r) => r.hostStretchMs)).collector,
     host_stretch_ms_max_busy_collector: longestOf(runs.flatMap((r) => r.hostStretchMsBusy)).collector,
+    host_collected_share: collectedShare(runs.flatMap((r) => [...r.hostStretchMs, ...r.hostStretchMsBusy])),
   };
+}
+
+/** The share of `all` in which the host's heap was collected at least once. */
+function collectedShare(all: readonly Gaps[]): number {
+  return all.length > 0 ? all.filter((g) => g.collections > 0).length / all.length : 0;
 }
 
 if (require.main === module) {

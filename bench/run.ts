@@ -332,7 +332,8 @@ async function main(): Promise<void> {
         `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
         `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; longest stretch of the host's thread per compaction median ${round(t.host_stretch_ms_median, 2)} ms, ` +
         `95th percentile ${round(t.host_stretch_ms_p95, 1)} ms, max ${round(t.host_stretch_ms_max, 1)} ms (${round(t.host_stretch_ms_max_collector, 1)} ms of it the collector) ` +
-        `(with a core kept busy: 95th percentile ${round(t.host_stretch_ms_p95_busy, 1)} ms, max ${round(t.host_stretch_ms_max_busy, 1)} ms, ${round(t.host_stretch_ms_max_busy_collector, 1)} ms of it the collector); ` +
+        `(with a core kept busy: 95th percentile ${round(t.host_stretch_ms_p95_busy, 1)} ms, max ${round(t.host_stretch_ms_max_busy, 1)} ms, ${round(t.host_stretch_ms_max_busy_collector, 1)} ms of it the collector; ` +
+        `the host's heap collected during ${round(t.host_collected_share * 100, 1)}% of these compactions); ` +
         `computed and applied on the host's thread: median ${round(t.host_ms_median, 2)} ms, max ${round(t.host_ms_max, 1)} ms`,
     ),
     `- memory: a conversation of ${round(memory.stored_mib, 0)} MiB on disk whose view is ${round(memory.view_mb, 2)} MB as JSON, opened in a fresh process: ` +
