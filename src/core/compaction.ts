@@ -60,6 +60,11 @@ export type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress
 /** The kept part may take at most this share of the window; a larger latest turn is split. */
 const MAX_KEPT_SHARE = 0.5;
 
+/** What `log` looks like as the snapshot a compaction is computed from (`ComputedCompaction.basis`). */
+function basisOf(log: ConversationLog): ComputedCompaction['basis'] {
+  return { messageIds: messageIds(log), lastEntryId: currentBasis(log), records: log.length };
+}
+
 export async function computeCompaction(request: CompactionRequest, deps: CompactionDeps): Promise<CompactionOutcome> {
   const { config, log } = request;
   const started = deps.clock.now();
@@ -77,7 +82,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   }
   if (!config.pruning.enabled) return summarizeLog({ ...request, overWindow: over }, deps, started, view, view);
 
-  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log), records: log.length };
+  const basis = basisOf(log);
   const alreadyPruned = activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)));
   // Old outputs are those outside the recent part as configured: a view over the window does not make
   // the latest turn's outputs old (they are cut evenly instead, below).
@@ -169,7 +174,7 @@ export function computeColdPruning(
     countStub: (part, key, stub) => deps.counter.countDerived(part, key, stub),
     memo: deps.memo,
   });
-  const basis = { messageIds: messageIds(log), lastEntryId: currentBasis(log), records: log.length };
+  const basis = basisOf(log);
   return pruningOutcome(log, candidates, { ...request, ledger: EMPTY_LEDGER }, deps, { tokensBefore, basis });
 }
 
@@ -492,7 +497,7 @@ function finishCompaction(
     compaction: {
       entry,
       records: [record],
-      basis: { messageIds: messageIds(log), lastEntryId: currentBasis(log), records: log.length },
+      basis: basisOf(log),
       view: provisionalView.map((m) => (m.summaryOf === provisional.id ? summaryMessage(entry, deps.memo) : m)),
       repairs: repaired.repairs,
       compactedCount: selection.toCompact.length,
