@@ -360,6 +360,24 @@ const ledgerSchema = lazily(() =>
 );
 
 /**
+ * A ledger made by this module on another thread of the extension (the compaction worker), as the
+ * copy between threads gives it: the same code made it, so it is frozen in place and taken as made
+ * here, and a record that carries it is not checked again when it is stored. Data from anywhere
+ * else (a file, a setting) goes through `parseLedger`.
+ */
+export function ledgerFromThread(copy: FileLedger): FileLedger {
+  if (made.has(copy)) return copy;
+  for (const record of Object.values(copy.files)) {
+    if (record.renamedFrom) Object.freeze(record.renamedFrom);
+    Object.freeze(record.actors);
+    Object.freeze(record);
+  }
+  Object.freeze(copy.files);
+  made.add(Object.freeze(copy));
+  return copy;
+}
+
+/**
  * Validates stored data (for example a ledger that went through `JSON.stringify`/`JSON.parse`)
  * and returns it as a fresh, frozen ledger (a ledger made here is returned as it is); `undefined`
  * when anything is malformed: a version other than 1, a wrong type, a missing field, no actor, or a

@@ -170,12 +170,34 @@ function take(scan: Scan, messages: readonly Message[]): Scan {
   return scan;
 }
 
+/**
+ * The ledgers made here: frozen through and through, so valid for good; a record that carries one is
+ * checked before it is stored without checking its ledger again.
+ */
+const made = new WeakSet<NeedleLedger>();
+
 function freeze(ledger: NeedleLedger): NeedleLedger {
-  return Object.freeze({
+  const frozen = Object.freeze({
     ...ledger,
     needles: Object.freeze(ledger.needles.map((n) => Object.freeze({ ...n }))),
     openCalls: Object.freeze({ ...ledger.openCalls }),
   });
+  made.add(frozen);
+  return frozen;
+}
+
+/**
+ * A ledger made by this module on another thread of the extension (the compaction worker), as the
+ * copy between threads gives it: frozen in place and taken as made here (see `ledgerFromThread` of
+ * the file ledger). Data from anywhere else goes through `parseNeedleLedger`.
+ */
+export function needlesFromThread(copy: NeedleLedger): NeedleLedger {
+  if (made.has(copy)) return copy;
+  for (const needle of copy.needles) Object.freeze(needle);
+  Object.freeze(copy.needles);
+  Object.freeze(copy.openCalls);
+  made.add(Object.freeze(copy));
+  return copy;
 }
 
 /** Adds needles not already held (same kind, same text); a repeated constraint or task is one. */
@@ -424,8 +446,9 @@ const ledgerSchema = lazily(() =>
   }),
 );
 
-/** Validates a stored ledger and returns it frozen; `undefined` when anything is malformed. */
+/** Validates a stored ledger and returns it frozen (a ledger made here as it is); `undefined` when anything is malformed. */
 export function parseNeedleLedger(value: unknown): NeedleLedger | undefined {
+  if (typeof value === 'object' && value !== null && made.has(value as NeedleLedger)) return value as NeedleLedger;
   const parsed = ledgerSchema().safeParse(value);
   if (!parsed.success) return undefined;
   const { through, needles, openCalls } = parsed.data;

@@ -1,6 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { CompactionOutcome, ComputedCompaction } from '../../core/compaction';
-import type { LogRecord } from '../../core/history';
+import { ledgerFromThread } from '../../core/file-ledger';
+import type { CompactionEntry, LogRecord } from '../../core/history';
+import { needlesFromThread } from '../../core/needles';
 import type { Message } from '../../core/messages';
 import type { SummaryRequest } from '../../core/ports';
 
@@ -95,7 +97,7 @@ export async function unpackedOutcome(outcome: PackedOutcome): Promise<Compactio
   const messageIds = await readSlices<string>(lists.basisIds);
   const whole = {
     pruning: compaction.pruning && { ...compaction.pruning, outputs },
-    entry: compaction.entry && { ...compaction.entry, compactedMessageIds },
+    entry: compaction.entry && withLedgersFromThread({ ...compaction.entry, compactedMessageIds }),
   };
   return {
     status: 'compacted',
@@ -107,6 +109,12 @@ export async function unpackedOutcome(outcome: PackedOutcome): Promise<Compactio
       records: compaction.records.map((r) => withEntries(r, whole)),
     },
   };
+}
+
+/** `entry` with its ledgers taken as the worker made them (they are not checked again when stored). */
+function withLedgersFromThread(entry: CompactionEntry): CompactionEntry {
+  const fileOperations = ledgerFromThread(entry.fileOperations);
+  return entry.needles ? { ...entry, fileOperations, needles: needlesFromThread(entry.needles) } : { ...entry, fileOperations };
 }
 
 /** `record`, holding `entries.pruning` or `entries.entry` instead when it is the record of that entry. */

@@ -12,6 +12,8 @@ import { serveCompactions, WorkerCompactionEngine, type WorkerLike, type WorkerS
 import { config, FakeClock, templateSummary, turn } from '../core/fixtures';
 import type { CompactionConfig } from '../../../src/core/config';
 import { packedOutcome, packedRequest, unpackedOutcome } from '../../../src/app/compaction/worker-packing';
+import { parseLedger } from '../../../src/core/file-ledger';
+import { parseNeedleLedger } from '../../../src/core/needles';
 import { CHRT_PATHS, compactionWorkerOptions, type WorkerPriority } from '../../../src/app/compaction/worker-priority';
 import { newConversation } from '../fixtures/conversation-deps';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
@@ -256,7 +258,15 @@ describe('compactions computed in a worker', () => {
       local.view().map((m) => m.content),
     );
     // Packed and read back, a compaction is the same, down to the records that hold its entries.
-    assert.deepEqual(await unpackedOutcome(structuredClone(packedOutcome(b))), { ...b, compaction: { ...b.compaction, view: [] } });
+    const unpacked = await unpackedOutcome(structuredClone(packedOutcome(b)));
+    assert.deepEqual(unpacked, { ...b, compaction: { ...b.compaction, view: [] } });
+    // The ledgers the worker made are taken as made here: storing the records does not check them again.
+    const entry = unpacked.status === 'compacted' ? unpacked.compaction.entry : undefined;
+    assert.ok(entry?.needles, 'the summary carries its needle ledger');
+    assert.equal(parseLedger(entry.fileOperations), entry.fileOperations);
+    assert.equal(parseNeedleLedger(entry.needles), entry.needles);
+    const stored = unpacked.status === 'compacted' ? unpacked.compaction.records.find((r) => r.type === 'compaction') : undefined;
+    assert.equal(stored?.type === 'compaction' && stored.entry, entry, 'the record written is the one with those ledgers');
     const computed = fromWorker.find((m) => (m as { kind: string }).kind === 'computed') as {
       outcome: { compaction: { pruning: { outputs: unknown[] }; entry: { compactedMessageIds: unknown[] }; lists: Record<string, string[]> } };
     };

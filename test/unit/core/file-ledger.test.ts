@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import {
   EMPTY_LEDGER,
+  ledgerFromThread,
   parseLedger,
   recordFileEvent,
   recordFileEvents,
@@ -328,6 +329,24 @@ describe('file ledger', () => {
       const copy = { ...ledger, files: { ...ledger.files, 'a.ts': { ...ledger.files['a.ts']!, actors: [] } } };
       assert.equal(parseLedger(copy), undefined, 'a copy is checked, and one with no actor refused');
       assert.deepEqual(parseLedger(JSON.parse(JSON.stringify(ledger))), ledger);
+    });
+
+    it('takes a ledger made on the compaction worker and copied over as made here, frozen through and through', () => {
+      const ledger = ledgerOf(ev('modified', 'a.ts'), rename('b.ts', 'c.ts'), rename('c.ts', 'e.ts', 'user'), ev('read', 'd.ts', 'user'));
+      const copied = structuredClone(ledger);
+      assert.notEqual(parseLedger(copied), copied, 'a copy between threads is not taken as it is by itself');
+      const fromWorker = ledgerFromThread(structuredClone(ledger));
+      assert.deepEqual(fromWorker, ledger);
+      assert.equal(JSON.stringify(fromWorker), JSON.stringify(ledger));
+      assert.equal(parseLedger(fromWorker), fromWorker, 'not checked again when the record that carries it is stored');
+      assert.ok(Object.isFrozen(fromWorker) && Object.isFrozen(fromWorker.files));
+      for (const record of Object.values(fromWorker.files)) {
+        assert.ok(
+          Object.isFrozen(record) && Object.isFrozen(record.actors) && (!record.renamedFrom || Object.isFrozen(record.renamedFrom)),
+          record.path,
+        );
+      }
+      assert.ok(fromWorker.files['e.ts']?.renamedFrom?.length, 'the renames came over');
     });
 
     it('accepts every ledger that recorded events produce, after a JSON round trip', () => {

@@ -5,6 +5,7 @@ import {
   EMPTY_NEEDLES,
   MAX_NEEDLES_PER_KIND,
   needleLedgerOf,
+  needlesFromThread,
   parseNeedleLedger,
   scanNeedles,
   type Needle,
@@ -198,6 +199,22 @@ describe('needles: a cumulative ledger', () => {
     assert.equal(whole.needles.find((n) => n.kind === 'error')!.resolvedBy, 'r2-t');
     assert.deepEqual(texts(whole, 'task'), []);
     assert.equal(whole.through, 'a3');
+  });
+
+  it('takes a ledger made here, or on the compaction worker and copied over, as it is; a copy from anywhere else is checked', () => {
+    const ledger = scan(conversation);
+    assert.equal(parseNeedleLedger(ledger), ledger, 'a ledger made here is valid for good: it is not made again');
+    const copied = structuredClone(ledger);
+    assert.notEqual(parseNeedleLedger(copied), copied, 'a copy is checked and made again');
+    assert.equal(parseNeedleLedger({ ...copied, needles: [{ ...copied.needles[0]!, kind: 'wish' }] }), undefined, 'and refused when malformed');
+    const fromWorker = needlesFromThread(structuredClone(ledger));
+    assert.deepEqual(fromWorker, ledger);
+    assert.equal(parseNeedleLedger(fromWorker), fromWorker);
+    assert.ok(Object.isFrozen(fromWorker) && Object.isFrozen(fromWorker.needles) && Object.isFrozen(fromWorker.openCalls));
+    assert.ok(
+      fromWorker.needles.every((n) => Object.isFrozen(n)),
+      'frozen through and through, as one made here',
+    );
   });
 
   it('holds at most the maximum of a kind, dropping resolved errors before unresolved ones', () => {
