@@ -446,6 +446,9 @@ async function hostStretches(log: ConversationLog, model: ConversationDeps['mode
         { records: new ConversationRecords(records, memo) },
       );
       conversation.count();
+      // The conversation's files exist, as a conversation's do by the time it is compacted: its first
+      // write ever (looking for it in every storage folder) is not part of a compaction.
+      await store.create(id);
       // What the worker held after the compaction before; the records since go with this one.
       const all = conversation.allRecords() as LogRecord[];
       const since = all.splice(held);
