@@ -192,14 +192,10 @@ export class ConversationStore {
     // large record (a compaction of thousands of messages) takes to check.
     return this.enqueue(id, async () => {
       const prepared = await recordLines(records, this.options.maxRecordBytes);
-      await this.locate(id);
-      const landed = await this.locked(id, 'write', () =>
-        this.writeLines(
-          id,
-          prepared.map((p) => p.line),
-        ),
-      );
       const stored = prepared.map((p) => p.stored);
+      const bodies = prepared.map((p) => p.bytes);
+      await this.locate(id);
+      const landed = await this.locked(id, 'write', () => this.writeLines(id, bodies));
       if (onLocated) {
         stored.forEach((record, i) => {
           const location = landed[i]!;
@@ -463,9 +459,9 @@ export class ConversationStore {
   // -------------------------------------------------------------------------------------------
   // Writing
 
-  private async writeLines(id: string, lines: readonly string[]): Promise<LineLocation[]> {
+  private async writeLines(id: string, bodies: readonly Buffer[]): Promise<LineLocation[]> {
     const part = this.writer.tailOf(id)?.part ?? (await this.parts(id)).at(-1) ?? 1;
-    return this.writer.write({ id, file: (n) => this.partFile(id, n), header: (n) => this.header(id, n) }, part, lines);
+    return this.writer.write({ id, file: (n) => this.partFile(id, n), header: (n) => this.header(id, n) }, part, bodies);
   }
 
   /** Runs `task` holding the conversation's lock (see `ConversationLock.run`); a write first makes the folder. */

@@ -97,11 +97,10 @@ export class PartWriter {
   }
 
   /**
-   * Appends `lines`, each a record's line without its newline, from part `part` on; resolves to
-   * where each line landed, in order.
+   * Appends `bodies` (each a record's line with its newline, in UTF-8) from part `part` on; resolves
+   * to where each line landed, in order.
    */
-  async write(files: PartFiles, part: number, lines: readonly string[]): Promise<LineLocation[]> {
-    const bodies = linesAsBytes(lines);
+  async write(files: PartFiles, part: number, bodies: readonly Buffer[]): Promise<LineLocation[]> {
     const landed: LineLocation[] = [];
     let next = 0;
     while (next < bodies.length) {
@@ -181,7 +180,7 @@ export class PartWriter {
     const data =
       end === next
         ? Buffer.from(`${lead}${JSON.stringify({ v: PART_END_VERSION, kind: PART_END_KIND, next: part + 1 })}\n`, 'utf8')
-        : withLead(lead, bodies, next, end);
+        : Buffer.concat([Buffer.from(lead, 'utf8'), ...bodies.slice(next, end)]);
     try {
       await writeAll(handle, data);
       await handle.datasync();
@@ -240,32 +239,4 @@ function headerIdOf(head: string): string | undefined {
   const newline = head.indexOf('\n');
   const value = safeJson(newline < 0 ? head : head.slice(0, newline));
   return isRecord(value) && value.kind === HEADER_KIND && typeof value.id === 'string' ? value.id : undefined;
-}
-
-/**
- * Each line with its newline, as bytes: views of one buffer the lines are written into one after
- * another, so that no line is copied into a string of its own first (a compaction's line can take
- * tens of kilobytes of the editor's heap).
- */
-function linesAsBytes(lines: readonly string[]): Buffer[] {
-  const sizes = lines.map((line) => Buffer.byteLength(line, 'utf8') + 1);
-  const all = Buffer.allocUnsafe(sizes.reduce((sum, size) => sum + size, 0));
-  const bodies: Buffer[] = [];
-  let offset = 0;
-  lines.forEach((line, i) => {
-    const end = offset + sizes[i]!;
-    all.write(line, offset, 'utf8');
-    all[end - 1] = 0x0a;
-    bodies.push(all.subarray(offset, end));
-    offset = end;
-  });
-  return bodies;
-}
-
-/** `lead`, then the bytes of `bodies` from `next` to `end`, which lie one after another in one buffer (`linesAsBytes`). */
-function withLead(lead: string, bodies: readonly Buffer[], next: number, end: number): Buffer {
-  const first = bodies[next]!;
-  const last = bodies[end - 1]!;
-  const joined = Buffer.from(first.buffer, first.byteOffset, last.byteOffset + last.length - first.byteOffset);
-  return lead === '' ? joined : Buffer.concat([Buffer.from(lead, 'utf8'), joined]);
 }

@@ -11,9 +11,15 @@ import {
   recordLineSchema,
 } from './schemas';
 
-/** A record as it is written: its line, and the record that line holds (cut when it was too long). */
+/**
+ * A record as it is written: its line with its newline, as bytes, and the record that line holds (cut
+ * when it was too long). The line's text is made into bytes as soon as it is made and let go: it is
+ * as long as the record's content, and held on the editor's heap while the other records are checked
+ * and the write waits for the lock and the disk, the runtime would copy it at each collection of
+ * young objects in between.
+ */
 export interface RecordLine {
-  readonly line: string;
+  readonly bytes: Buffer;
   readonly stored: LogRecord;
 }
 
@@ -143,13 +149,23 @@ export async function recordLines(records: readonly LogRecord[], maxRecordBytes:
   for (const record of records) {
     await letGo();
     const line = await checkedLine(record, letGo);
-    if (Buffer.byteLength(line) <= maxRecordBytes) {
-      lines.push({ line, stored: record });
+    const bytes = bytesOf(line);
+    if (bytes.length - 1 <= maxRecordBytes) {
+      lines.push({ bytes, stored: record });
       continue;
     }
     await letGo();
     const stored = capRecord(line, maxRecordBytes);
-    lines.push({ line: await checkedLine(stored, letGo), stored });
+    lines.push({ bytes: bytesOf(await checkedLine(stored, letGo)), stored });
   }
   return lines;
+}
+
+/** `line` and its newline, in UTF-8. */
+function bytesOf(line: string): Buffer {
+  const size = Buffer.byteLength(line, 'utf8');
+  const bytes = Buffer.allocUnsafe(size + 1);
+  bytes.write(line, 0, 'utf8');
+  bytes[size] = 0x0a;
+  return bytes;
 }
