@@ -330,7 +330,7 @@ async function main(): Promise<void> {
         `- long agentic turns at ${formatNumber(t.window)} tokens (provider counting ${PROVIDER_RATIO}× the local tokenizer): ${t.sessions} sessions, ${t.requests} requests, ` +
         `${formatNumber(t.tool_calls)} tool calls, ${formatNumber(t.messages)} messages, one file of ${formatNumber(t.large_write_tokens)} tokens written whole per request; overflow errors ${t.overflow_errors} (first request ${t.first_request_overflows}); ` +
         `${t.compactions} compactions (${t.summaries} summaries, the rest prunings), least freed ${t.min_gain_pct}%; ledger errors ${t.ledger_errors}; ` +
-        `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; longest stretch of the host's thread per compaction median ${round(t.host_stretch_ms_median, 2)} ms, ` +
+        `summarizer input ÷ unique ${round(t.summarizer_input_ratio, 3)}; longest stretch of the host's thread per compaction (the ${t.host_stretch_compactions} made again in one conversation kept open) median ${round(t.host_stretch_ms_median, 2)} ms, ` +
         `95th percentile ${round(t.host_stretch_ms_p95, 1)} ms, max ${round(t.host_stretch_ms_max, 1)} ms (${round(t.host_stretch_ms_max_collector, 1)} ms of it the collector) ` +
         `(with a core kept busy: 95th percentile ${round(t.host_stretch_ms_p95_busy, 1)} ms, max ${round(t.host_stretch_ms_max_busy, 1)} ms, ${round(t.host_stretch_ms_max_busy_collector, 1)} ms of it the collector; ` +
         `the host's heap collected during ${round(t.host_collected_share * 100, 1)}% of these compactions); ` +
