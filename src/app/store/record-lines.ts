@@ -13,10 +13,10 @@ import {
 
 /**
  * A record as it is written: its line with its newline, as bytes, and the record that line holds (cut
- * when it was too long). The line's text is made into bytes as soon as it is made and let go: it is
- * as long as the record's content, and held on the editor's heap while the other records are checked
- * and the write waits for the lock and the disk, the runtime would copy it at each collection of
- * young objects in between.
+ * when it was too long). The line's text, as long as the record's content, is made into bytes as soon
+ * as it is made and let go: kept as text on the editor's heap while the other records are checked and
+ * the write waits for the lock and the disk, it would be copied by each collection of young objects in
+ * between.
  */
 export interface RecordLine {
   readonly bytes: Buffer;
