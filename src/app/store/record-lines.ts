@@ -149,21 +149,22 @@ export async function recordLines(records: readonly LogRecord[], maxRecordBytes:
   for (const record of records) {
     await letGo();
     const line = await checkedLine(record, letGo);
-    const bytes = bytesOf(line);
-    if (bytes.length - 1 <= maxRecordBytes) {
-      lines.push({ bytes, stored: record });
+    const size = Buffer.byteLength(line, 'utf8');
+    if (size <= maxRecordBytes) {
+      lines.push({ bytes: bytesOf(line, size), stored: record });
       continue;
     }
+    // A line too long is cut before it is made into bytes: only the line stored is.
     await letGo();
     const stored = capRecord(line, maxRecordBytes);
-    lines.push({ bytes: bytesOf(await checkedLine(stored, letGo)), stored });
+    const cut = await checkedLine(stored, letGo);
+    lines.push({ bytes: bytesOf(cut, Buffer.byteLength(cut, 'utf8')), stored });
   }
   return lines;
 }
 
-/** `line` and its newline, in UTF-8. */
-function bytesOf(line: string): Buffer {
-  const size = Buffer.byteLength(line, 'utf8');
+/** `line` (`size` bytes in UTF-8) and its newline, in UTF-8. */
+function bytesOf(line: string, size: number): Buffer {
   const bytes = Buffer.allocUnsafe(size + 1);
   bytes.write(line, 0, 'utf8');
   bytes[size] = 0x0a;
