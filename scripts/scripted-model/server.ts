@@ -16,13 +16,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { loadTokenizer } from '../../src/core/tokenizer';
 import { Bill, costOf, type Charge, type Prices, type TokensByKind } from './bill';
 import { anthropicFormat } from './formats/anthropic';
 import {
   billedTokens,
   isRefusal,
-  scaledCount,
   type Accounted,
   type Answer,
   type CompletionApi,
@@ -46,7 +44,7 @@ import {
   type ScriptStep,
 } from './scenarios';
 import { breakStream, isLoopbackHost, MAX_BODY_BYTES, readBody, sendJson, waitUnlessClosed } from './http';
-import { familyRatio } from './tokens';
+import { tokenRule, type TokenRule } from './tokens';
 import { countPromptTokens, serverError, type ChatCompletionRequest } from './wire';
 
 export { OWNED_BY };
@@ -164,20 +162,20 @@ export interface ScriptedModelServer {
 
 /** Starts the server on 127.0.0.1 and resolves once it listens. */
 export async function startScriptedModelServer(options: ScriptedModelServerOptions = {}): Promise<ScriptedModelServer> {
-  const tokenizer = await loadTokenizer('o200k_base');
   const models = options.models ?? DEFAULT_MODELS;
   for (const model of models) assertWindow(model.window);
   const latencyMs = options.latencyMs ?? 0;
   assertLatency(latencyMs);
-  const count = (text: string): number => tokenizer.count(text);
+  // Chat Completions as the openai format serves it (the only one that may cut a prompt) is counted by OpenAI's rule.
+  const rule = tokenRule('openai');
   const prices = new Map(models.flatMap((model) => (model.prices ? [[model.id, model.prices] as const] : [])));
   const instance = new ScriptedModel(
-    makeFormat(options.format ?? 'openai', count, (answer) => {
+    makeFormat(options.format ?? 'openai', (answer) => {
       const found = prices.get(answer.model);
       return found ? costOf(billedTokens(answer), found) : undefined;
     }),
     models,
-    count,
+    rule,
     options.scenario ?? demoScenario,
     options.summaryScenario ?? summaryScenario,
     latencyMs,
@@ -187,16 +185,16 @@ export async function startScriptedModelServer(options: ScriptedModelServerOptio
   return instance;
 }
 
-function makeFormat(name: FormatName, count: (text: string) => number, cost: (answer: Answer) => number | undefined): WireFormat {
+function makeFormat(name: FormatName, cost: (answer: Answer) => number | undefined): WireFormat {
   switch (name) {
     case 'openai':
-      return openAIFormat(count);
+      return openAIFormat(tokenRule('openai'));
     case 'anthropic':
-      return anthropicFormat(scaledCount(count, familyRatio('anthropic')));
+      return anthropicFormat(tokenRule('anthropic'));
     case 'google':
-      return geminiFormat(scaledCount(count, familyRatio('google')));
+      return geminiFormat(tokenRule('google'));
     case 'openrouter':
-      return openRouterFormat(count, cost);
+      return openRouterFormat(cost);
   }
 }
 
@@ -227,7 +225,7 @@ class ScriptedModel implements ScriptedModelServer {
   constructor(
     private readonly wire: WireFormat,
     private readonly models: readonly ScriptedModelConfig[],
-    private readonly countText: (text: string) => number,
+    private readonly chatRule: TokenRule,
     private readonly scenario: Scenario,
     private readonly summaryScenario: Scenario,
     private readonly initialLatencyMs: number,
@@ -487,7 +485,7 @@ class ScriptedModel implements ScriptedModelServer {
     if (overflowMode === 'truncate' && this.wire.name === 'openai' && isChatRequest(call.native) && accounted.prompt.total > window) {
       // Ollama's way: the prompt loses its beginning, the system prompt included, and the usage
       // reports only what was read. The answer is made from what is left.
-      const cut = truncateToWindow(call.native, window, this.countText);
+      const cut = truncateToWindow(call.native, window, this.chatRule);
       entry.truncated = { sentTokens: accounted.prompt.total, droppedMessages: call.native.messages.length - cut.request.messages.length };
       call = { ...call, chat: cut.request, native: cut.request };
       accounted = api.account(call, now);
@@ -628,16 +626,12 @@ function parseControl<T>(schema: z.ZodType<T>, value: unknown): T {
 // Bodies and wire formats.
 
 /** Drops messages from the start of a request until its prompt fits `window` (the last one always stays). */
-function truncateToWindow(
-  request: ChatCompletionRequest,
-  window: number,
-  countText: (text: string) => number,
-): { request: ChatCompletionRequest; tokens: number } {
+function truncateToWindow(request: ChatCompletionRequest, window: number, rule: TokenRule): { request: ChatCompletionRequest; tokens: number } {
   let messages = request.messages;
-  let tokens = countPromptTokens(request, countText);
+  let tokens = countPromptTokens(request, rule);
   while (tokens > window && messages.length > 1) {
     messages = messages.slice(1);
-    tokens = countPromptTokens({ ...request, messages }, countText);
+    tokens = countPromptTokens({ ...request, messages }, rule);
   }
   return { request: { ...request, messages }, tokens };
 }

@@ -4,6 +4,7 @@
  * chunks, OpenAI-shaped errors).
  */
 import { z } from 'zod';
+import { renderedFunctions, type TokenRule } from './tokens';
 
 /** Text and tool arguments are streamed in about this many pieces. */
 const STREAM_PIECES = 3;
@@ -72,22 +73,33 @@ export function contentText(content: ChatMessage['content']): string {
 }
 
 /**
- * The prompt tokens the server reports: per message 4 plus its content text and each tool call's
- * name and arguments; 3 for the reply's priming; and the tool definitions as JSON when tools are
- * given. Close to, not the same as, what OpenAI bills; tests compare against this function.
+ * The prompt as the tokens OpenAI's rule (`tokens.ts`) reads, in order: the tool definitions as
+ * OpenAI renders them, then each message (its framing, its text, its tool calls), then the reply's
+ * priming. Framing is a token no text makes.
  */
-export function countPromptTokens(request: Pick<ChatCompletionRequest, 'messages' | 'tools'>, countText: (text: string) => number): number {
-  let total = 3;
+export function chatPromptPieces(request: Pick<ChatCompletionRequest, 'messages' | 'tools'>, rule: TokenRule): string[] {
+  const out: string[] = [];
+  const framing = (what: string, n: number): void => {
+    for (let i = 0; i < n; i++) out.push(`\u0000${what}${i}`);
+  };
+  if (request.tools && request.tools.length > 0) out.push(...rule.tokens(renderedFunctions(request.tools.map((t) => t.function))));
   for (const message of request.messages) {
-    total += 4 + countText(contentText(message.content));
+    framing(message.role, rule.perMessage);
+    out.push(...rule.tokens(contentText(message.content)));
     if (message.role === 'assistant') {
       for (const call of message.tool_calls ?? []) {
-        total += countText(call.function.name) + countText(call.function.arguments);
+        framing('call', rule.perToolCall);
+        out.push(...rule.tokens(call.function.name), ...rule.tokens(call.function.arguments));
       }
     }
   }
-  if (request.tools && request.tools.length > 0) total += countText(JSON.stringify(request.tools));
-  return total;
+  framing('reply', rule.perRequest);
+  return out;
+}
+
+/** The prompt tokens the server reports for a Chat Completions request: `chatPromptPieces`, counted. */
+export function countPromptTokens(request: Pick<ChatCompletionRequest, 'messages' | 'tools'>, rule: TokenRule): number {
+  return chatPromptPieces(request, rule).length;
 }
 
 export interface Completion {

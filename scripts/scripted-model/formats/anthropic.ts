@@ -20,6 +20,7 @@ import {
   type WireFormat,
 } from './format';
 import { formatPath, type CacheHolder } from './openai-chat';
+import type { TokenRule } from '../tokens';
 
 const cacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() });
 
@@ -98,26 +99,37 @@ const asBlocks = (content: string | Block[]): Block[] => (typeof content === 'st
 const ttlOf = (marker: z.infer<typeof cacheControl> | null | undefined): CacheTtl | undefined => (marker ? (marker.ttl ?? '5m') : undefined);
 
 /**
- * The prompt's blocks in the order the model reads them (tools, system, messages). The tool choice
- * and the thinking settings are part of what the messages' cache is keyed on: changing them
+ * The prompt's blocks in the order the model reads them (the tool-use prompt the API adds when tools
+ * are offered, tools, system, messages), each counted by Anthropic's rule with its framing. The tool
+ * choice and the thinking settings are part of what the messages' cache is keyed on: changing them
  * invalidates the messages, not the tools or the system prompt.
  */
-export function promptBlocks(request: MessagesRequest, count: (text: string) => number): PromptBlock[] {
+export function promptBlocks(request: MessagesRequest, rule: TokenRule): PromptBlock[] {
   const blocks: PromptBlock[] = [];
-  const push = (key: string, text: string, marker: CacheTtl | undefined): void => {
-    blocks.push({ key, tokens: count(text), ...(marker ? { breakpoint: marker } : {}) });
+  const push = (key: string, tokens: number, marker: CacheTtl | undefined): void => {
+    blocks.push({ key, tokens, ...(marker ? { breakpoint: marker } : {}) });
   };
+  if ((request.tools ?? []).length > 0) {
+    const hidden = rule.toolUsePrompt(request.tool_choice?.type);
+    push(`tool-use-prompt:${hidden}`, hidden, undefined);
+  }
   for (const t of request.tools ?? []) {
     const definition = JSON.stringify(withoutMarker(t));
-    push(`tool:${definition}`, definition, ttlOf(t.cache_control));
+    push(`tool:${definition}`, rule.count(definition), ttlOf(t.cache_control));
   }
   for (const b of request.system === undefined ? [] : asBlocks(request.system))
-    push(`system:${JSON.stringify(withoutMarker(b))}`, blockText(b), ttlOf(b.cache_control));
+    push(`system:${JSON.stringify(withoutMarker(b))}`, rule.count(blockText(b)), ttlOf(b.cache_control));
   const settings = JSON.stringify({ tool_choice: request.tool_choice ?? null, thinking: request.thinking ?? null });
   request.messages.forEach((message, m) => {
-    for (const b of asBlocks(message.content)) {
-      push(`${m === 0 ? settings : ''}${message.role}:${JSON.stringify(withoutMarker(b))}`, blockText(b), ttlOf(b.cache_control));
-    }
+    asBlocks(message.content).forEach((b, i) => {
+      const framing =
+        (i === 0 ? rule.perMessage : 0) + (b.type === 'tool_use' ? rule.perToolCall : b.type === 'tool_result' ? rule.perToolResult : 0);
+      push(
+        `${m === 0 ? settings : ''}${message.role}:${JSON.stringify(withoutMarker(b))}`,
+        framing + rule.count(blockText(b)),
+        ttlOf(b.cache_control),
+      );
+    });
   });
   const automatic = ttlOf(request.cache_control);
   const last = blocks.at(-1);
@@ -235,7 +247,7 @@ function streamFrames(answer: Answer): string[] {
   return frames;
 }
 
-function messagesApi(cache: CacheHolder<AnthropicCacheState>, count: (text: string) => number): CompletionApi {
+function messagesApi(cache: CacheHolder<AnthropicCacheState>, rule: TokenRule): CompletionApi {
   return {
     parse(json): ModelCall | Refusal {
       const parsed = messagesRequestSchema.safeParse(json);
@@ -251,7 +263,7 @@ function messagesApi(cache: CacheHolder<AnthropicCacheState>, count: (text: stri
       return { model: request.model, chat: toChat(request), stream: request.stream === true, maxTokens: request.max_tokens, native: request };
     },
     account(call, now): Accounted | Refusal {
-      const result = applyAnthropicCache(cache.state, { model: call.model, blocks: promptBlocks(call.native as MessagesRequest, count) }, now);
+      const result = applyAnthropicCache(cache.state, { model: call.model, blocks: promptBlocks(call.native as MessagesRequest, rule) }, now);
       if ('problem' in result) return anthropicError(400, 'invalid_request_error', result.problem);
       const { state, total, read, write5m, write1h } = result.outcome;
       return {
@@ -270,14 +282,14 @@ function messagesApi(cache: CacheHolder<AnthropicCacheState>, count: (text: stri
       stop_sequence: null,
       usage: usageJson(answer),
     }),
-    countOutput: (text) => count(text),
+    countOutput: (text) => rule.count(text),
     toolCallId: (n) => `toolu_offline_scripted_${n}`,
   };
 }
 
-export function anthropicFormat(count: (text: string) => number): WireFormat {
+export function anthropicFormat(rule: TokenRule): WireFormat {
   const cache: CacheHolder<AnthropicCacheState> = { state: new Map() };
-  const messages = messagesApi(cache, count);
+  const messages = messagesApi(cache, rule);
   return {
     name: 'anthropic',
     root: '/v1',

@@ -152,8 +152,3 @@ export function header(headers: IncomingHttpHeaders, name: string): string | und
 export function hasBearer(headers: IncomingHttpHeaders): boolean {
   return /^Bearer\s+\S+/i.test(header(headers, 'authorization') ?? '');
 }
-
-/** Counts scaled by a provider's ratio to o200k, rounded up: a deterministic stand-in for its own tokenizer. */
-export function scaledCount(count: (text: string) => number, ratio: number): (text: string) => number {
-  return (text) => (text ? Math.ceil(count(text) * ratio) : 0);
-}

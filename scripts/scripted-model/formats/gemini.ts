@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { applyGeminiCache, type GeminiCacheState, type GeminiPart } from '../caching/gemini-cache';
 import { pieces, type ChatCompletionRequest, type ChatMessage } from '../wire';
 import { dataFrame, header, type Accounted, type Answer, type CompletionApi, type ModelCall, type Refusal, type WireFormat } from './format';
+import type { TokenRule } from '../tokens';
 import { formatPath, type CacheHolder } from './openai-chat';
 
 const part = z.looseObject({
@@ -62,16 +63,20 @@ function partText(p: Part): string {
   return p.text ?? '';
 }
 
-/** The request's parts in the order the model reads them: system instruction, tools, then each turn. */
-export function requestParts(request: GenerateContent, count: (text: string) => number): GeminiPart[] {
+/** The request's parts in the order the model reads them (system instruction, tools, then each turn), counted by Gemini's rule. */
+export function requestParts(request: GenerateContent, rule: TokenRule): GeminiPart[] {
   const parts: GeminiPart[] = [];
-  for (const p of request.systemInstruction?.parts ?? []) parts.push({ key: `system:${JSON.stringify(p)}`, tokens: count(partText(p)) });
+  for (const p of request.systemInstruction?.parts ?? []) parts.push({ key: `system:${JSON.stringify(p)}`, tokens: rule.count(partText(p)) });
   if (request.tools && request.tools.length > 0) {
     const tools = JSON.stringify(request.tools);
-    parts.push({ key: `tools:${tools}:${JSON.stringify(request.toolConfig ?? null)}`, tokens: count(tools) });
+    parts.push({ key: `tools:${tools}:${JSON.stringify(request.toolConfig ?? null)}`, tokens: rule.count(tools) });
   }
-  for (const turn of request.contents)
-    for (const p of turn.parts) parts.push({ key: `${turn.role ?? 'user'}:${JSON.stringify(p)}`, tokens: count(partText(p)) });
+  for (const turn of request.contents) {
+    turn.parts.forEach((p, i) => {
+      const framing = (i === 0 ? rule.perMessage : 0) + (p.functionCall ? rule.perToolCall : p.functionResponse ? rule.perToolResult : 0);
+      parts.push({ key: `${turn.role ?? 'user'}:${JSON.stringify(p)}`, tokens: framing + rule.count(partText(p)) });
+    });
+  }
   return parts;
 }
 
@@ -158,7 +163,7 @@ function chunk(answer: Answer, parts: readonly Part[], last: boolean): Record<st
   };
 }
 
-function generateApi(cache: CacheHolder<GeminiCacheState>, count: (text: string) => number): CompletionApi {
+function generateApi(cache: CacheHolder<GeminiCacheState>, rule: TokenRule): CompletionApi {
   return {
     parse(json, from): ModelCall | Refusal {
       const parsed = generateContentSchema.safeParse(json);
@@ -181,7 +186,7 @@ function generateApi(cache: CacheHolder<GeminiCacheState>, count: (text: string)
       };
     },
     account(call, now): Accounted {
-      const outcome = applyGeminiCache(cache.state, { model: call.model, parts: requestParts(call.native as GenerateContent, count) }, now);
+      const outcome = applyGeminiCache(cache.state, { model: call.model, parts: requestParts(call.native as GenerateContent, rule) }, now);
       return {
         prompt: { total: outcome.total, cacheRead: outcome.cached, cacheWrite5m: 0, cacheWrite1h: 0 },
         commit: () => (cache.state = new Map([...cache.state, ...outcome.state])),
@@ -194,16 +199,16 @@ function generateApi(cache: CacheHolder<GeminiCacheState>, count: (text: string)
       return chunks.map((parts, i) => dataFrame(chunk(answer, parts, i === chunks.length - 1)));
     },
     json: (answer) => chunk(answer, [...(answer.text !== undefined ? [{ text: answer.text }] : []), ...functionCallParts(answer)], true),
-    countOutput: (text) => count(text),
+    countOutput: (text) => rule.count(text),
     toolCallId: (n) => `call_gemini_${n}`,
   };
 }
 
 const GENERATE = /^\/v1beta\/models\/([^/:]+):(streamGenerateContent|generateContent)$/;
 
-export function geminiFormat(count: (text: string) => number): WireFormat {
+export function geminiFormat(rule: TokenRule): WireFormat {
   const cache: CacheHolder<GeminiCacheState> = { state: new Map() };
-  const generate = generateApi(cache, count);
+  const generate = generateApi(cache, rule);
   return {
     name: 'google',
     root: '/v1beta',

@@ -3,47 +3,33 @@
  * serve it, with OpenAI's automatic prompt caching: the part of the prompt read from the cache is
  * reported as `usage.prompt_tokens_details.cached_tokens`, within `prompt_tokens`.
  */
-import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { z } from 'zod';
 import { applyOpenAICache, type OpenAICacheState } from '../caching/openai-cache';
 import {
   chatCompletionRequestSchema,
   completionObject,
-  contentText,
+  chatPromptPieces,
   invalidRequest,
   streamEvents,
   type ChatCompletionRequest,
-  type ChatMessage,
   type Completion,
 } from '../wire';
 import { dataFrame, type Accounted, type Answer, type CompletionApi, type ModelCall, type Refusal } from './format';
-
-const asPlainText = { disallowedSpecial: new Set<string>() };
-
-/** The tokens of text as o200k encodes it, special tokens read as plain text. */
-export function encodeText(text: string): number[] {
-  return text ? encode(text, asPlainText) : [];
-}
-
-const ROLE_MARK: Record<ChatMessage['role'], number> = { system: -10, developer: -11, user: -12, assistant: -13, tool: -14 };
+import type { TokenRule } from '../tokens';
 
 /**
- * The prompt as a sequence of tokens in the order the model reads it: the tool definitions, then each
- * message (four tokens of framing, its text, its tool calls), then three to prime the reply. As many
- * tokens as `countPromptTokens` counts; the framing is written as ids no text encodes to.
+ * The prompt as token ids in the order the model reads them (`chatPromptPieces`): each piece's hash,
+ * so that the cache compares prompts token by token.
  */
-export function chatPromptTokens(request: Pick<ChatCompletionRequest, 'messages' | 'tools'>): number[] {
-  const ids: number[] = [];
-  if (request.tools && request.tools.length > 0) ids.push(...encodeText(JSON.stringify(request.tools)));
-  for (const message of request.messages) {
-    ids.push(-1, -2, -3, ROLE_MARK[message.role]);
-    ids.push(...encodeText(contentText(message.content)));
-    if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? []) ids.push(...encodeText(call.function.name), ...encodeText(call.function.arguments));
-    }
-  }
-  ids.push(-4, -5, -6);
-  return ids;
+export function chatPromptTokens(request: Pick<ChatCompletionRequest, 'messages' | 'tools'>, rule: TokenRule): number[] {
+  return chatPromptPieces(request, rule).map(pieceId);
+}
+
+/** FNV-1a of a piece: the same piece, the same id. */
+function pieceId(piece: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < piece.length; i++) hash = Math.imul(hash ^ piece.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
 }
 
 /** The fields OpenAI's prompt caching reads from a request. */
@@ -57,7 +43,7 @@ export interface CacheHolder<T> {
   state: T;
 }
 
-export function chatCompletionsApi(cache: CacheHolder<OpenAICacheState>, count: (text: string) => number): CompletionApi {
+export function chatCompletionsApi(cache: CacheHolder<OpenAICacheState>, rule: TokenRule): CompletionApi {
   return {
     parse(json): ModelCall | Refusal {
       const parsed = chatCompletionRequestSchema.safeParse(json);
@@ -83,7 +69,7 @@ export function chatCompletionsApi(cache: CacheHolder<OpenAICacheState>, count: 
         cache.state,
         {
           model: call.model,
-          tokens: chatPromptTokens(call.chat),
+          tokens: chatPromptTokens(call.chat, rule),
           ...(options.prompt_cache_key ? { cacheKey: options.prompt_cache_key } : {}),
           ...(options.prompt_cache_retention ? { retention: options.prompt_cache_retention } : {}),
         },
@@ -100,7 +86,7 @@ export function chatCompletionsApi(cache: CacheHolder<OpenAICacheState>, count: 
     },
     end: 'data: [DONE]\n\n',
     json: (answer) => completionObject(toCompletion(answer)),
-    countOutput: (text) => count(text),
+    countOutput: (text) => rule.count(text),
   };
 }
 

@@ -9,6 +9,7 @@ import { applyOpenAICache, type OpenAICacheState } from '../caching/openai-cache
 import { contentText, invalidRequest, pieces, type ChatCompletionRequest, type ChatMessage } from '../wire';
 import { namedFrame, type Accounted, type Answer, type CompletionApi, type ModelCall, type Refusal } from './format';
 import { chatPromptTokens, formatPath, type CacheHolder } from './openai-chat';
+import type { TokenRule } from '../tokens';
 
 const textPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 const itemContent = z.union([z.string(), z.array(textPart)]);
@@ -49,7 +50,7 @@ interface ResponsesCall {
   readonly items: readonly InputItem[];
 }
 
-export function responsesApi(cache: CacheHolder<OpenAICacheState>, count: (text: string) => number): CompletionApi {
+export function responsesApi(cache: CacheHolder<OpenAICacheState>, rule: TokenRule): CompletionApi {
   /** Output items by id, as the API stores them for `item_reference`. */
   const stored = new Map<string, InputItem>();
   return {
@@ -86,7 +87,7 @@ export function responsesApi(cache: CacheHolder<OpenAICacheState>, count: (text:
         cache.state,
         {
           model: call.model,
-          tokens: chatPromptTokens(call.chat),
+          tokens: chatPromptTokens(call.chat, rule),
           ...(request.prompt_cache_key ? { cacheKey: request.prompt_cache_key } : {}),
           ...(request.prompt_cache_retention ? { retention: request.prompt_cache_retention } : {}),
         },
@@ -107,7 +108,7 @@ export function responsesApi(cache: CacheHolder<OpenAICacheState>, count: (text:
       remember(stored, output, call);
       return responseObject(answer, output, 'completed');
     },
-    countOutput: (text) => count(text),
+    countOutput: (text) => rule.count(text),
     overflow: () => ({
       status: 400,
       body: {

@@ -8,14 +8,15 @@ import { contextLengthExceeded, defaultErrorBody, invalidRequest } from '../wire
 import type { ListedModel, WireFormat } from './format';
 import { chatCompletionsApi, type CacheHolder } from './openai-chat';
 import { responsesApi } from './openai-responses';
+import type { TokenRule } from '../tokens';
 
 /** What `/v1/models` reports as the owner of every model: nobody should mistake it for a real one. */
 export const OWNED_BY = 'longrun-offline-scripted-model';
 
-export function openAIFormat(count: (text: string) => number): WireFormat {
+export function openAIFormat(rule: TokenRule): WireFormat {
   const cache: CacheHolder<OpenAICacheState> = { state: new Map() };
-  const chat = chatCompletionsApi(cache, count);
-  const responses = responsesApi(cache, count);
+  const chat = chatCompletionsApi(cache, rule);
+  const responses = responsesApi(cache, rule);
   const describe = (model: ListedModel, window: number = model.window) => ({
     id: model.id,
     object: 'model',

@@ -16,19 +16,9 @@ import type { AnthropicCacheState, CacheTtl, PromptBlock } from '../caching/anth
 import { applyAnthropicCache } from '../caching/anthropic-cache';
 import { applyGeminiCache, type GeminiCacheState } from '../caching/gemini-cache';
 import { applyOpenAICache, type OpenAICacheState } from '../caching/openai-cache';
-import { familyRatio } from '../tokens';
+import { tokenRule, type TokenRule } from '../tokens';
 import { chatCompletionRequestSchema, completionObject, streamEvents, type ChatCompletionRequest, type Completion } from '../wire';
-import {
-  dataFrame,
-  hasBearer,
-  scaledCount,
-  type Accounted,
-  type Answer,
-  type CompletionApi,
-  type ModelCall,
-  type Refusal,
-  type WireFormat,
-} from './format';
+import { dataFrame, hasBearer, type Accounted, type Answer, type CompletionApi, type ModelCall, type Refusal, type WireFormat } from './format';
 import { chatPromptTokens, formatPath, type CacheHolder } from './openai-chat';
 
 function routerError(code: number, message: string, metadata?: Record<string, unknown>): Refusal {
@@ -49,12 +39,14 @@ const ttlOf = (marker: Marker): CacheTtl | undefined => (marker && typeof marker
 const withoutMarker = (value: object): object => Object.fromEntries(Object.entries(value).filter(([key]) => key !== 'cache_control'));
 
 /** A Chat Completions request as Anthropic's content blocks, with the breakpoints its markers set. */
-export function chatBlocks(request: ChatCompletionRequest, count: (text: string) => number): PromptBlock[] {
+export function chatBlocks(request: ChatCompletionRequest, rule: TokenRule): PromptBlock[] {
   const blocks: PromptBlock[] = [];
-  const push = (key: string, text: string, marker: Marker): void => {
+  const push = (key: string, text: string, marker: Marker, framing = 0): void => {
     const ttl = ttlOf(marker);
-    blocks.push({ key, tokens: count(text), ...(ttl ? { breakpoint: ttl } : {}) });
+    blocks.push({ key, tokens: framing + rule.count(text), ...(ttl ? { breakpoint: ttl } : {}) });
   };
+  const hidden = (request.tools ?? []).length > 0 ? rule.toolUsePrompt(anthropicChoice(request.tool_choice)) : 0;
+  if (hidden > 0) blocks.push({ key: `tool-use-prompt:${hidden}`, tokens: hidden });
   for (const tool of request.tools ?? []) {
     const definition = JSON.stringify(withoutMarker(tool));
     push(`tool:${definition}`, definition, (tool as { cache_control?: Marker }).cache_control);
@@ -62,15 +54,22 @@ export function chatBlocks(request: ChatCompletionRequest, count: (text: string)
   for (const message of request.messages) {
     const start = blocks.length;
     const content = message.content;
+    // The message's framing goes with its first block; a tool result's with its content.
+    const framing = (): number => (blocks.length === start ? rule.perMessage + (message.role === 'tool' ? rule.perToolResult : 0) : 0);
     if (Array.isArray(content)) {
       for (const part of content)
-        push(`${message.role}:${JSON.stringify(withoutMarker(part))}`, part.text ?? '', (part as { cache_control?: Marker }).cache_control);
+        push(
+          `${message.role}:${JSON.stringify(withoutMarker(part))}`,
+          part.text ?? '',
+          (part as { cache_control?: Marker }).cache_control,
+          framing(),
+        );
     } else if (typeof content === 'string' && content !== '') {
-      push(`${message.role}:${content}`, content, undefined);
+      push(`${message.role}:${content}`, content, undefined, framing());
     }
     if (message.role === 'assistant') {
       for (const call of message.tool_calls ?? [])
-        push(`tool_use:${JSON.stringify(call)}`, `${call.function.name}${call.function.arguments}`, undefined);
+        push(`tool_use:${JSON.stringify(call)}`, `${call.function.name}${call.function.arguments}`, undefined, framing() + rule.perToolCall);
     }
     if (message.role === 'tool' && blocks.length > start)
       blocks[blocks.length - 1] = { ...blocks.at(-1)!, key: `tool_result:${message.tool_call_id}:${blocks.at(-1)!.key}` };
@@ -82,6 +81,12 @@ export function chatBlocks(request: ChatCompletionRequest, count: (text: string)
   const last = blocks.at(-1);
   if (automatic && last && !last.breakpoint) blocks[blocks.length - 1] = { ...last, breakpoint: automatic };
   return blocks;
+}
+
+/** A Chat Completions tool choice as Anthropic's: `required` is its `any`, a named function its `tool`. */
+function anthropicChoice(choice: ChatCompletionRequest['tool_choice']): string | undefined {
+  if (choice === undefined || choice === 'auto' || choice === 'none') return choice;
+  return choice === 'required' ? 'any' : 'tool';
 }
 
 /** What the provider of a model is, by OpenRouter's model id (`anthropic/claude-…`). */
@@ -96,8 +101,9 @@ interface Caches {
   openai: OpenAICacheState;
 }
 
-function chatApi(cache: CacheHolder<Caches>, count: (text: string) => number, costOf: (answer: Answer) => number | undefined): CompletionApi {
-  const countFor = (model: string) => scaledCount(count, familyRatio(upstream(model)));
+function chatApi(cache: CacheHolder<Caches>, costOf: (answer: Answer) => number | undefined): CompletionApi {
+  const rules = { anthropic: tokenRule('anthropic'), google: tokenRule('google'), openai: tokenRule('openai') };
+  const countFor = (model: string): TokenRule => rules[upstream(model)];
   const toCompletion = (answer: Answer): Completion => {
     const { total, cacheRead, cacheWrite5m, cacheWrite1h } = answer.prompt;
     const cost = costOf(answer);
@@ -160,7 +166,7 @@ function chatApi(cache: CacheHolder<Caches>, count: (text: string) => number, co
           commit: () => (cache.state.google = new Map([...cache.state.google, ...outcome.state])),
         };
       }
-      const outcome = applyOpenAICache(cache.state.openai, { model: call.model, tokens: chatPromptTokens(request) }, now);
+      const outcome = applyOpenAICache(cache.state.openai, { model: call.model, tokens: chatPromptTokens(request, counting) }, now);
       return {
         prompt: { total: outcome.total, cacheRead: outcome.cached, cacheWrite5m: 0, cacheWrite1h: 0 },
         commit: () => (cache.state.openai = new Map([...cache.state.openai, ...outcome.state])),
@@ -169,14 +175,14 @@ function chatApi(cache: CacheHolder<Caches>, count: (text: string) => number, co
     frames: (answer) => streamEvents(toCompletion(answer), true).map(dataFrame),
     end: 'data: [DONE]\n\n',
     json: (answer) => completionObject(toCompletion(answer)),
-    countOutput: (text, model) => countFor(model)(text),
+    countOutput: (text, model) => countFor(model).count(text),
     toolCallId: (n) => `call_openrouter_${n}`,
   };
 }
 
-export function openRouterFormat(count: (text: string) => number, costOf: (answer: Answer) => number | undefined): WireFormat {
+export function openRouterFormat(costOf: (answer: Answer) => number | undefined): WireFormat {
   const cache: CacheHolder<Caches> = { state: { anthropic: new Map(), google: new Map(), openai: new Map() } };
-  const chat = chatApi(cache, count, costOf);
+  const chat = chatApi(cache, costOf);
   const describe = (model: { id: string; name?: string; window: number; maxOutputTokens?: number }) => ({
     id: model.id,
     canonical_slug: model.id,

@@ -10,9 +10,9 @@ import { z } from 'zod';
 import { DEFAULT_CONFIG } from '../../../src/core/config';
 import { isContextOverflow } from '../../../src/core/overflow-error';
 import { buildDirective, DEFAULT_SYSTEM_PROMPT, SUMMARY_SECTIONS } from '../../../src/core/summary-request';
-import { loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
 import { demoScenario } from '../../../scripts/scripted-model/scenarios';
 import { startScriptedModelServer, type RecordedRequest, type ScriptedModelServer } from '../../../scripts/scripted-model/server';
+import { renderedFunctions, tokenRule } from '../../../scripts/scripted-model/tokens';
 import { chatCompletionRequestSchema, countPromptTokens, type ChatCompletionRequest } from '../../../scripts/scripted-model/wire';
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -72,11 +72,10 @@ const summaryDirective = (round: number, originalTask?: string, focus?: string):
 
 describe('offline scripted model server', () => {
   let server: ScriptedModelServer;
-  let tokenizer: TextTokenizer;
-  const count = (text: string): number => tokenizer.count(text);
+  const rule = tokenRule('openai');
+  const count = (text: string): number => rule.count(text);
 
   before(async () => {
-    tokenizer = await loadTokenizer('o200k_base');
     server = await startScriptedModelServer();
   });
   after(() => server.close());
@@ -97,7 +96,7 @@ describe('offline scripted model server', () => {
     );
   });
 
-  it('counts prompt tokens as 4 per message, 3 for the reply, plus tool call names, arguments and tool definitions', () => {
+  it("counts prompt tokens by OpenAI's rule: framing per message and tool call, the reply's priming, tool definitions as OpenAI renders them", () => {
     const tools = [{ type: 'function' as const, function: { name: 'read_file', parameters: { type: 'object' } } }];
     const request = chatCompletionRequestSchema.parse({
       model: 'scripted',
@@ -112,10 +111,19 @@ describe('offline scripted model server', () => {
       ],
       tools,
     });
+    const { perMessage, perToolCall, perRequest } = rule;
     const expected =
-      3 + (4 + count('hello')) + (4 + count('read_file') + count('{"path":"a.md"}')) + (4 + count('line one')) + count(JSON.stringify(tools));
-    assert.equal(countPromptTokens(request, count), expected);
-    assert.equal(countPromptTokens(chatCompletionRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: 'hello' }] }), count), 8);
+      perRequest +
+      (perMessage + count('hello')) +
+      (perMessage + perToolCall + count('read_file') + count('{"path":"a.md"}')) +
+      (perMessage + count('line one')) +
+      count(renderedFunctions(tools.map((t) => t.function)));
+    assert.equal(countPromptTokens(request, rule), expected);
+    assert.ok(count(renderedFunctions(tools.map((t) => t.function))) < count(JSON.stringify(tools)), 'rendered shorter than their JSON');
+    assert.equal(
+      countPromptTokens(chatCompletionRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: 'hello' }] }), rule),
+      perRequest + perMessage + count('hello'),
+    );
   });
 
   it('streams a completion through the AI SDK: the text arrives in pieces and inputTokens is the recorded prompt_tokens', async () => {
@@ -128,8 +136,8 @@ describe('offline scripted model server', () => {
     const body = recordedBody(record);
     assert.equal(body.stream, true);
     assert.equal(body.stream_options?.include_usage, true);
-    assert.equal(record.promptTokens, countPromptTokens(body, count));
-    assert.equal(record.promptTokens, 3 + 4 + count('Hello there'));
+    assert.equal(record.promptTokens, countPromptTokens(body, rule));
+    assert.equal(record.promptTokens, rule.perRequest + rule.perMessage + count('Hello there'));
     assert.equal(usage.inputTokens, record.promptTokens);
 
     const text = deltas.join('');
@@ -238,7 +246,7 @@ describe('offline scripted model server', () => {
 
   it('refuses a prompt one token over the window with OpenAI context_length_exceeded, and accepts one exactly at it', async () => {
     const request = { model: 'scripted-small', messages: [{ role: 'user', content: 'Fit me exactly into the window.' }] };
-    const tokens = countPromptTokens(chatCompletionRequestSchema.parse(request), count);
+    const tokens = countPromptTokens(chatCompletionRequestSchema.parse(request), rule);
 
     server.setWindow('scripted-small', tokens);
     assert.equal((await post(completions(server), request)).status, 200);
@@ -283,7 +291,7 @@ describe('offline scripted model server', () => {
         { role: 'assistant', content: 'Working on it.' },
         { role: 'user', content: 'What next?' },
       ];
-      const sent = countPromptTokens(chatCompletionRequestSchema.parse({ model: 'ollama-like', messages }), count);
+      const sent = countPromptTokens(chatCompletionRequestSchema.parse({ model: 'ollama-like', messages }), rule);
       assert.ok(sent > 200);
       const response = await post(completions(local), { model: 'ollama-like', messages, max_tokens: 4_096 });
       assert.equal(response.status, 200, 'no error, as Ollama gives none');
@@ -341,7 +349,7 @@ describe('offline scripted model server', () => {
 
   it("counts the requested output tokens against the window, with OpenAI's wording for that case", async () => {
     const request = { model: 'scripted-small', messages: [{ role: 'user', content: 'short' }] };
-    const tokens = countPromptTokens(chatCompletionRequestSchema.parse(request), count);
+    const tokens = countPromptTokens(chatCompletionRequestSchema.parse(request), rule);
     server.setWindow('scripted-small', tokens + 100);
     assert.equal((await post(completions(server), { ...request, max_tokens: 100 })).status, 200);
     const response = await post(completions(server), { ...request, max_completion_tokens: 101 });
