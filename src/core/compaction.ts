@@ -74,13 +74,15 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
   const tokensBefore = deps.counter.countMessages(view);
   const over = isOverWindow(request, tokensBefore);
   const conversational = view.filter((m) => m.role !== 'system' && !isSummaryMessage(m)).length;
-  if (request.reason === 'threshold' && !over && conversational < config.minMessages) {
-    return {
-      status: 'noop',
-      reason: `Not compacting: the conversation has ${conversational} messages and automatic compaction waits for ${config.minMessages}.`,
-    };
-  }
-  if (!config.pruning.enabled) return summarizeLog({ ...request, overWindow: over }, deps, started, view, view);
+  // Too few messages to summarize; a pruning that alone brings the view under the target still is made.
+  const waiting: CompactionOutcome | undefined =
+    request.reason === 'threshold' && !over && conversational < config.minMessages
+      ? {
+          status: 'noop',
+          reason: `Not compacting: the conversation has ${conversational} messages and automatic compaction waits for ${config.minMessages}.`,
+        }
+      : undefined;
+  if (!config.pruning.enabled) return waiting ?? summarizeLog({ ...request, overWindow: over }, deps, started, view, view);
 
   const basis = basisOf(log);
   const alreadyPruned = activePrunings(log).flatMap((p) => p.outputs.map((o) => prunedKey(o.messageId, o.toolCallId)));
@@ -124,6 +126,7 @@ export async function computeCompaction(request: CompactionRequest, deps: Compac
       if (plan.freed + cut.reduce((sum, c) => sum + c.saved, 0) >= excess) return pruned(firstTier);
     }
   }
+  if (waiting) return waiting;
   const summarizing: CompactionRequest = { ...request, overWindow: over };
   if (firstTier.length === 0) return summarizeLog(summarizing, deps, started, view, view);
   const first = pruned(firstTier);

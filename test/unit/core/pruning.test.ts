@@ -460,6 +460,24 @@ describe('a view over the window', () => {
     assert.equal(outcome.status, 'noop');
   });
 
+  it('prunes at the threshold with fewer messages than compaction waits for, when the pruning alone brings the view under the target', async () => {
+    const waiting = { ...defaults, minMessages: 20 };
+    const before = estimatingCounter().countMessages(modelView(twoReads, new EngineMemo()));
+    const { summarizer, run } = tiers(twoReads, { window: { limit: 40_000, source: 'model' }, config: waiting, pruneTarget: before - 5_000 });
+    const outcome = await run();
+    assert.equal(outcome.status, 'compacted', outcome.status === 'noop' ? outcome.reason : '');
+    if (outcome.status !== 'compacted') return;
+    assert.equal(summarizer.requests.length, 0);
+    assert.equal(outcome.compaction.entry, undefined, 'a pruning, no summary');
+    assert.ok(outcome.compaction.tokensAfter <= before - 5_000);
+    // Not enough to get under: it still waits, and asks for no summary.
+    const short = tiers(twoReads, { window: { limit: 40_000, source: 'model' }, config: waiting, pruneTarget: 100 });
+    const waited = await short.run();
+    assert.equal(waited.status, 'noop');
+    assert.match(waited.status === 'noop' ? waited.reason : '', /waits for 20/);
+    assert.equal(short.summarizer.requests.length, 0);
+  });
+
   it('summarizes after cutting when cutting cannot get it under the target', async () => {
     const { summarizer, run } = tiers(tenReads, { window: { limit: 8_000, source: 'model' }, config: defaults, pruneTarget: 600 });
     const outcome = await run();
