@@ -17,6 +17,10 @@ export interface RequestBasis {
   readonly localFixed?: number;
   /** The provider-to-local ratio learned for this model so far, when any. */
   readonly ratio?: number;
+  /** What the gauge counted for the request when it was sent (see `countContext`); the local count times `ratio` when absent. */
+  readonly expected?: number;
+  /** Of `expected`, the tokens added since the report it stands on; absent when it stands on none (a local count). */
+  readonly sinceReport?: number;
 }
 
 /** What a usage record of an older format (a round number, no basis) is given: it never applies. */
@@ -139,12 +143,14 @@ export function ratioEvidence(usages: readonly ReportedUsage[], model: string | 
  * So each report is compared with the one before it of the same system prompt and tools: what the
  * provider counted more (or less) for the messages that changed between them, over their local
  * count, is the ratio of messages whatever it adds to the rest. A report with no such report before
- * it (the first of a conversation) says only its whole ratio. When that is more than the prior's, its
- * system prompt and tools count as evidence too, as far as the messages compared so far do not yet
- * stand for them, token for token: the second request of a conversation has nothing else to go by
- * but a prior that may have been measured on another tokenizer, and what the provider adds can only
- * make the ratio read high, the side that does not overflow. When it is less, it counts for its
- * messages only.
+ * it (the first of a conversation) is weighed by what it holds (`firstReportRatio`): what it counted
+ * beyond the prior goes to its system prompt and tools as far as they, with the text a provider may
+ * add to them, are the more uncertain part, which they are unless its messages are many. When it
+ * counted more than the prior gives, its system prompt and tools count as evidence too, as far as the
+ * messages compared so far do not yet stand for them, token for token: the excess may be the
+ * messages' and a count too low overflows, so the ratio leans high, but by no more than the prior's
+ * own uncertainty (`priorSpread`) above what the report says of its messages: whatever the provider
+ * adds to the overhead moves it no further. When it counted less, it counts for its messages only.
  */
 export function learnedAddedRatio(usages: readonly ReportedUsage[], model: string | undefined, prior: RatioPrior = PLAIN_PRIOR): number | undefined {
   const reports: ReportedUsage[] = [];
@@ -166,15 +172,57 @@ export function learnedAddedRatio(usages: readonly ReportedUsage[], model: strin
   const compared = weight;
   for (const report of unpaired) {
     const local = report.localTokens!;
-    const ratio = report.inputTokens / local;
     const messages = Math.max(local - (fixedPart(report) ?? 0), MIN_REPORT_WEIGHT);
-    const tokens = ratio > prior.ratio ? Math.max(messages, local - compared) : messages;
+    const spread = priorSpread(prior);
+    const measured = Math.min(prior.ratio + spread, Math.max(prior.ratio - spread, firstReportRatio(report, prior)));
+    const whole = report.inputTokens / local;
+    // Above the prior, its system prompt and tools stand for the messages not yet compared, leaning
+    // high by no more than the prior is uncertain; below it, it counts for its messages only.
+    const ratio = whole > prior.ratio ? Math.min(whole, measured + spread) : measured;
+    const tokens = whole > prior.ratio ? Math.max(messages, local - compared) : messages;
     weighted += ratio * tokens;
     weight += tokens;
   }
   const ratio = (weighted + prior.ratio * prior.tokens) / (weight + prior.tokens);
   return Math.min(MAX_RATIO, Math.max(MIN_RATIO, ratio));
 }
+
+/**
+ * What a report with no report of the same system prompt and tools before it says of the messages'
+ * ratio. The provider counted `excess` more than the prior gives the whole request; the messages'
+ * ratio and the overhead's (the same tokenizer, other text) are uncertain by `priorSpread` each, and
+ * the overhead may hold text the provider adds, unseen, of up to `HIDDEN_OVERHEAD_SPREAD` tokens. The
+ * excess is shared out by those uncertainties (the messages' share of it is their covariance with
+ * the excess over its variance): on a first request that is mostly system prompt and tools, almost
+ * all of it goes to the overhead; on one that is mostly messages, to the messages.
+ */
+export function firstReportRatio(report: ReportedUsage, prior: RatioPrior = PLAIN_PRIOR): number {
+  const local = report.localTokens ?? 0;
+  if (!(local > 0)) return prior.ratio;
+  const fixed = fixedPart(report) ?? 0;
+  const spread = priorSpread(prior);
+  const excess = report.inputTokens - prior.ratio * local;
+  const variance = (spread * local) ** 2 + (spread * fixed) ** 2 + HIDDEN_OVERHEAD_SPREAD ** 2;
+  const shift = (excess * spread ** 2 * local) / variance;
+  return Math.min(MAX_RATIO, Math.max(MIN_RATIO, prior.ratio + shift));
+}
+
+/**
+ * How uncertain a prior ratio is: `PRIOR_SPREAD` of it for a figure weighing `RATIO_PRIOR_TOKENS`,
+ * more for one that weighs less (a figure measured with a stand-in tokenizer), less for one that
+ * weighs more (measured with the family's own).
+ */
+export function priorSpread(prior: RatioPrior): number {
+  return prior.ratio * PRIOR_SPREAD * Math.sqrt(RATIO_PRIOR_TOKENS / Math.max(1, prior.tokens));
+}
+
+/** A prior ratio of the usual weight is this far off (one standard deviation, a share of it). */
+const PRIOR_SPREAD = 0.04;
+/**
+ * What a provider may add, unseen, to a request's system prompt and tools (one standard deviation, in
+ * tokens): Anthropic's tool-use prompt is a few hundred, a gateway's or a chat template's may be more.
+ */
+const HIDDEN_OVERHEAD_SPREAD = 3_000;
 
 /**
  * What the provider counted for the messages that changed between `before` and `report`, over their
@@ -317,27 +365,44 @@ const TRUNCATION_SHARE_CALIBRATED = 0.94;
 /** Differences smaller than this are tokenizer noise, whatever the share. */
 const TRUNCATION_MIN_TOKENS_UNCALIBRATED = 256;
 const TRUNCATION_MIN_TOKENS_CALIBRATED = 128;
+/** What was added since the report an expectation stands on may count this much less than expected: a new kind of text. */
+const ADDED_SLACK = 0.2;
+/**
+ * The system prompt and tools, when no report of them stands behind an expectation, may count this
+ * much less than expected: a server's chat template renders tools its own way, and a ratio learned
+ * on requests whose overhead held text the server added reads high on a request of more messages.
+ */
+const OVERHEAD_SLACK = 0.5;
 
 export interface TruncationVerdict {
   /** Tokens the server said it read. */
   readonly reported: number;
-  /** Tokens it was expected to read: the local count of the request, scaled by the learned ratio. */
+  /** Tokens it was expected to read: the gauge's count of the request when it was sent. */
   readonly expected: number;
 }
+
+/** What a request was expected to count, as `RequestBasis` says it. */
+export type SentRequest = Pick<RequestBasis, 'localTokens' | 'localFixed' | 'ratio' | 'expected' | 'sinceReport'>;
 
 /**
  * Whether a server silently cut a prompt (Ollama drops the start of a prompt longer than its
  * context instead of refusing it): it reports noticeably fewer prompt tokens than were sent. Local
  * tokenizers of open models count more tokens than o200k for the same text, rarely fewer, so a
- * report far below the local count is not a tokenizer difference. With a ratio learned from the
- * same model's earlier reports the bar is tighter.
+ * report far below the local count is not a tokenizer difference. What was expected is the gauge's
+ * count of the request (its last report plus what was added since, else the local count scaled by
+ * the ratio learned); the bar leaves room for what in it no report stands for. With a ratio learned
+ * from the same model's earlier reports the bar is tighter. Only for a server that may cut a prompt
+ * (`mayCutPrompts`): any other's count only calibrates the estimate.
  */
-export function detectTruncation(reportedInput: number, localSent: number, ratio: number | undefined): TruncationVerdict | undefined {
-  if (!(localSent > 0) || !(reportedInput >= 0)) return undefined;
-  const expected = Math.round(localSent * (ratio ?? 1));
+export function detectTruncation(reportedInput: number, sent: SentRequest): TruncationVerdict | undefined {
+  const { localTokens, ratio } = sent;
+  if (!(localTokens > 0) || !(reportedInput >= 0)) return undefined;
+  const expected = sent.expected ?? Math.round(localTokens * (ratio ?? 1));
   const share = ratio === undefined ? TRUNCATION_SHARE_UNCALIBRATED : TRUNCATION_SHARE_CALIBRATED;
   const minTokens = ratio === undefined ? TRUNCATION_MIN_TOKENS_UNCALIBRATED : TRUNCATION_MIN_TOKENS_CALIBRATED;
-  if (expected - reportedInput < minTokens) return undefined;
-  if (reportedInput >= expected * share) return undefined;
+  const fixed = Math.min(Math.max(0, sent.localFixed ?? 0), localTokens);
+  const slack = sent.sinceReport !== undefined ? ADDED_SLACK * sent.sinceReport : OVERHEAD_SLACK * fixed * (ratio ?? 1);
+  if (expected - reportedInput < minTokens + slack) return undefined;
+  if (reportedInput >= expected * share - slack) return undefined;
   return { reported: reportedInput, expected };
 }

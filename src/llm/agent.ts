@@ -549,7 +549,7 @@ class StepRecorder {
     if (!usage) return;
     const { inputTokens, outputTokens } = usage;
     const sent = this.sent;
-    const verdict = this.options.detectTruncation ? detectTruncation(inputTokens, sent.localTokens, sent.ratio) : undefined;
+    const verdict = this.options.detectTruncation ? detectTruncation(inputTokens, sent) : undefined;
     const wrote = (usage.cacheWriteTokens ?? 0) > 0 && hints !== undefined && takesBreakpoints(hints.provider);
     this.pendingUsage = {
       ...usage,

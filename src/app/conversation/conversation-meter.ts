@@ -123,12 +123,17 @@ export class ConversationMeter {
     const tokens = this.tokensOfView(model.counter);
     const localTokens = tokens.total() + model.requestOverhead;
     const ratio = this.ratio(model.key);
+    const counted = this.count();
+    const added =
+      counted.source === 'provider+local' ? counted.tokens - (this.latestUsage?.inputTokens ?? 0) - (this.latestUsage?.outputTokens ?? 0) : undefined;
     return {
       basis: this.basis(),
       localTokens,
       localFraming: tokens.framing(),
       localFixed: model.requestOverhead,
       ...(ratio !== undefined ? { ratio } : {}),
+      expected: counted.tokens,
+      ...(added !== undefined ? { sinceReport: Math.max(0, added) } : {}),
       ...(model.key !== undefined ? { model: model.key } : {}),
     };
   }

@@ -4,6 +4,7 @@ import { errorText } from '../../core/errors';
 import type { LogRecord, SubagentEnding, SubagentEvent } from '../../core/log';
 import type { Message } from '../../core/messages';
 import { describeOverflow } from '../../core/overflow-error';
+import { mayCutPrompts, type ProviderKind } from '../../core/provider-kind';
 import type { Summarizer } from '../../core/ports';
 import type { RecallQuery } from '../../core/recall';
 import { stepLimit, type StepBudget } from '../../core/step-limit';
@@ -43,6 +44,8 @@ export interface SubagentModel {
   learnWindow(limit: number, why: string, lowerBound?: boolean): void;
   /** Whether it runs on one of Longrun's own endpoints (its usage is the server's own count). */
   readonly servedByEndpoint: boolean;
+  /** The API its endpoint speaks; undefined for a model of VS Code's. */
+  readonly provider?: ProviderKind;
 }
 
 /** What the chat shows of a subagent: a line when it starts, and one when it ends. */
@@ -234,7 +237,7 @@ class SubagentWork {
       ...(deps.telemetry ? { telemetry: deps.telemetry(this.id) } : {}),
       ...(maxOutputTokens !== undefined ? { maxOutputTokens: () => maxOutputTokens } : {}),
       timeouts: settings.timeouts,
-      detectTruncation: chosen.servedByEndpoint,
+      detectTruncation: chosen.servedByEndpoint && mayCutPrompts(chosen.provider),
       limit: (spent) => stepLimit(spent, this.budget, conversation.count().tokens + EXPECTED_ANSWER_TOKENS, WRAP_UP),
     });
   }

@@ -5,6 +5,7 @@ import { fileChange } from '../../core/file-changes';
 import { lastUsage, type CompactionReason, type LogRecord } from '../../core/history';
 import { text } from '../../core/messages';
 import { pendingAccounts } from '../../core/branch-account';
+import { mayCutPrompts } from '../../core/provider-kind';
 import { runAgentTurn, type AgentUi } from '../../llm/agent';
 import type { AgentFileEvent } from '../../llm/agent-tools';
 import type { CacheHints } from '../../llm/cache-hints';
@@ -214,8 +215,9 @@ export class AgentTurns {
       telemetry: models.telemetry().settings('longrun.agent', { 'longrun.conversation': conversation.id }),
       maxOutputTokens: () => models.maxOutputTokens(),
       timeouts: settings().timeouts,
-      // A server's usage is its own count of what it read; VS Code's models report a local estimate.
-      detectTruncation: models.servedByEndpoint(),
+      // A server's usage is its own count of what it read (VS Code's models report a local estimate),
+      // and only a server that may cut a prompt silently is suspected of it.
+      detectTruncation: models.servedByEndpoint() && mayCutPrompts(models.providerKind()),
       ...(advice ? { truncationAdvice: advice } : {}),
       windowIsLowerBound: () => models.windowIsLowerBound(),
     });

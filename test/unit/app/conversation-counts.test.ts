@@ -196,13 +196,17 @@ class Harness {
     const ratio = calibration && effectiveRatio(calibration, localTokens, localFraming);
     // What came since the last report is scaled by what the reports say of the messages added between them.
     const added = learnedAddedRatio(usageReports(log), model.key) ?? ratio ?? 1;
-    assert.deepEqual(c.count(), countContext(view, fresh, lastUsage(log), currentBasis(log), model.requestOverhead, ratio ?? 1, added), 'the count');
+    const counted = countContext(view, fresh, lastUsage(log), currentBasis(log), model.requestOverhead, ratio ?? 1, added);
+    assert.deepEqual(c.count(), counted, 'the count');
+    const report = lastUsage(log);
     assert.deepEqual(c.requestBasis(), {
       basis: currentBasis(log),
       localTokens,
       localFraming,
       localFixed: model.requestOverhead,
       ...(ratio !== undefined ? { ratio } : {}),
+      expected: counted.tokens,
+      ...(counted.source === 'provider+local' && report ? { sinceReport: counted.tokens - report.inputTokens - report.outputTokens } : {}),
       model: model.key,
     });
     const sum = (pick: (m: Message) => boolean) => view.filter(pick).reduce((total, m) => total + fresh.countMessage(m), 0);

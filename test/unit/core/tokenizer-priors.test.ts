@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { FAMILY_PRIOR_TOKENS, familyPrior, STAND_IN_PRIOR_TOKENS } from '../../../src/core/tokenizer-priors';
-import { learnedAddedRatio, learnedRatio, rememberedPrior, type ReportedUsage } from '../../../src/core/usage-calibration';
+import {
+  firstReportRatio,
+  learnedAddedRatio,
+  learnedRatio,
+  priorSpread,
+  rememberedPrior,
+  type ReportedUsage,
+} from '../../../src/core/usage-calibration';
 
 const report = (input: number, local: number, fixed?: number): ReportedUsage => ({
   anchorMessageId: 'a',
@@ -44,21 +51,37 @@ describe('the first guess: a prior ratio per model family', () => {
     assert.ok(STAND_IN_PRIOR_TOKENS < FAMILY_PRIOR_TOKENS / 5);
   });
 
-  it('scales what is added after the first report by that report as a whole when it says the provider counts more than the prior', () => {
+  it('leans high after a first report that counts more than the prior, by no more than the prior is uncertain, whatever the provider adds to the overhead', () => {
     // Longrun's first request: 1,650 tokens of system prompt and tools, a 50-token question; the
     // provider counts 1.276 for one local token of the whole (its own tool-use prompt included).
     const first = report(2_170, 1_700, 1_650);
-    const whole = 2_170 / 1_700;
     const claude = familyPrior('anthropic/claude-sonnet-4-5')!;
     const qwen = familyPrior('longrun/qwen2.5-coder:14b')!;
-    assert.equal(learnedAddedRatio([first], 'm', claude), (whole * 1_700 + claude.ratio * claude.tokens) / (1_700 + claude.tokens));
-    assert.equal(learnedAddedRatio([first], 'm', qwen), (whole * 1_700 + qwen.ratio * qwen.tokens) / (1_700 + qwen.tokens));
-    // Against Claude's stand-in figure the report is most of what is known.
-    assert.ok(learnedAddedRatio([first], 'm', claude)! > 1.25);
+    for (const prior of [claude, qwen]) {
+      const ratio = learnedAddedRatio([first], 'm', prior)!;
+      assert.ok(ratio > prior.ratio, `${ratio} leans above the prior ${prior.ratio}`);
+      assert.ok(ratio <= prior.ratio + priorSpread(prior) + 1e-9, `${ratio} within the prior's uncertainty`);
+      // Thousands of tokens more that the provider adds to the overhead move it no further.
+      const hidden = learnedAddedRatio([report(2_170 + 3_000, 1_700, 1_650)], 'm', prior)!;
+      assert.ok(hidden - ratio < 0.01, `${hidden} against ${ratio}`);
+    }
+    // Against Claude's stand-in figure the report is most of what is known, so it leans further.
+    assert.ok(learnedAddedRatio([first], 'm', claude)! - claude.ratio > learnedAddedRatio([first], 'm', qwen)! - qwen.ratio);
     // A report that says less (a provider that renders tools shorter) counts for its 50 tokens of messages only.
     const lower = report(1_500, 1_700, 1_650);
-    assert.equal(learnedAddedRatio([lower], 'm', qwen), ((1_500 / 1_700) * 50 + qwen.ratio * qwen.tokens) / (50 + qwen.tokens));
+    const measured = firstReportRatio(lower, qwen);
+    assert.ok(measured <= qwen.ratio && measured > qwen.ratio - 0.01, 'fifty tokens of messages say little of their ratio');
+    assert.equal(learnedAddedRatio([lower], 'm', qwen), (measured * 50 + qwen.ratio * qwen.tokens) / (50 + qwen.tokens));
     assert.equal(learnedAddedRatio([], 'm', qwen), undefined);
+  });
+
+  it('takes more of the ratio of a first report from its messages the more of them it holds', () => {
+    // 200 tokens of system prompt and tools, and messages, all counted 1.25 for one local token.
+    const prior = { ratio: 1, tokens: 1_000 };
+    const ratios = [50, 2_000, 20_000, 200_000].map((m) => firstReportRatio(report(Math.round(1.25 * (m + 200)), m + 200, 200), prior));
+    ratios.reduce((before, ratio) => (assert.ok(ratio > before, `${ratios.join(', ')}`), ratio), prior.ratio - 1e-9);
+    assert.ok(ratios[0]! - prior.ratio < 0.001, 'a question says nothing against what a provider may add to the overhead');
+    assert.ok(ratios.at(-1)! > 1.2, `a request of messages says their ratio: ${ratios.at(-1)}`);
   });
 
   it('weighs a report by all its tokens when it does not say how many are the system prompt, as before', () => {

@@ -189,17 +189,17 @@ describe('token accounting', () => {
 
   it('tells a prompt the server cut from a tokenizer that counts differently', () => {
     // Ollama read 2,048 of the ~6,000 tokens sent: cut.
-    assert.deepEqual(detectTruncation(2_048, 6_000, undefined), { reported: 2_048, expected: 6_000 });
+    assert.deepEqual(detectTruncation(2_048, { localTokens: 6_000 }), { reported: 2_048, expected: 6_000 });
     // An open model's tokenizer counting 10% fewer than o200k: not cut.
-    assert.equal(detectTruncation(5_400, 6_000, undefined), undefined);
+    assert.equal(detectTruncation(5_400, { localTokens: 6_000 }), undefined);
     // Small prompts: a few hundred tokens of difference are noise.
-    assert.equal(detectTruncation(100, 300, undefined), undefined);
+    assert.equal(detectTruncation(100, { localTokens: 300 }), undefined);
     // Calibrated: this model usually reports 1.3× the local count, so 6,000 for 6,000 sent is cut.
-    assert.ok(detectTruncation(6_000, 6_000, 1.3));
-    assert.equal(detectTruncation(7_700, 6_000, 1.3), undefined);
+    assert.ok(detectTruncation(6_000, { localTokens: 6_000, ratio: 1.3 }));
+    assert.equal(detectTruncation(7_700, { localTokens: 6_000, ratio: 1.3 }), undefined);
     // Calibrated, a cut of a few hundred tokens in a small window shows: 3,000 read of ~3,300 sent.
-    assert.ok(detectTruncation(3_000, 3_300, 1));
-    assert.equal(detectTruncation(3_000, 3_300, undefined), undefined);
+    assert.ok(detectTruncation(3_000, { localTokens: 3_300, ratio: 1 }));
+    assert.equal(detectTruncation(3_000, { localTokens: 3_300 }), undefined);
   });
 });
 
