@@ -194,7 +194,10 @@ export class Session implements vscode.Disposable {
 
   windowIsLowerBound(): boolean {
     const key = this.modelKey();
-    return key !== undefined && this.deps.windows.isLowerBound(key);
+    // Only while the cut prompt's window is the one in use: a stated window is never replaced by it.
+    return (
+      key !== undefined && this.deps.windows.isLowerBound(key) && this.windowInUse()?.window.limit === this.deps.windows.learnedWindow(key)?.limit
+    );
   }
 
   /**

@@ -2,7 +2,7 @@ import { lazily } from '../../core/lazy';
 import { z } from 'zod';
 import { isRecord } from '../../core/errors';
 import { outputReserveFor } from '../../core/context-window';
-import type { ProviderKind } from '../../core/provider-kind';
+import { DEFAULT_PROVIDER_KIND, mayCutPrompts, type ProviderKind } from '../../core/provider-kind';
 import type { DiscoveredWindow } from '../../llm/window-discovery';
 import { ModelCatalogue } from './model-catalogue';
 
@@ -29,6 +29,12 @@ export interface WindowInfo {
   readonly origin: string;
   /** True when the number is a guess. */
   readonly assumed: boolean;
+  /**
+   * True when it says what the model can hold rather than what its server runs it with (the
+   * catalogue's window of a model on an OpenAI-compatible server), so that a prompt the server cut
+   * may show it smaller, as it may an assumed one.
+   */
+  readonly loose?: boolean;
 }
 
 /** The numbers a model of an endpoint runs with. */
@@ -38,6 +44,13 @@ export interface EndpointWindow {
   readonly outputReserve: number;
   /** What the conversation may fill: the window less the reserve. */
   readonly inputLimit: number;
+}
+
+/** A window learned from the server: stated in an error, or suggested by a prompt it cut (`lowerBound`). */
+export interface LearnedWindow {
+  readonly limit: number;
+  readonly why: string;
+  readonly lowerBound?: boolean;
 }
 
 export const ASSUMED_WINDOW = 32_768;
@@ -86,7 +99,7 @@ export interface ModelWindowsDeps {
 }
 
 export class ModelWindows {
-  private readonly learned = new Map<string, { limit: number; why: string }>();
+  private readonly learned = new Map<string, LearnedWindow>();
   /** Learned windows that are lower bounds (a cut prompt shows the window holds at least what was read). */
   private readonly lowerBounds = new Set<string>();
   private readonly inFlight = new Map<string, Promise<void>>();
@@ -150,7 +163,7 @@ export class ModelWindows {
   learn(modelKey: string, limit: number, why: string, lowerBound = false): void {
     const known = this.learned.get(modelKey);
     if (known && known.limit <= limit) return;
-    this.learned.set(modelKey, { limit, why });
+    this.learned.set(modelKey, { limit, why, ...(lowerBound ? { lowerBound } : {}) });
     if (lowerBound) this.lowerBounds.add(modelKey);
     else this.lowerBounds.delete(modelKey);
     this.changed();
@@ -164,7 +177,7 @@ export class ModelWindows {
   observe(modelKey: string, used: number): boolean {
     const known = this.learned.get(modelKey);
     if (!known || used <= known.limit) return false;
-    if (this.lowerBounds.has(modelKey)) this.learned.set(modelKey, { ...known, limit: used });
+    if (this.lowerBounds.has(modelKey)) this.learned.set(modelKey, { ...known, limit: used, lowerBound: true });
     else this.learned.delete(modelKey);
     this.changed();
     return true;
@@ -175,7 +188,7 @@ export class ModelWindows {
     return this.learned.has(modelKey) && this.lowerBounds.has(modelKey);
   }
 
-  learnedWindow(modelKey: string): { limit: number; why: string } | undefined {
+  learnedWindow(modelKey: string): LearnedWindow | undefined {
     return this.learned.get(modelKey);
   }
 
@@ -240,7 +253,7 @@ function declaredWindow(
   if (overridden) return { ...overridden, assumed: false };
   if (found && found.limit > 0) return { limit: found.limit, origin: `from ${found.origin}`, assumed: false };
   const known = catalogue.catalogueWindow(configured.provider, modelId);
-  if (known) return { ...known, assumed: false };
+  if (known) return { ...known, assumed: false, ...(mayCutPrompts(configured.provider ?? DEFAULT_PROVIDER_KIND) ? { loose: true } : {}) };
   return {
     limit: ASSUMED_WINDOW,
     origin: 'assumed: the server states no window and the model catalogue does not know it; set "contextWindow" for it in longrun.endpoints',
@@ -253,9 +266,14 @@ export function learnedWins(declared: number, learned: number | undefined): lear
   return learned !== undefined && (declared <= 0 || learned < declared);
 }
 
-/** A window the server stated by refusing or cutting a request, when smaller than the declared one. */
-export function applyLearned(declared: WindowInfo, learned: { limit: number; why: string } | undefined): WindowInfo {
+/**
+ * A window the server stated by refusing a request, when smaller than the declared one; one a cut
+ * prompt suggests only when the declared one is assumed or loose: a window the provider, the
+ * catalogue or the user states is never shrunk by an inference.
+ */
+export function applyLearned(declared: WindowInfo, learned: LearnedWindow | undefined): WindowInfo {
   if (!learned || !learnedWins(declared.limit, learned.limit)) return declared;
+  if (learned.lowerBound && !declared.assumed && !declared.loose) return declared;
   return { limit: learned.limit, origin: learned.why, assumed: false };
 }
 
@@ -293,7 +311,7 @@ const SETTING_ORIGIN = 'from your longrun.contextWindow setting';
 export function windowFor(
   model: WindowedModel,
   setting: number | { readonly limit: number; readonly origin: string } | undefined,
-  learned: { limit: number; why: string } | undefined,
+  learned: LearnedWindow | undefined,
 ): EndpointWindow | undefined {
   const set = typeof setting === 'number' ? { limit: setting, origin: SETTING_ORIGIN } : setting;
   const fromSetting = set && set.limit > 0 ? applyLearned({ ...set, assumed: false }, learned) : undefined;
@@ -301,7 +319,7 @@ export function windowFor(
   if (fromSetting) return withReserve(fromSetting, undefined);
   const declaredInput = model.maxInputTokens > 0 ? model.maxInputTokens : undefined;
   const fromServer = learned ? withReserve({ limit: learned.limit, origin: learned.why, assumed: false }, undefined) : undefined;
-  if (declaredInput === undefined || (fromServer && fromServer.inputLimit < declaredInput)) return fromServer;
+  if (declaredInput === undefined || (fromServer && !learned?.lowerBound && fromServer.inputLimit < declaredInput)) return fromServer;
   return {
     window: { limit: declaredInput, origin: `declared by ${model.vendor}'s model in VS Code (maxInputTokens)`, assumed: false },
     outputReserve: 0,

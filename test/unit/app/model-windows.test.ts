@@ -127,6 +127,43 @@ describe('model windows: where the window comes from, in order', () => {
   });
 });
 
+describe('model windows: a cut prompt never shrinks a window that is stated', () => {
+  const cut = (registry: ModelWindows, at: string): void => registry.learn(at, 4_558, 'suggested by a prompt the server cut', true);
+
+  it("keeps the window the server's model list states, the user's setting and a native provider's catalogue window", async () => {
+    const { registry } = windows([fromServer(20_000)]);
+    await registry.ensure(target);
+    cut(registry, key);
+    assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 20_000, "the server's model list");
+    assert.equal(registry.forEndpointModel(target, key, { contextWindow: 16_000 }).window.limit, 16_000, "the user's setting");
+    const native = { baseUrl: 'https://api.openai.com/v1', modelId: 'gpt-4.1', provider: 'openai' as const };
+    const stated = registry.forEndpointModel(native, 'longrun/openai/gpt-4.1', { provider: 'openai' }).window;
+    cut(registry, 'longrun/openai/gpt-4.1');
+    assert.deepEqual(registry.forEndpointModel(native, 'longrun/openai/gpt-4.1', { provider: 'openai' }).window, stated, 'the catalogue');
+    assert.ok(stated.limit > 100_000);
+    const setting = windowFor({ kind: 'endpoint', resolved: registry.forEndpointModel(target, key, {}) }, 12_000, registry.learnedWindow(key));
+    assert.equal(setting?.window.limit, 12_000, 'longrun.contextWindow');
+  });
+
+  it('lowers an assumed window, and a catalogue window of a model on a server that may cut prompts', () => {
+    const { registry } = windows([]);
+    cut(registry, key);
+    const assumed = registry.forEndpointModel(target, key, {});
+    assert.equal(assumed.window.limit, 4_558);
+    assert.equal(assumed.window.origin, 'suggested by a prompt the server cut');
+    const local = { baseUrl: 'http://127.0.0.1:1234/v1', modelId: 'gpt-4.1' };
+    cut(registry, 'longrun/lmstudio/gpt-4.1');
+    assert.equal(registry.forEndpointModel(local, 'longrun/lmstudio/gpt-4.1', {}).window.limit, 4_558);
+  });
+
+  it('still takes a smaller window a server states in an overflow error over a stated one', async () => {
+    const { registry } = windows([fromServer(20_000)]);
+    await registry.ensure(target);
+    registry.learn(key, 8_192, 'stated by the server in an overflow error');
+    assert.equal(registry.forEndpointModel(target, key, {}).window.limit, 8_192);
+  });
+});
+
 describe('model windows: asking the server', () => {
   it('asks once per session, keeps the answer across sessions, and asks again in the next', async () => {
     const memento = new MapMemento();
