@@ -455,8 +455,10 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
     if (steps.streamError === undefined) {
       // Rejects with what ended the call early (a timeout, an abort), which the stream itself does not carry.
       await result.finishReason;
-      // An answer written from a cut prompt is not kept: the turn asks again after compacting.
-      if (!steps.truncation) {
+      // An answer written from a cut prompt is not kept: the turn asks again after compacting. What it
+      // was billed is, marked as cut.
+      if (steps.truncation) await steps.keepBilledUsage();
+      else {
         if (!finalMessages) throw new Error('The model stream ended without its final messages.');
         await steps.sync(finalMessages);
       }
@@ -517,6 +519,18 @@ class StepRecorder {
       this.pendingUsage = undefined;
     }
     await conversation.append(records);
+  }
+
+  /**
+   * The usage of a step whose answer is not kept (written from a prompt the server cut), anchored to
+   * the view's last message: every billed request counts in the conversation's totals.
+   */
+  async keepBilledUsage(): Promise<void> {
+    const anchor = this.options.conversation.view().at(-1);
+    if (!this.pendingUsage || !anchor) return;
+    const usage = { anchorMessageId: anchor.id, ...this.pendingUsage };
+    this.pendingUsage = undefined;
+    await this.options.conversation.append([{ type: 'usage', usage }]);
   }
 
   /** Shows one part of the stream (its text was shown as it arrived), and notes the end of a step and a stream error. */

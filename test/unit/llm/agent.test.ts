@@ -12,6 +12,7 @@ import { DEFAULT_CONFIG, type CompactionConfig } from '../../../src/core/config'
 import { modelView, type LogRecord } from '../../../src/core/history';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { text } from '../../../src/core/messages';
+import { usageReport } from '../../../src/core/usage-report';
 import type { Summarizer } from '../../../src/core/ports';
 import { charEstimator } from '../../../src/core/tokenizer';
 import { isModelTimeout, runAgentTurn, type AgentUi } from '../../../src/llm/agent';
@@ -304,11 +305,15 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
       !s.conversation.log().some((r) => r.type === 'message' && JSON.stringify(r.message.content).includes('half a conversation')),
       'the answer from the cut prompt is not kept',
     );
-    const usages = s.conversation.log().filter((r) => r.type === 'usage');
-    assert.ok(
-      usages.every((r) => r.type === 'usage' && r.usage.truncated !== true),
-      'only usage of the retry is kept',
+    const usages = s.conversation.log().flatMap((r) => (r.type === 'usage' ? [r.usage] : []));
+    assert.deepEqual(
+      usages.map((u) => u.truncated === true),
+      [true, false],
+      'the cut request was billed: its usage is kept, marked as cut, before the retry',
     );
+    const totals = usageReport(usages, () => undefined).conversation;
+    assert.equal(totals.requests, 2, 'both billed requests count in the totals');
+    assert.equal(totals.input, usages[0]!.inputTokens + usages[1]!.inputTokens);
   });
 
   it('does not take a tokenizer that counts differently for a cut prompt', async () => {
