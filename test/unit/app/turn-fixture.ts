@@ -198,6 +198,8 @@ export interface TurnFixture {
   instructions: InstructionSource[];
   /** What the turn controller and the skills catalog said in the log, as warnings. */
   readonly warnings: string[];
+  /** The windows the turns learned from the model's server, in order. */
+  readonly learnedWindows: Array<{ readonly limit: number; readonly why: string | undefined; readonly lowerBound: boolean }>;
   /** The user texts of the prompt the model was sent for the n-th request (0-based; steps of a tool loop count). */
   userTexts(call?: number): string[];
   /** Everything the model was sent in a request (system prompt included). */
@@ -224,6 +226,8 @@ export interface FixtureOptions {
   readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string };
   /** What model calls cost (the controller's `cost`); absent: no cost is known. */
   readonly cost?: TurnControllerDeps['cost'];
+  /** Whether the model runs on one of Longrun's endpoints (its usage is its server's own count); absent: not. */
+  readonly servedByEndpoint?: boolean;
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -261,9 +265,10 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     changed: () => undefined,
   });
   const model = options.model ?? scriptedModel();
+  const learnedWindows: TurnFixture['learnedWindows'] = [];
   const models: TurnModels = {
     languageModel: async () => model,
-    learnWindow: () => undefined,
+    learnWindow: (limit, why, lowerBound = false) => void learnedWindows.push({ limit, why, lowerBound }),
     windowIsLowerBound: () => false,
     contextWindow: () => options.contextWindow,
     maxOutputTokens: () => undefined,
@@ -271,7 +276,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     truncationAdvice: () => undefined,
     observeUsage: () => undefined,
     redact: (text) => text,
-    servedByEndpoint: () => false,
+    servedByEndpoint: () => options.servedByEndpoint ?? false,
     setAgentPrefix: () => undefined,
     modelName: () => 'mock',
     newId,
@@ -331,6 +336,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     clock,
     instructions: [],
     warnings,
+    learnedWindows,
     userTexts: (call = model.doStreamCalls.length - 1) =>
       model.doStreamCalls[call]!.prompt.filter((m) => m.role === 'user').map((m) => messageTexts(m)),
     sent: (call = model.doStreamCalls.length - 1) => model.doStreamCalls[call]!.prompt.map((m) => `${m.role}: ${messageTexts(m)}`).join('\n'),
