@@ -11,6 +11,12 @@
  * 3–10 minutes instead (a meeting, a build, a coffee), so some of those breaks outlast the 5-minute
  * cache. The session runs with the cold-cache compaction (`longrun.cache.coldCompaction`, the
  * default) and without it, to show what it saves and that it costs the cache nothing.
+ *
+ * What the stand-ins share with Longrun: nothing of its count. Each counts tokens by a rule of its own
+ * (`scripts/scripted-model/tokens.ts`: per kind of character, per-message framing, Claude's hidden
+ * tool-use prompt, OpenAI's rendered tool definitions), so Longrun learns their counts from their
+ * usage as it must a real provider's. Gemini's and OpenRouter's stand-ins are played too, for
+ * `native_window_shrunk`: no native API cuts a prompt, so none of their counts may shrink the window.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -65,6 +71,16 @@ const ANTHROPIC: Provider = {
 /** GPT-4.1: $2 input, $0.50 cached input, $8 output; writing to the cache costs nothing extra. */
 const OPENAI: Provider = { kind: 'openai', model: 'gpt-4.1', prices: { input: 2, output: 8, cacheRead: 0.5 } };
 
+/** Gemini 2.5 Flash: $0.30 input, $0.075 cached input (its implicit cache), $2.50 output. */
+const GOOGLE: Provider = { kind: 'google', model: 'gemini-2.5-flash', prices: { input: 0.3, output: 2.5, cacheRead: 0.075 } };
+
+/** Claude Sonnet 4 through OpenRouter, billed as Anthropic bills it. */
+const OPENROUTER: Provider = {
+  kind: 'openrouter',
+  model: 'anthropic/claude-sonnet-4',
+  prices: { input: 3, output: 15, cacheRead: 0.3, cacheWrite5m: 3.75, cacheWrite1h: 6 },
+};
+
 /** How long things take, in simulated milliseconds, drawn from `random`. */
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -106,6 +122,8 @@ export interface BilledSession {
   readonly cold_prune_tokens: number;
   /** Pauses that outlasted the provider's cache lifetime as the stand-in keeps it. */
   readonly long_breaks: number;
+  /** Times the session shrank the model's window from what it learned of the server (an error's statement or a cut prompt). */
+  readonly window_shrunk: number;
   /** Simulated hours the session took. */
   readonly hours: number;
   /** Real seconds it took to play. */
@@ -200,6 +218,7 @@ async function play(dir: string, tokenizer: TextTokenizer, provider: Provider, c
       settings: { ...settings, agent: { ...settings.agent, maxSteps: 50 }, cache: { ...settings.cache, coldCompaction } },
     });
     const surface: ChatSurface = { markdown: () => undefined, progress: () => undefined, button: () => undefined, diffButton: () => undefined };
+    const shrunk = built.shrunk;
     const history: unknown[] = [];
     const pauses = random(11);
     let longBreaks = 0;
@@ -250,6 +269,7 @@ async function play(dir: string, tokenizer: TextTokenizer, provider: Provider, c
       cold_prunes: cold.length,
       cold_prune_tokens: cold.reduce((sum, entry) => sum + Math.max(0, entry.tokensBefore - entry.tokensAfter), 0),
       long_breaks: longBreaks,
+      window_shrunk: shrunk.length,
       hours: (time - start) / (60 * MINUTE),
       seconds: (Date.now() - started) / 1000,
     };
@@ -303,9 +323,10 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
     changed: () => undefined,
   });
   const usage = new UsageViews({ catalogue: new ModelCatalogue(), settings: () => models.settings, now: () => clock.now() });
+  const shrunk: number[] = [];
   const turnModels: TurnModels = {
     languageModel: async () => models.model,
-    learnWindow: () => undefined,
+    learnWindow: (limit) => void (limit < WINDOW && shrunk.push(limit)),
     windowIsLowerBound: () => false,
     contextWindow: () => undefined,
     maxOutputTokens: () => OUTPUT_RESERVE,
@@ -336,7 +357,7 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
     log: { info: () => undefined, warn: () => undefined, error: () => undefined },
     now: () => clock.now(),
   });
-  return { controller, registry, usage };
+  return { controller, registry, usage, shrunk };
 }
 
 /** Waits for a compaction the last turn left running in the background. */
@@ -356,6 +377,11 @@ export interface CacheBills {
   readonly cold_prune_tokens: number;
   /** How much lower Anthropic's cache-read share is with the cold-cache compaction than without it (0 when not lower). */
   readonly cold_prune_share_loss: number;
+  /**
+   * Times a window was shrunk over the sessions against every native stand-in (Anthropic's, OpenAI's,
+   * Gemini's, OpenRouter's), which count tokens their own way and never cut a prompt.
+   */
+  readonly native_window_shrunk: number;
   readonly sessions: readonly BilledSession[];
 }
 
@@ -368,13 +394,16 @@ export async function benchCacheBills(tokenizer: TextTokenizer, turnCount = 200)
   const anthropicWarm = await benchBilledSession(tokenizer, ANTHROPIC, false, turnCount);
   const openai = await benchBilledSession(tokenizer, OPENAI, true, turnCount);
   const sessions = [anthropic, anthropicWarm, openai];
+  // Billed as each provider bills, but priced by a catalogue that may not list them exactly: for the window alone.
+  const others = [await benchBilledSession(tokenizer, GOOGLE, true, turnCount), await benchBilledSession(tokenizer, OPENROUTER, true, turnCount)];
   return {
     cache_read_share_anthropic: anthropic.cache_read_share,
     cache_read_share_openai: openai.cache_read_share,
     cost_error_pct: Math.max(...sessions.map((s) => s.cost_error_pct)),
     cold_prune_tokens: anthropic.cold_prune_tokens + openai.cold_prune_tokens,
     cold_prune_share_loss: Math.max(0, anthropicWarm.cache_read_share - anthropic.cache_read_share),
-    sessions,
+    native_window_shrunk: [...sessions, ...others].reduce((sum, s) => sum + s.window_shrunk, 0),
+    sessions: [...sessions, ...others],
   };
 }
 

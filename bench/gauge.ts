@@ -6,6 +6,9 @@
  * Also: the raw local count of a rendered request (system prompt and tool definitions included)
  * against a provider that counts with the same tokenizer.
  *
+ * What the provider shares with Longrun: the tokenizer package (`gpt-tokenizer`), with another
+ * vocabulary (cl100k, where Longrun counts with o200k), and nothing of its priors or its framing.
+ *
  * Run alone with `npx tsx bench/gauge.ts`, or through `npm run bench`.
  */
 import { applyCompaction, computeCompaction } from '../src/core/compaction';

@@ -13,7 +13,7 @@ import { benchBundle } from './bundle';
 import { benchCacheBills } from './cache-bills';
 import { benchEngine, benchEngineMs } from './engine';
 import { benchGauge } from './gauge';
-import { benchToolHeavyGauge } from './tool-heavy-gauge';
+import { benchHiddenOverheadGauge, benchToolHeavyGauge } from './tool-heavy-gauge';
 import { benchLongConversations, benchReload } from './long-conversations';
 import { benchEngineHost } from './engine-host';
 import { withBusyCore } from './host-thread';
@@ -31,6 +31,7 @@ type Key =
   | 'gauge_error_mean_pct'
   | 'gauge_error_max_pct'
   | 'gauge_error_request2_pct'
+  | 'gauge_error_request2_hidden_overhead_pct'
   | 'summarizer_input_ratio'
   | 'engine_ms_5k'
   | 'gauge_update_ms_1m'
@@ -43,6 +44,7 @@ type Key =
   | 'cache_read_share_anthropic'
   | 'cache_read_share_openai'
   | 'cost_error_pct'
+  | 'native_window_shrunk'
   | 'cold_prune_tokens'
   | 'cold_prune_share_loss'
   | 'engine_host_ms_cold'
@@ -78,6 +80,11 @@ const TARGETS: Record<Key, Target> = {
     op: '≤',
     limit: 5,
   },
+  gauge_error_request2_hidden_overhead_pct: {
+    what: 'the same against providers that add 346, 1,000 or 3,000 tokens of their own to the system prompt and tools, max error (%)',
+    op: '≤',
+    limit: 5,
+  },
   summarizer_input_ratio: { what: 'tokens sent to the summarizer ÷ unique tokens (300 turns, 32k)', op: '≤', limit: 0.8 },
   engine_ms_5k: { what: 'compaction start to first summarizer call, 5,000 messages, warm (ms)', op: '<', limit: 50 },
   gauge_update_ms_1m: { what: 'one budget assessment over a 1M-token view after a compaction, p95 (ms)', op: '<', limit: 1 },
@@ -107,6 +114,11 @@ const TARGETS: Record<Key, Target> = {
   },
   cache_read_share_openai: { what: "the same against OpenAI's stand-in (its automatic prefix cache and `prompt_cache_key`)", op: '≥', limit: 0.9 },
   cost_error_pct: { what: "the cost Longrun shows against the stand-in's own bill for the same requests, largest error (%)", op: '≤', limit: 1 },
+  native_window_shrunk: {
+    what: "times the window was shrunk over the 200-turn sessions against Anthropic's, OpenAI's, Gemini's and OpenRouter's stand-ins (each counting its own way)",
+    op: '≤',
+    limit: 0,
+  },
   cold_prune_tokens: {
     what: 'tokens the cold-cache prunes took out of the view in those sessions (pruned once a cache had expired)',
     op: '≥',
@@ -201,6 +213,7 @@ async function main(): Promise<void> {
   const tokenizer = await loadTokenizer('o200k_base');
   const gauge = await step('gauge accuracy', () => benchGauge());
   const toolGauge = await step('gauge accuracy, tool-heavy sessions', () => benchToolHeavyGauge(tokenizer));
+  const hiddenGauge = await step('gauge accuracy, providers adding to the overhead', () => benchHiddenOverheadGauge(tokenizer));
   const stall = await step('waits from compaction', () => benchStall(tokenizer));
   const input = await step('summarizer input', () => benchSummarizerInput(tokenizer));
   const engine = await step('engine on a million tokens', () => benchEngine(tokenizer));
@@ -236,6 +249,7 @@ async function main(): Promise<void> {
     gauge_error_mean_pct: gauge.gauge_error_mean_pct,
     gauge_error_max_pct: gauge.gauge_error_max_pct,
     gauge_error_request2_pct: toolGauge.gauge_error_request2_pct,
+    gauge_error_request2_hidden_overhead_pct: hiddenGauge.gauge_error_request2_hidden_overhead_pct,
     summarizer_input_ratio: round(input.summarizer_input_ratio, 3),
     engine_ms_5k: round(engine.engine_ms_5k, 1),
     gauge_update_ms_1m: round(engine.gauge_update_ms_1m, 2),
@@ -248,6 +262,7 @@ async function main(): Promise<void> {
     cache_read_share_anthropic: round(bills.cache_read_share_anthropic, 3),
     cache_read_share_openai: round(bills.cache_read_share_openai, 3),
     cost_error_pct: round(bills.cost_error_pct, 2),
+    native_window_shrunk: bills.native_window_shrunk,
     cold_prune_tokens: bills.cold_prune_tokens,
     cold_prune_share_loss: round(bills.cold_prune_share_loss, 4),
     engine_host_ms_cold: round(host.engine_host_ms_cold, 1),
@@ -290,6 +305,8 @@ async function main(): Promise<void> {
     `- gauge on tool-heavy sessions (provider counting with p50k_base and Anthropic's framing, a Claude model): ${toolGauge.sessions} sessions, ${toolGauge.requests} requests; ` +
       `from the second request on, mean ${toolGauge.mean_pct}%, max ${toolGauge.max_pct}%; per request, least and most (signed, + reads high): ` +
       toolGauge.by_request.map((r) => `${r.request}: ${r.min_pct}% to ${r.max_pct}%`).join(', '),
+    `- the second request of four of those sessions, by what the provider adds to the overhead (signed): ` +
+      hiddenGauge.by_hidden.map((h) => `${h.hidden} tokens: ${h.request2_min_pct}% to ${h.request2_max_pct}%`).join(', '),
     `- summarizer input: ${formatNumber(input.summarizer_input_tokens)} tokens in ${input.summarizer_calls} calls for ${formatNumber(input.session_unique_tokens)} unique tokens`,
     `- engine: ${formatNumber(engine.engine_tokens_5k)} tokens in the 5,000 messages, ${engine.engine_summarizer_calls_5k} summarizer call(s); ` +
       `first compaction of the conversation ${round(engine.engine_ms_5k_first, 1)} ms, the next ones (median) ${round(engine.engine_ms_5k, 1)} ms; ` +

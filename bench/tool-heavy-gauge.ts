@@ -11,7 +11,10 @@
  * counts about 1.22 tokens for one of o200k's, on English prose about 1.07). Around the text it adds
  * what Anthropic's API adds: a tool-use system prompt of 346 tokens to every request with tools, the
  * tools as name, description and input schema, a few tokens per message, tool call and result. The
- * model is a Claude model, so Longrun starts from the Claude family's prior ratio.
+ * model is a Claude model, so Longrun starts from the Claude family's prior ratio. What the provider
+ * shares with Longrun: the tokenizer package (`gpt-tokenizer`), with another vocabulary (p50k, where
+ * Longrun counts with o200k); its framing and its tool-use prompt are its own, and so are the other
+ * amounts of hidden text `benchHiddenOverheadGauge` has it add.
  *
  * Run alone with `npx tsx bench/tool-heavy-gauge.ts`, or through `npm run bench`.
  */
@@ -70,11 +73,11 @@ const REQUESTS = [
 type Prompt = Parameters<MockLanguageModelV4['doStream']>[0]['prompt'];
 type Tools = Parameters<MockLanguageModelV4['doStream']>[0]['tools'];
 
-/** What the provider counts for a prompt and its tools. */
-function providerCount(prompt: Prompt, tools: Tools): number {
+/** What the provider counts for a prompt and its tools, adding `hidden` tokens of its own to a request with tools. */
+function providerCount(prompt: Prompt, tools: Tools, hidden: number): number {
   let total = 0;
   if (tools && tools.length > 0) {
-    total += TOOL_USE_PROMPT;
+    total += hidden;
     for (const t of tools) {
       if (t.type === 'function') total += p50k(JSON.stringify({ name: t.name, description: t.description, input_schema: t.inputSchema }));
     }
@@ -100,19 +103,19 @@ function providerCount(prompt: Prompt, tools: Tools): number {
 }
 
 /** The gauge's signed error against the provider's count, per request of one session, in percent (positive: the gauge reads high). */
-async function playSession(seed: number, tokenizer: TextTokenizer): Promise<number[]> {
+async function playSession(seed: number, tokenizer: TextTokenizer, hidden = TOOL_USE_PROMPT): Promise<number[]> {
   const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-tool-gauge-'));
   let store: TrackedStore | undefined;
   const clock = new VirtualClock(() => store?.busy() ?? false);
   store = new TrackedStore(dir, () => clock.now());
   try {
-    return await clock.run(() => play(seed, tokenizer, store!, clock));
+    return await clock.run(() => play(seed, tokenizer, store!, clock, hidden));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function play(seed: number, tokenizer: TextTokenizer, store: TrackedStore, clock: VirtualClock): Promise<number[]> {
+async function play(seed: number, tokenizer: TextTokenizer, store: TrackedStore, clock: VirtualClock, hidden: number): Promise<number[]> {
   const counter = new MessageTokenCounter(tokenizer);
   const state = new Map<string, unknown>();
   const workspace = new BenchWorkspace(seed);
@@ -168,7 +171,7 @@ async function play(seed: number, tokenizer: TextTokenizer, store: TrackedStore,
   let step = 0;
   const providerModel = new MockLanguageModelV4({
     doStream: async (options) => {
-      const truth = providerCount(options.prompt, options.tools);
+      const truth = providerCount(options.prompt, options.tools, hidden);
       errors.push(((c.count().tokens - truth) / truth) * 100);
       await clock.sleep(3_000);
       const parts: Record<string, unknown>[] = [{ type: 'stream-start', warnings: [] }];
@@ -251,6 +254,30 @@ export async function benchToolHeavyGauge(tokenizer: TextTokenizer): Promise<Too
     sessions: runs.length,
     requests: runs.reduce((sum, errors) => sum + errors.length, 0),
   };
+}
+
+/** What a provider may add, unseen, to a request with tools: Anthropic's tool-use prompt, and more, as a gateway's or a chat template's may. */
+const HIDDEN_OVERHEADS = [0, TOOL_USE_PROMPT, 1_000, 3_000];
+
+/**
+ * The gauge's largest error at the second request of the same sessions, against providers that add
+ * each of `HIDDEN_OVERHEADS` to the system prompt and tools: what the provider adds there is in the
+ * first report, and must not move how what follows is counted. The measure is over the providers that
+ * add something; the one that adds nothing is shown beside it (there the second request stands on
+ * the Claude family's prior alone, which is lower than this provider's count of code).
+ */
+export async function benchHiddenOverheadGauge(tokenizer: TextTokenizer): Promise<{
+  readonly gauge_error_request2_hidden_overhead_pct: number;
+  readonly by_hidden: ReadonlyArray<{ readonly hidden: number; readonly request2_min_pct: number; readonly request2_max_pct: number }>;
+}> {
+  const by_hidden = [];
+  for (const hidden of HIDDEN_OVERHEADS) {
+    const second: number[] = [];
+    for (const seed of SEEDS.slice(0, 4)) second.push((await playSession(seed, tokenizer, hidden))[1]!);
+    by_hidden.push({ hidden, request2_min_pct: round(Math.min(...second)), request2_max_pct: round(Math.max(...second)) });
+  }
+  const worst = Math.max(...by_hidden.filter((h) => h.hidden > 0).map((h) => Math.max(Math.abs(h.request2_min_pct), Math.abs(h.request2_max_pct))));
+  return { gauge_error_request2_hidden_overhead_pct: worst, by_hidden };
 }
 
 function round(value: number): number {
