@@ -52,7 +52,12 @@ describe('model ids: one model however a provider writes its id', () => {
       });
 
   it('finds every way of writing one id the same model (property)', () => {
-    fc.assert(fc.property(name.chain((id) => fc.tuple(written(id), written(id))), ([a, b]) => sameModel(a, b)));
+    fc.assert(
+      fc.property(
+        name.chain((id) => fc.tuple(written(id), written(id))),
+        ([a, b]) => sameModel(a, b),
+      ),
+    );
   });
 
   it('never finds a model the same as one with a word or number more, however each is written (property)', () => {
@@ -75,7 +80,10 @@ describe('model ids: one model however a provider writes its id', () => {
 
   it('lists one id for each model: the alias where it is listed, else the first snapshot, where the model is first listed', () => {
     assert.deepEqual(oneIdEach(['gpt-4o-2024-11-20', 'gpt-4o-mini', 'gpt-4o', 'gpt-4o-2024-08-06']), ['gpt-4o', 'gpt-4o-mini']);
-    assert.deepEqual(oneIdEach(['claude-sonnet-4-5-20250929', 'claude-sonnet-4-20250514']), ['claude-sonnet-4-5-20250929', 'claude-sonnet-4-20250514']);
+    assert.deepEqual(oneIdEach(['claude-sonnet-4-5-20250929', 'claude-sonnet-4-20250514']), [
+      'claude-sonnet-4-5-20250929',
+      'claude-sonnet-4-20250514',
+    ]);
     assert.equal(modelKey('claude-sonnet-4.5'), modelKey('claude-sonnet-4-5'));
   });
 });
