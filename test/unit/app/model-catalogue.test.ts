@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { calcPrice, findProvider, type ModelInfo } from '@pydantic/genai-prices';
+import { calcPrice, findProvider, type MatchLogic, type ModelInfo } from '@pydantic/genai-prices';
 import fc from 'fast-check';
 import { CATALOGUE_SNAPSHOT, configuredId, ModelCatalogue } from '../../../src/app/models/model-catalogue';
 import type { ModelOverride } from '../../../src/app/settings';
@@ -42,14 +42,33 @@ function newer(a: readonly number[], b: readonly number[]): number {
   return 0;
 }
 
+/** Whether `id` passes a match rule of the catalogue's. */
+function matches(rule: MatchLogic | undefined, id: string): boolean {
+  if (rule === undefined) return true;
+  const lower = id.toLowerCase();
+  if ('or' in rule) return rule.or.some((each) => matches(each, id));
+  if ('and' in rule) return rule.and.every((each) => matches(each, id));
+  if ('equals' in rule) return lower === rule.equals.toLowerCase();
+  if ('starts_with' in rule) return lower.startsWith(rule.starts_with.toLowerCase());
+  if ('ends_with' in rule) return lower.endsWith(rule.ends_with.toLowerCase());
+  if ('contains' in rule) return lower.includes(rule.contains.toLowerCase());
+  return new RegExp(rule.regex).test(id);
+}
+
 /**
  * The catalogue's newest text models of `providerId` (of `maker` alone in a router's list), by the
- * version their ids carry: the `count` highest versions, every entry of each.
+ * version their ids carry: every entry of the `count` highest versions among the models the
+ * catalogue says are the maker's own (its provider's model rule: Gemini for Google, not the Claude
+ * models Vertex serves).
  */
 function newestModels(providerId: string, count: number, maker?: string): ModelInfo[] {
-  const models = findProvider({ providerId })!.models.filter(
-    (m) => !m.deprecated && !NOT_TEXT.test(m.id) && !m.id.includes(':') && (maker === undefined || m.id.startsWith(`${maker}/`)),
-  );
+  const own = findProvider({ providerId: maker ?? providerId })!.model_match;
+  const models = findProvider({ providerId })!.models.filter((m) => {
+    const bare = maker === undefined ? m.id : m.id.slice(maker.length + 1);
+    return (
+      !m.deprecated && !NOT_TEXT.test(m.id) && !m.id.includes(':') && (maker === undefined || m.id.startsWith(`${maker}/`)) && matches(own, bare)
+    );
+  });
   const versions = [...new Set(models.map((m) => versionOf(m.id).join('.')).filter(Boolean))]
     .map((v) => v.split('.').map(Number))
     .sort(newer)
