@@ -23,8 +23,8 @@ const VOCABULARIES = ['o200k_base', 'cl100k_base'];
  * evaluating them was most of what loading it cost): `models.js` holds the AI SDK and
  * its OpenAI provider; `anthropic.js`, `google.js` and `openrouter.js` each one more provider, loaded
  * only by a conversation on an endpoint of that kind, and using the SDK, its provider utilities and
- * its zod from `models.js` rather than copies of their own; `catalogue.js` the model catalogue (`@pydantic/genai-prices`, its
- * prices and windows); `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
+ * its zod from `models.js` rather than copies of their own; `catalogue.js` the model catalogue
+ * (`@pydantic/genai-prices`: prices and windows); `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
  * the first stored conversation or setting read, just after activation), `tracing.js`
  * OpenTelemetry, loaded only when tracing is turned on. (The AI SDK in `models.js` keeps its own zod.)
  * @type {Readonly<Record<string, readonly string[]>>}

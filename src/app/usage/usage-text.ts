@@ -14,7 +14,7 @@ export interface UsageView {
   /** The conversation has answers, but their provider reported no usage for any of them. */
   readonly unreported?: boolean;
   /** The day of the model catalogue's prices (its snapshot), shown with the cost. */
-  readonly pricesOf?: string;
+  readonly catalogueDate?: string;
   /** The provider's cache, and the tokens the next request sends (for "re-sends ~N tokens"). */
   readonly cache?: { readonly state: CacheState; readonly nextRequestTokens: number; readonly now: number };
 }
@@ -79,7 +79,7 @@ export function usageLines(view: UsageView): string[] {
     both('· written to the cache', (t) => tokens(t.cacheWrite)),
     both('Output tokens', (t) => tokens(t.output)),
     `| Cache hit share | ${share(last)} | ${share(report.conversation)} |`,
-    `| Cost${view.pricesOf ? ` (catalogue of ${view.pricesOf})` : ''} | ${cost(last)} | ${cost(report.conversation)} |`,
+    `| Cost${view.catalogueDate ? ` (catalogue of ${view.catalogueDate})` : ''} | ${cost(last)} | ${cost(report.conversation)} |`,
   );
   const { summaries, rewrites } = report;
   if (summaries.requests > 0 || rewrites.requests > 0) {

@@ -34,7 +34,7 @@ export class UsageViews {
       report,
       ...(editorModel ? { editorModel: true } : {}),
       ...(unreported ? { unreported: true } : {}),
-      pricesOf: CATALOGUE_SNAPSHOT.date,
+      catalogueDate: CATALOGUE_SNAPSHOT.date,
       cache: { state: branchCacheState(conversation.log(), settings.cache, now), nextRequestTokens: conversation.count().tokens, now },
     };
   }

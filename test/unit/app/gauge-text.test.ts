@@ -208,7 +208,7 @@ describe('gauge usage and cost', () => {
       tip,
       /Compactions cost 1 summary request \(10,500 tokens, \$0\.017\) and the cache written again after them \(7,500 tokens, \$0\.028\)\./,
     );
-    const dated = gaugePresentation(state(81_000, 128_000, { usage: { report, pricesOf: '2026-09-23' } })).tooltipMarkdown;
+    const dated = gaugePresentation(state(81_000, 128_000, { usage: { report, catalogueDate: '2026-09-23' } })).tooltipMarkdown;
     assert.match(dated, /^\| Cost \(catalogue of 2026-09-23\) \| \$0\.038 \| \$0\.099 \|$/m, 'the day of the prices');
   });
 
