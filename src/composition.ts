@@ -19,7 +19,6 @@ import {
 import { SkillCatalog } from './app/skills/skill-catalog';
 import { RequestSetup } from './app/turn/request-setup';
 import { TurnController, type TurnWorkspace } from './app/turn/turn-controller';
-import { usageCost } from './app/models/model-prices';
 import { revertChanges } from './vscode/revert-command';
 import { compactHarder, newFromPlan } from './vscode/loop-commands';
 import type { FileEvent } from './core/file-ledger';
@@ -411,7 +410,7 @@ function buildParticipant(
     setup,
     summaries,
     skills,
-    cost: (usage, model) => usageCost(catalogue, settings().endpoints, usage, model),
+    cost: (usage) => catalogue.cost(usage),
   });
   const participant = new LongrunParticipant({ controller, session, changes: tools.changes, log });
   // Shown in the chat of the request under way.

@@ -221,7 +221,7 @@ export interface FixtureOptions {
   /** Whether the workspace is trusted (default true). */
   readonly trusted?: boolean;
   /** The subagents' model and its window; the scripted model and the conversation's window unless told. */
-  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string };
+  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string; readonly provider?: ProviderKind };
   /** What model calls cost (the controller's `cost`); absent: no cost is known. */
   readonly cost?: TurnControllerDeps['cost'];
 }
@@ -279,15 +279,17 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     usageView: (conversation) => usageViews.of(conversation, options.provider === undefined),
     subagentModel: async () => {
       let limit = options.subagent?.window ?? options.window ?? 100_000;
+      const key = options.subagent?.key ?? 'mock/subagent';
       return {
-        key: options.subagent?.key ?? 'mock/subagent',
+        key,
         name: 'mock',
         languageModel: async () => options.subagent?.model ?? model,
-        context: (overheadText) => testModel({ name: 'mock', limit, counter, requestOverhead: counter.countText(overheadText) }),
+        context: (overheadText) => testModel({ name: 'mock', key, limit, counter, requestOverhead: counter.countText(overheadText) }),
         maxOutputTokens: () => undefined,
         summarizer: async () => summarizer,
         learnWindow: (stated) => void (limit = Math.min(limit, stated)),
         servedByEndpoint: false,
+        ...(options.subagent?.provider ? { provider: options.subagent.provider } : {}),
       };
     },
   };
