@@ -409,6 +409,9 @@ export class Session implements vscode.Disposable {
         this.deps.log.info(`The provider of ${keyOf(chosen)} stated a window of ${limit} tokens (${why}); subagents on it aim for it from now on.`);
       },
       servedByEndpoint: chosen.kind === 'endpoint',
+      ...(chosen.kind === 'endpoint'
+        ? { provider: (this.deps.provider.find(chosen.resolved.id) ?? chosen.resolved).endpoint.provider ?? DEFAULT_PROVIDER_KIND }
+        : {}),
     };
   }
 

@@ -222,7 +222,9 @@ const usageSchema = lazily(() =>
       servedBy: z.string().optional(),
       cost: z.number().min(0).optional(),
       estimated: z.boolean().optional(),
+      // A purpose never falls back to none: a request that is not the agent's must never calibrate the view's count.
       purpose: z.enum(USAGE_PURPOSES).optional(),
+      subagent: z.string().optional(),
     })
     .transform(({ round: _round, basis, ...rest }) => ({ ...rest, basis: basis === undefined ? LEGACY_BASIS : basis })),
 );

@@ -30,6 +30,7 @@ import { FakeEditor } from './fake-editor';
 import { ModelCatalogue } from '../../../src/app/models/model-catalogue';
 import { UsageViews } from '../../../src/app/usage/usage-views';
 import type { ProviderKind } from '../../../src/core/provider-kind';
+import type { KnownSecrets } from '../../../src/core/redact';
 
 /**
  * A turn controller over real conversations on disk, a scripted model that records every prompt it
@@ -221,9 +222,11 @@ export interface FixtureOptions {
   /** Whether the workspace is trusted (default true). */
   readonly trusted?: boolean;
   /** The subagents' model and its window; the scripted model and the conversation's window unless told. */
-  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string };
+  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string; readonly provider?: ProviderKind };
   /** What model calls cost (the controller's `cost`); absent: no cost is known. */
   readonly cost?: TurnControllerDeps['cost'];
+  /** The API keys the store keeps out of the conversation's files; absent: none. */
+  readonly secrets?: KnownSecrets;
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -231,7 +234,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
   const workspace = join(dir, 'ws');
   await mkdir(workspace);
   const clock = new FakeClock();
-  const store = new ConversationStore(join(dir, 'storage'), () => clock.now());
+  const store = new ConversationStore(join(dir, 'storage'), () => clock.now(), options.secrets ? { secrets: options.secrets } : {});
   const index = memoryIndex();
   const counter = new MessageTokenCounter(charEstimator);
   let ids = 0;
@@ -279,15 +282,17 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     usageView: (conversation) => usageViews.of(conversation, options.provider === undefined),
     subagentModel: async () => {
       let limit = options.subagent?.window ?? options.window ?? 100_000;
+      const key = options.subagent?.key ?? 'mock/subagent';
       return {
-        key: options.subagent?.key ?? 'mock/subagent',
+        key,
         name: 'mock',
         languageModel: async () => options.subagent?.model ?? model,
-        context: (overheadText) => testModel({ name: 'mock', limit, counter, requestOverhead: counter.countText(overheadText) }),
+        context: (overheadText) => testModel({ name: 'mock', key, limit, counter, requestOverhead: counter.countText(overheadText) }),
         maxOutputTokens: () => undefined,
         summarizer: async () => summarizer,
         learnWindow: (stated) => void (limit = Math.min(limit, stated)),
         servedByEndpoint: false,
+        ...(options.subagent?.provider ? { provider: options.subagent.provider } : {}),
       };
     },
   };
