@@ -35,7 +35,7 @@ const SHINGLE = 5;
 /** A text whose runs of words are more than this share repeats of its earlier runs is a loop. */
 export const MAX_REPEATED_SHARE = 0.5;
 
-/** A text whose runs of words are more than this share copied from the prompt says the prompt back. */
+/** A text more than this share of whose words are in runs copied from the prompt says the prompt back. */
 export const MAX_ECHOED_SHARE = 0.6;
 
 /** Why `summary` has no substance for `budget`, or `undefined` when it has. */
@@ -58,11 +58,11 @@ export function substanceFault(summary: string, budget: SubstanceBudget): Substa
     return { kind: 'noise', reason: `the summarizer's text was rejected: it repeats itself (${percent(repeated)} of its phrases are repeats)` };
   }
   if (budget.prompt) {
-    const echoed = echoedShare(words, budget.prompt);
+    const echoed = echoedShare(bodyWords, budget.prompt);
     if (echoed > MAX_ECHOED_SHARE) {
       return {
         kind: 'noise',
-        reason: `the summarizer's text was rejected: it says back the instructions (${percent(echoed)} of its phrases are theirs)`,
+        reason: `the summarizer's text was rejected: it says back the instructions (${percent(echoed)} of its words are theirs)`,
       };
     }
   }
@@ -133,12 +133,18 @@ function repeatedWordShare(words: readonly string[]): number {
   return 1 - new Set(words).size / words.length;
 }
 
-/** The share of a text's runs of words that the prompt holds too. */
+/**
+ * The share of a text's words that lie in a run of words the prompt holds too: lines copied from the
+ * prompt in another order are all covered, whatever the runs that join them.
+ */
 export function echoedShare(words: readonly string[], prompt: string): number {
-  const runs = shinglesOf(words);
-  if (runs.length === 0) return 0;
+  if (words.length === 0) return 0;
   const theirs = new Set(shinglesOf(wordsOf(prompt)));
-  return runs.filter((run) => theirs.has(run)).length / runs.length;
+  const covered = new Array<boolean>(words.length).fill(false);
+  shinglesOf(words).forEach((run, at) => {
+    if (theirs.has(run)) covered.fill(true, at, at + SHINGLE);
+  });
+  return covered.filter(Boolean).length / words.length;
 }
 
 function shinglesOf(words: readonly string[]): string[] {
