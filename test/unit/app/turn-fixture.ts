@@ -79,15 +79,17 @@ function toolOutputs(message: Prompt[number]): string {
  * then answers; to "use the skill <name> [file <path>]" it calls `skill`, then answers "done"; to
  * "delegate <task> | <task> …" it hands each task to a subagent, all in one step, then answers
  * "done". As a subagent (its system prompt says so) it does the same with its task, and answers
- * "Findings:" and the first line of each result it got.
+ * "Findings:" and the first line of each result it got. `countTools`: the input it reports counts
+ * the tools' definitions, as a real server's does.
  */
-export function scriptedModel(): MockLanguageModelV4 {
+export function scriptedModel(options: { readonly countTools?: boolean } = {}): MockLanguageModelV4 {
   return new MockLanguageModelV4({
-    doStream: async ({ prompt }) => {
+    doStream: async ({ prompt, tools }) => {
       const last = prompt.at(-1)!;
       const said = messageTexts(last);
-      // Reported like a server counting about four characters a token.
-      const read = Math.ceil(prompt.reduce((n, m) => n + messageTexts(m).length + 16, 0) / 4);
+      // Reported like a server counting about four characters a token (the tools' definitions too, when told).
+      const definitions = options.countTools ? JSON.stringify(tools ?? []).length : 0;
+      const read = Math.ceil((prompt.reduce((n, m) => n + messageTexts(m).length + 16, 0) + definitions) / 4);
       const usage = (output: number) => usageOf(read, output);
       const parts: StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       const asked = messageTexts(prompt.findLast((m) => m.role === 'user') ?? last);
@@ -219,6 +221,11 @@ export interface FixtureOptions {
   readonly model?: MockLanguageModelV4;
   /** The whole window the model states (what decides the tools offered); absent: unknown. */
   readonly contextWindow?: number;
+  /**
+   * The conversation's window holds what every request carries besides the messages (the system
+   * prompt and the tools for `contextWindow`), as the extension counts it; absent: nothing.
+   */
+  readonly countOverhead?: boolean;
   /** Whether the workspace is trusted (default true). */
   readonly trusted?: boolean;
   /** The subagents' model and its window; the scripted model and the conversation's window unless told. */
@@ -255,7 +262,13 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
         clock,
         newId,
         config: () => (typeof options.config === 'function' ? options.config() : (options.config ?? DEFAULT_CONFIG)),
-        model: () => testModel({ name: 'mock', limit: options.window ?? 100_000, counter }),
+        model: () =>
+          testModel({
+            name: 'mock',
+            limit: options.window ?? 100_000,
+            counter,
+            ...(options.countOverhead ? { requestOverhead: counter.countText(setup.overheadText(options.contextWindow)) } : {}),
+          }),
         summarizer: async () => summarizer,
       }),
     warn: () => undefined,
