@@ -1,7 +1,7 @@
 import type { ModelMessage, SystemModelMessage } from 'ai';
 import { lastCacheablePart, planBreakpoints } from '../core/cache-breakpoints';
 import type { CacheTtl } from '../core/log';
-import type { Message } from '../core/messages';
+import type { Message, Producer } from '../core/messages';
 import type { ProviderKind } from '../core/provider-kind';
 import { toModelMessages } from './model-messages';
 
@@ -48,6 +48,8 @@ export interface HintedParts {
   readonly stableEnd?: string;
   /** Messages after the conversation that later requests will not send (a summary's directive): never marked. */
   readonly tail?: readonly ModelMessage[];
+  /** The provider and model the request goes to: the metadata they made is sent back with its parts (see `toModelMessages`). */
+  readonly to?: Producer;
 }
 
 /** Whether the provider takes Anthropic's breakpoints. */
@@ -57,7 +59,7 @@ export function takesBreakpoints(provider: ProviderKind | undefined): boolean {
 
 /** The request of `system` and `messages` (then `parts.tail`), with the cache hints `hints` asks for. */
 export function hintedRequest(system: string, messages: readonly Message[], hints: CacheHints | undefined, parts: HintedParts = {}): HintedRequest {
-  const converted = [...toModelMessages(messages), ...(parts.tail ?? [])];
+  const converted = [...toModelMessages(messages, parts.to), ...(parts.tail ?? [])];
   if (!hints) return { instructions: system, messages: converted };
   const providerOptions = requestOptions(hints);
   if (!takesBreakpoints(hints.provider)) return { instructions: system, messages: converted, ...(providerOptions ? { providerOptions } : {}) };
@@ -100,21 +102,35 @@ function requestOptions(hints: CacheHints): ProviderOptions | undefined {
  */
 function marked(converted: ModelMessage, message: Message, mark: ProviderOptions): ModelMessage {
   const at = lastCacheablePart(message);
+  // A part's own options (the metadata sent back with it) are kept beside the breakpoint.
+  const withMark = <P extends object>(part: P): P => ({ ...part, providerOptions: joined(optionsOf(part), mark) });
   switch (converted.role) {
     case 'system':
       return { ...converted, providerOptions: mark };
     case 'user': {
       if (typeof converted.content === 'string') return { ...converted, providerOptions: mark };
-      return { ...converted, content: converted.content.map((part, i) => (i === at ? { ...part, providerOptions: mark } : part)) };
+      return { ...converted, content: converted.content.map((part, i) => (i === at ? withMark(part) : part)) };
     }
     case 'assistant': {
       if (typeof converted.content === 'string' || at === converted.content.length - 1) return { ...converted, providerOptions: mark };
-      return { ...converted, content: converted.content.map((part, i) => (i === at ? { ...part, providerOptions: mark } : part)) };
+      return { ...converted, content: converted.content.map((part, i) => (i === at ? withMark(part) : part)) };
     }
     case 'tool': {
       // The tool message holds the engine message's results only, in order.
       const result = message.content.slice(0, at + 1).filter((part) => part.type === 'tool-result').length - 1;
-      return { ...converted, content: converted.content.map((part, i) => (i === result ? { ...part, providerOptions: mark } : part)) };
+      return { ...converted, content: converted.content.map((part, i) => (i === result ? withMark(part) : part)) };
     }
   }
+}
+
+function optionsOf(part: object): ProviderOptions | undefined {
+  return 'providerOptions' in part ? (part.providerOptions as ProviderOptions | undefined) : undefined;
+}
+
+/** `options` with `mark`'s entries added, namespace by namespace. */
+function joined(options: ProviderOptions | undefined, mark: ProviderOptions): ProviderOptions {
+  if (!options) return mark;
+  const out: ProviderOptions = { ...options };
+  for (const [namespace, value] of Object.entries(mark)) out[namespace] = { ...options[namespace], ...value };
+  return out;
 }
