@@ -3,7 +3,7 @@ import { lastCacheablePart, planBreakpoints } from '../core/cache-breakpoints';
 import type { CacheTtl } from '../core/log';
 import type { Message, Producer } from '../core/messages';
 import type { ProviderKind } from '../core/provider-kind';
-import { toModelMessages } from './model-messages';
+import { sentPartIndex, toModelMessages } from './model-messages';
 
 /**
  * What a request tells its provider about caching, in the provider's own terms through its AI SDK
@@ -65,7 +65,7 @@ export function hintedRequest(system: string, messages: readonly Message[], hint
   if (!takesBreakpoints(hints.provider)) return { instructions: system, messages: converted, ...(providerOptions ? { providerOptions } : {}) };
   const mark = cacheControl(hints.ttl);
   const plan = planBreakpoints(messages, { head: system.length > 0, ...(parts.stableEnd !== undefined ? { stableEnd: parts.stableEnd } : {}) });
-  for (const index of plan.messages) converted[index] = marked(converted[index]!, messages[index]!, mark);
+  for (const index of plan.messages) converted[index] = marked(converted[index]!, messages[index]!, mark, parts.to);
   return {
     instructions: plan.head ? { role: 'system', content: system, providerOptions: mark } : system,
     messages: converted,
@@ -100,7 +100,7 @@ function requestOptions(hints: CacheHints): ProviderOptions | undefined {
  * the message for an assistant whose last part takes it (OpenRouter reads an assistant's there only)
  * or for a system message, whose content is one text.
  */
-function marked(converted: ModelMessage, message: Message, mark: ProviderOptions): ModelMessage {
+function marked(converted: ModelMessage, message: Message, mark: ProviderOptions, to: Producer | undefined): ModelMessage {
   const at = lastCacheablePart(message);
   // A part's own options (the metadata sent back with it) are kept beside the breakpoint.
   const withMark = <P extends object>(part: P): P => ({ ...part, providerOptions: joined(optionsOf(part), mark) });
@@ -112,8 +112,10 @@ function marked(converted: ModelMessage, message: Message, mark: ProviderOptions
       return { ...converted, content: converted.content.map((part, i) => (i === at ? withMark(part) : part)) };
     }
     case 'assistant': {
-      if (typeof converted.content === 'string' || at === converted.content.length - 1) return { ...converted, providerOptions: mark };
-      return { ...converted, content: converted.content.map((part, i) => (i === at ? withMark(part) : part)) };
+      // Reasoning left out of the request moves the parts after it.
+      const sent = sentPartIndex(message, at, to);
+      if (typeof converted.content === 'string' || sent === converted.content.length - 1) return { ...converted, providerOptions: mark };
+      return { ...converted, content: converted.content.map((part, i) => (i === sent ? withMark(part) : part)) };
     }
     case 'tool': {
       // The tool message holds the engine message's results only, in order.

@@ -112,6 +112,17 @@ function toAssistantPart(part: Part, to: Producer | undefined): AssistantPart[] 
   }
 }
 
+/**
+ * Where the assistant part at `at` of `message` is in its model message sent to `to`: reasoning
+ * left out before it moves it up. -1 when the part itself is left out.
+ */
+export function sentPartIndex(message: Message, at: number, to: Producer | undefined): number {
+  if (at < 0 || at >= message.content.length) return -1;
+  let index = 0;
+  for (let i = 0; i < at; i++) index += toAssistantPart(message.content[i]!, to).length;
+  return toAssistantPart(message.content[at]!, to).length > 0 ? index : -1;
+}
+
 /** The part's metadata as the SDK's `providerOptions`, when it goes to the model that made it. */
 function metadataFor(metadata: ProviderMetadata | undefined, to: Producer | undefined): { providerOptions?: ProviderOptions } {
   return metadata && sameProducer(metadata, to) ? { providerOptions: metadata.data as ProviderOptions } : {};

@@ -141,6 +141,31 @@ describe('provider metadata', () => {
     assert.deepEqual(parts[1]!.providerOptions, { anthropic: { caller: 'direct', cacheControl: { type: 'ephemeral' } } });
   });
 
+  it('puts the breakpoint on the part it is planned for when reasoning before it is left out', () => {
+    const message: Message = {
+      id: 'a',
+      role: 'assistant',
+      content: [
+        { type: 'reasoning', text: 'foreign', providerMetadata: { ...GEMINI, data: { google: { thoughtSignature: 'G' } } } },
+        { type: 'tool-call', toolCallId: 't', toolName: 'x', input: {} },
+        { type: 'text', text: '' },
+      ],
+    };
+    const request = hintedRequest(
+      'system',
+      [{ id: 'u', role: 'user', content: [{ type: 'text', text: 'go' }] }, message],
+      { provider: 'anthropic', ttl: '5m' },
+      { to: CLAUDE },
+    );
+    assert.deepEqual(
+      partsOf(request.messages[1]).map((p) => [p.type, p.providerOptions]),
+      [
+        ['tool-call', { anthropic: { cacheControl: { type: 'ephemeral' } } }],
+        ['text', undefined],
+      ],
+    );
+  });
+
   it('reads a part stored before metadata was kept, and refuses metadata of no known maker', () => {
     assert.deepEqual(stored({ id: 'a', role: 'assistant', content: [{ type: 'reasoning', text: 'old' }] }).content, [
       { type: 'reasoning', text: 'old' },
