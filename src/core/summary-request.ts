@@ -194,7 +194,8 @@ export function renderMessage(message: Message, position: number, truncation: Tr
         pieces.push(part.text);
         break;
       case 'reasoning':
-        pieces.push(`(reasoning) ${part.text}`);
+        // Reasoning given only in encrypted or redacted form has no text to render.
+        if (part.text.length > 0) pieces.push(`(reasoning) ${part.text}`);
         break;
       case 'tool-call':
         pieces.push(
