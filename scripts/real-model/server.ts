@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
 import type { RealModel } from './install';
 
 /** The id the server answers to, in its model list and in requests. */
@@ -38,7 +39,9 @@ export async function startLlamaServer(installed: RealModel, options: LlamaServe
     ...['--host', '127.0.0.1', '--port', String(port)],
     '--jinja',
     '--no-webui',
-    ...['--threads', '2'],
+    // One processor is left to the editor and the browser beside it: threads that wait on each other
+    // while another process holds their processor slow the model down several times over.
+    ...['--threads', String(Math.max(1, availableParallelism() - 1))],
   ];
   const child = spawn(installed.server, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const log = options.logFile ? createWriteStream(options.logFile) : undefined;
