@@ -330,11 +330,21 @@ export interface TruncationVerdict {
  * context instead of refusing it): it reports noticeably fewer prompt tokens than were sent. Local
  * tokenizers of open models count more tokens than o200k for the same text, rarely fewer, so a
  * report far below the local count is not a tokenizer difference. With a ratio learned from the
- * same model's earlier reports the bar is tighter.
+ * same model's earlier reports the bar is tighter. `statedWindow` is the whole window the server
+ * states for the model (its model list or native API), when it does.
  */
-export function detectTruncation(reportedInput: number, localSent: number, ratio: number | undefined): TruncationVerdict | undefined {
+export function detectTruncation(
+  reportedInput: number,
+  localSent: number,
+  ratio: number | undefined,
+  statedWindow?: number,
+): TruncationVerdict | undefined {
   if (!(localSent > 0) || !(reportedInput >= 0)) return undefined;
   const expected = Math.round(localSent * (ratio ?? 1));
+  // A server cuts only a prompt longer than its context: one that fits the window the server itself
+  // states was read whole, and a low count says the template left something out (tool definitions
+  // a model's chat template has no place for), which calibration learns.
+  if (statedWindow !== undefined && expected <= statedWindow) return undefined;
   const share = ratio === undefined ? TRUNCATION_SHARE_UNCALIBRATED : TRUNCATION_SHARE_CALIBRATED;
   const minTokens = ratio === undefined ? TRUNCATION_MIN_TOKENS_UNCALIBRATED : TRUNCATION_MIN_TOKENS_CALIBRATED;
   if (expected - reportedInput < minTokens) return undefined;

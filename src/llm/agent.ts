@@ -105,6 +105,8 @@ export interface AgentTurnOptions {
    * usage), so that a report far below what was sent means the server cut the prompt.
    */
   readonly detectTruncation?: boolean;
+  /** The whole window the model's server states for it, when it does: a prompt within it was not cut. */
+  readonly statedWindow?: () => number | undefined;
   /** Said after the notice of a cut prompt: how to raise the server's context, when known. */
   readonly truncationAdvice?: string;
   /**
@@ -556,7 +558,9 @@ class StepRecorder {
     if (!usage) return;
     const { inputTokens, outputTokens } = usage;
     const sent = this.sent;
-    const verdict = this.options.detectTruncation ? detectTruncation(inputTokens, sent.localTokens, sent.ratio) : undefined;
+    const verdict = this.options.detectTruncation
+      ? detectTruncation(inputTokens, sent.localTokens, sent.ratio, this.options.statedWindow?.())
+      : undefined;
     const wrote = (usage.cacheWriteTokens ?? 0) > 0 && hints !== undefined && takesBreakpoints(hints.provider);
     this.pendingUsage = {
       ...usage,

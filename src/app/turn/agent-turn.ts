@@ -216,6 +216,7 @@ export class AgentTurns {
       timeouts: settings().timeouts,
       // A server's usage is its own count of what it read; VS Code's models report a local estimate.
       detectTruncation: models.servedByEndpoint(),
+      statedWindow: () => models.statedWindow?.(),
       ...(advice ? { truncationAdvice: advice } : {}),
       windowIsLowerBound: () => models.windowIsLowerBound(),
     });
