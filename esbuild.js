@@ -23,8 +23,8 @@ const VOCABULARIES = ['o200k_base', 'cl100k_base'];
  * evaluating them was most of what loading it cost): `models.js` holds the AI SDK and
  * its OpenAI provider; `anthropic.js`, `google.js` and `openrouter.js` each one more provider, loaded
  * only by a conversation on an endpoint of that kind, and using the SDK, its provider utilities and
- * its zod from `models.js` rather than copies of their own; `catalogue.js` the model catalogue's lists of the providers Longrun
- * speaks to; `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
+ * its zod from `models.js` rather than copies of their own; `catalogue.js` the model catalogue
+ * (`@pydantic/genai-prices`: prices and windows); `schemas.js` zod (Longrun builds its schemas on first use, so zod loads with
  * the first stored conversation or setting read, just after activation), `tracing.js`
  * OpenTelemetry, loaded only when tracing is turned on. (The AI SDK in `models.js` keeps its own zod.)
  * @type {Readonly<Record<string, readonly string[]>>}
@@ -35,16 +35,8 @@ const LAZY_FILES = {
   'google.js': ['@ai-sdk/google'],
   'openrouter.js': ['@openrouter/ai-sdk-provider'],
   'schemas.js': ['zod'],
-  // The model catalogue (windows and prices), by provider: read when a model's window or a cost is first asked.
-  'catalogue.js': [
-    'tokenlens/providers/anthropic',
-    'tokenlens/providers/openai',
-    'tokenlens/providers/google',
-    'tokenlens/providers/openrouter',
-    'tokenlens/providers/deepseek',
-    'tokenlens/providers/mistral',
-    'tokenlens/providers/xai',
-  ],
+  // The model catalogue (windows and prices): read when a model's window or a cost is first asked.
+  'catalogue.js': ['@pydantic/genai-prices'],
   // The YAML reader of skills' front matter: read at the first turn in a workspace with skills.
   'yaml.js': ['js-yaml'],
   'tracing.js': [

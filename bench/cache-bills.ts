@@ -96,8 +96,11 @@ export interface BilledSession {
   readonly model: string;
   readonly coldCompaction: boolean;
   readonly turns: number;
-  /** Requests the stand-in answered and billed (the agent's and the summaries'). */
+  /** Requests the stand-in answered and billed (the agent's, the summaries' and the subagents'). */
   readonly requests: number;
+  /** Of them, the subagents' as Longrun recorded them, and what Longrun says they cost (US dollars). */
+  readonly subagentRequests: number;
+  readonly subagent_usd: number;
   /** Usage records Longrun kept: one per billed request when nothing was lost. */
   readonly recorded: number;
   readonly summaryRequests: number;
@@ -145,18 +148,41 @@ async function workspaceFor(workspace: string, turnCount: number): Promise<TurnS
   return script;
 }
 
+/** The task a turn's first step hands a subagent: the turn's reads, which it does, then reports on. */
+const SUBAGENT_TASK = /^Read these files and report what they hold: (.+)$/;
+
 /**
  * The model's part, as the stand-in plays it from each request: the turn's next read while there is
- * one (counted from the tool results after the turn's request), then its answer.
+ * one (counted from the tool results after the turn's request), then its answer. With `delegateEvery`,
+ * every so many turns begin by handing the turn's reads to a subagent (the `delegate` tool), which
+ * reads them one a step and reports; the turn then goes on with its own reads.
  */
-function scriptedModel(script: readonly TurnScript[]): Scenario {
+function scriptedModel(script: readonly TurnScript[], delegateEvery?: number): Scenario {
   return ({ request }) => {
     const messages = request.messages;
+    const first = messages.find((m) => m.role === 'user');
+    const task = SUBAGENT_TASK.exec(contentText(first?.content).trim());
+    if (task) {
+      const paths = task[1]!.split(', ');
+      const read = messages.filter((m) => m.role === 'tool').length;
+      const path = paths[read];
+      if (path !== undefined) return { text: `Reading ${path}.`, toolCalls: [{ name: 'read_file', arguments: { path } }] };
+      return { text: `Findings: ${paths.join(', ')} read; each holds the code the task names.` };
+    }
     let userIndex = messages.length - 1;
     while (userIndex > 0 && !(messages[userIndex]!.role === 'user' && /task \d+:/.test(contentText(messages[userIndex]!.content)))) userIndex--;
-    const turn = script[Number(/task (\d+):/.exec(contentText(messages[userIndex]?.content))?.[1] ?? -1)];
-    const done = messages.slice(userIndex + 1).filter((m) => m.role === 'tool').length;
-    const step = turn?.steps[done];
+    const index = Number(/task (\d+):/.exec(contentText(messages[userIndex]?.content))?.[1] ?? -1);
+    const turn = script[index];
+    const delegates = turn !== undefined && delegateEvery !== undefined && index % delegateEvery === 0;
+    const results = messages.slice(userIndex + 1).filter((m) => m.role === 'tool').length;
+    if (delegates && results === 0) {
+      const paths = turn.steps.map((step) => step.path).join(', ');
+      return {
+        text: 'Handing the reads to a subagent.',
+        toolCalls: [{ name: 'delegate', arguments: { task: `Read these files and report what they hold: ${paths}` } }],
+      };
+    }
+    const step = turn?.steps[results - (delegates ? 1 : 0)];
     if (step) return { text: `Reading ${step.path}.`, toolCalls: [{ name: 'read_file', arguments: { path: step.path } }] };
     return { text: turn?.answer ?? 'Done.' };
   };
@@ -168,16 +194,24 @@ export async function benchBilledSession(
   provider: Provider,
   coldCompaction: boolean,
   turnCount = 200,
+  delegateEvery?: number,
 ): Promise<BilledSession> {
   const dir = await mkdtemp(join(tmpdir(), 'longrun-bench-bills-'));
   try {
-    return await play(dir, tokenizer, provider, coldCompaction, turnCount);
+    return await play(dir, tokenizer, provider, coldCompaction, turnCount, delegateEvery);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function play(dir: string, tokenizer: TextTokenizer, provider: Provider, coldCompaction: boolean, turnCount: number): Promise<BilledSession> {
+async function play(
+  dir: string,
+  tokenizer: TextTokenizer,
+  provider: Provider,
+  coldCompaction: boolean,
+  turnCount: number,
+  delegateEvery: number | undefined,
+): Promise<BilledSession> {
   const started = Date.now();
   const workspace = join(dir, 'ws');
   const script = await workspaceFor(workspace, turnCount);
@@ -187,7 +221,7 @@ async function play(dir: string, tokenizer: TextTokenizer, provider: Provider, c
   const server = await startScriptedModelServer({
     format: provider.kind,
     models: [{ id: provider.model, window: SERVED_WINDOW, prices: provider.prices }],
-    scenario: scriptedModel(script),
+    scenario: scriptedModel(script, delegateEvery),
     clock: () => time,
   });
   try {
@@ -256,6 +290,8 @@ async function play(dir: string, tokenizer: TextTokenizer, provider: Provider, c
       coldCompaction,
       turns: turnCount,
       requests: server.bill.charges.length,
+      subagentRequests: report.subagents.requests,
+      subagent_usd: report.subagents.cost,
       recorded: report.conversation.requests,
       summaryRequests: summaryCharges.length,
       cache_read_share: bill.tokens.cacheRead / Math.max(1, billedInput(bill.tokens)),
@@ -339,7 +375,24 @@ function controllerFor(dir: string, workspace: string, tokenizer: TextTokenizer,
     modelName: () => models.modelKey,
     newId,
     providerKind: () => models.provider,
-    subagentModel: async () => undefined,
+    // Subagents run on the conversation's model, as they do unless longrun.subagent.model names another.
+    subagentModel: async () => ({
+      key: models.modelKey,
+      name: models.modelKey,
+      languageModel: async () => models.model,
+      context: (overheadText) => ({
+        name: models.modelKey,
+        window: { limit: WINDOW - OUTPUT_RESERVE, source: 'model' },
+        counter,
+        requestOverhead: counter.countText(overheadText),
+        outputReserve: OUTPUT_RESERVE,
+      }),
+      maxOutputTokens: () => OUTPUT_RESERVE,
+      summarizer: async () => undefined,
+      learnWindow: () => undefined,
+      servedByEndpoint: true,
+      provider: models.provider,
+    }),
     usageView: (conversation) => usage.of(conversation, false),
   };
   const roots = [{ name: 'ws', fsPath: workspace }];
@@ -371,7 +424,10 @@ export interface CacheBills {
   readonly cache_read_share_anthropic: number;
   /** The same against OpenAI's stand-in. */
   readonly cache_read_share_openai: number;
-  /** The largest |Longrun's cost − the stand-in's bill| ÷ the bill of the sessions, in % (a request Longrun did not record or price counts in it). */
+  /**
+   * The largest |Longrun's cost − the stand-in's bill| ÷ the bill of the sessions, in % (a request
+   * Longrun did not record or price counts in it), the sessions whose turns delegate to subagents among them.
+   */
   readonly cost_error_pct: number;
   /** Tokens the cold-cache prunes took out of the view, both providers. */
   readonly cold_prune_tokens: number;
@@ -385,15 +441,24 @@ export interface CacheBills {
   readonly sessions: readonly BilledSession[];
 }
 
+/** Turns of the sessions that delegate, and how often a turn hands its reads to a subagent. */
+const DELEGATED_TURNS = 30;
+const DELEGATE_EVERY = 3;
+
 /**
  * The session against each provider with the cold-cache compaction, and against Anthropic's (whose
- * 5-minute cache the breaks outlast most) once more without it.
+ * 5-minute cache the breaks outlast most) once more without it; and a shorter one against each in
+ * which every third turn hands its reads to a subagent, so that the cost's error counts theirs.
  */
 export async function benchCacheBills(tokenizer: TextTokenizer, turnCount = 200): Promise<CacheBills> {
   const anthropic = await benchBilledSession(tokenizer, ANTHROPIC, true, turnCount);
   const anthropicWarm = await benchBilledSession(tokenizer, ANTHROPIC, false, turnCount);
   const openai = await benchBilledSession(tokenizer, OPENAI, true, turnCount);
-  const sessions = [anthropic, anthropicWarm, openai];
+  const delegated = [
+    await benchBilledSession(tokenizer, ANTHROPIC, true, Math.min(turnCount, DELEGATED_TURNS), DELEGATE_EVERY),
+    await benchBilledSession(tokenizer, OPENAI, true, Math.min(turnCount, DELEGATED_TURNS), DELEGATE_EVERY),
+  ];
+  const sessions = [anthropic, anthropicWarm, openai, ...delegated];
   // Billed as each provider bills, but priced by a catalogue that may not list them exactly: for the window alone.
   const others = [await benchBilledSession(tokenizer, GOOGLE, true, turnCount), await benchBilledSession(tokenizer, OPENROUTER, true, turnCount)];
   return {

@@ -24,6 +24,7 @@ import { benchStore } from './store';
 import { benchMemory } from './memory';
 import { benchStreamAnswer } from './stream-answer';
 import { benchDelegation } from './delegation';
+import { benchRealModel } from './real-model';
 
 /** The measures `results.json` holds, in the order of the table. */
 type Key =
@@ -63,7 +64,9 @@ type Key =
   | 'memory_session_rss_mb'
   | 'memory_stream_answer_rss_mb'
   | 'delegate_parent_token_ratio'
-  | 'delegate_parallel_speedup';
+  | 'delegate_parallel_speedup'
+  | 'real_model_gauge_error_mean_pct'
+  | 'real_model_gauge_error_max_pct';
 
 interface Target {
   readonly what: string;
@@ -113,7 +116,11 @@ const TARGETS: Record<Key, Target> = {
     limit: 0.9,
   },
   cache_read_share_openai: { what: "the same against OpenAI's stand-in (its automatic prefix cache and `prompt_cache_key`)", op: '≥', limit: 0.9 },
-  cost_error_pct: { what: "the cost Longrun shows against the stand-in's own bill for the same requests, largest error (%)", op: '≤', limit: 1 },
+  cost_error_pct: {
+    what: "the cost Longrun shows against the stand-in's own bill for the same requests (subagents' included), largest error (%)",
+    op: '≤',
+    limit: 1,
+  },
   native_window_shrunk: {
     what: "times the window was shrunk over the 200-turn sessions against Anthropic's, OpenAI's, Gemini's and OpenRouter's stand-ins (each counting its own way)",
     op: '≤',
@@ -177,6 +184,12 @@ const TARGETS: Record<Key, Target> = {
     limit: 0.2,
   },
   delegate_parallel_speedup: { what: 'wall time of 3 delegations one step after another ÷ all 3 in one step (in parallel)', op: '>', limit: 2 },
+  real_model_gauge_error_mean_pct: {
+    what: "gauge vs a real server's own prompt_tokens (llama-server, SmolLM2-135M-Instruct, 4,096 window), from the second request on, mean error (%)",
+    op: '≤',
+    limit: 1,
+  },
+  real_model_gauge_error_max_pct: { what: 'the same, max error (%)', op: '≤', limit: 5 },
 };
 
 function met(key: Key, value: number): boolean {
@@ -232,6 +245,7 @@ async function main(): Promise<void> {
   const memory = await step('memory of a 500 MiB conversation', () => benchMemory());
   const streamed = await step('memory of a streamed 40 MB answer', () => benchStreamAnswer());
   const delegation = await step('delegation to subagents', () => benchDelegation(tokenizer));
+  const real = await step('gauge against a real server', () => benchRealModel(tokenizer));
   // What the model sees bounds the memory, not how long the history is.
   const memoryLimit = round(2 * memory.view_mb + 50, 1);
   TARGETS.memory_open_rss_mb = { ...TARGETS.memory_open_rss_mb, limit: memoryLimit };
@@ -244,7 +258,8 @@ async function main(): Promise<void> {
     limit: round((prefix.breaks_at_compactions / Math.max(1, prefix.requests - 1)) * 100, 2),
   };
 
-  const results: Record<Key, number> = {
+  // Null when the real server is not installed on this machine: "not measured", with the reason below.
+  const results: Record<Key, number | null> = {
     stall_p95_ratio: round(stall.stall_p95_ratio, 3),
     gauge_error_mean_pct: gauge.gauge_error_mean_pct,
     gauge_error_max_pct: gauge.gauge_error_max_pct,
@@ -282,6 +297,8 @@ async function main(): Promise<void> {
     memory_stream_answer_rss_mb: round(streamed.peak_rss_mb, 1),
     delegate_parent_token_ratio: round(delegation.delegate_parent_token_ratio, 3),
     delegate_parallel_speedup: round(delegation.delegate_parallel_speedup, 2),
+    real_model_gauge_error_mean_pct: real.measured ? real.mean_pct : null,
+    real_model_gauge_error_max_pct: real.measured ? real.max_pct : null,
   };
   writeFileSync(join(__dirname, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
 
@@ -292,7 +309,9 @@ async function main(): Promise<void> {
     '|---|---|---:|---|---|',
     ...(Object.keys(TARGETS) as Key[]).map((key) => {
       const t = TARGETS[key];
-      return `| \`${key}\` | ${t.what} | ${formatNumber(results[key])} | ${t.op} ${formatNumber(t.limit)} | ${met(key, results[key]) ? 'yes' : '**no**'} |`;
+      const value = results[key];
+      if (value === null) return `| \`${key}\` | ${t.what} | not measured | ${t.op} ${formatNumber(t.limit)} | — |`;
+      return `| \`${key}\` | ${t.what} | ${formatNumber(value)} | ${t.op} ${formatNumber(t.limit)} | ${met(key, value) ? 'yes' : '**no**'} |`;
     }),
     '',
     'Details:',
@@ -363,6 +382,10 @@ async function main(): Promise<void> {
       `against ${formatNumber(delegation.parent_tokens_inline)} done itself, the subagent spending ${formatNumber(delegation.subagent_tokens)} on its own model; ` +
       `three delegations take ${formatNumber(delegation.parallel_ms)} ms in one step against ${formatNumber(delegation.serial_ms)} ms one after another ` +
       `(${delegation.step_ms} ms a model call); delegations that came back without a report: ${delegation.missing_reports}`,
+    real.measured
+      ? `- gauge against a real server (llama-server ${real.build}, SmolLM2-135M-Instruct, its tokenizer and chat template, 4,096 tokens): ${real.requests} requests, ${real.compactions} compactions, ${real.seconds} s; ` +
+        `per request (signed, + reads high): ${real.by_request_pct.map((e) => `${e}%`).join(', ')}`
+      : `- gauge against a real server: not measured (${real.reason})`,
     '',
     'Conversation store (bench/store.ts):',
     '',

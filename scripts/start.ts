@@ -10,6 +10,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ProviderKind } from '../src/core/provider-kind';
 import { errorText } from '../src/core/errors';
+import { findModelId } from '../src/core/model-id';
 import { listEndpointModels } from '../src/llm/openai-endpoint';
 import { defaultApiRoot } from '../src/llm/providers/api-roots';
 import { KEY_VARIABLES, providerFromEnvironment, type ProviderChoice } from './provider-choice';
@@ -64,7 +65,7 @@ async function providerModel(chosen: ProviderChoice): Promise<ModelChoice> {
   if (baseUrl === undefined) throw new Error('OPENAI_BASE_URL is needed for an OpenAI-compatible server.');
   try {
     const ids = await listEndpointModels(baseUrl, apiKey, fetch, undefined, 10_000, kind);
-    if (!ids.includes(model)) {
+    if (findModelId(ids, model) === undefined) {
       process.stderr.write(
         `Note: ${model} is not among the models ${baseUrl} lists (${ids.slice(0, 8).join(', ')}${ids.length > 8 ? ', …' : ''}); set LONGRUN_MODEL to one of them if requests fail.\n`,
       );

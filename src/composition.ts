@@ -19,7 +19,6 @@ import {
 import { SkillCatalog } from './app/skills/skill-catalog';
 import { RequestSetup } from './app/turn/request-setup';
 import { TurnController, type TurnWorkspace } from './app/turn/turn-controller';
-import { usageCost } from './app/models/model-prices';
 import { revertChanges } from './vscode/revert-command';
 import { compactHarder, newFromPlan } from './vscode/loop-commands';
 import type { FileEvent } from './core/file-ledger';
@@ -51,6 +50,8 @@ import { ConversationRegistry } from './app/conversation/conversation-registry';
 import { ConversationIndex } from './app/store/conversation-index';
 import { ConversationStore } from './app/store/conversation-store';
 import { Redactor } from './app/report/redactor';
+import { KnownSecrets, redactSecrets } from './core/redact';
+import { redactingLog } from './vscode/redacting-log';
 import { Tracing } from './app/report/tracing';
 import type { LongrunSettings } from './app/settings';
 import { lazily } from './core/lazy';
@@ -95,10 +96,16 @@ export interface Longrun {
 }
 
 export function compose(context: vscode.ExtensionContext, { log, gaugeItem }: Activation): Longrun {
-  const base = buildBase(context, log);
+  // The exact API keys in use, known as each is read, set or handed over: no line of the log, of a
+  // conversation's files or of a trace is written with one in it.
+  const secrets = new KnownSecrets();
+  const base = buildBase(
+    context,
+    redactingLog(log, (text) => redactSecrets(secrets.redact(text))),
+  );
   const tools = buildTools(base);
   const requests = buildRequests(base, tools);
-  const models = buildModels(base, requests);
+  const models = buildModels(base, requests, secrets);
   recordEdits(base, models, tools);
   const views = buildViews(base, models);
   const { controller, participant } = buildParticipant(base, models, views, tools, requests);
@@ -205,8 +212,12 @@ function buildBase(context: vscode.ExtensionContext, log: vscode.LogOutputChanne
 }
 
 /** Builds the keys, the model windows, the redactor, tracing, the model provider, the compaction engine and the session. */
-function buildModels({ context, log, now, settings }: Base, { setup }: Requests): Models {
-  const keys = new ApiKeys(context.secrets);
+function buildModels({ context, log, now, settings }: Base, { setup }: Requests, secrets: KnownSecrets): Models {
+  // Every key read, set or deleted is told to the redactor as it happens.
+  const keys = new ApiKeys(context.secrets, {
+    stored: (endpoint, value) => redactor.stored(endpoint, value),
+    deleted: (endpoint) => redactor.deleted(endpoint),
+  });
   // Windows and prices of known models, under the user's longrun.models.overrides.
   const catalogue = new ModelCatalogue(() => settings().modelOverrides);
   // Windows servers state for their models: cached across sessions, asked again once per session.
@@ -226,8 +237,9 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
     catalogue,
   });
   // Cleans provider error text of the stored keys, once read.
-  const redactor = new Redactor(() => settings().endpoints, keys);
-  const tracing = new Tracing(settings, log);
+  const redactor = new Redactor(() => settings().endpoints, keys, secrets);
+  redactor.fromEnvironment(process.env);
+  const tracing = new Tracing(settings, log, undefined, (text) => redactor.redact(text));
   context.subscriptions.push(tracing);
   // The models of endpoints that name none, as their servers list them.
   const listed = new ListedModels({
@@ -279,8 +291,10 @@ function buildModels({ context, log, now, settings }: Base, { setup }: Requests)
   context.subscriptions.push(session);
   const changed = new vscode.EventEmitter<void>();
   context.subscriptions.push(changed);
-  const store = new ConversationStore(storageDir, () => systemClock.now());
-  const index = new ConversationIndex(context.workspaceState);
+  const store = new ConversationStore(storageDir, () => systemClock.now(), { secrets });
+  // What the index keeps of each conversation (its title, its summaries) is written cleaned too.
+  const state = context.workspaceState;
+  const index = new ConversationIndex({ get: (key) => state.get(key), update: (key, value) => state.update(key, secrets.redactDeep(value)) });
   const registry = new ConversationRegistry({
     store,
     index,
@@ -411,7 +425,7 @@ function buildParticipant(
     setup,
     summaries,
     skills,
-    cost: (usage, model) => usageCost(catalogue, settings().endpoints, usage, model),
+    cost: (usage) => catalogue.cost(usage),
   });
   const participant = new LongrunParticipant({ controller, session, changes: tools.changes, log });
   // Shown in the chat of the request under way.

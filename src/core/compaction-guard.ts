@@ -242,7 +242,9 @@ export function guardAfter(lastCompaction: { readonly lowGain: boolean } | undef
  * of its summaries in a row failed, the next `RESTING_COMPACTIONS` automatic compactions do not ask
  * it: each would cost a request (and up to the summarizer's time limit) likely to fail again, while
  * the extractive summary compacts at once. Then it is asked again. A compaction the user asks for
- * always asks it, and one summary it writes ends the streak.
+ * always asks it, and one summary it writes ends the streak. Only real failures count (an error, a
+ * time-out, no text, noise): a summary turned down for its shape or length is real text, and leaves
+ * the streak as it was.
  */
 export interface SummaryStreak {
   /** The summarizer, by name: another one starts afresh. */
@@ -258,9 +260,16 @@ export interface SummaryStreak {
 export const SUMMARY_FAILURES_TO_REST = 2;
 export const RESTING_COMPACTIONS = 4;
 
-/** What became of a compaction's summary: written by the summarizer, failed, not asked for, or not needed. */
+/**
+ * What became of a compaction's summary: written by the summarizer, failed, turned down for its shape
+ * or length (`misshapen`), not asked for, or not needed.
+ */
 export type SummaryResult =
-  { readonly kind: 'written' } | { readonly kind: 'failed'; readonly failure: string } | { readonly kind: 'rested' } | { readonly kind: 'none' };
+  | { readonly kind: 'written' }
+  | { readonly kind: 'failed'; readonly failure: string }
+  | { readonly kind: 'misshapen' }
+  | { readonly kind: 'rested' }
+  | { readonly kind: 'none' };
 
 /** Whether a compaction for `reason` asks `summarizer` for its summary, and if not, why. */
 export function maySummarize(streak: SummaryStreak | undefined, summarizer: string, reason: CompactionReason): Verdict {
@@ -278,6 +287,7 @@ export function noteSummary(streak: SummaryStreak | undefined, summarizer: strin
     case 'written':
       return undefined;
     case 'none':
+    case 'misshapen':
       return streak;
     case 'rested':
       return own ? { ...own, resting: Math.max(0, own.resting - 1) } : streak;

@@ -90,6 +90,11 @@ export interface ComputedCompaction {
    * compaction takes it rather than tokenizing the summary again while the summary reads the same.
    */
   readonly summaryCount?: { readonly summary: string; readonly tokens: StoredTokens };
+  /**
+   * The entry's summary is the fallback because the summarizer's text was turned down for its shape
+   * or length only: real text, not the summarizer's failure, so it does not count against it.
+   */
+  readonly summaryMisshapen?: true;
 }
 
 export type CompactionOutcome =
@@ -100,6 +105,8 @@ export type CompactionOutcome =
       readonly reason: string;
       /** What went wrong with the summarizer, when that is why (the settings keep the history rather than a fallback). */
       readonly summarizerFailure?: string;
+      /** That failure was real text turned down for its shape or length (see `ComputedCompaction`). */
+      readonly summaryMisshapen?: true;
     }
   | { readonly status: 'cancelled'; readonly reason: string };
 

@@ -31,13 +31,13 @@ import {
   expectationsFor,
   NEEDLE_BUDGET_SHARE,
   ORIGINAL_TASK_MAX_TOKENS,
+  rejectionOf,
   repairSummary,
-  unusableReason,
   type BoundedTask,
 } from './summary-repair';
-import type { DirectiveOptions } from './summary-request';
+import { buildDirective, SHORT_TEMPLATE_ROOM, systemPrompt, templateHeadings, type DirectiveOptions } from './summary-request';
 import { renderWorkState } from './work-state';
-import { describeFailure, summarize, SummarizerFailure, type CallCount } from './summarizer-calls';
+import { describeFailure, isMisshapen, summarize, SummarizerFailure, type CallCount } from './summarizer-calls';
 
 export { applicable, appliedTo, applyCompaction, lowGain, tokensAfterAt };
 export type { ApplyResult, CompactionDeps, CompactionOutcome, CompactionProgress, CompactionRequest, ComputedCompaction };
@@ -350,7 +350,8 @@ interface SummaryPlan {
 function planSummary(view: readonly Message[], selection: Selection, request: CompactionRequest, deps: CompactionDeps): SummaryPlan {
   const { config, log } = request;
   const round = nextRound(log);
-  const sized = sizeSummary(config, request.window.limit, deps);
+  // The same task comes back at every compaction: its count is remembered.
+  const sized = sizeSummary(config, request.window.limit, deps.summarizer.contextWindow, (value) => deps.counter.countRemembered(value));
   const task = sized.task(originalTask(log));
   const summaryConfig: CompactionConfig = { ...config, summary: { ...config.summary, targetTokens: sized.targetFor(task) } };
   const positionOf = new Map(view.map((m, i) => [m.id, i] as const));
@@ -362,6 +363,7 @@ function planSummary(view: readonly Message[], selection: Selection, request: Co
     originalTask: task?.text,
     focus: request.focus,
     splitTurn: selection.splitTurn,
+    ...(sized.short ? { short: true } : {}),
   };
   return { view, selection, round, task, config: summaryConfig, items, directive };
 }
@@ -372,6 +374,8 @@ interface WrittenSummary {
   readonly model: string;
   readonly fallback: boolean;
   readonly failure?: string;
+  /** The summarizer's text was turned down for its shape or length only (see `SummarizerFailure`). */
+  readonly misshapen?: true;
   readonly calls: number;
 }
 
@@ -394,14 +398,19 @@ async function writeSummary(plan: SummaryPlan, request: CompactionRequest, deps:
       continuationOf(plan),
     );
     const summarized = selection.previousSummary ? [selection.previousSummary, ...selection.toCompact] : selection.toCompact;
-    const unusable = unusableReason(produced.text, expectationsFor(plan.config.summary, summarized, deps.counter));
-    if (unusable) throw new SummarizerFailure(unusable);
+    const rejection = rejectionOf(produced.text, expectationsFor(plan.config.summary, summarized, deps.counter, promptOf(plan)));
+    if (rejection) throw new SummarizerFailure(rejection.reason, rejection.kind === 'shape');
     return { text: produced.text, model: produced.model ?? deps.summarizer.name, fallback: false, calls: counted.calls };
   } catch (error) {
     if (request.signal?.aborted) return { status: 'cancelled', reason: 'Compaction was cancelled; the conversation is unchanged.' };
     const failure = redactSecrets(deps.redact ? deps.redact(describeFailure(error)) : describeFailure(error));
-    return withoutSummarizer(plan, request, deps, failure, counted);
+    return withoutSummarizer(plan, request, deps, failure, counted, isMisshapen(error));
   }
+}
+
+/** The instructions a summary was asked with, without the task it is to copy: a summary that says them back is none. */
+function promptOf(plan: SummaryPlan): string {
+  return `${systemPrompt(plan.config.summary)}\n${buildDirective({ ...plan.directive, originalTask: undefined })}`;
 }
 
 /** The summary when the summarizer failed or was not asked (`failure` says which): the extractive one, or none as the settings say. */
@@ -411,9 +420,15 @@ function withoutSummarizer(
   deps: CompactionDeps,
   failure: string,
   counted: CallCount,
+  misshapen = false,
 ): WrittenSummary | CompactionOutcome {
   if (request.config.onSummarizerFailure !== 'fallback') {
-    return { status: 'failed', reason: `Compaction failed: ${failure}. The conversation is unchanged.`, summarizerFailure: failure };
+    return {
+      status: 'failed',
+      reason: `Compaction failed: ${failure}. The conversation is unchanged.`,
+      summarizerFailure: failure,
+      ...(misshapen ? { summaryMisshapen: true as const } : {}),
+    };
   }
   const { selection } = plan;
   const text = extractiveSummary({
@@ -425,7 +440,7 @@ function withoutSummarizer(
     ...(plan.task ? { skipUserText: originalTask(request.log) } : {}),
     countText: (value) => deps.counter.countText(value),
   });
-  return { text, model: FALLBACK_MODEL, fallback: true, failure, calls: counted.calls };
+  return { text, model: FALLBACK_MODEL, fallback: true, failure, calls: counted.calls, ...(misshapen ? { misshapen: true as const } : {}) };
 }
 
 /** Repairs the summary, adds the ledgers, and makes the entry, unless it would not shrink the view. */
@@ -508,6 +523,7 @@ function finishCompaction(
       tokensAfter,
       lowGain: entry.lowGain,
       needleBudgetTokens: Math.floor(plan.config.summary.targetTokens * NEEDLE_BUDGET_SHARE),
+      ...(written.misshapen ? { summaryMisshapen: true as const } : {}),
       ...(summaryTokens ? { summaryCount: { summary: entry.summary, tokens: summaryTokens } } : {}),
     },
   };
@@ -518,27 +534,43 @@ function workState(log: ConversationLog, selection: Selection, deps: CompactionD
   return renderWorkState({ log, inView: [...selection.pinned, ...selection.kept], countText: (value) => deps.counter.countText(value) });
 }
 
-/** The model's output room (the output reserve rule applied to the summarizer's window) and the bounded task. */
-function sizeSummary(config: CompactionConfig, conversationWindow: number, deps: CompactionDeps) {
+/**
+ * The summary's size for a conversation whose messages have `room` tokens: the template (the short
+ * one in a small room), the bounded task, and the target the model writes within. The target is the
+ * setting, cut to the summarizer's output room and to a tenth of the room, but never below the
+ * template's headings and `SUMMARY_BODY_FLOOR` tokens of text (a floor itself at most
+ * `SUMMARY_FLOOR_SHARE` of the room), unless the setting asks for less.
+ */
+export function sizeSummary(config: CompactionConfig, room: number, summarizerWindow: number | undefined, countText: (value: string) => number) {
   const target = config.summary.targetTokens;
-  const window = deps.summarizer.contextWindow && deps.summarizer.contextWindow > 0 ? deps.summarizer.contextWindow : conversationWindow;
+  const window = summarizerWindow && summarizerWindow > 0 ? summarizerWindow : room;
+  const short = room > 0 && room < SHORT_TEMPLATE_ROOM;
   // The summary's output room is the target and a quarter; a small window caps it like any answer.
   const outputRoom = Math.min(Math.ceil(target * 1.25), outputReserveFor(window) || Number.POSITIVE_INFINITY);
+  const ceiling = Math.min(target, Math.floor(outputRoom / 1.25));
   // A summary that takes a fifth of a small window would be compacted again a turn or two later.
-  const shareCap = conversationWindow > 0 ? Math.floor(conversationWindow * SUMMARY_MAX_SHARE) : Number.POSITIVE_INFINITY;
-  const fitted = Math.max(MIN_TARGET_TOKENS, Math.min(target, Math.floor(outputRoom / 1.25), shareCap));
+  const shareCap = room > 0 ? Math.floor(room * SUMMARY_MAX_SHARE) : Number.POSITIVE_INFINITY;
+  const headings = countText(templateHeadings(config.summary, short));
+  const floor = Math.min(headings + SUMMARY_BODY_FLOOR, room > 0 ? Math.floor(room * SUMMARY_FLOOR_SHARE) : Number.POSITIVE_INFINITY);
+  const fitted = Math.max(MIN_TARGET_TOKENS, Math.min(ceiling, Math.max(shareCap, floor)));
   const taskCap = Math.min(ORIGINAL_TASK_MAX_TOKENS, Math.floor(fitted / 2));
-  // The same task comes back at every compaction: its count is remembered.
-  const countText = (value: string): number => deps.counter.countRemembered(value);
   return {
+    short,
     task: (task: string | undefined) => (task === undefined ? undefined : boundTask(task, taskCap, countText)),
-    // The task is inserted verbatim by the repair; the model writes the rest within what is left.
-    targetFor: (task: { tokens: number } | undefined) => Math.max(MIN_TARGET_TOKENS, fitted - (task?.tokens ?? 0)),
+    // The task is inserted verbatim by the repair; the model writes the rest within what is left, never less than the floor.
+    targetFor: (task: { tokens: number } | undefined) =>
+      Math.max(MIN_TARGET_TOKENS, Math.min(ceiling, Math.max(floor, fitted - (task?.tokens ?? 0)))),
   };
 }
 
 /** A summary takes at most this share of the conversation's window (800 of 8,000 and more stays 800). */
 const SUMMARY_MAX_SHARE = 0.1;
+
+/** Tokens of text a summary is given beyond its template's headings, however small the window. */
+export const SUMMARY_BODY_FLOOR = 150;
+
+/** The floor of a summary's target takes at most this share of the room for the conversation's messages. */
+export const SUMMARY_FLOOR_SHARE = 0.25;
 
 /** The smallest summary target worth asking for (the setting's own minimum). */
 const MIN_TARGET_TOKENS = 50;

@@ -25,8 +25,8 @@ export const PRUNE_KINDS = ['duplicate', 'stale', 'written', 'old', 'truncated']
 /** How long a provider keeps what a request asked it to cache (Anthropic's breakpoints): five minutes or an hour. */
 export const CACHE_TTLS = ['5m', '1h'] as const;
 
-/** Why a model call was made, for the calls that are not the agent's: a summary of a compaction. */
-export const USAGE_PURPOSES = ['summary'] as const;
+/** Why a model call was made, for the calls that are not the agent's: a summary of a compaction, a subagent's request. */
+export const USAGE_PURPOSES = ['summary', 'subagent'] as const;
 
 /** The statuses a step of the agent's plan takes (see `plan.ts`). */
 export const PLAN_STATUSES = ['pending', 'in_progress', 'done', 'blocked'] as const;

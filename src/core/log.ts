@@ -377,6 +377,11 @@ export interface ReportedUsage {
   readonly cost?: number;
   /** The counts are Longrun's estimate, not the provider's (VS Code's models report none): no cost, no cache figures. */
   readonly estimated?: boolean;
-  /** Absent for the agent's requests; `summary` for a summarizer call of a compaction, which never calibrates. */
+  /**
+   * Absent for the agent's requests; `summary` for a summarizer call of a compaction, `subagent` for a
+   * request of a subagent (its own steps and summaries): neither is the view's prompt, so neither calibrates.
+   */
   readonly purpose?: UsagePurpose;
+  /** The subagent whose request it was (its id in its `subagent` records), for purpose `subagent`. */
+  readonly subagent?: string;
 }

@@ -10,15 +10,46 @@ import { everyValueOf } from './values';
 export const ROLES = ['system', 'user', 'assistant', 'tool'] as const;
 export type Role = (typeof ROLES)[number];
 
+/**
+ * What a provider attached to a part of its answer for its own use, to be given back with the part:
+ * Gemini's thought signatures, the ids and encrypted content of OpenAI's reasoning items, the
+ * signatures of Claude's thinking blocks and its redacted thinking. Only the model that made it can
+ * read it, so it is sent back to that provider and model alone (see {@link sameProducer}).
+ */
+export interface ProviderMetadata {
+  /** The provider that made it, as its AI SDK package names itself (`anthropic.messages`, `google.generative-ai`). */
+  readonly provider: string;
+  /** The model that made it, as the request named it. */
+  readonly model: string;
+  /** The metadata by the package's namespace (`anthropic`, `google`, `openai`, `openrouter`), as the provider gave it. */
+  readonly data: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+}
+
+/** A provider and model a request goes to, or that made a part. */
+export interface Producer {
+  readonly provider: string;
+  readonly model: string;
+}
+
+/** Whether `metadata` was made by `producer`, and so may be sent to it. */
+export function sameProducer(metadata: ProviderMetadata, producer: Producer | undefined): boolean {
+  return producer !== undefined && metadata.provider === producer.provider && metadata.model === producer.model;
+}
+
 export interface TextPart {
   readonly type: 'text';
   readonly text: string;
+  readonly providerMetadata?: ProviderMetadata;
 }
 
-/** Hidden reasoning some models return; it is sent back to them and so takes room in the window. */
+/**
+ * Hidden reasoning some models return; it is sent back to them and so takes room in the window. Its
+ * text may be empty when the provider gave it only in encrypted or redacted form (its metadata).
+ */
 export interface ReasoningPart {
   readonly type: 'reasoning';
   readonly text: string;
+  readonly providerMetadata?: ProviderMetadata;
 }
 
 export interface ToolCallPart {
@@ -27,6 +58,7 @@ export interface ToolCallPart {
   readonly toolName: string;
   /** The call's arguments, as the model sent them (usually a JSON object). */
   readonly input: unknown;
+  readonly providerMetadata?: ProviderMetadata;
 }
 
 export interface ToolResultPart {

@@ -35,6 +35,9 @@ const LIMIT_PATTERNS: readonly RegExp[] = [
   /(\d[\d,]*) maximum context length/i,
   /exceeds? (?:the )?(?:limit|maximum) of (\d[\d,]*)/i,
   /context window (?:of|is) (\d[\d,]*) tokens/i,
+  // llama.cpp's "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it"
+  // and, with context shift on, "input (5000 tokens) is larger than the max context size (4096 tokens)".
+  /(?:available|max) context size \((\d[\d,]*) tokens\)/i,
 ];
 
 function statedLimit(texts: readonly string[]): number | undefined {
@@ -79,6 +82,9 @@ export const OVERFLOW_PATTERNS: ReadonlyArray<{ provider: string; pattern: RegEx
   { provider: 'mistral', pattern: /too large for model with \d+ maximum context length/i },
   { provider: 'xai', pattern: /maximum prompt length is \d+/i },
   { provider: 'llama.cpp', pattern: /exceeds the available context size/i },
+  { provider: 'llama.cpp', pattern: /is larger than the max context size/i },
+  // llama.cpp's error type, whatever its message says.
+  { provider: 'llama.cpp', pattern: /exceed_context_size_error/i },
   { provider: 'bedrock', pattern: /input is too long for requested model/i },
   // Bedrock's throttling says "Too many tokens ... per minute"; that is a rate
   // limit, which compaction cannot fix, so per-time-unit wordings are excluded.

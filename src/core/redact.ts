@@ -78,6 +78,120 @@ export function redactSecrets(text: string, knownSecrets: readonly string[] = []
   return out;
 }
 
+/**
+ * The exact values of the keys in use, each under the name of where it came from (an endpoint's
+ * stored key, a variable of the environment): known when a key is read or set, forgotten when it is
+ * deleted. Found in any text by one expression, made again only when the keys change, in every form
+ * a value takes in what is written (as it is, JSON-encoded once or twice, URL-encoded), whatever
+ * characters it holds; while no key is known, nothing is looked for.
+ */
+export class KnownSecrets {
+  private readonly values = new Map<string, string>();
+  private matcher: RegExp | undefined;
+
+  /** Knows `value` as the key of `source`, in place of the one it had; an empty value forgets it. */
+  set(source: string, value: string | undefined): void {
+    if (value === undefined || value.trim().length === 0) {
+      this.delete(source);
+      return;
+    }
+    if (this.values.get(source) === value) return;
+    this.values.set(source, value);
+    this.matcher = matcherOf([...this.values.values()]);
+  }
+
+  /** Forgets the key of `source`. */
+  delete(source: string): void {
+    if (!this.values.delete(source)) return;
+    this.matcher = matcherOf([...this.values.values()]);
+  }
+
+  /** The values known, for the shapes' redaction that is told of them. */
+  list(): string[] {
+    return [...this.values.values()];
+  }
+
+  /** Whether `text` holds a known key, in any of its forms. */
+  found(text: string): boolean {
+    return this.matcher !== undefined && text.search(this.matcher) >= 0;
+  }
+
+  /** `text` with every form of every known key replaced by `[redacted]`; `text` itself when it holds none. */
+  redact(text: string): string {
+    const matcher = this.matcher;
+    if (matcher === undefined || text.search(matcher) < 0) return text;
+    let out = text;
+    // A key that holds the marker's own characters could be formed again around a replacement:
+    // after a few passes such a one is dropped without a marker (each drop shortens the text).
+    for (let pass = 0; pass < 4 && out.search(matcher) >= 0; pass++) out = out.replace(matcher, REDACTED);
+    while (out.search(matcher) >= 0) out = out.replace(matcher, '');
+    return out;
+  }
+
+  /**
+   * `value` with every string in it (however deep, in arrays and plain objects) redacted; the value
+   * itself, not a copy, when none held a key.
+   */
+  redactDeep<T>(value: T): T {
+    if (this.matcher === undefined) return value;
+    return this.deep(value) as T;
+  }
+
+  private deep(value: unknown): unknown {
+    if (typeof value === 'string') return this.redact(value);
+    if (Array.isArray(value)) {
+      let changed = false;
+      const out = value.map((item: unknown) => {
+        const next = this.deep(item);
+        if (next !== item) changed = true;
+        return next;
+      });
+      return changed ? out : value;
+    }
+    if (value === null || typeof value !== 'object') return value;
+    let changed = false;
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      const next = this.deep(item);
+      if (next !== item) changed = true;
+      out[key] = next;
+    }
+    return changed ? out : value;
+  }
+}
+
+/** The forms a key takes in text: as it is, JSON-encoded (once, or twice for JSON put in a string), URL-encoded. */
+function formsOf(secrets: readonly string[]): string[] {
+  const forms = new Set<string>();
+  const json = (text: string): string => JSON.stringify(text).slice(1, -1);
+  for (const raw of secrets) {
+    for (const secret of new Set([raw, raw.trim()])) {
+      if (secret.length < MIN_KNOWN_SECRET_LENGTH) continue;
+      for (const form of [secret, json(secret), json(json(secret)), urlEncoded(secret)]) {
+        if (form.length >= MIN_KNOWN_SECRET_LENGTH) forms.add(form);
+      }
+    }
+  }
+  // Longest first, so a secret that contains another is replaced whole rather than in pieces.
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+/** `text` as a URL carries it; itself when it cannot be (a lone surrogate). */
+function urlEncoded(text: string): string {
+  try {
+    return encodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** One expression that finds every form of `secrets`, each taken literally; undefined when there are none. */
+function matcherOf(secrets: readonly string[]): RegExp | undefined {
+  const forms = formsOf(secrets);
+  if (forms.length === 0) return undefined;
+  return new RegExp(forms.map((form) => form.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|'), 'g');
+}
+
 function redactKnown(text: string, knownSecrets: readonly string[]): string {
   const forms = new Set<string>();
   for (const raw of knownSecrets) {

@@ -20,7 +20,23 @@ import {
 
 const MIN_BATCH_BUDGET = 256;
 const MERGE_DEPTH_LIMIT = 4;
-export class SummarizerFailure extends Error {}
+/**
+ * A summarizer call that gave no usable summary. `misshapen` when its answer was real text the checks
+ * turned down for its shape or length: that is not counted against the summarizer (see `compaction-guard.ts`).
+ */
+export class SummarizerFailure extends Error {
+  constructor(
+    message: string,
+    readonly misshapen = false,
+  ) {
+    super(message);
+  }
+}
+
+/** Whether `error` is a summary turned down for its shape or length rather than the summarizer's failure. */
+export function isMisshapen(error: unknown): boolean {
+  return error instanceof SummarizerFailure && error.misshapen;
+}
 
 export function describeFailure(error: unknown): string {
   if (error instanceof SummarizerFailure) return error.message;

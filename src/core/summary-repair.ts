@@ -3,12 +3,13 @@ import type { Message } from './messages';
 import type { MessageTokenCounter } from './message-tokens';
 import { keepNeedles, stripKeptNeedles, type KeptNeedles } from './kept-needles';
 import type { NeedleLedger } from './needles';
-import { summaryHeading, summarySections } from './summary-request';
+import { summaryHeading } from './summary-request';
+import { substanceFault } from './summary-substance';
 import { stripWorkState } from './work-state';
 
 /**
  * Checks a model-written summary before it replaces anything, and repairs what can be repaired
- * deterministically: the summary must be text of a plausible length in the template's shape, the
+ * deterministically: the summary must be text with substance (in the template's shape or its own), the
  * user's original task must be in it verbatim (up to a cap), no file lists, kept needles or work
  * state of its own may remain (the file ledger, the needle ledger and the plan are never left to the
  * model: they are appended by the engine, so exactly one of each ends every summary), and the needles
@@ -16,9 +17,6 @@ import { stripWorkState } from './work-state';
  */
 
 const MIN_USABLE_CHARS = 40;
-
-/** A summary under this share of the expected length is rejected (80 tokens for an 800-token target). */
-export const MIN_EXPECTED_SHARE = 0.1;
 
 /** Letters must be at least this share of the visible characters (tables and code stay well above). */
 const MIN_LETTER_SHARE = 0.3;
@@ -34,51 +32,69 @@ export interface SummaryExpectations {
   /** About how many tokens the summary should have: the target, or what it summarizes when that is less. */
   readonly expectedTokens: number;
   readonly countText: (value: string) => number;
-  /** The template's section names: a summary with none of them as a heading is rejected. */
-  readonly sections: readonly string[];
+  /** The instructions the summarizer was given, without the task it is to copy: a summary that says them back is not one. */
+  readonly prompt?: string;
 }
 
-/** The expectations for a summary of `input` (the messages summarized and the previous summary). */
-export function expectationsFor(summary: SummaryConfig, input: readonly Message[], counter: MessageTokenCounter): SummaryExpectations {
+/** The expectations for a summary of `input` (the messages summarized and the previous summary), asked for with `prompt`. */
+export function expectationsFor(
+  summary: SummaryConfig,
+  input: readonly Message[],
+  counter: MessageTokenCounter,
+  prompt?: string,
+): SummaryExpectations {
   return {
     expectedTokens: Math.min(summary.targetTokens, counter.countMessages(input)),
     countText: (value) => counter.countText(value),
-    sections: summarySections(summary),
+    ...(prompt ? { prompt } : {}),
   };
+}
+
+/**
+ * Why a summary cannot be used, and whether that is the summarizer's failure. A `fault` (no text,
+ * not text, a loop, the instructions said back, an empty template) counts against the summarizer
+ * when deciding whether to ask it next time; a `shape` rejection (real text, too short for what it
+ * replaces) does not: the summarizer answers, and its next summary may well be used.
+ */
+export interface Rejection {
+  readonly reason: string;
+  readonly kind: 'fault' | 'shape';
 }
 
 /**
  * Why a summary cannot be used, or `undefined` when it can. Every summary must hold text: letters,
  * and not mostly control or replacement characters (a broken stream or a wrong encoding). With
- * `expected` (a whole summary, not one batch of several) it must also reach a tenth of the expected
- * length and have at least one of the template's section headings. The reason is stored with the
- * fallback summary used instead and shown to the user.
+ * `expected` (a whole summary, not one batch of several) it must also have substance (see
+ * `summary-substance.ts`): its headings, the template's or its own, are not required. The reason is
+ * stored with the fallback summary used instead and shown to the user.
  */
 export function unusableReason(summary: string, expected?: SummaryExpectations): string | undefined {
+  return rejectionOf(summary, expected)?.reason;
+}
+
+/** Why a summary cannot be used and of which kind (see `Rejection`), or `undefined` when it can. */
+export function rejectionOf(summary: string, expected?: SummaryExpectations): Rejection | undefined {
+  const fault = (reason: string): Rejection => ({ reason, kind: 'fault' });
   const trimmed = summary.trim();
-  if (!trimmed) return 'the summarizer returned no text';
+  if (!trimmed) return fault('the summarizer returned no text');
   const chars = [...trimmed];
   const visible = chars.filter((c) => !/\s/u.test(c)).length;
   const letters = chars.filter((c) => /\p{L}/u.test(c)).length;
   const noise = chars.filter((c) => NOISE.test(c)).length;
-  if (letters === 0) return `the summarizer's text was rejected: it has no letters (${describeChars(chars.length, noise)})`;
+  if (letters === 0) return fault(`the summarizer's text was rejected: it has no letters (${describeChars(chars.length, noise)})`);
   if (noise > chars.length * MAX_NOISE_SHARE) {
-    return `the summarizer's text was rejected: it is mostly not text (${noise} of its ${chars.length} characters are control or replacement characters)`;
+    return fault(
+      `the summarizer's text was rejected: it is mostly not text (${noise} of its ${chars.length} characters are control or replacement characters)`,
+    );
   }
   if (letters < visible * MIN_LETTER_SHARE) {
-    return `the summarizer's text was rejected: it is mostly not text (only ${letters} of its ${visible} visible characters are letters)`;
+    return fault(`the summarizer's text was rejected: it is mostly not text (only ${letters} of its ${visible} visible characters are letters)`);
   }
-  if (trimmed.length < MIN_USABLE_CHARS) return `the summarizer returned only ${trimmed.length} characters`;
+  if (trimmed.length < MIN_USABLE_CHARS) return fault(`the summarizer returned only ${trimmed.length} characters`);
   if (!expected) return undefined;
-  const tokens = expected.countText(trimmed);
-  const floor = Math.ceil(expected.expectedTokens * MIN_EXPECTED_SHARE);
-  if (tokens < floor) {
-    return `the summarizer's text was rejected: it has ${tokens} tokens, under a tenth of the ${expected.expectedTokens} expected`;
-  }
-  if (expected.sections.length > 0 && !hasAnyHeading(trimmed, expected.sections)) {
-    return `the summarizer's text was rejected: it has none of the template's headings (${expected.sections.map((s) => `"${s}"`).join(', ')})`;
-  }
-  return undefined;
+  const lacking = substanceFault(trimmed, expected);
+  if (!lacking) return undefined;
+  return { reason: lacking.reason, kind: lacking.kind === 'noise' ? 'fault' : 'shape' };
 }
 
 /** Control characters other than line breaks and tabs, the replacement character, private-use and unassigned code points. */
@@ -87,26 +103,6 @@ const NOISE = /[\p{Cc}\p{Co}\p{Cn}\uFFFD](?<![\n\r\t])/u;
 function describeChars(total: number, noise: number): string {
   if (noise === total) return `${total} characters, all of them control or replacement characters`;
   return noise > 0 ? `${total} characters, ${noise} of them control or replacement characters` : `${total} characters`;
-}
-
-/** Loose on form (`### Facts`, `**Facts**`, `Facts:`, any case, "&" or "and"), strict on the name. */
-function hasAnyHeading(text: string, sections: readonly string[]): boolean {
-  const names = sections.map(headingKey);
-  return text.split('\n').some((line) => {
-    const marked = /^\s{0,3}#{1,6}\s/.test(line) || /^\s*(?:\*\*|__)/.test(line) || /:\s*$/.test(line);
-    if (!marked) return false;
-    const key = headingKey(line);
-    return names.some((name) => key.startsWith(name));
-  });
-}
-
-function headingKey(value: string): string {
-  return value
-    .toLowerCase()
-    .replace(/&/g, ' and ')
-    .replace(/[^\p{L}\p{N}]+/gu, ' ')
-    .trim()
-    .replace(/^\d+ /, '');
 }
 
 export interface BoundedTask {

@@ -33,6 +33,15 @@ export const SUMMARY_SECTIONS = [
   'Next Steps',
 ] as const;
 
+/**
+ * The sections of the short template, asked for in a small window (see `SHORT_TEMPLATE_ROOM`): the
+ * eight headings alone would take a good share of a summary of a few hundred tokens.
+ */
+export const SHORT_SUMMARY_SECTIONS = ['Original Task', 'Completed Work', 'Current State', 'Next Steps'] as const;
+
+/** Below this room for the conversation's messages (in tokens), a summary is asked for in the short template. */
+export const SHORT_TEMPLATE_ROOM = 6_000;
+
 /** The progress section (Done / In Progress / Blocked), when `summary.progressSection` is on. */
 export const PROGRESS_SECTIONS = ['Progress'] as const;
 
@@ -43,9 +52,11 @@ export type SummarySection = (typeof SUMMARY_SECTIONS)[number] | (typeof PROGRES
 
 /**
  * The sections of the summary template, in order: the standard ones, with Progress after Current
- * State and Preferences, Facts and Previous Discussion before Next Steps when they are on.
+ * State and Preferences, Facts and Previous Discussion before Next Steps when they are on; or, `short`,
+ * the four of the short template alone.
  */
-export function summarySections(summary: SummaryConfig): readonly SummarySection[] {
+export function summarySections(summary: SummaryConfig, short = false): readonly SummarySection[] {
+  if (short) return SHORT_SUMMARY_SECTIONS;
   const sections: SummarySection[] = [];
   for (const section of SUMMARY_SECTIONS) {
     if (section === 'Next Steps' && summary.factsSections) sections.push(...FACTS_SECTIONS);
@@ -70,6 +81,13 @@ export interface DirectiveOptions {
   readonly keep?: readonly number[];
   /** The directive ends a continuation of the conversation, which offers the agent's tools. */
   readonly continuation?: boolean;
+  /** The short template (a small window, see `SHORT_TEMPLATE_ROOM`). */
+  readonly short?: boolean;
+}
+
+/** The headings a summary in the template has, one a line: what a summary's budget must hold before anything else. */
+export function templateHeadings(summary: SummaryConfig, short: boolean, round = 1): string {
+  return [summaryHeading(round), ...summarySections(summary, short).map((section) => `### ${section}`)].join('\n');
 }
 
 export function summaryHeading(round: number): string {
@@ -116,7 +134,7 @@ export function buildDirective(options: DirectiveOptions): string {
     lines.push('The latest user request is kept verbatim after your summary; summarize the work already done on it under Current State.');
   }
   lines.push('', 'Write exactly these sections, in this order, in Markdown:', '', summaryHeading(options.round));
-  for (const section of summarySections(summary)) lines.push(`### ${section}`, sectionHint(section));
+  for (const section of summarySections(summary, options.short)) lines.push(`### ${section}`, sectionHint(section, options.short));
   if (options.originalTask) {
     lines.push('', 'The Original Task, to be copied verbatim into its section:', '<original-task>', options.originalTask, '</original-task>');
   }
@@ -134,11 +152,12 @@ function depthInstruction(depth: SummaryConfig['depth']): string {
   }
 }
 
-function sectionHint(section: SummarySection): string {
+function sectionHint(section: SummarySection, short = false): string {
   switch (section) {
     case 'Original Task':
       return "The user's original request, verbatim.";
     case 'Completed Work':
+      if (short) return '- What was done, file by file, with the decisions taken and the errors fixed.';
       return '| File/Component | Action | Description |\n|---|---|---|\n(one row per file or component touched)';
     case 'Key Technical Decisions':
       return '- Choices that affect future work (dependencies, patterns, formats) and why.';
@@ -175,7 +194,8 @@ export function renderMessage(message: Message, position: number, truncation: Tr
         pieces.push(part.text);
         break;
       case 'reasoning':
-        pieces.push(`(reasoning) ${part.text}`);
+        // Reasoning given only in encrypted or redacted form has no text to render.
+        if (part.text.length > 0) pieces.push(`(reasoning) ${part.text}`);
         break;
       case 'tool-call':
         pieces.push(

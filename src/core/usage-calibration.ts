@@ -392,12 +392,17 @@ export type SentRequest = Pick<RequestBasis, 'localTokens' | 'localFixed' | 'rat
  * count of the request (its last report plus what was added since, else the local count scaled by
  * the ratio learned); the bar leaves room for what in it no report stands for. With a ratio learned
  * from the same model's earlier reports the bar is tighter. Only for a server that may cut a prompt
- * (`mayCutPrompts`): any other's count only calibrates the estimate.
+ * (`mayCutPrompts`): any other's count only calibrates the estimate. `statedWindow` is the whole
+ * window the server states for the model (its model list or native API), when it does.
  */
-export function detectTruncation(reportedInput: number, sent: SentRequest): TruncationVerdict | undefined {
+export function detectTruncation(reportedInput: number, sent: SentRequest, statedWindow?: number): TruncationVerdict | undefined {
   const { localTokens, ratio } = sent;
   if (!(localTokens > 0) || !(reportedInput >= 0)) return undefined;
   const expected = sent.expected ?? Math.round(localTokens * (ratio ?? 1));
+  // A server cuts only a prompt longer than its context: one that fits the window the server itself
+  // states was read whole, and a low count says the template left something out (tool definitions
+  // a model's chat template has no place for), which calibration learns.
+  if (statedWindow !== undefined && expected <= statedWindow) return undefined;
   const share = ratio === undefined ? TRUNCATION_SHARE_UNCALIBRATED : TRUNCATION_SHARE_CALIBRATED;
   const minTokens = ratio === undefined ? TRUNCATION_MIN_TOKENS_UNCALIBRATED : TRUNCATION_MIN_TOKENS_CALIBRATED;
   const fixed = Math.min(Math.max(0, sent.localFixed ?? 0), localTokens);

@@ -21,6 +21,21 @@ export interface ModelPrices {
   readonly cacheWrite?: number;
   /** A token written to the prompt cache at Anthropic's 1-hour lifetime; by the provider's rule when absent. */
   readonly cacheWrite1h?: number;
+  /**
+   * The prices of a request whose prompt is long: above a tier's `above` tokens of input (every
+   * input token, cached or not), each kind of token it names costs its price, every token of that
+   * kind in the request, not only those past the mark (Gemini 2.5 Pro above 200k). The highest tier
+   * the prompt passes applies.
+   */
+  readonly tiers?: readonly PriceTier[];
+}
+
+/** The flat prices of one kind of request, without tiers. */
+export type FlatPrices = Omit<ModelPrices, 'tiers'>;
+
+/** The prices of a request whose prompt holds more than `above` input tokens, for the kinds of token it names. */
+export interface PriceTier extends Partial<FlatPrices> {
+  readonly above: number;
 }
 
 /** Whose rules price the cache reads and writes a model's price list leaves out. */
@@ -81,7 +96,7 @@ function priced(tokens: number, perMillion: number | undefined): number | undefi
 }
 
 /** The price of a cache read: the list's, else Anthropic's tenth of the input price; OpenAI and Google list their own. */
-function readPrice(prices: ModelPrices, rules: BillingRules): number | undefined {
+function readPrice(prices: FlatPrices, rules: BillingRules): number | undefined {
   if (prices.cacheRead !== undefined) return prices.cacheRead;
   return rules === 'anthropic' ? prices.input * ANTHROPIC_CACHE_READ : undefined;
 }
@@ -90,7 +105,7 @@ function readPrice(prices: ModelPrices, rules: BillingRules): number | undefined
  * The price of a cache write: the list's (its 1-hour price for a 1-hour write), else Anthropic's
  * multiple of the input price; OpenAI bills what it caches as plain input. Google reports no writes.
  */
-function writePrice(prices: ModelPrices, rules: BillingRules, ttl: CacheTtl | undefined): number | undefined {
+function writePrice(prices: FlatPrices, rules: BillingRules, ttl: CacheTtl | undefined): number | undefined {
   if (ttl === '1h') {
     if (prices.cacheWrite1h !== undefined) return prices.cacheWrite1h;
     return rules === 'anthropic' ? prices.input * ANTHROPIC_CACHE_WRITE_1H : undefined;
@@ -100,8 +115,20 @@ function writePrice(prices: ModelPrices, rules: BillingRules, ttl: CacheTtl | un
   return rules === 'openai' ? prices.input : undefined;
 }
 
-/** What `use` cost at `prices` by `rules`; undefined when a kind of token it holds has no price. */
-export function callCost(use: TokenUse, prices: ModelPrices, rules: BillingRules): CostBreakdown | undefined {
+/** The prices a request of `promptTokens` input tokens pays: the base prices, with those of every tier it passes over them. */
+export function pricesAtPrompt(prices: ModelPrices, promptTokens: number): FlatPrices {
+  const { tiers, ...flat } = prices;
+  if (!tiers) return flat;
+  let at: FlatPrices = flat;
+  for (const { above, ...tier } of [...tiers].sort((a, b) => a.above - b.above)) {
+    if (promptTokens > above) at = { ...at, ...tier };
+  }
+  return at;
+}
+
+/** What `use` cost at `prices` by `rules` (the tier its own prompt falls in); undefined when a kind of token it holds has no price. */
+export function callCost(use: TokenUse, listed: ModelPrices, rules: BillingRules): CostBreakdown | undefined {
+  const prices = pricesAtPrompt(listed, use.input);
   const cacheRead = Math.max(0, use.cacheRead);
   const cacheWrite = Math.max(0, use.cacheWrite);
   const uncachedTokens = Math.max(0, use.input - cacheRead - cacheWrite);

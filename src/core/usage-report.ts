@@ -6,7 +6,8 @@ import { LEGACY_BASIS } from './usage-calibration';
  * A conversation's usage as the gauge, `/context` and the export show it: the tokens of the last
  * request and of the whole conversation by kind, the share read from the provider's cache, what they
  * cost, and what compactions cost: their summary requests, and the cache rewrite after each (the
- * first request after a compaction finds none of the prefix it changed in the cache).
+ * first request after a compaction finds none of the prefix it changed in the cache), and what the
+ * subagents the agent delegated to spent.
  */
 
 /** Requests' tokens by kind and their cost. */
@@ -38,10 +39,12 @@ export interface RewriteTotals {
 export interface UsageReport {
   /** The agent's last request; absent before any. */
   readonly last?: UsageTotals;
-  /** Every request: the agent's and the summarizer's. */
+  /** Every request: the agent's, the summarizer's and the subagents'. */
   readonly conversation: UsageTotals;
   /** The summarizer's requests. */
   readonly summaries: UsageTotals;
+  /** The subagents' requests (their steps and their own summaries): on a prompt of their own, never the agent's last request. */
+  readonly subagents: UsageTotals;
   /** The first request after each compaction: the part of its input the cache did not hold. */
   readonly rewrites: RewriteTotals;
 }
@@ -66,8 +69,8 @@ export function cacheHitShare(totals: UsageTotals): number | undefined {
   return totals.cacheRead / totals.input;
 }
 
-/** What a request cost: what its provider billed when it said, else its tokens at the model's prices. */
-function costOf(usage: ReportedUsage, breakdown: CostBreakdown | undefined): number | undefined {
+/** What a request cost: what its provider billed when it said, else its tokens at the model's prices (`breakdown`); an estimate has none. */
+export function costOf(usage: ReportedUsage, breakdown: CostBreakdown | undefined): number | undefined {
   if (usage.estimated) return undefined;
   return usage.cost ?? breakdown?.total;
 }
@@ -117,6 +120,7 @@ export function usageReport(
 ): UsageReport {
   let conversation = NO_USAGE;
   let summaries = NO_USAGE;
+  let subagents = NO_USAGE;
   let rewrites = NO_REWRITES;
   let last: UsageTotals | undefined;
   let basis: string | null | undefined;
@@ -128,10 +132,15 @@ export function usageReport(
       summaries = add(summaries, usage, cost);
       continue;
     }
+    // A subagent's prompt is its own: it neither is the agent's last request nor follows its compactions.
+    if (usage.purpose === 'subagent') {
+      subagents = add(subagents, usage, cost);
+      continue;
+    }
     last = add(NO_USAGE, usage, cost);
     const changed = basis !== undefined && usage.basis !== basis && usage.basis !== null && usage.basis !== LEGACY_BASIS;
     if (changed && !free(usage.basis!)) rewrites = addRewrite(rewrites, usage, breakdown);
     basis = usage.basis;
   }
-  return { ...(last ? { last } : {}), conversation, summaries, rewrites };
+  return { ...(last ? { last } : {}), conversation, summaries, subagents, rewrites };
 }

@@ -1,5 +1,5 @@
 import { lazily } from '../core/lazy';
-import { jsonSchema, tool, type ToolSet } from 'ai';
+import { asSchema, jsonSchema, tool, type JSONSchema7, type ToolSet } from 'ai';
 import { z } from 'zod';
 import {
   ToolFailure,
@@ -55,6 +55,11 @@ export interface AgentToolOptions {
   readonly allowedCommandsOnly?: CommandPort;
   /** The subagents, for the `delegate` tool; without it the tool is not offered. */
   readonly delegate?: DelegatePort;
+  /**
+   * Short descriptions, for a small window: each tool said in a sentence, its parameters by name and
+   * type alone (what a call cannot do without is in the tool's sentence). The tools do the same.
+   */
+  readonly brief?: boolean;
 }
 
 /** What the `skill` tool asks: a skill's instructions, or one file of its folder. */
@@ -293,7 +298,64 @@ export function createAgentTools(port: WorkspacePort, options: AgentToolOptions)
   tools[TOOL_NAMES.createFile] = createFileTool(port, emit);
   tools[TOOL_NAMES.editFile] = editFileTool(port, emit);
   if (options.commands) tools[TOOL_NAMES.runCommand] = runCommandTool(options.commands, maxChars, options.onCommandRun);
-  return tools;
+  return options.brief ? briefly(tools) : tools;
+}
+
+/** The tools' descriptions in a sentence each (see `AgentToolOptions.brief`). */
+const BRIEF_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  [TOOL_NAMES.readFile]: 'Read a workspace text file as numbered lines ("12| code"); a long file is cut: continue with startLine.',
+  [TOOL_NAMES.listFiles]: 'List the workspace files matching a glob, one path a line.',
+  [TOOL_NAMES.searchText]: 'Search workspace files for text (a regular expression with isRegex); one "path:line: text" a match.',
+  [TOOL_NAMES.recall]: 'Get back earlier messages a summary or a "[Pruned by Longrun: …]" stub replaced, by words (query) or file path.',
+  [TOOL_NAMES.skill]: "Load a listed skill's instructions by name, or a file of its folder.",
+  [TOOL_NAMES.plan]:
+    `Keep a plan for work of several steps: send the whole plan (at most ${PLAN_LIMITS.steps} steps) each time it changes, one step in_progress at a time; ` +
+    'a done step names its evidence (files you changed, commands you ran that passed), which Longrun checks.',
+  [TOOL_NAMES.createFile]: 'Create a new text file (fails if it exists).',
+  [TOOL_NAMES.editFile]: 'Edit a file: each oldText, copied exactly without the "12| " prefixes, must occur once; newText replaces it.',
+  [TOOL_NAMES.runCommand]: 'Run one shell command line in the workspace folder; returns its exit code and output.',
+};
+
+/** `tools` with the brief descriptions and input schemas without descriptions; the same validation and execution. */
+function briefly(tools: ToolSet): ToolSet {
+  const brief: ToolSet = {};
+  for (const [name, full] of Object.entries(tools)) {
+    const description = BRIEF_DESCRIPTIONS[name];
+    // The same tool but for what the model is told of it: its input is still validated by its own schema.
+    brief[name] = description ? ({ ...full, description, inputSchema: undescribed(full.inputSchema) } as AgentTool) : full;
+  }
+  return brief;
+}
+
+/** A schema that validates as `schema` does, sent without its descriptions (nor the draft it names, nor bounds no one set). */
+function undescribed(schema: AgentTool['inputSchema']): AgentTool['inputSchema'] {
+  const full = asSchema(schema);
+  const strip = (value: JSONSchema7): JSONSchema7 => withoutDescriptions(value) as JSONSchema7;
+  return jsonSchema<unknown>(
+    () => {
+      const made = full.jsonSchema;
+      return 'then' in made && typeof made.then === 'function' ? Promise.resolve(made).then(strip) : strip(made as JSONSchema7);
+    },
+    full.validate ? { validate: full.validate } : {},
+  );
+}
+
+function withoutDescriptions(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutDescriptions);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === 'description' || key === '$schema') continue;
+    // The bounds a whole number gets when none was set say nothing to the model.
+    if ((key === 'maximum' && inner === Number.MAX_SAFE_INTEGER) || (key === 'minimum' && inner === Number.MIN_SAFE_INTEGER)) continue;
+    // Property names are keys of `properties`, not schema keywords: one named "description" stays.
+    out[key] = key === 'properties' && inner && typeof inner === 'object' ? mapValues(inner, withoutDescriptions) : withoutDescriptions(inner);
+  }
+  return out;
+}
+
+function mapValues(record: object, map: (value: unknown) => unknown): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, map(value)]));
 }
 
 /** One of the agent's tools, as the AI SDK takes it. */

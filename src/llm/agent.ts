@@ -13,11 +13,11 @@ import type { CompactionOutcome } from '../core/compaction';
 import { stopsForLoop, type CompactionDecision, type CompactionMoment } from '../core/compaction-guard';
 import { hasMarker, mark } from '../core/errors';
 import type { CompactionReason, ConversationLog, LogRecord } from '../core/history';
-import { text, type Message } from '../core/messages';
+import { text, type Message, type Producer } from '../core/messages';
 import { describeOverflow } from '../core/overflow-error';
 import type { Spent, StepLimit } from '../core/step-limit';
 import { detectTruncation, type ReportedUsage, type RequestBasis, type TruncationVerdict } from '../core/usage-calibration';
-import { fromResponseMessages } from './model-messages';
+import { fromResponseMessages, producerOf } from './model-messages';
 import { withFirstTokenDeadline } from './first-token-deadline';
 import { hintedRequest, takesBreakpoints, type CacheHints, type HintedRequest } from './cache-hints';
 import { callUsage } from './call-usage';
@@ -105,6 +105,8 @@ export interface AgentTurnOptions {
    * usage), so that a report far below what was sent means the server cut the prompt.
    */
   readonly detectTruncation?: boolean;
+  /** The whole window the model's server states for it, when it does: a prompt within it was not cut. */
+  readonly statedWindow?: () => number | undefined;
   /** Said after the notice of a cut prompt: how to raise the server's context, when known. */
   readonly truncationAdvice?: string;
   /**
@@ -395,10 +397,14 @@ async function runSteps(options: AgentTurnOptions, maxSteps: number, beforeStep:
   const { conversation } = options;
   const steps = new StepRecorder(options);
   const maxOutputTokens = options.maxOutputTokens?.();
+  const to = producerOf(options.model);
   const request = (): HintedRequest => {
     steps.hints = options.cacheHints?.();
     const stableEnd = steps.hints && takesBreakpoints(steps.hints.provider) ? conversation.stableEnd?.() : undefined;
-    return hintedRequest(options.system, viewOf(conversation), steps.hints, stableEnd !== undefined ? { stableEnd } : {});
+    return hintedRequest(options.system, viewOf(conversation), steps.hints, {
+      ...(stableEnd !== undefined ? { stableEnd } : {}),
+      ...(to ? { to } : {}),
+    });
   };
   const first = request();
   let finalMessages: readonly ModelMessage[] | undefined;
@@ -490,8 +496,11 @@ class StepRecorder {
   private sentAt: number | undefined;
   // The step just finished ended without a finish reason: its answer may be cut short.
   private cut = false;
+  /** The provider and model that answer: what their parts' metadata is marked as made by. */
+  private readonly producer: Producer | undefined;
 
   constructor(private readonly options: AgentTurnOptions) {
+    this.producer = producerOf(options.model);
     this.sent = options.conversation.requestBasis();
     this.sentAt = options.now?.();
   }
@@ -508,7 +517,7 @@ class StepRecorder {
     const fresh = responseMessages.slice(this.persisted).filter((m) => m.role === 'assistant' || m.role === 'tool');
     this.persisted = responseMessages.length;
     if (fresh.length === 0) return;
-    const converted = fromResponseMessages(fresh as Parameters<typeof fromResponseMessages>[0], () => conversation.newId());
+    const converted = fromResponseMessages(fresh as Parameters<typeof fromResponseMessages>[0], () => conversation.newId(), this.producer);
     const messages = this.cut ? markLastAnswerIncomplete(converted) : converted;
     if (this.cut) ui.notice(CUT_ANSWER);
     this.cut = false;
@@ -563,7 +572,7 @@ class StepRecorder {
     if (!usage) return;
     const { inputTokens, outputTokens } = usage;
     const sent = this.sent;
-    const verdict = this.options.detectTruncation ? detectTruncation(inputTokens, sent) : undefined;
+    const verdict = this.options.detectTruncation ? detectTruncation(inputTokens, sent, this.options.statedWindow?.()) : undefined;
     const wrote = (usage.cacheWriteTokens ?? 0) > 0 && hints !== undefined && takesBreakpoints(hints.provider);
     this.pendingUsage = {
       ...usage,

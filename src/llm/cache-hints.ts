@@ -1,9 +1,9 @@
 import type { ModelMessage, SystemModelMessage } from 'ai';
 import { lastCacheablePart, planBreakpoints } from '../core/cache-breakpoints';
 import type { CacheTtl } from '../core/log';
-import type { Message } from '../core/messages';
+import type { Message, Producer } from '../core/messages';
 import type { ProviderKind } from '../core/provider-kind';
-import { toModelMessages } from './model-messages';
+import { sentPartIndex, toModelMessages } from './model-messages';
 
 /**
  * What a request tells its provider about caching, in the provider's own terms through its AI SDK
@@ -48,6 +48,8 @@ export interface HintedParts {
   readonly stableEnd?: string;
   /** Messages after the conversation that later requests will not send (a summary's directive): never marked. */
   readonly tail?: readonly ModelMessage[];
+  /** The provider and model the request goes to: the metadata they made is sent back with its parts (see `toModelMessages`). */
+  readonly to?: Producer;
 }
 
 /** Whether the provider takes Anthropic's breakpoints. */
@@ -57,13 +59,13 @@ export function takesBreakpoints(provider: ProviderKind | undefined): boolean {
 
 /** The request of `system` and `messages` (then `parts.tail`), with the cache hints `hints` asks for. */
 export function hintedRequest(system: string, messages: readonly Message[], hints: CacheHints | undefined, parts: HintedParts = {}): HintedRequest {
-  const converted = [...toModelMessages(messages), ...(parts.tail ?? [])];
+  const converted = [...toModelMessages(messages, parts.to), ...(parts.tail ?? [])];
   if (!hints) return { instructions: system, messages: converted };
   const providerOptions = requestOptions(hints);
   if (!takesBreakpoints(hints.provider)) return { instructions: system, messages: converted, ...(providerOptions ? { providerOptions } : {}) };
   const mark = cacheControl(hints.ttl);
   const plan = planBreakpoints(messages, { head: system.length > 0, ...(parts.stableEnd !== undefined ? { stableEnd: parts.stableEnd } : {}) });
-  for (const index of plan.messages) converted[index] = marked(converted[index]!, messages[index]!, mark);
+  for (const index of plan.messages) converted[index] = marked(converted[index]!, messages[index]!, mark, parts.to);
   return {
     instructions: plan.head ? { role: 'system', content: system, providerOptions: mark } : system,
     messages: converted,
@@ -98,23 +100,39 @@ function requestOptions(hints: CacheHints): ProviderOptions | undefined {
  * the message for an assistant whose last part takes it (OpenRouter reads an assistant's there only)
  * or for a system message, whose content is one text.
  */
-function marked(converted: ModelMessage, message: Message, mark: ProviderOptions): ModelMessage {
+function marked(converted: ModelMessage, message: Message, mark: ProviderOptions, to: Producer | undefined): ModelMessage {
   const at = lastCacheablePart(message);
+  // A part's own options (the metadata sent back with it) are kept beside the breakpoint.
+  const withMark = <P extends object>(part: P): P => ({ ...part, providerOptions: joined(optionsOf(part), mark) });
   switch (converted.role) {
     case 'system':
       return { ...converted, providerOptions: mark };
     case 'user': {
       if (typeof converted.content === 'string') return { ...converted, providerOptions: mark };
-      return { ...converted, content: converted.content.map((part, i) => (i === at ? { ...part, providerOptions: mark } : part)) };
+      return { ...converted, content: converted.content.map((part, i) => (i === at ? withMark(part) : part)) };
     }
     case 'assistant': {
-      if (typeof converted.content === 'string' || at === converted.content.length - 1) return { ...converted, providerOptions: mark };
-      return { ...converted, content: converted.content.map((part, i) => (i === at ? { ...part, providerOptions: mark } : part)) };
+      // Reasoning left out of the request moves the parts after it.
+      const sent = sentPartIndex(message, at, to);
+      if (typeof converted.content === 'string' || sent === converted.content.length - 1) return { ...converted, providerOptions: mark };
+      return { ...converted, content: converted.content.map((part, i) => (i === sent ? withMark(part) : part)) };
     }
     case 'tool': {
       // The tool message holds the engine message's results only, in order.
       const result = message.content.slice(0, at + 1).filter((part) => part.type === 'tool-result').length - 1;
-      return { ...converted, content: converted.content.map((part, i) => (i === result ? { ...part, providerOptions: mark } : part)) };
+      return { ...converted, content: converted.content.map((part, i) => (i === result ? withMark(part) : part)) };
     }
   }
+}
+
+function optionsOf(part: object): ProviderOptions | undefined {
+  return 'providerOptions' in part ? (part.providerOptions as ProviderOptions | undefined) : undefined;
+}
+
+/** `options` with `mark`'s entries added, namespace by namespace. */
+function joined(options: ProviderOptions | undefined, mark: ProviderOptions): ProviderOptions {
+  if (!options) return mark;
+  const out: ProviderOptions = { ...options };
+  for (const [namespace, value] of Object.entries(mark)) out[namespace] = { ...options[namespace], ...value };
+  return out;
 }

@@ -5,21 +5,48 @@
  *
  * The AI SDK rejects `role: 'system'` inside `messages` unless the call sets
  * `allowSystemInMessages: true`; callers that pass converted system messages must set it.
+ *
+ * A part's provider metadata (signatures, reasoning item ids, encrypted reasoning) travels as the
+ * part's `providerOptions` to the provider and model that made it, and to no other: another model
+ * cannot read it, and some refuse it. Reasoning that cannot go with its metadata goes as plain text,
+ * except to the APIs that take only their own signed reasoning (Anthropic's, OpenAI's Responses),
+ * where it is left out, as their packages would leave it out; reasoning with no text is left out.
  */
-import type { AssistantModelMessage, JSONValue, ModelMessage, ToolModelMessage, ToolResultPart as ModelToolResultPart } from 'ai';
-import type { FilePart, Message, Part, TextPart, ToolResultPart } from '../core/messages';
-import { stringifyOutput } from '../core/messages';
+import type {
+  AssistantModelMessage,
+  JSONValue,
+  LanguageModel,
+  ModelMessage,
+  SystemModelMessage,
+  ToolModelMessage,
+  ToolResultPart as ModelToolResultPart,
+} from 'ai';
+import type { FilePart, Message, Part, Producer, ProviderMetadata, TextPart, ToolResultPart } from '../core/messages';
+import { sameProducer, stringifyOutput } from '../core/messages';
 
 type ModelToolOutput = ModelToolResultPart['output'];
 type AssistantPart = Exclude<AssistantModelMessage['content'], string>[number];
 type UserPart = { type: 'text'; text: string };
 
-/** Engine messages as the AI SDK's model messages, in the same order, one for one. */
-export function toModelMessages(messages: readonly Message[]): ModelMessage[] {
-  return messages.map(toModelMessage);
+type ProviderOptions = NonNullable<SystemModelMessage['providerOptions']>;
+
+/** The provider and model of `model`, as its package names them; none for a model named by a string alone. */
+export function producerOf(model: LanguageModel): Producer | undefined {
+  return typeof model === 'string' ? undefined : { provider: model.provider, model: model.modelId };
 }
 
-function toModelMessage(message: Message): ModelMessage {
+/**
+ * Engine messages as the AI SDK's model messages, in the same order, one for one, for a request to
+ * `to` (the provider and model the parts' metadata is sent back to; none when absent).
+ */
+export function toModelMessages(messages: readonly Message[], to?: Producer): ModelMessage[] {
+  return messages.map((message) => toModelMessage(message, to));
+}
+
+/** The provider packages that send reasoning only with their own metadata, and skip any other. */
+const SIGNED_REASONING_ONLY = /^(anthropic\b|openai\.responses$)/;
+
+function toModelMessage(message: Message, to: Producer | undefined): ModelMessage {
   switch (message.role) {
     case 'system':
       // A system message carries text only; anything else in it has no system-role equivalent.
@@ -27,7 +54,7 @@ function toModelMessage(message: Message): ModelMessage {
     case 'user':
       return { role: 'user', content: message.content.map(toUserPart) };
     case 'assistant':
-      return { role: 'assistant', content: message.content.map(toAssistantPart) };
+      return { role: 'assistant', content: message.content.flatMap((part) => toAssistantPart(part, to)) };
     case 'tool':
       // A tool message can hold only results; stray text in one has nowhere to go.
       return {
@@ -63,20 +90,42 @@ function toUserPart(part: Part): UserPart {
   }
 }
 
-function toAssistantPart(part: Part): AssistantPart {
+function toAssistantPart(part: Part, to: Producer | undefined): AssistantPart[] {
   switch (part.type) {
     case 'text':
-      return { type: 'text', text: part.text };
-    case 'reasoning':
-      return { type: 'reasoning', text: part.text };
+      return [{ type: 'text', text: part.text, ...metadataFor(part.providerMetadata, to) }];
+    case 'reasoning': {
+      const options = metadataFor(part.providerMetadata, to);
+      if (options.providerOptions) return [{ type: 'reasoning', text: part.text, ...options }];
+      const leftOut = part.text.length === 0 || (to !== undefined && SIGNED_REASONING_ONLY.test(to.provider));
+      return leftOut ? [] : [{ type: 'reasoning', text: part.text }];
+    }
     case 'tool-call':
-      return { type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
+      return [
+        { type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: part.input, ...metadataFor(part.providerMetadata, to) },
+      ];
     case 'tool-result':
       // Results of provider-executed tools sit in the assistant message itself.
-      return toModelToolResult(part);
+      return [toModelToolResult(part)];
     case 'file':
-      return { type: 'text', text: filePlaceholder(part) };
+      return [{ type: 'text', text: filePlaceholder(part) }];
   }
+}
+
+/**
+ * Where the assistant part at `at` of `message` is in its model message sent to `to`: reasoning
+ * left out before it moves it up. -1 when the part itself is left out.
+ */
+export function sentPartIndex(message: Message, at: number, to: Producer | undefined): number {
+  if (at < 0 || at >= message.content.length) return -1;
+  let index = 0;
+  for (let i = 0; i < at; i++) index += toAssistantPart(message.content[i]!, to).length;
+  return toAssistantPart(message.content[at]!, to).length > 0 ? index : -1;
+}
+
+/** The part's metadata as the SDK's `providerOptions`, when it goes to the model that made it. */
+function metadataFor(metadata: ProviderMetadata | undefined, to: Producer | undefined): { providerOptions?: ProviderOptions } {
+  return metadata && sameProducer(metadata, to) ? { providerOptions: metadata.data as ProviderOptions } : {};
 }
 
 function toModelToolResult(part: ToolResultPart): ModelToolResultPart {
@@ -103,30 +152,37 @@ export function filePlaceholder(part: FilePart): string {
  * The messages a `generateText`/`streamText` call produced (`responseMessages`) as engine
  * messages with fresh ids. Tool outputs come back as a string or a JSON value with `isError`.
  * Parts the engine has no use for (approval requests and responses, provider-specific parts) are
- * dropped, and a message left with no parts is dropped with them.
+ * dropped, and a message left with no parts is dropped with them. The metadata the provider put on
+ * text, reasoning and tool calls is kept, marked as made by `by` (none is kept when it is absent).
  */
-export function fromResponseMessages(messages: readonly (AssistantModelMessage | ToolModelMessage)[], newId: () => string): Message[] {
+export function fromResponseMessages(messages: readonly (AssistantModelMessage | ToolModelMessage)[], newId: () => string, by?: Producer): Message[] {
   const out: Message[] = [];
   for (const message of messages) {
-    const content = message.role === 'assistant' ? fromAssistantContent(message.content) : fromToolContent(message.content);
+    const content = message.role === 'assistant' ? fromAssistantContent(message.content, by) : fromToolContent(message.content);
     if (content.length > 0) out.push({ id: newId(), role: message.role, content });
   }
   return out;
 }
 
-function fromAssistantContent(content: AssistantModelMessage['content']): Part[] {
+function fromAssistantContent(content: AssistantModelMessage['content'], by: Producer | undefined): Part[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
   const parts: Part[] = [];
   for (const part of content) {
     switch (part.type) {
       case 'text':
-        parts.push({ type: 'text', text: part.text });
+        parts.push({ type: 'text', text: part.text, ...metadataOf(part.providerOptions, by) });
         break;
       case 'reasoning':
-        parts.push({ type: 'reasoning', text: part.text });
+        parts.push({ type: 'reasoning', text: part.text, ...metadataOf(part.providerOptions, by) });
         break;
       case 'tool-call':
-        parts.push({ type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+        parts.push({
+          type: 'tool-call',
+          toolCallId: part.toolCallId,
+          toolName: part.toolName,
+          input: part.input,
+          ...metadataOf(part.providerOptions, by),
+        });
         break;
       case 'tool-result':
         parts.push(fromModelToolResult(part));
@@ -141,6 +197,18 @@ function fromAssistantContent(content: AssistantModelMessage['content']): Part[]
     }
   }
   return parts;
+}
+
+/** The provider's options on a part as metadata made by `by`: its namespaces that hold anything, none when none does. */
+function metadataOf(options: ProviderOptions | undefined, by: Producer | undefined): { providerMetadata?: ProviderMetadata } {
+  if (!options || !by) return {};
+  const data: Record<string, Record<string, unknown>> = {};
+  for (const [namespace, value] of Object.entries(options)) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) continue;
+    const held = Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null));
+    if (Object.keys(held).length > 0) data[namespace] = held;
+  }
+  return Object.keys(data).length > 0 ? { providerMetadata: { provider: by.provider, model: by.model, data } } : {};
 }
 
 function fromToolContent(content: ToolModelMessage['content']): Part[] {

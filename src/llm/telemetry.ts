@@ -12,7 +12,7 @@ import {
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { BatchSpanProcessor, TracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace';
 import type { TelemetryOptions } from 'ai';
 
 /** Span attribute values: counts, flags, short labels. Never message content or secrets. */
@@ -49,6 +49,8 @@ export interface TelemetryConfig {
   readonly headers?: Record<string, string>;
   /** The `service.name` resource attribute; `longrun` by default. */
   readonly serviceName?: string;
+  /** Cleans every text a span carries (attributes, events, status) of API keys before it is sent. */
+  readonly redact?: (text: string) => string;
 }
 
 const NO_RECORDER: SpanRecorder = { setAttributes: () => undefined };
@@ -76,7 +78,7 @@ export function createTelemetry(config: TelemetryConfig): LongrunTelemetry {
     resource: resourceFromAttributes({ 'service.name': config.serviceName ?? 'longrun' }),
     spanProcessors: [
       new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter({ url, ...(config.headers ? { headers: { ...config.headers } } : {}) }),
+        exporter: redactingExporter(new OTLPTraceExporter({ url, ...(config.headers ? { headers: { ...config.headers } } : {}) }), config.redact),
       }),
     ],
   });
@@ -125,6 +127,41 @@ export function createTelemetry(config: TelemetryConfig): LongrunTelemetry {
 
     shutdown: () => provider.shutdown(),
   };
+}
+
+/** `exporter` sending each span with its texts cleaned by `redact`; `exporter` itself without one. */
+function redactingExporter(exporter: SpanExporter, redact: ((text: string) => string) | undefined): SpanExporter {
+  if (!redact) return exporter;
+  return {
+    export: (spans, done) =>
+      exporter.export(
+        spans.map((span) => redactedSpan(span, redact)),
+        done,
+      ),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+  };
+}
+
+/**
+ * `span` with its attributes, its events' attributes and its status message cleaned: the span
+ * itself underneath (its context, times and resource), so the exporter reads it as it would.
+ */
+function redactedSpan(span: ReadableSpan, redact: (text: string) => string): ReadableSpan {
+  const clean = <T extends Readonly<Record<string, unknown>> | undefined>(attributes: T): T => {
+    if (!attributes) return attributes;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(attributes)) {
+      out[key] =
+        typeof value === 'string' ? redact(value) : Array.isArray(value) ? value.map((v: unknown) => (typeof v === 'string' ? redact(v) : v)) : value;
+    }
+    return out as T;
+  };
+  return Object.create(span, {
+    attributes: { value: clean(span.attributes) },
+    events: { value: span.events.map((event) => ({ ...event, ...(event.attributes ? { attributes: clean(event.attributes) } : {}) })) },
+    status: { value: span.status.message !== undefined ? { ...span.status, message: redact(span.status.message) } : span.status },
+  }) as ReadableSpan;
 }
 
 /** The OTLP traces URL for an endpoint setting; throws a clear Error for anything but http(s). */

@@ -10,6 +10,7 @@
  * of another shape simply has nothing to say, and the caller falls back to its configured window.
  */
 import { lazily } from '../core/lazy';
+import { findModelId } from '../core/model-id';
 import { z } from 'zod';
 import { DEFAULT_PROVIDER_KIND, type ProviderKind } from '../core/provider-kind';
 import { apiRoot as providerRoot } from './providers/api-roots';
@@ -137,7 +138,11 @@ async function readModelList(http: JsonClient, baseUrl: string, modelId: string)
     const entry = LISTED_MODEL().safeParse(raw);
     return entry.success ? [entry.data] : [];
   });
-  const entry = entries.find((candidate) => candidate.id === modelId);
+  const listedId = findModelId(
+    entries.map((candidate) => candidate.id),
+    modelId,
+  );
+  const entry = entries.find((candidate) => candidate.id === listedId);
   const kind = entry
     ? listedKind(entry, baseUrl)
     : (entries.map((other) => listedKind(other, baseUrl)).find((k) => k !== 'openai-compatible') ?? kindFromHost(baseUrl));

@@ -192,6 +192,11 @@ export class Session implements vscode.Disposable {
     return this.windowInUse()?.window.limit;
   }
 
+  statedWindow(): number | undefined {
+    const r = this.endpointModel();
+    return r ? this.deps.windows.discovered({ baseUrl: r.endpoint.baseUrl, modelId: r.model.id })?.limit : undefined;
+  }
+
   windowIsLowerBound(): boolean {
     const key = this.modelKey();
     // Only while the cut prompt's window is the one in use: a stated window is never replaced by it.

@@ -17,6 +17,9 @@ import { startScriptedModelServer } from '../../scripts/scripted-model/server';
 import { FIRST_MESSAGE, NEW_USER_MESSAGE } from './phrases';
 import { ANTHROPIC_MODELS, bundleForExtensionHost, makeWorkspace, offlineEndpoints, SERVED_MODELS } from './workspace';
 import { ensureDebianPackages, installUnpacked, installVsix, QUIET_SETTINGS, ROOT, startCodeServer, writeUserSettings } from '../../scripts/sandbox';
+import { ensureRealModel } from '../../scripts/real-model/install';
+import { startLlamaServer, type LlamaServer } from '../../scripts/real-model/server';
+import { startRealModelProxy, type RealModelProxy } from './real-model-proxy';
 
 const ALL_PHASES = [
   'new-user',
@@ -33,6 +36,7 @@ const ALL_PHASES = [
   'tool-choice',
   'providers',
   'subagents',
+  'real-model',
   'crash',
   'after-crash',
 ] as const;
@@ -87,6 +91,8 @@ async function main(): Promise<number> {
   const server = await startScriptedModelServer({ port: 0, models: SERVED_MODELS });
   // The stand-in of Anthropic's Messages API, which the providers phase adds an endpoint for.
   const anthropic = await startScriptedModelServer({ port: 0, format: 'anthropic', models: ANTHROPIC_MODELS });
+  // The real-model phase's llama-server, installed (built once per machine) when missing.
+  const real = PHASES.includes('real-model') ? await startRealModel() : undefined;
   const uiAgent = await startUiAgent();
   writeUserSettings(userDataDir, {
     ...QUIET_SETTINGS,
@@ -117,6 +123,7 @@ async function main(): Promise<number> {
       LONGRUN_E2E_UI: uiAgent.url,
       LONGRUN_E2E_MODEL_CONTROL: server.url.replace(/\/v1$/, ''),
       LONGRUN_E2E_ANTHROPIC_URL: anthropic.url,
+      ...(real ? { LONGRUN_E2E_REAL_MODEL_URL: real.proxy.url } : {}),
       // As `npm start` sets it: Longrun opens the chat on this model, once per workspace.
       LONGRUN_OPEN_CHAT_MODEL: 'offline/scripted',
     },
@@ -201,6 +208,8 @@ async function main(): Promise<number> {
     await codeServer.stop();
     await server.close();
     await anthropic.close();
+    await real?.proxy.close();
+    await real?.server.close();
     await uiAgent.close();
   }
 
@@ -214,6 +223,15 @@ async function main(): Promise<number> {
   }
   say(`e2e: ${passed} passed, ${failed} failed`);
   return failed > 0 || passed === 0 ? 1 : 0;
+}
+
+/** llama-server with the installed model and a 4,096-token window, behind the proxy that records its answers. */
+async function startRealModel(): Promise<{ server: LlamaServer; proxy: RealModelProxy }> {
+  const started = Date.now();
+  const installed = ensureRealModel({ log: (message) => say(`  ${message}`) });
+  const server = await startLlamaServer(installed, { contextSize: 4096, logFile: join(RESULTS, 'llama-server.log') });
+  say(`llama-server ${installed.build} answers (${Math.round((Date.now() - started) / 1000)} s with its install check).`);
+  return { server, proxy: await startRealModelProxy(server.root) };
 }
 
 /** What the driver did when it typed a first message, in milliseconds after the workbench appeared. */

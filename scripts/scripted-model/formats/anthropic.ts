@@ -4,6 +4,11 @@
  * wording among them) and its prompt caching (`caching/anthropic-cache.ts`), reported as
  * `cache_read_input_tokens` and `cache_creation_input_tokens` beside `input_tokens`, which counts only
  * the rest. The key is asked for in `x-api-key`, any value accepted.
+ *
+ * With thinking enabled (`thinking.type` `enabled` or `adaptive`), each answer starts with a signed
+ * thinking block, and a request is refused as Anthropic refuses it when a thinking block comes back
+ * with a signature other than the one its model gave, or when the assistant message whose tool use
+ * the request's last tool results answer does not start with its thinking block.
  */
 import { z } from 'zod';
 import { applyAnthropicCache, type AnthropicCacheState, type CacheTtl, type PromptBlock } from '../caching/anthropic-cache';
@@ -21,6 +26,7 @@ import {
 } from './format';
 import { formatPath, type CacheHolder } from './openai-chat';
 import type { TokenRule } from '../tokens';
+import { signature, signedBy } from './signatures';
 
 const cacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() });
 
@@ -33,6 +39,7 @@ const block = z.looseObject({
   tool_use_id: z.string().optional(),
   content: z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))]).optional(),
   thinking: z.string().optional(),
+  signature: z.string().optional(),
   cache_control: cacheControl.nullish(),
 });
 type Block = z.infer<typeof block>;
@@ -195,8 +202,45 @@ function usageJson(answer: Answer): Record<string, unknown> {
   };
 }
 
-function contentJson(answer: Answer): Record<string, unknown>[] {
+/** The thinking the stand-in does before each answer when thinking is enabled. */
+export const THINKING = 'Weighing what the request asks for before answering.';
+
+/** Whether the request enables thinking, so that each answer starts with a signed thinking block. */
+export function thinks(request: MessagesRequest): boolean {
+  const type = (request.thinking as { type?: unknown } | undefined)?.type;
+  return type === 'enabled' || type === 'adaptive';
+}
+
+/** The signature `model` gives its thinking block. */
+export function thinkingSignature(model: string, thinking: string): string {
+  return signature('anthropic', model, thinking);
+}
+
+/** Anthropic's 400 for the thinking a request gives back wrong or leaves out; undefined when it has none to refuse. */
+export function thinkingRefusal(request: MessagesRequest): Refusal | undefined {
+  if (!thinks(request)) return undefined;
+  const refuse = (message: string) => anthropicError(400, 'invalid_request_error', message);
+  for (const [m, message] of request.messages.entries()) {
+    for (const [b, item] of asBlocks(message.content).entries()) {
+      if (item.type === 'thinking' && !signedBy(item.signature ?? '', 'anthropic', request.model, item.thinking ?? ''))
+        return refuse(`messages.${m}.content.${b}: Invalid \`signature\` in \`thinking\` block`);
+    }
+  }
+  const last = request.messages.at(-1);
+  const answers = last?.role === 'user' && asBlocks(last.content).some((b) => b.type === 'tool_result');
+  const m = request.messages.length - 2;
+  const assistant = request.messages[m];
+  if (!answers || assistant?.role !== 'assistant') return undefined;
+  const first = asBlocks(assistant.content)[0];
+  if (!first || first.type === 'thinking' || first.type === 'redacted_thinking') return undefined;
+  return refuse(
+    `messages.${m}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${first.type}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`,
+  );
+}
+
+function contentJson(answer: Answer, thinking: boolean, model: string): Record<string, unknown>[] {
   return [
+    ...(thinking ? [{ type: 'thinking', thinking: THINKING, signature: thinkingSignature(model, THINKING) }] : []),
     ...(answer.text !== undefined ? [{ type: 'text', text: answer.text }] : []),
     ...answer.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: JSON.parse(call.arguments) as unknown })),
   ];
@@ -207,7 +251,7 @@ function contentJson(answer: Answer): Record<string, unknown>[] {
  * its text or its input's JSON in pieces, and stopped, then `message_delta` with the stop reason and
  * the output tokens, and `message_stop`.
  */
-function streamFrames(answer: Answer): string[] {
+function streamFrames(answer: Answer, thinking: boolean, model: string): string[] {
   const frames: string[] = [];
   const emit = (type: string, payload: Record<string, unknown> = {}): void => {
     frames.push(namedFrame(type, { type, ...payload }));
@@ -226,6 +270,13 @@ function streamFrames(answer: Answer): string[] {
   });
   emit('ping');
   let index = 0;
+  if (thinking) {
+    emit('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+    for (const piece of pieces(THINKING, 3)) emit('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece } });
+    emit('content_block_delta', { index, delta: { type: 'signature_delta', signature: thinkingSignature(model, THINKING) } });
+    emit('content_block_stop', { index });
+    index++;
+  }
   if (answer.text !== undefined) {
     emit('content_block_start', { index, content_block: { type: 'text', text: '' } });
     for (const text of pieces(answer.text, 3)) emit('content_block_delta', { index, delta: { type: 'text_delta', text } });
@@ -260,6 +311,8 @@ function messagesApi(cache: CacheHolder<AnthropicCacheState>, rule: TokenRule): 
         );
       }
       const request = parsed.data;
+      const refused = thinkingRefusal(request);
+      if (refused) return refused;
       return { model: request.model, chat: toChat(request), stream: request.stream === true, maxTokens: request.max_tokens, native: request };
     },
     account(call, now): Accounted | Refusal {
@@ -271,13 +324,13 @@ function messagesApi(cache: CacheHolder<AnthropicCacheState>, rule: TokenRule): 
         commit: () => (cache.state = new Map([...cache.state, ...state])),
       };
     },
-    frames: (answer) => streamFrames(answer),
-    json: (answer) => ({
+    frames: (answer, call) => streamFrames(answer, thinks(call.native as MessagesRequest), call.model),
+    json: (answer, call) => ({
       id: `msg_${answer.id}`,
       type: 'message',
       role: 'assistant',
       model: answer.model,
-      content: contentJson(answer),
+      content: contentJson(answer, thinks(call.native as MessagesRequest), call.model),
       stop_reason: STOP_REASONS[answer.finishReason],
       stop_sequence: null,
       usage: usageJson(answer),

@@ -6,10 +6,16 @@
  * `promptTokenCount`. The key is asked for in `x-goog-api-key` (or `?key=`), any value accepted.
  * A request is refused when its input alone exceeds the model's input limit: the answer has a limit
  * of its own.
+ *
+ * A Gemini 3 model signs its function calls: the first call of each answer carries a
+ * `thoughtSignature`, and a request whose current turn (what follows the user's last message) gives
+ * back a model answer whose first call has none is refused with Gemini's 400, as the real API does.
+ * Any value is taken as a signature, the sentinel Google documents for calls whose signature was lost among them.
  */
 import { z } from 'zod';
 import { applyGeminiCache, type GeminiCacheState, type GeminiPart } from '../caching/gemini-cache';
 import { pieces, type ChatCompletionRequest, type ChatMessage } from '../wire';
+import { signature } from './signatures';
 import { dataFrame, header, type Accounted, type Answer, type CompletionApi, type ModelCall, type Refusal, type WireFormat } from './format';
 import type { TokenRule } from '../tokens';
 import { formatPath, type CacheHolder } from './openai-chat';
@@ -18,6 +24,7 @@ const part = z.looseObject({
   text: z.string().optional(),
   thought: z.boolean().optional(),
   functionCall: z.looseObject({ name: z.string(), args: z.record(z.string(), z.unknown()).optional(), id: z.string().optional() }).optional(),
+  thoughtSignature: z.string().optional(),
   functionResponse: z.looseObject({ name: z.string(), response: z.unknown().optional(), id: z.string().optional() }).optional(),
 });
 type Part = z.infer<typeof part>;
@@ -151,8 +158,45 @@ function usageMetadata(answer: Answer): Record<string, unknown> {
   };
 }
 
-const functionCallParts = (answer: Answer): Part[] =>
-  answer.toolCalls.map((call) => ({ functionCall: { name: call.name, args: JSON.parse(call.arguments) as Record<string, unknown> } }));
+/** Whether `model` is one of the Gemini 3 models, which sign their function calls and require the signatures back. */
+export function signsFunctionCalls(model: string): boolean {
+  return /^(models\/)?gemini-3/.test(model);
+}
+
+/** The signature a Gemini 3 model puts on the first function call of an answer. */
+export function thoughtSignature(model: string, call: { readonly name: string }): string {
+  return signature('google', model, call.name);
+}
+
+const functionCallParts = (answer: Answer, model: string): Part[] =>
+  answer.toolCalls.map((call, i) => ({
+    functionCall: { name: call.name, args: JSON.parse(call.arguments) as Record<string, unknown> },
+    ...(i === 0 && signsFunctionCalls(model) ? { thoughtSignature: thoughtSignature(model, call) } : {}),
+  }));
+
+/**
+ * Gemini's 400 for a model answer of the current turn whose first function call has no signature
+ * (a Gemini 3 model only); undefined when every one has its signature.
+ */
+export function missingSignature(request: GenerateContent, model: string): Refusal | undefined {
+  if (!signsFunctionCalls(model)) return undefined;
+  let turnStart = 0;
+  request.contents.forEach((c, i) => {
+    if (c.role !== 'model' && c.parts.some((p) => p.text !== undefined && !p.functionResponse)) turnStart = i + 1;
+  });
+  for (let i = turnStart; i < request.contents.length; i++) {
+    const c = request.contents[i]!;
+    if (c.role !== 'model') continue;
+    const first = c.parts.find((p) => p.functionCall);
+    if (!first?.functionCall || first.thoughtSignature !== undefined) continue;
+    return geminiError(
+      400,
+      'INVALID_ARGUMENT',
+      `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${first.functionCall.name}\` , position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`,
+    );
+  }
+  return undefined;
+}
 
 function chunk(answer: Answer, parts: readonly Part[], last: boolean): Record<string, unknown> {
   return {
@@ -177,6 +221,8 @@ function generateApi(cache: CacheHolder<GeminiCacheState>, rule: TokenRule): Com
       }
       const model = from.model ?? '';
       const request = parsed.data;
+      const unsigned = missingSignature(request, model);
+      if (unsigned) return unsigned;
       return {
         model,
         chat: toChat(request, model),
@@ -192,13 +238,14 @@ function generateApi(cache: CacheHolder<GeminiCacheState>, rule: TokenRule): Com
         commit: () => (cache.state = new Map([...cache.state, ...outcome.state])),
       };
     },
-    frames(answer) {
+    frames(answer, call) {
       const texts = answer.text !== undefined ? pieces(answer.text, 3) : [];
-      const chunks: Part[][] = [...texts.map((text) => [{ text }]), ...(answer.toolCalls.length > 0 ? [functionCallParts(answer)] : [])];
+      const chunks: Part[][] = [...texts.map((text) => [{ text }]), ...(answer.toolCalls.length > 0 ? [functionCallParts(answer, call.model)] : [])];
       if (chunks.length === 0) chunks.push([{ text: '' }]);
       return chunks.map((parts, i) => dataFrame(chunk(answer, parts, i === chunks.length - 1)));
     },
-    json: (answer) => chunk(answer, [...(answer.text !== undefined ? [{ text: answer.text }] : []), ...functionCallParts(answer)], true),
+    json: (answer, call) =>
+      chunk(answer, [...(answer.text !== undefined ? [{ text: answer.text }] : []), ...functionCallParts(answer, call.model)], true),
     countOutput: (text) => rule.count(text),
     toolCallId: (n) => `call_gemini_${n}`,
   };

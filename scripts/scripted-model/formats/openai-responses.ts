@@ -3,6 +3,13 @@
  * the input read from the cache is reported as `usage.input_tokens_details.cached_tokens`, within
  * `input_tokens`. Output items are stored unless the request says `store: false`, so a later request
  * may name one by `item_reference`, as the API allows.
+ *
+ * A reasoning model (the o-series, GPT-5 but its chat models) starts each answer with a reasoning item,
+ * its reasoning encrypted when the request includes `reasoning.encrypted_content`. A reasoning item
+ * comes back by id: by reference or with no encrypted content, the id must name an item stored; with
+ * encrypted content, the content must be the item's own. The function calls of the current tool loop
+ * (what follows the user's last message) need the reasoning item that came with them, as the API
+ * refuses a call given back without its required reasoning item.
  */
 import { z } from 'zod';
 import { applyOpenAICache, type OpenAICacheState } from '../caching/openai-cache';
@@ -10,6 +17,7 @@ import { contentText, invalidRequest, pieces, type ChatCompletionRequest, type C
 import { namedFrame, type Accounted, type Answer, type CompletionApi, type ModelCall, type Refusal } from './format';
 import { chatPromptTokens, formatPath, type CacheHolder } from './openai-chat';
 import type { TokenRule } from '../tokens';
+import { signature, signedBy } from './signatures';
 
 const textPart = z.looseObject({ type: z.string(), text: z.string().optional() });
 const itemContent = z.union([z.string(), z.array(textPart)]);
@@ -19,7 +27,7 @@ const inputItem = z.union([
   z.looseObject({ type: z.literal('function_call'), call_id: z.string(), name: z.string(), arguments: z.string(), id: z.string().optional() }),
   z.looseObject({ type: z.literal('function_call_output'), call_id: z.string(), output: itemContent }),
   z.looseObject({ type: z.literal('item_reference'), id: z.string() }),
-  z.looseObject({ type: z.literal('reasoning') }),
+  z.looseObject({ type: z.literal('reasoning'), id: z.string().optional(), encrypted_content: z.string().nullish() }),
 ]);
 type InputItem = z.infer<typeof inputItem>;
 
@@ -41,6 +49,7 @@ export const responsesRequestSchema = z.looseObject({
   max_output_tokens: z.number().int().positive().nullish(),
   prompt_cache_key: z.string().nullish(),
   prompt_cache_retention: z.enum(['in_memory', '24h']).nullish(),
+  include: z.array(z.string()).nullish(),
 });
 type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
 
@@ -50,9 +59,28 @@ interface ResponsesCall {
   readonly items: readonly InputItem[];
 }
 
+/** Whether `model` reasons, and so starts each answer with a reasoning item. */
+export function reasons(model: string): boolean {
+  return /^(o\d|gpt-5(?!.*-chat))/.test(model);
+}
+
+/** The encrypted content of the reasoning item `id` that `model` made. */
+export function encryptedReasoning(model: string, id: string): string {
+  return signature('openai', model, id);
+}
+
+/** What the stand-in remembers of its reasoning items: the one that came with each function call. */
+interface Issued {
+  /** Reasoning item ids by the call id of the function calls they came with. */
+  readonly reasoningOf: Map<string, string>;
+  /** The function call items' own ids by their call id. */
+  readonly itemOf: Map<string, string>;
+}
+
 export function responsesApi(cache: CacheHolder<OpenAICacheState>, rule: TokenRule): CompletionApi {
   /** Output items by id, as the API stores them for `item_reference`. */
   const stored = new Map<string, InputItem>();
+  const issued: Issued = { reasoningOf: new Map(), itemOf: new Map() };
   return {
     parse(json): ModelCall | Refusal {
       const parsed = responsesRequestSchema.safeParse(json);
@@ -65,13 +93,19 @@ export function responsesApi(cache: CacheHolder<OpenAICacheState>, rule: TokenRu
       }
       const request = parsed.data;
       const items: InputItem[] = [];
-      for (const item of typeof request.input === 'string' ? [{ role: 'user' as const, content: request.input }] : request.input) {
-        if ('type' in item && item.type === 'item_reference') {
-          const found = stored.get(item.id);
-          if (!found) return { status: 404, body: invalidRequest(`Item with id '${item.id}' not found.`, 'input') };
+      const input: readonly InputItem[] = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : request.input;
+      for (const item of input) {
+        const byId = item.type === 'item_reference' || (item.type === 'reasoning' && !item.encrypted_content) ? item.id : undefined;
+        if (byId !== undefined) {
+          const found = stored.get(byId);
+          if (!found) return notFound(byId);
           items.push(found);
+        } else if (item.type === 'reasoning' && item.encrypted_content && !signedBy(item.encrypted_content, 'openai', request.model, item.id ?? '')) {
+          return { status: 400, body: invalidRequest(`The encrypted content for item ${item.id ?? ''} could not be verified.`, 'input') };
         } else items.push(item);
       }
+      const missing = missingReasoning(items, issued);
+      if (missing) return missing;
       const native: ResponsesCall = { request, items };
       return {
         model: request.model,
@@ -99,13 +133,13 @@ export function responsesApi(cache: CacheHolder<OpenAICacheState>, rule: TokenRu
       };
     },
     frames(answer, call) {
-      const output = outputItems(answer);
-      remember(stored, output, call);
+      const output = outputItems(answer, call);
+      remember(stored, output, call, issued);
       return streamFrames(answer, output);
     },
     json(answer, call) {
-      const output = outputItems(answer);
-      remember(stored, output, call);
+      const output = outputItems(answer, call);
+      remember(stored, output, call, issued);
       return responseObject(answer, output, 'completed');
     },
     countOutput: (text) => rule.count(text),
@@ -123,15 +157,59 @@ export function responsesApi(cache: CacheHolder<OpenAICacheState>, rule: TokenRu
   };
 }
 
-function remember(stored: Map<string, InputItem>, output: readonly OutputItem[], call: ModelCall): void {
-  if ((call.native as ResponsesCall).request.store === false) return;
+/** The API's 404 for an item it does not hold. */
+function notFound(id: string): Refusal {
+  return {
+    status: 404,
+    body: invalidRequest(
+      `Item with id '${id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`,
+      'input',
+    ),
+  };
+}
+
+/**
+ * The API's 400 for a function call of the current tool loop given back without the reasoning item
+ * that came with it; undefined when none lacks it.
+ */
+function missingReasoning(items: readonly InputItem[], issued: Issued): Refusal | undefined {
+  let loopStart = 0;
+  items.forEach((item, i) => {
+    if ((item.type === undefined || item.type === 'message') && item.role === 'user') loopStart = i + 1;
+  });
+  const given = new Set(items.flatMap((item) => (item.type === 'reasoning' && item.id !== undefined ? [item.id] : [])));
+  for (const item of items.slice(loopStart)) {
+    if (item.type !== 'function_call') continue;
+    const reasoning = issued.reasoningOf.get(item.call_id);
+    if (reasoning === undefined || given.has(reasoning)) continue;
+    const id = item.id ?? issued.itemOf.get(item.call_id) ?? item.call_id;
+    return {
+      status: 400,
+      body: invalidRequest(`Item '${id}' of type 'function_call' was provided without its required 'reasoning' item: '${reasoning}'.`, 'input'),
+    };
+  }
+  return undefined;
+}
+
+function remember(stored: Map<string, InputItem>, output: readonly OutputItem[], call: ModelCall, issued: Issued): void {
+  const reasoning = output.find((item) => item.type === 'reasoning');
   for (const item of output) {
-    stored.set(
-      item.id,
-      item.type === 'message'
-        ? { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: item.text }] }
-        : { type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments },
-    );
+    if (item.type !== 'function_call') continue;
+    issued.itemOf.set(item.call_id, item.id);
+    if (reasoning) issued.reasoningOf.set(item.call_id, reasoning.id);
+  }
+  if ((call.native as ResponsesCall).request.store === false) return;
+  for (const item of output) stored.set(item.id, storedItem(item));
+}
+
+function storedItem(item: OutputItem): InputItem {
+  switch (item.type) {
+    case 'message':
+      return { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: item.text }] };
+    case 'function_call':
+      return { type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments };
+    case 'reasoning':
+      return { type: 'reasoning', id: item.id };
   }
 }
 
@@ -177,11 +255,17 @@ function toChat(request: ResponsesRequest, items: readonly InputItem[]): ChatCom
 }
 
 type OutputItem =
+  | { readonly type: 'reasoning'; readonly id: string; readonly encrypted?: string }
   | { readonly type: 'message'; readonly id: string; readonly text: string }
   | { readonly type: 'function_call'; readonly id: string; readonly call_id: string; readonly name: string; readonly arguments: string };
 
-function outputItems(answer: Answer): OutputItem[] {
+function outputItems(answer: Answer, call: ModelCall): OutputItem[] {
   const items: OutputItem[] = [];
+  if (reasons(call.model)) {
+    const id = `rs_${answer.id}`;
+    const encrypted = (call.native as ResponsesCall).request.include?.includes('reasoning.encrypted_content');
+    items.push({ type: 'reasoning', id, ...(encrypted ? { encrypted: encryptedReasoning(call.model, id) } : {}) });
+  }
   if (answer.text !== undefined) items.push({ type: 'message', id: `msg_${answer.id}`, text: answer.text });
   answer.toolCalls.forEach((call, i) =>
     items.push({ type: 'function_call', id: `fc_${answer.id}_${i}`, call_id: call.id, name: call.name, arguments: call.arguments }),
@@ -190,6 +274,14 @@ function outputItems(answer: Answer): OutputItem[] {
 }
 
 function itemJson(item: OutputItem, status: 'in_progress' | 'completed'): Record<string, unknown> {
+  if (item.type === 'reasoning') {
+    return {
+      type: 'reasoning',
+      id: item.id,
+      summary: [],
+      ...(status === 'completed' && item.encrypted ? { encrypted_content: item.encrypted } : {}),
+    };
+  }
   if (item.type === 'message') {
     return {
       type: 'message',
@@ -253,7 +345,9 @@ function streamFrames(answer: Answer, output: readonly OutputItem[]): string[] {
   emit('response.created', { response: responseObject(answer, undefined, 'in_progress') });
   output.forEach((item, index) => {
     emit('response.output_item.added', { output_index: index, item: itemJson(item, 'in_progress') });
-    if (item.type === 'message') {
+    if (item.type === 'reasoning') {
+      // A reasoning item with no summary asked for: added, then done with its encrypted content.
+    } else if (item.type === 'message') {
       for (const delta of pieces(item.text, 3))
         emit('response.output_text.delta', { item_id: item.id, output_index: index, content_index: 0, delta, logprobs: [] });
       emit('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text: item.text, logprobs: [] });

@@ -449,7 +449,9 @@ export class ConversationCompactor {
 function summaryResult(outcome: CompactionOutcome, rested: boolean): SummaryResult {
   const entry = outcome.status === 'compacted' ? outcome.compaction.entry : undefined;
   const failure = entry?.fallback ? (entry.failure ?? 'the summarizer failed') : outcome.status === 'failed' ? outcome.summarizerFailure : undefined;
-  if (failure !== undefined) return rested ? { kind: 'rested' } : { kind: 'failed', failure };
+  const misshapen = outcome.status === 'compacted' ? outcome.compaction.summaryMisshapen : outcome.status === 'failed' && outcome.summaryMisshapen;
+  if (failure !== undefined && rested) return { kind: 'rested' };
+  if (failure !== undefined) return misshapen ? { kind: 'misshapen' } : { kind: 'failed', failure };
   return entry ? { kind: 'written' } : { kind: 'none' };
 }
 

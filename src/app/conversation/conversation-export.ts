@@ -341,7 +341,8 @@ export function renderMessage(message: Message, who = ''): string[] {
         lines.push(part.text, '');
         break;
       case 'reasoning':
-        lines.push('*Reasoning:*', '', ...quote(part.text), '');
+        // Reasoning given only encrypted or redacted has no text to show.
+        if (part.text.length > 0) lines.push('*Reasoning:*', '', ...quote(part.text), '');
         break;
       case 'tool-call':
         lines.push(`**Tool call** \`${part.toolName}\``, '', ...fenced(stringifyOutput(part.input), 'json'), '');

@@ -1,4 +1,5 @@
 import { errorText } from '../../core/errors';
+import { oneIdEach } from '../../core/model-id';
 import { Emitter, type Event } from '../emitter';
 import type { EndpointSetting } from '../settings';
 
@@ -19,7 +20,8 @@ export interface ListedModelsDeps {
 
 /**
  * The models of endpoints configured without any (`models` left out or empty): the server is asked
- * for its list once per session (`ensure`), and the models are offered once it answers. A listing
+ * for its list once per session (`ensure`), and the models are offered once it answers, one entry
+ * for each model (an alias and its dated snapshots are one: `core/model-id.ts`). A listing
  * that fails is said once and not tried again until `forget` (the endpoints or the keys changed).
  * An endpoint is known by its name, URL and provider: changing any of them lists it again.
  */
@@ -47,7 +49,8 @@ export class ListedModels {
       const listing: Listing = { kind: 'listing', controller };
       this.listings.set(key, listing);
       void this.deps.list(endpoint, controller.signal).then(
-        (ids) => {
+        (listed) => {
+          const ids = oneIdEach(listed);
           if (this.listings.get(key) !== listing) return;
           this.listings.set(key, { kind: 'listed', ids });
           if (ids.length === 0)

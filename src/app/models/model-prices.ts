@@ -24,7 +24,10 @@ export function pricesOfKey(
   return undefined;
 }
 
-/** What `usage` costs at `prices`, in US dollars (input and output; a subagent's usage names no cache). */
+/**
+ * What `usage` costs at `prices`, in US dollars (input and output; a subagent's usage names no cache),
+ * at the base prices: a subagent's usage adds up many requests, and a long-context tier is a request's own.
+ */
 export function costAt(
   prices: Pick<ModelPrices, 'input' | 'output'>,
   usage: { readonly inputTokens: number; readonly outputTokens: number },

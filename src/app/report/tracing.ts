@@ -14,6 +14,8 @@ export class Tracing {
     private readonly settings: () => Pick<LongrunSettings, 'telemetry'>,
     private readonly log: { info(message: string): void; warn(message: string): void },
     private readonly create: (config: TelemetryConfig) => LongrunTelemetry = createTelemetry,
+    /** Cleans what the spans carry of API keys before they are sent. */
+    private readonly redact?: (text: string) => string,
   ) {}
 
   /** The tracing in use: `NO_TELEMETRY` while it is off. */
@@ -31,7 +33,7 @@ export class Tracing {
     this.endpoint = endpoint;
     if (!endpoint) return;
     try {
-      this.current = this.create({ endpoint, serviceName: 'longrun' });
+      this.current = this.create({ endpoint, serviceName: 'longrun', ...(this.redact ? { redact: this.redact } : {}) });
       this.log.info(`Tracing to ${endpoint} (OpenTelemetry, OTLP/HTTP).`);
     } catch (error) {
       this.log.warn(`Tracing is off: ${errorText(error)}`);

@@ -57,7 +57,8 @@ function contentSlots(record: LogRecord, whole: boolean): Slot[] {
         : undefined;
   if (message) {
     for (const part of message.content as unknown as Array<Record<string, unknown>>) {
-      if (part.type === 'text' || part.type === 'reasoning') stringSlot(slots, part, 'text');
+      // A signature no longer matches the text it was made for once that is cut: the part goes without it.
+      if (part.type === 'text' || part.type === 'reasoning') stringSlot(slots, part, 'text', () => delete part.providerMetadata);
       else if (part.type === 'tool-call') valueSlots(slots, part, 'input', whole, 0);
       else if (part.type === 'tool-result') valueSlots(slots, part, 'output', whole, 0);
     }
@@ -75,11 +76,18 @@ function contentSlots(record: LogRecord, whole: boolean): Slot[] {
   return slots;
 }
 
-function stringSlot(slots: Slot[], holder: Record<string, unknown> | unknown[], key: string | number): void {
+function stringSlot(slots: Slot[], holder: Record<string, unknown> | unknown[], key: string | number, onCut?: () => void): void {
   const value = (holder as Record<string | number, unknown>)[key];
   if (typeof value !== 'string' || value.length === 0) return;
   const density = Buffer.byteLength(JSON.stringify(value)) / value.length;
-  slots.push({ original: value, density, set: (next) => ((holder as Record<string | number, unknown>)[key] = next) });
+  slots.push({
+    original: value,
+    density,
+    set: (next) => {
+      (holder as Record<string | number, unknown>)[key] = next;
+      if (next !== value) onCut?.();
+    },
+  });
 }
 
 function valueSlots(slots: Slot[], holder: Record<string, unknown> | unknown[], key: string | number, whole: boolean, depth: number): void {

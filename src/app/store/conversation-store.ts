@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { LogRecord } from '../../core/history';
 import type { Message } from '../../core/messages';
+import type { KnownSecrets } from '../../core/redact';
 import { thousands } from '../../core/cut-marker';
 import { reportOnce, type SkippedLine } from './damaged-lines';
 import { ConversationChangedError, ConversationVersionError } from './errors';
@@ -106,9 +107,14 @@ export interface ConversationStoreOptions {
   readonly lockStaleMs?: number;
   /** Message lines longer than this are located when read (see `OpenedConversation.locations`). Default 2 KiB. */
   readonly locateOverBytes?: number;
+  /**
+   * The API keys in use: a record that holds one (an error body that echoed it, a file that holds it)
+   * is stored, and kept in memory, with it replaced by `[redacted]`. Absent: none is looked for.
+   */
+  readonly secrets?: KnownSecrets;
 }
 
-const DEFAULT_OPTIONS: Required<ConversationStoreOptions> = {
+const DEFAULT_OPTIONS: Required<Omit<ConversationStoreOptions, 'secrets'>> = {
   maxRecordBytes: 1_000_000,
   partBytes: 32 * 1024 * 1024,
   readChunkBytes: 1024 * 1024,
@@ -129,7 +135,8 @@ export class ConversationStore {
   private readonly writer: PartWriter;
   /** This instance's lock files: see `ConversationLock`. */
   private readonly lock: ConversationLock;
-  private readonly options: Required<ConversationStoreOptions>;
+  private readonly options: Required<Omit<ConversationStoreOptions, 'secrets'>>;
+  private readonly secrets: KnownSecrets | undefined;
   /** The folder of each conversation found in another of this workspace's storage folders. */
   private readonly homes = new Map<string, string>();
 
@@ -143,7 +150,9 @@ export class ConversationStore {
     private readonly now: () => number,
     options: ConversationStoreOptions = {},
   ) {
-    this.options = { ...DEFAULT_OPTIONS, ...options };
+    const { secrets, ...limits } = options;
+    this.options = { ...DEFAULT_OPTIONS, ...limits };
+    this.secrets = secrets;
     this.lock = new ConversationLock(this.options.lockWaitMs, this.options.lockStaleMs);
     this.writer = new PartWriter(this.options.partBytes);
   }
@@ -191,7 +200,7 @@ export class ConversationStore {
     // Queued first, so that appends are written in the order they were asked for, however long a
     // large record (a compaction of thousands of messages) takes to check.
     return this.enqueue(id, async () => {
-      const prepared = await recordLines(records, this.options.maxRecordBytes);
+      const prepared = await recordLines(records, this.options.maxRecordBytes, this.secrets);
       const stored = prepared.map((p) => p.stored);
       const bodies = prepared.map((p) => p.bytes);
       await this.locate(id);

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { LogRecord } from '../../core/history';
+import type { KnownSecrets } from '../../core/redact';
 import { capRecord } from './cap';
 import {
   compactedIdSchema,
@@ -134,11 +135,13 @@ function check(schema: z.ZodType, value: unknown, within?: Within): void {
  * between runs of a long array's items (checked and written as JSON a run at a time), so a compaction
  * of thousands of messages never holds it long.
  *
+ * A record that holds one of `secrets` is written, and given back, with it redacted from its texts.
+ *
  * A record is checked as it is rather than as its line parses back: the check takes an optional
  * field left undefined, and refuses NaN, Infinity or an undefined array item, as it would their JSON;
  * parsing a large line again would cost the editor's thread for nothing.
  */
-export async function recordLines(records: readonly LogRecord[], maxRecordBytes: number): Promise<RecordLine[]> {
+export async function recordLines(records: readonly LogRecord[], maxRecordBytes: number, secrets?: KnownSecrets): Promise<RecordLine[]> {
   const lines: RecordLine[] = [];
   let since = performance.now();
   const letGo = async (): Promise<void> => {
@@ -146,9 +149,16 @@ export async function recordLines(records: readonly LogRecord[], maxRecordBytes:
     await new Promise<void>((resolve) => setImmediate(resolve));
     since = performance.now();
   };
-  for (const record of records) {
+  for (const given of records) {
     await letGo();
-    const line = await checkedLine(record, letGo);
+    let record = given;
+    let line = await checkedLine(record, letGo);
+    // Looked for in the line, where every form of a key in the record shows, and taken out of the
+    // record's texts rather than the line's, so that the line stays the record's.
+    if (secrets?.found(line)) {
+      record = secrets.redactDeep(record);
+      line = await checkedLine(record, letGo);
+    }
     const size = Buffer.byteLength(line, 'utf8');
     if (size <= maxRecordBytes) {
       lines.push({ bytes: bytesOf(line, size), stored: record });

@@ -25,14 +25,26 @@ export const HEADER_KIND = 'longrun-conversation';
 // ---------------------------------------------------------------------------------------------
 // Schemas of what is stored: they mirror `LogRecord` and everything it holds.
 
-const textPartSchema = lazily(() => z.object({ type: z.literal('text'), text: z.string() }));
-const reasoningPartSchema = lazily(() => z.object({ type: z.literal('reasoning'), text: z.string() }));
+// Added with provider metadata: a Longrun from before it drops the field and sends the part without
+// it, as it always did; a part stored before it has none, and goes as it always went.
+const providerMetadataSchema = lazily(() =>
+  z.object({
+    provider: z.string().min(1),
+    model: z.string().min(1),
+    data: z.record(z.string(), z.record(z.string(), z.unknown())),
+  }),
+);
+const textPartSchema = lazily(() => z.object({ type: z.literal('text'), text: z.string(), providerMetadata: providerMetadataSchema().optional() }));
+const reasoningPartSchema = lazily(() =>
+  z.object({ type: z.literal('reasoning'), text: z.string(), providerMetadata: providerMetadataSchema().optional() }),
+);
 const toolCallPartSchema = lazily(() =>
   z.object({
     type: z.literal('tool-call'),
     toolCallId: z.string(),
     toolName: z.string(),
     input: z.unknown(),
+    providerMetadata: providerMetadataSchema().optional(),
   }),
 );
 const toolResultPartSchema = lazily(() =>
@@ -222,7 +234,9 @@ const usageSchema = lazily(() =>
       servedBy: z.string().optional(),
       cost: z.number().min(0).optional(),
       estimated: z.boolean().optional(),
+      // A purpose never falls back to none: a request that is not the agent's must never calibrate the view's count.
       purpose: z.enum(USAGE_PURPOSES).optional(),
+      subagent: z.string().optional(),
     })
     .transform(({ round: _round, basis, ...rest }) => ({ ...rest, basis: basis === undefined ? LEGACY_BASIS : basis })),
 );

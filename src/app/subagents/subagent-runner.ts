@@ -1,7 +1,7 @@
 import type { LanguageModel, TelemetryOptions } from 'ai';
 import type { CompactionConfig } from '../../core/config';
 import { errorText } from '../../core/errors';
-import type { LogRecord, SubagentEnding, SubagentEvent } from '../../core/log';
+import type { LogRecord, ReportedUsage, SubagentEnding, SubagentEvent } from '../../core/log';
 import type { Message } from '../../core/messages';
 import { describeOverflow } from '../../core/overflow-error';
 import { mayCutPrompts, type ProviderKind } from '../../core/provider-kind';
@@ -9,6 +9,8 @@ import type { Summarizer } from '../../core/ports';
 import type { RecallQuery } from '../../core/recall';
 import { stepLimit, type StepBudget } from '../../core/step-limit';
 import { answerText, failureText, lastAnswer, reportText, workDone, WRAP_UP } from '../../core/subagents';
+import type { CostBreakdown } from '../../core/usage-cost';
+import { costOf } from '../../core/usage-report';
 import { isModelTimeout, runAgentTurn, stepLimitReached, toolDefinitionsText, type AgentTurnResult, type AgentUi } from '../../llm/agent';
 import { createAgentTools, SubagentFailure, type DelegatePort, type DelegateRequest } from '../../llm/agent-tools';
 import type { CommandPort, WorkspacePort } from '../../llm/workspace-port';
@@ -17,14 +19,18 @@ import type { ConversationFiles } from '../conversation/conversation-deps';
 import type { ModelContext } from '../conversation/conversation-meter';
 import type { LongrunSettings } from '../settings';
 import { ConversationIndex } from '../store/conversation-index';
+import { turnCacheHints } from '../usage/conversation-cache';
 import { subagentPrompt, taskMessage } from './subagent-prompt';
 
 /**
  * Runs the agent's subagents (its `delegate` tool): each a second agent loop (`runAgentTurn`) over
  * a conversation of its own, kept in memory and compacted by the same engine when its window fills,
- * with read-only tools, its own model and its own step and token budgets. Everything it does is
- * written to the parent conversation's log as it happens, on the parent's turn; the parent gets back
- * its report, bounded, or a failure that says why and what was done, never an empty result.
+ * with read-only tools, its own model and its own step and token budgets. Its requests carry the
+ * cache hints the agent's do on the same provider, on a cache key of the subagents' own. Everything it
+ * does is written to the parent conversation's log as it happens, on the parent's turn, its usage
+ * among it (tagged as a subagent's, so that it is counted and priced but never calibrates the
+ * agent's view); the parent gets back its report, bounded, or a failure that says why and what was
+ * done, never an empty result.
  */
 
 /** The model a subagent runs on, as the editor gives it: `longrun.subagent.model`, or the conversation's. */
@@ -44,7 +50,7 @@ export interface SubagentModel {
   learnWindow(limit: number, why: string, lowerBound?: boolean): void;
   /** Whether it runs on one of Longrun's own endpoints (its usage is the server's own count). */
   readonly servedByEndpoint: boolean;
-  /** The API its endpoint speaks; undefined for a model of VS Code's. */
+  /** The wire format of its endpoint, which sets the cache hints its requests take; absent for a model of VS Code's. */
   readonly provider?: ProviderKind;
 }
 
@@ -70,6 +76,8 @@ export interface SubagentSummary {
 
 /** The conversation that delegates: where the subagents' records go, and the archive their `recall` searches. */
 export interface DelegatingConversation {
+  /** Its id: the subagents' requests share a cache key made from it. */
+  readonly id: string;
   append(records: readonly LogRecord[]): Promise<void>;
   recall(query: RecallQuery): Promise<string>;
 }
@@ -77,7 +85,7 @@ export interface DelegatingConversation {
 export interface SubagentRunnerDeps {
   /** The model to run on; undefined when none is available. */
   readonly model: () => Promise<SubagentModel | undefined>;
-  readonly settings: () => Pick<LongrunSettings, 'subagent' | 'compaction' | 'timeouts'>;
+  readonly settings: () => Pick<LongrunSettings, 'subagent' | 'compaction' | 'timeouts' | 'cache'>;
   readonly files: WorkspacePort;
   /** The commands the user's allow list runs without asking, and no other; absent: no `run_command`. */
   readonly commands?: CommandPort;
@@ -91,8 +99,8 @@ export interface SubagentRunnerDeps {
   readonly maxResultChars: number;
   /** The AI SDK's telemetry option for a subagent's calls. */
   readonly telemetry?: (id: string) => TelemetryOptions;
-  /** What `usage` cost on `model`, when a price is known; absent: costs are not shown. */
-  readonly cost?: (usage: { readonly inputTokens: number; readonly outputTokens: number }, model: string) => number | undefined;
+  /** What one recorded request cost at its model's prices, its cache reads and writes apart, when they are known; absent: costs are not shown. */
+  readonly cost?: (usage: ReportedUsage) => CostBreakdown | undefined;
   /** Counts text as the agent's model does, to bound the report. */
   readonly countText: (text: string) => number;
   /** Cleans provider text (an error) of API keys. */
@@ -153,6 +161,8 @@ class SubagentWork {
   private inputTokens = 0;
   private outputTokens = 0;
   private steps = 0;
+  /** What its requests recorded so far cost, and whether one of them had no known price. */
+  private spent = { cost: 0, requests: 0, unpriced: false };
   private model = 'no model';
   private startWritten = false;
 
@@ -211,6 +221,12 @@ class SubagentWork {
     await conversation.append([{ type: 'message', message: taskMessage(deps.newId(), this.request.task, this.request.scope) }]);
     const model = await chosen.languageModel();
     const maxOutputTokens = chosen.maxOutputTokens();
+    // One key for every subagent of the conversation: their requests begin with the same system prompt and tools.
+    const cacheHints = turnCacheHints(
+      () => chosen.provider,
+      () => deps.settings().cache,
+      { conversationId: `${deps.parent.id}-subagents`, records: () => conversation.log() },
+    );
     return runAgentTurn({
       model,
       system,
@@ -230,8 +246,11 @@ class SubagentWork {
         },
         requestBasis: () => conversation.requestBasis(),
         newId: deps.newId,
+        stableEnd: () => conversation.stableEnd(),
         guard: conversation.guard(),
       },
+      cacheHints,
+      now: deps.now,
       ui: QUIET_UI,
       overflowRetriesPerTurn: settings.compaction.overflowRetriesPerTurn,
       ...(deps.telemetry ? { telemetry: deps.telemetry(this.id) } : {}),
@@ -270,16 +289,23 @@ class SubagentWork {
 
   /**
    * Takes what the subagent's conversation writes: its messages and compactions to the parent's log,
-   * its usage counted (what a run that crashes has spent; the loop's own total replaces it otherwise).
+   * its usage too, tagged as this subagent's, counted (what a run that crashes has spent; the loop's
+   * own total replaces it otherwise) and priced.
    */
   private async take(records: readonly LogRecord[]): Promise<void> {
     const events: SubagentEvent[] = [];
+    const usages: LogRecord[] = [];
     let compacted: { tokensBefore: number; tokensAfter: number; summary?: string; pruned: number } | undefined;
     for (const record of records) {
       if (record.type === 'message') {
         this.messages.push(record.message);
         events.push({ kind: 'message', id: this.id, message: record.message });
       } else if (record.type === 'usage') {
+        const usage: ReportedUsage = { ...record.usage, purpose: 'subagent', subagent: this.id };
+        usages.push({ type: 'usage', usage });
+        this.price(usage);
+        // Its own summaries' requests are billed but are no step of its loop.
+        if (record.usage.purpose !== undefined) continue;
         this.steps++;
         this.inputTokens += record.usage.inputTokens;
         this.outputTokens += record.usage.outputTokens;
@@ -296,7 +322,19 @@ class SubagentWork {
       }
     }
     if (compacted) events.push({ kind: 'compacted', id: this.id, ...compacted });
-    if (events.length > 0) await this.deps.parent.append(events.map((subagent) => ({ type: 'subagent', subagent })));
+    const out: LogRecord[] = [...events.map((subagent): LogRecord => ({ type: 'subagent', subagent })), ...usages];
+    if (out.length > 0) await this.deps.parent.append(out);
+  }
+
+  /** Adds what `usage` cost to what the subagent spent, as the conversation's usage report prices it. */
+  private price(usage: ReportedUsage): void {
+    if (!this.deps.cost) return;
+    const cost = costOf(usage, usage.estimated ? undefined : this.deps.cost(usage));
+    this.spent = {
+      cost: this.spent.cost + (cost ?? 0),
+      requests: this.spent.requests + 1,
+      unpriced: this.spent.unpriced || cost === undefined,
+    };
   }
 
   /** What the loop's result means for the agent: the report, or why there is none. */
@@ -364,7 +402,7 @@ class SubagentWork {
     await this.recordStart();
     const ending: SubagentEnding = outcome.ok ? 'reported' : outcome.ending;
     const usage = { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
-    const cost = this.deps.cost?.(usage, this.model);
+    const cost = this.spent.requests > 0 && !this.spent.unpriced ? this.spent.cost : undefined;
     const at = this.deps.now();
     await this.record({
       kind: 'end',

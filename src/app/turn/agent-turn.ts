@@ -218,6 +218,7 @@ export class AgentTurns {
       // A server's usage is its own count of what it read (VS Code's models report a local estimate),
       // and only a server that may cut a prompt silently is suspected of it.
       detectTruncation: models.servedByEndpoint() && mayCutPrompts(models.providerKind()),
+      statedWindow: () => models.statedWindow?.(),
       ...(advice ? { truncationAdvice: advice } : {}),
       windowIsLowerBound: () => models.windowIsLowerBound(),
     });

@@ -70,6 +70,8 @@ export interface TurnModels {
   windowIsLowerBound(): boolean;
   /** The whole window of the model in use (input and answer), when known. */
   contextWindow(): number | undefined;
+  /** The whole window the model's server states for it (its model list or native API), when it does. */
+  statedWindow?(): number | undefined;
   maxOutputTokens(): number | undefined;
   telemetry(): LongrunTelemetry;
   truncationAdvice(): string | undefined;

@@ -21,6 +21,13 @@ export const READ_AGAIN = 'Longrun read it again from disk and goes on from it a
 const STOPPED_TO_READ_AGAIN =
   'Longrun saved nothing more of this request and reads the conversation again from disk; send your message again to go on from it as it is now.';
 
+/**
+ * llama.cpp's answer when the model wrote a tool call that its chat format's parser cannot read
+ * ("The model produced output that does not match the expected Hermes 2 Pro format"): a 500 that the
+ * request's one retry may get past, since the model samples anew.
+ */
+const UNREADABLE_TOOL_CALL = /does not match the expected (.+?) format/i;
+
 /** The message a failed request shows in the chat: what happened, in words, without secrets, and what to do. */
 export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'timeouts'>, redact: (text: string) => string): string {
   if (ConversationChangedError.isInstance(error)) return `${error.message} ${STOPPED_TO_READ_AGAIN}`;
@@ -38,5 +45,8 @@ export function errorMessage(error: unknown, settings: Pick<LongrunSettings, 'ti
       : `The model went silent for ${seconds} s in the middle of its answer, so the request was stopped (longrun.timeouts.idleSeconds). Nothing was lost; ask again to continue.`;
   }
   const message = redact(errorText(error));
+  const format = UNREADABLE_TOOL_CALL.exec(message)?.[1];
+  if (format !== undefined)
+    return `The model wrote a tool call that its server could not read (the server expected its ${format} format), and did so again when Longrun asked once more. Nothing was lost: ask again, or use a model whose chat template supports tool calls.\n\nThe server said: ${message}`;
   return `The model request failed: ${message}\n\n${WAYS_OUT}`;
 }

@@ -19,6 +19,14 @@ import { systemPrompt } from './system-prompt';
 export const PLAN_WINDOW = 8_192;
 /** The smallest window (whole, in tokens) the `delegate` tool is offered in. */
 export const DELEGATE_WINDOW = 16_384;
+/**
+ * Below this window (whole, in tokens), requests carry the compact system prompt and the tools'
+ * short descriptions: with the full ones, the system prompt and the tools of a 4,096-token window
+ * take more than half of what it leaves for the conversation, and every turn ends in a compaction;
+ * at 8,192, counted by a tokenizer that counts a quarter more, they and a summary pass the
+ * compaction's target.
+ */
+export const COMPACT_REQUEST_WINDOW = 16_384;
 /** Longest tool result the model gets, Longrun's tools' and the editor's alike; also the cap of one attachment. */
 export const MAX_RESULT_CHARS = 20_000;
 /** Most text all attachments of one request carry together. */
@@ -76,8 +84,10 @@ export class RequestSetup {
     const trusted = workspace.trusted();
     const room = window ?? Infinity;
     const plan = room >= PLAN_WINDOW;
+    const compact = room < COMPACT_REQUEST_WINDOW;
     const own = createAgentTools(workspace.files, {
       readOnly: !trusted,
+      ...(compact ? { brief: true } : {}),
       ...(trusted && workspace.commands ? { commands: workspace.commands } : {}),
       maxResultChars: MAX_RESULT_CHARS,
       ...(hooks.onFileEvent ? { onFileEvent: hooks.onFileEvent } : {}),
@@ -104,7 +114,7 @@ export class RequestSetup {
           })
         : { offered: [], skipped: [] };
     const tools = { ...own, ...(port ? createEditorTools(port, editorTools.offered, { maxResultChars: MAX_RESULT_CHARS }) : {}) };
-    const system = this.systemPromptNow(instructions, plan);
+    const system = this.systemPromptNow(instructions, plan, compact);
     if (conversation) {
       this.instructions = instructions;
       this.latest = { window, text: overheadOf(system, tools), turn: true };
@@ -150,7 +160,7 @@ export class RequestSetup {
     });
   }
 
-  private systemPromptNow(instructions: readonly Instruction[], plan: boolean): string {
+  private systemPromptNow(instructions: readonly Instruction[], plan: boolean, compact: boolean): string {
     const { workspace } = this.deps;
     return systemPrompt({
       trusted: workspace.trusted(),
@@ -158,6 +168,7 @@ export class RequestSetup {
       instructions,
       skills: this.deps.skills?.skills() ?? [],
       plan,
+      compact,
     });
   }
 }

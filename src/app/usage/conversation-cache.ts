@@ -23,11 +23,14 @@ function usages(records: ConversationLog): ReportedUsage[] {
   return out;
 }
 
-/** The last request of the branch (the agent's or a summary continuing it) that says when it was sent. */
+/**
+ * The last request of the branch (the agent's or a summary continuing it) that says when it was sent;
+ * a subagent's is left out: its prompt is its own, so it keeps none of the agent's cache alive.
+ */
 export function lastTimedRequest(records: ConversationLog): ReportedUsage | undefined {
   for (let i = records.length - 1; i >= 0; i--) {
     const record = records[i]!;
-    if (record.type === 'usage' && record.usage.at !== undefined) return record.usage;
+    if (record.type === 'usage' && record.usage.at !== undefined && record.usage.purpose !== 'subagent') return record.usage;
   }
   return undefined;
 }

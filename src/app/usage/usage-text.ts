@@ -4,7 +4,7 @@ import { cacheHitShare, type UsageReport, type UsageTotals } from '../../core/us
 /**
  * The usage and cost table of the gauge's tooltip, `/context` and the export, as Markdown lines:
  * the last request and the whole conversation by kind of token, the share read from the cache, the
- * cost, what compactions cost, and whether the cache has expired.
+ * cost, what compactions and subagents cost, and whether the cache has expired.
  */
 
 export interface UsageView {
@@ -13,6 +13,8 @@ export interface UsageView {
   readonly editorModel?: boolean;
   /** The conversation has answers, but their provider reported no usage for any of them. */
   readonly unreported?: boolean;
+  /** The day of the model catalogue's prices (its snapshot), shown with the cost. */
+  readonly catalogueDate?: string;
   /** The provider's cache, and the tokens the next request sends (for "re-sends ~N tokens"). */
   readonly cache?: { readonly state: CacheState; readonly nextRequestTokens: number; readonly now: number };
 }
@@ -77,13 +79,21 @@ export function usageLines(view: UsageView): string[] {
     both('· written to the cache', (t) => tokens(t.cacheWrite)),
     both('Output tokens', (t) => tokens(t.output)),
     `| Cache hit share | ${share(last)} | ${share(report.conversation)} |`,
-    `| Cost | ${cost(last)} | ${cost(report.conversation)} |`,
+    `| Cost${view.catalogueDate ? ` (catalogue of ${view.catalogueDate})` : ''} | ${cost(last)} | ${cost(report.conversation)} |`,
   );
   const { summaries, rewrites } = report;
   if (summaries.requests > 0 || rewrites.requests > 0) {
     const summaryPart = `${summaries.requests} summary request${summaries.requests === 1 ? '' : 's'} (${tokens(summaries.input + summaries.output)} tokens, ${cost(summaries)})`;
     const rewritePart = `the cache written again after them (${tokens(rewrites.tokens)} tokens, ${rewrites.requests === 0 ? '—' : rewrites.unpriced === rewrites.requests ? 'no price known' : dollars(rewrites.cost)})`;
     lines.push('', `Compactions cost ${summaryPart} and ${rewritePart}.`);
+  }
+  const { subagents } = report;
+  if (subagents.requests > 0) {
+    const cache = subagents.cacheReported > 0 ? `, ${tokens(subagents.cacheRead)} read from the cache, ${tokens(subagents.cacheWrite)} written` : '';
+    lines.push(
+      '',
+      `Subagents: ${subagents.requests} request${subagents.requests === 1 ? '' : 's'} (${tokens(subagents.input)} input tokens${cache}; ${tokens(subagents.output)} output), ${cost(subagents)}.`,
+    );
   }
   if (report.conversation.unpriced > report.conversation.estimated) {
     lines.push('', 'A model without a known price shows its tokens only: set its prices in longrun.models.overrides.');

@@ -4,7 +4,7 @@ import type { CostBreakdown } from '../../core/usage-cost';
 import type { UsageReport } from '../../core/usage-report';
 import type { Conversation } from '../conversation/conversation';
 import { branchCacheState, conversationUsage } from './conversation-cache';
-import type { ModelCatalogue } from '../models/model-catalogue';
+import { CATALOGUE_SNAPSHOT, type ModelCatalogue } from '../models/model-catalogue';
 import type { LongrunSettings } from '../settings';
 import type { UsageView } from './usage-text';
 
@@ -34,6 +34,7 @@ export class UsageViews {
       report,
       ...(editorModel ? { editorModel: true } : {}),
       ...(unreported ? { unreported: true } : {}),
+      catalogueDate: CATALOGUE_SNAPSHOT.date,
       cache: { state: branchCacheState(conversation.log(), settings.cache, now), nextRequestTokens: conversation.count().tokens, now },
     };
   }

@@ -50,6 +50,34 @@ describe('exporting a conversation as Markdown', () => {
   ];
   const markdown = conversationMarkdown(log, 'Build a flashcard app');
 
+  it("shows a model's reasoning, and neither the metadata given with it nor reasoning given only in encrypted form", () => {
+    const providerMetadata = {
+      provider: 'openai.responses',
+      model: 'gpt-5',
+      data: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'ENCRYPTED-BLOB' } },
+    };
+    const shown = conversationMarkdown(
+      [
+        {
+          type: 'message',
+          message: {
+            id: 'a1',
+            role: 'assistant',
+            content: [
+              { type: 'reasoning', text: '', providerMetadata },
+              { type: 'reasoning', text: 'weighing the options', providerMetadata },
+              { type: 'text', text: 'Done.' },
+            ],
+          },
+        },
+      ],
+      'T',
+    );
+    assert.equal(shown.split('*Reasoning:*').length - 1, 1, shown);
+    assert.match(shown, /weighing the options/);
+    assert.ok(!shown.includes('ENCRYPTED-BLOB') && !shown.includes('rs_1'), shown);
+  });
+
   it('keeps every message, the compacted originals included, in order', () => {
     const order = ['Build a flashcard app\n', '**Tool call** `read_file`', '**Tool result** `read_file`', 'Now add tests'].map((s) =>
       markdown.indexOf(s),

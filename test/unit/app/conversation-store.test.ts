@@ -442,6 +442,25 @@ describe('conversation store: large conversations, large records, newer lines', 
     assert.ok(text.length > 1_500, 'more than the marker is kept');
   });
 
+  it('stores a signed thinking block cut to fit without its signature, which no longer matches it, and keeps that of a whole one', async () => {
+    const store = storeWith({ maxRecordBytes: 2_000 });
+    const providerMetadata = { provider: 'anthropic.messages', model: 'claude-sonnet-4-5', data: { anthropic: { signature: 'SIG' } } };
+    const record = (text: string): LogRecord => ({
+      type: 'message',
+      message: { id: 'a1', role: 'assistant', content: [{ type: 'reasoning', text, providerMetadata }] },
+    });
+    const cut = await store.append('c1', record('t'.repeat(50_000)));
+    const whole = await store.append('c1', record('short thinking'));
+    const { log } = await storeWith().open('c1');
+    assert.deepEqual(log, [cut, whole]);
+    assert.ok(cut.type === 'message' && whole.type === 'message');
+    const thinking = cut.message.content[0];
+    assert.ok(thinking?.type === 'reasoning');
+    assert.match(thinking.text, /cut by Longrun/);
+    assert.deepEqual(thinking, { type: 'reasoning', text: thinking.text });
+    assert.deepEqual(whole.message.content[0], { type: 'reasoning', text: 'short thinking', providerMetadata });
+  });
+
   it('keeps the shape of a tool output when cutting the texts inside it', async () => {
     const store = storeWith({ maxRecordBytes: 2_000 });
     const record: LogRecord = {

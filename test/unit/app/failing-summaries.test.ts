@@ -86,6 +86,45 @@ describe('summaries that keep failing', () => {
     );
   });
 
+  /** A summarizer that answers each call with the next of `answers` (the last one again once they run out). */
+  const answering = (answers: readonly string[], state: { calls: number }): Summarizer => ({
+    name: 'local/coder',
+    summarize: async () => ({ text: answers[Math.min(state.calls++, answers.length - 1)]! }),
+  });
+
+  it('counts noise as a failure: two noisy summaries in a row rest the summarizer', async () => {
+    const state = { calls: 0 };
+    const loop = 'I will summarize the conversation now. '.repeat(30);
+    const conversation = await conversationWith(() => answering(['\u0001\u0002'.repeat(50), loop], state));
+    assert.match(await round(conversation), /^extractive: .*no letters/);
+    assert.match(await round(conversation), /^extractive: .*repeats itself/);
+    assert.match(await round(conversation), /was not asked, since its last 2 summaries failed/);
+    assert.equal(state.calls, 2);
+  });
+
+  it('does not count a real summary turned down for its length: the summarizer is asked at every compaction', async () => {
+    const state = { calls: 0 };
+    const short = 'Wrote src/report/export.ts; the three export tests pass.';
+    const conversation = await conversationWith(() => answering([short], state));
+    const results: string[] = [];
+    for (let i = 0; i < 4; i++) results.push(await round(conversation));
+    for (const result of results) assert.match(result, /^extractive: .*under a tenth of the \d+ expected/);
+    assert.equal(state.calls, 4, 'asked each time');
+    assert.equal(conversation.takeNotice(), undefined, 'nothing to tell: it did not fail');
+  });
+
+  it('neither counts nor ends a streak with a summary turned down for its length', async () => {
+    const state = { calls: 0 };
+    const short = 'Wrote src/report/export.ts; the three export tests pass.';
+    const conversation = await conversationWith(() => answering(['', short, short, ''], state));
+    assert.match(await round(conversation), /^extractive: the summarizer returned no text/);
+    assert.match(await round(conversation), /under a tenth/);
+    assert.match(await round(conversation), /under a tenth/, 'asked again: one failure so far');
+    assert.match(await round(conversation), /^extractive: the summarizer returned no text/);
+    assert.match(await round(conversation), /was not asked, since its last 2 summaries failed/);
+    assert.equal(state.calls, 4);
+  });
+
   it('is asked by a compaction the user asks for, and one summary it writes ends the rest', async () => {
     const state = { failing: true, calls: 0 };
     const conversation = await conversationWith(() => flaky('local/coder', state));

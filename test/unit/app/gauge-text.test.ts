@@ -188,6 +188,39 @@ describe('gauge usage and cost', () => {
       'anthropic',
     );
 
+  it("shows what the subagents cost on a line of its own, with their cache reads and writes, counted in the conversation's totals only", () => {
+    const report = usageReport(
+      [
+        reported({}),
+        reported({
+          purpose: 'subagent',
+          subagent: 's1',
+          basis: null,
+          inputTokens: 4_000,
+          cacheReadTokens: 3_000,
+          cacheWriteTokens: 500,
+          outputTokens: 100,
+        }),
+        reported({
+          purpose: 'subagent',
+          subagent: 's1',
+          basis: null,
+          inputTokens: 4_000,
+          cacheReadTokens: 3_000,
+          cacheWriteTokens: 500,
+          outputTokens: 100,
+        }),
+      ],
+      sonnet,
+    );
+    const tip = gaugePresentation(state(81_000, 128_000, { usage: { report } })).tooltipMarkdown;
+    assert.match(tip, /^\| Input tokens \| 10,000 \| 18,000 \|$/m, 'the last request is the agent’s; the conversation counts theirs');
+    // Each: 500 uncached × $3, 3,000 read × $0.30, 500 written × $3.75, 100 out × $15 per million = $0.005775; both $0.01155.
+    assert.match(tip, /Subagents: 2 requests \(8,000 input tokens, 6,000 read from the cache, 1,000 written; 200 output\), \$0\.012\./);
+    const none = usageReport([reported({})], sonnet);
+    assert.doesNotMatch(gaugePresentation(state(81_000, 128_000, { usage: { report: none } })).tooltipMarkdown, /Subagents/);
+  });
+
   it('shows the last request and the conversation by kind of token, the cache hit share, the cost and what compactions cost', () => {
     const report = usageReport(
       [
@@ -208,6 +241,8 @@ describe('gauge usage and cost', () => {
       tip,
       /Compactions cost 1 summary request \(10,500 tokens, \$0\.017\) and the cache written again after them \(7,500 tokens, \$0\.028\)\./,
     );
+    const dated = gaugePresentation(state(81_000, 128_000, { usage: { report, catalogueDate: '2026-09-23' } })).tooltipMarkdown;
+    assert.match(dated, /^\| Cost \(catalogue of 2026-09-23\) \| \$0\.038 \| \$0\.099 \|$/m, 'the day of the prices');
   });
 
   it('shows tokens and no made-up figure for a model without a price, and says so for VS Code’s models', () => {

@@ -84,6 +84,17 @@ describe('the models of an endpoint that names none', () => {
     assert.match(warnings.at(-1)!, /"ollama" lists no models/);
   });
 
+  it('offers one entry for a model its server lists by its alias and its dated snapshots', async () => {
+    const listed = new ListedModels({
+      list: async () => ['claude-sonnet-4-5-20250929', 'claude-opus-4-5-20251101', 'claude-sonnet-4-5', 'claude-sonnet-4-20250514'],
+      warn: () => undefined,
+    });
+    const anthropic: EndpointSetting = { name: 'claude', baseUrl: 'https://api.anthropic.com/v1', provider: 'anthropic', models: [] };
+    listed.ensure([anthropic]);
+    await tick();
+    assert.deepEqual(listed.idsOf(anthropic), ['claude-sonnet-4-5', 'claude-opus-4-5-20251101', 'claude-sonnet-4-20250514']);
+  });
+
   it('lists an endpoint again when its URL or provider changes', async () => {
     const asked: string[] = [];
     const listed = new ListedModels({ list: async (endpoint) => (asked.push(endpoint.baseUrl), ['m']), warn: () => undefined });

@@ -11,6 +11,7 @@ const endpoints: EndpointSetting[] = [
     provider: 'anthropic',
     models: [
       { id: 'claude-sonnet-4-20250514', toolCalling: true },
+      { id: 'claude-sonnet-4-5', toolCalling: true },
       { id: 'in-house', toolCalling: true },
     ],
   },
@@ -23,6 +24,16 @@ describe("the prices of an endpoint's model, by its key", () => {
     const sonnet = pricesOfKey(catalogue, endpoints, 'longrun/cloud/claude-sonnet-4-20250514');
     assert.equal(sonnet?.input, 3, 'Claude Sonnet 4 at Anthropic: $3 per million input tokens');
     assert.equal(sonnet?.output, 15);
+    assert.deepEqual(
+      pricesOfKey(catalogue, endpoints, 'longrun/cloud/claude-sonnet-4-5'),
+      catalogue.pricesOf('anthropic', ['claude-sonnet-4-5-20250929'])?.prices,
+      'Longrun’s default Anthropic model, by its alias, at its snapshot’s prices',
+    );
+    assert.equal(
+      pricesOfKey(catalogue, endpoints, 'longrun/cloud/claude-sonnet-4-5')?.tiers?.[0]?.input,
+      6,
+      'above 200k: $6 per million input tokens',
+    );
     assert.deepEqual(pricesOfKey(catalogue, endpoints, 'longrun/local/qwen3-coder'), { input: 0.4, output: 1.6 });
     assert.equal(pricesOfKey(catalogue, endpoints, 'longrun/cloud/in-house'), undefined, 'a model nobody prices has none');
     assert.equal(pricesOfKey(catalogue, endpoints, 'copilot/gpt-4.1'), undefined, "an editor's model has no price");

@@ -73,6 +73,18 @@ describe('model windows: where the window comes from, in order', () => {
     assert.equal(registry.forEndpointModel(known, 'longrun/x/gpt-4o', {}).window.limit, 64_000);
   });
 
+  it('gives an alias and its dated snapshot one window, the catalogue’s or the one the user set for either', () => {
+    const anthropic = { baseUrl: 'https://api.anthropic.com/v1', provider: 'anthropic' as const };
+    const sized = (registry: ModelWindows, modelId: string) =>
+      registry.forEndpointModel({ ...anthropic, modelId }, `longrun/claude/${modelId}`, { provider: 'anthropic' }).window;
+    const { registry } = windows([]);
+    assert.deepEqual(sized(registry, 'claude-sonnet-4-5'), { limit: 200_000, origin: 'from the model catalogue (Anthropic)', assumed: false });
+    assert.deepEqual(sized(registry, 'claude-sonnet-4-5-20250929'), sized(registry, 'claude-sonnet-4-5'));
+    const overridden = windows([], new MapMemento(), { 'claude-sonnet-4-5-20250929': { contextWindow: 1_000_000 } }).registry;
+    assert.equal(sized(overridden, 'claude-sonnet-4-5').limit, 1_000_000);
+    assert.equal(sized(overridden, 'claude-sonnet-4').limit, 200_000, 'not another model’s');
+  });
+
   it("lets the user's longrun.models.overrides win over the server, and the endpoint's own contextWindow over both", async () => {
     const { registry } = windows([fromServer(6_000)], new MapMemento(), { 'acme-coder:7b': { contextWindow: 20_000, maxOutputTokens: 1_000 } });
     await registry.ensure(target);

@@ -50,3 +50,41 @@ describe('the redactor', () => {
     assert.equal(r.redact(`key ${LOCAL_KEY}`), `key ${LOCAL_KEY}`);
   });
 });
+
+describe('the redactor: every key it is told of', () => {
+  const none = { get: async (): Promise<string | undefined> => undefined };
+
+  it('knows a key as soon as it is read or set, whatever its shape, and forgets it when deleted', () => {
+    const r = new Redactor(() => [{ name: 'local' }], none);
+    const key = 'x.(y)*[z]+0042';
+    r.stored('local', key);
+    assert.equal(r.redact(`rejected ${key}`), `rejected ${REDACTED}`);
+    assert.ok(r.secrets.found(`"${JSON.stringify(key).slice(1, -1)}"`), 'the store finds it in a line');
+    r.deleted('local');
+    assert.equal(r.redact(`rejected ${key}`), `rejected ${key}`);
+    assert.equal(r.secrets.found(key), false);
+  });
+
+  it('knows the keys the environment hands over, and no other variable', () => {
+    const r = new Redactor(() => [], none);
+    r.fromEnvironment({ LONGRUN_API_KEY: 'from-npm-start-0042', ANTHROPIC_API_KEY: 'shell-anthropic-0077', HOME: '/home/someone-long' });
+    assert.equal(r.redact('from-npm-start-0042 shell-anthropic-0077 /home/someone-long'), `${REDACTED} ${REDACTED} /home/someone-long`);
+  });
+
+  it('forgets a key no longer stored when read again, and keeps one that could not be read', async () => {
+    const stored: Record<string, string | undefined | Error> = { a: 'first-secret-0042', b: 'second-secret-0077' };
+    const keys = {
+      get: async (name: string): Promise<string | undefined> => {
+        const key = stored[name];
+        if (key instanceof Error) throw key;
+        return key;
+      },
+    };
+    const r = new Redactor(() => [{ name: 'a' }, { name: 'b' }], keys);
+    await r.refresh();
+    stored.a = undefined;
+    stored.b = new Error('locked');
+    await r.refresh();
+    assert.equal(r.redact('first-secret-0042 second-secret-0077'), `first-secret-0042 ${REDACTED}`);
+  });
+});

@@ -8,7 +8,6 @@ import { newConversation } from '../fixtures/conversation-deps';
 import { MAX_REPORT_TOKENS } from '../../../src/app/subagents/subagent-runner';
 import { money, transcriptMarkdown } from '../../../src/app/subagents/subagent-transcript';
 import { ModelCatalogue } from '../../../src/app/models/model-catalogue';
-import { usageCost } from '../../../src/app/models/model-prices';
 import { readSettings } from '../../../src/app/settings';
 import { subagentRuns, WRAP_UP } from '../../../src/core/subagents';
 import { createEndpointModel } from '../../../src/llm/openai-endpoint';
@@ -148,7 +147,7 @@ describe('subagents: the delegate tool through a chat turn', () => {
     f = await turnFixture({
       subagent: { key: 'longrun/cheap/mini' },
       settings: { ...settings(), endpoints },
-      cost: (used, model) => usageCost(catalogue, endpoints, used, model),
+      cost: (used) => catalogue.cost(used),
     });
     await writeFile(join(f.workspace, 'a.txt'), 'alpha line\nsecond line\n');
     const exchange = await f.newChat().send('delegate read a.txt');

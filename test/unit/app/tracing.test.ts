@@ -28,9 +28,17 @@ describe('tracing as the settings say', () => {
           },
         };
       },
+      (text) => text.replaceAll('key-of-no-shape', '[redacted]'),
     );
     return { tracing: t, settings, made, lines };
   }
+
+  it('hands the tracing it starts the redactor, which cleans its spans', () => {
+    const { tracing: t, settings, made } = tracing();
+    settings.telemetry = { enabled: true, otlpEndpoint: 'http://collector:4318' };
+    t.configure();
+    assert.equal(made[0]?.config.redact?.('401 for key-of-no-shape'), '401 for [redacted]');
+  });
 
   it('is off until the settings turn it on with an endpoint', () => {
     const { tracing: t, settings, made } = tracing();

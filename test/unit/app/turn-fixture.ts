@@ -30,6 +30,7 @@ import { FakeEditor } from './fake-editor';
 import { ModelCatalogue } from '../../../src/app/models/model-catalogue';
 import { UsageViews } from '../../../src/app/usage/usage-views';
 import type { ProviderKind } from '../../../src/core/provider-kind';
+import type { KnownSecrets } from '../../../src/core/redact';
 
 /**
  * A turn controller over real conversations on disk, a scripted model that records every prompt it
@@ -78,15 +79,17 @@ function toolOutputs(message: Prompt[number]): string {
  * then answers; to "use the skill <name> [file <path>]" it calls `skill`, then answers "done"; to
  * "delegate <task> | <task> …" it hands each task to a subagent, all in one step, then answers
  * "done". As a subagent (its system prompt says so) it does the same with its task, and answers
- * "Findings:" and the first line of each result it got.
+ * "Findings:" and the first line of each result it got. `countTools`: the input it reports counts
+ * the tools' definitions, as a real server's does.
  */
-export function scriptedModel(): MockLanguageModelV4 {
+export function scriptedModel(options: { readonly countTools?: boolean } = {}): MockLanguageModelV4 {
   return new MockLanguageModelV4({
-    doStream: async ({ prompt }) => {
+    doStream: async ({ prompt, tools }) => {
       const last = prompt.at(-1)!;
       const said = messageTexts(last);
-      // Reported like a server counting about four characters a token.
-      const read = Math.ceil(prompt.reduce((n, m) => n + messageTexts(m).length + 16, 0) / 4);
+      // Reported like a server counting about four characters a token (the tools' definitions too, when told).
+      const definitions = options.countTools ? JSON.stringify(tools ?? []).length : 0;
+      const read = Math.ceil((prompt.reduce((n, m) => n + messageTexts(m).length + 16, 0) + definitions) / 4);
       const usage = (output: number) => usageOf(read, output);
       const parts: StreamPart[] = [{ type: 'stream-start', warnings: [] }];
       const asked = messageTexts(prompt.findLast((m) => m.role === 'user') ?? last);
@@ -220,14 +223,21 @@ export interface FixtureOptions {
   readonly model?: MockLanguageModelV4;
   /** The whole window the model states (what decides the tools offered); absent: unknown. */
   readonly contextWindow?: number;
+  /**
+   * The conversation's window holds what every request carries besides the messages (the system
+   * prompt and the tools for `contextWindow`), as the extension counts it; absent: nothing.
+   */
+  readonly countOverhead?: boolean;
   /** Whether the workspace is trusted (default true). */
   readonly trusted?: boolean;
   /** The subagents' model and its window; the scripted model and the conversation's window unless told. */
-  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string };
+  readonly subagent?: { readonly model?: LanguageModel; readonly window?: number; readonly key?: string; readonly provider?: ProviderKind };
   /** What model calls cost (the controller's `cost`); absent: no cost is known. */
   readonly cost?: TurnControllerDeps['cost'];
   /** Whether the model runs on one of Longrun's endpoints (its usage is its server's own count); absent: not. */
   readonly servedByEndpoint?: boolean;
+  /** The API keys the store keeps out of the conversation's files; absent: none. */
+  readonly secrets?: KnownSecrets;
 }
 
 export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFixture> {
@@ -235,7 +245,7 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
   const workspace = join(dir, 'ws');
   await mkdir(workspace);
   const clock = new FakeClock();
-  const store = new ConversationStore(join(dir, 'storage'), () => clock.now());
+  const store = new ConversationStore(join(dir, 'storage'), () => clock.now(), options.secrets ? { secrets: options.secrets } : {});
   const index = memoryIndex();
   const counter = new MessageTokenCounter(charEstimator);
   let ids = 0;
@@ -256,7 +266,13 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
         clock,
         newId,
         config: () => (typeof options.config === 'function' ? options.config() : (options.config ?? DEFAULT_CONFIG)),
-        model: () => testModel({ name: 'mock', limit: options.window ?? 100_000, counter }),
+        model: () =>
+          testModel({
+            name: 'mock',
+            limit: options.window ?? 100_000,
+            counter,
+            ...(options.countOverhead ? { requestOverhead: counter.countText(setup.overheadText(options.contextWindow)) } : {}),
+          }),
         summarizer: async () => summarizer,
       }),
     warn: () => undefined,
@@ -284,15 +300,17 @@ export async function turnFixture(options: FixtureOptions = {}): Promise<TurnFix
     usageView: (conversation) => usageViews.of(conversation, options.provider === undefined),
     subagentModel: async () => {
       let limit = options.subagent?.window ?? options.window ?? 100_000;
+      const key = options.subagent?.key ?? 'mock/subagent';
       return {
-        key: options.subagent?.key ?? 'mock/subagent',
+        key,
         name: 'mock',
         languageModel: async () => options.subagent?.model ?? model,
-        context: (overheadText) => testModel({ name: 'mock', limit, counter, requestOverhead: counter.countText(overheadText) }),
+        context: (overheadText) => testModel({ name: 'mock', key, limit, counter, requestOverhead: counter.countText(overheadText) }),
         maxOutputTokens: () => undefined,
         summarizer: async () => summarizer,
         learnWindow: (stated) => void (limit = Math.min(limit, stated)),
         servedByEndpoint: false,
+        ...(options.subagent?.provider ? { provider: options.subagent.provider } : {}),
       };
     },
   };

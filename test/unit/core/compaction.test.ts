@@ -445,7 +445,8 @@ describe('compaction: failure without loss', () => {
   });
 
   it('changes nothing when the summary would be larger than what it replaces', async () => {
-    const { deps } = setup(new RecordingSummarizer(() => ({ text: templateSummary('very long summary '.repeat(5_000)) })));
+    const long = Array.from({ length: 5_000 }, (_, i) => `step ${i} checked src/f${i}.ts`).join('; ');
+    const { deps } = setup(new RecordingSummarizer(() => ({ text: templateSummary(long) })));
     const outcome = await computeCompaction(request(asLog(conversation)), deps);
     assert.equal(outcome.status, 'noop');
     assert.match(outcome.status === 'noop' ? outcome.reason : '', /no fewer than/);

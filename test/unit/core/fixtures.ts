@@ -68,8 +68,8 @@ export class FakeClock implements Clock {
 
 /**
  * A summary in the template's shape, `body` under Completed Work, of the length a summarizer asked
- * for a few hundred tokens writes: the engine rejects text without any of the template's headings,
- * or under a tenth of the expected length, and uses its extractive fallback instead.
+ * for a few hundred tokens writes: the engine rejects text without substance (a loop, an empty
+ * template) or under a tenth of the expected length, and uses its extractive fallback instead.
  */
 export function templateSummary(body: string): string {
   return [

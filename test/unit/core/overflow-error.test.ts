@@ -58,6 +58,8 @@ const WORDINGS: ReadonlyArray<{ provider: string; text: string }> = [
   },
   { provider: 'xai', text: "This model's maximum prompt length is 131072 but the request contains 140000 tokens." },
   { provider: 'llama.cpp', text: 'the request exceeds the available context size, try increasing it' },
+  { provider: 'llama.cpp', text: 'input (9000 tokens) is larger than the max context size (8192 tokens). skipping' },
+  { provider: 'llama.cpp', text: 'exceed_context_size_error' },
   { provider: 'bedrock', text: 'Input is too long for requested model.' },
   { provider: 'bedrock', text: 'Too many input tokens. Max input tokens: 8192, request input token count: 9000' },
   { provider: 'generic', text: 'context length exceeded' },
@@ -411,6 +413,8 @@ describe('overflow-error: the window the provider states', () => {
     ['Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens', 4096],
     ["This endpoint's maximum context length is 131,072 tokens. However, you requested about 140000 tokens", 131072],
     ['Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length', 32768],
+    ['request (5012 tokens) exceeds the available context size (4096 tokens), try increasing it', 4096],
+    ['input (9000 tokens) is larger than the max context size (8192 tokens). skipping', 8192],
   ];
   for (const [message, limit] of cases) {
     it(`reads ${limit} from "${message.slice(0, 50)}…"`, () => {

@@ -10,9 +10,12 @@ import {
   renderedMessageTokens,
   renderMessage,
   requestTokens,
+  SHORT_SUMMARY_SECTIONS,
   SUMMARY_SECTIONS,
   summarySections,
+  templateHeadings,
 } from '../../../src/core/summary-request';
+import { sizeSummary, SUMMARY_BODY_FLOOR } from '../../../src/core/compaction';
 import { EngineMemo } from '../../../src/core/engine-memo';
 import { MessageTokenCounter } from '../../../src/core/message-tokens';
 import { charEstimator, loadTokenizer, type TextTokenizer } from '../../../src/core/tokenizer';
@@ -309,6 +312,41 @@ describe("summary request: the template's optional sections", () => {
     const asked = buildDirective({ ...directive, summary: { ...base.summary, progressSection: true, factsSections: true } });
     assert.match(asked, /### Progress\n- Done: …\n- In Progress: …\n- Blocked: …/);
     assert.match(asked, /### Preferences\n.+\n### Facts\n.+\n### Previous Discussion\n.+\n### Next Steps/);
+  });
+});
+
+describe('summary request: the short template of a small window', () => {
+  it('asks for four sections, the optional ones left out, and a summary that fits a small window', () => {
+    const summary = { ...base.summary, progressSection: true, factsSections: true };
+    const short = buildDirective({ ...directive, summary, short: true });
+    const headings = short.split('\n').filter((line) => line.startsWith('### '));
+    assert.deepEqual(
+      headings,
+      SHORT_SUMMARY_SECTIONS.map((s) => `### ${s}`),
+    );
+    assert.match(short, /### Completed Work\n- What was done, file by file/);
+    assert.ok(templateHeadings(summary, true).length < templateHeadings(summary, false).length / 2);
+  });
+});
+
+describe('summary size: the target a window gives a summary', () => {
+  const count = (value: string): number => charEstimator.count(value);
+
+  it('never asks for less than the headings and 150 tokens, unless the setting asks for less', () => {
+    for (const room of [1_500, 2_400, 3_900, 5_999, 9_600]) {
+      const sized = sizeSummary(base, room, room + 1_000, count);
+      const headings = count(templateHeadings(base.summary, sized.short));
+      assert.equal(sized.short, room < 6_000, `${room}`);
+      assert.ok(sized.targetFor(undefined) >= headings + SUMMARY_BODY_FLOOR, `${room}: ${sized.targetFor(undefined)}`);
+      assert.ok(sized.targetFor({ tokens: 400 }) >= headings + SUMMARY_BODY_FLOOR, `${room}: with a long task`);
+    }
+    const asked = sizeSummary({ ...base, summary: { ...base.summary, targetTokens: 100 } }, 3_000, 4_096, count);
+    assert.equal(asked.targetFor(undefined), 100, "the user's own target");
+  });
+
+  it('keeps the floor to a quarter of a tiny room', () => {
+    const sized = sizeSummary(base, 400, 4_096, count);
+    assert.equal(sized.targetFor(undefined), 100);
   });
 });
 

@@ -201,6 +201,17 @@ describe('token accounting', () => {
     assert.ok(detectTruncation(3_000, { localTokens: 3_300, ratio: 1 }));
     assert.equal(detectTruncation(3_000, { localTokens: 3_300 }), undefined);
   });
+
+  it('never takes a prompt within the window its server states for a cut one, however low the count', () => {
+    // llama-server at -c 4096 read 451 tokens of about 1,902 sent: the model's chat template has no
+    // place for the tool definitions, so the server left them out; nothing was cut.
+    assert.equal(detectTruncation(451, { localTokens: 1_902 }, 4_096), undefined);
+    assert.equal(detectTruncation(451, { localTokens: 1_902, ratio: 1 }, 4_096), undefined);
+    // The same count of a prompt longer than the window it states: cut.
+    assert.deepEqual(detectTruncation(2_048, { localTokens: 6_000 }, 4_096), { reported: 2_048, expected: 6_000 });
+    // Without a stated window, as before.
+    assert.deepEqual(detectTruncation(451, { localTokens: 1_902 }), { reported: 451, expected: 1_902 });
+  });
 });
 
 describe('token counts stored with messages', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { ReportedUsage } from '../../../src/core/log';
-import { billingRulesFor, callCost, type BillingRules, type ModelPrices } from '../../../src/core/usage-cost';
+import { billingRulesFor, callCost, pricesAtPrompt, type BillingRules, type ModelPrices } from '../../../src/core/usage-cost';
 import { cacheHitShare, usageReport } from '../../../src/core/usage-report';
 
 /** Dollars to the micro-dollar, so that sums of floats compare exactly. */
@@ -43,6 +43,35 @@ describe('usage cost: the arithmetic of each provider’s bill', () => {
     assert.equal(micro(gemini?.total), 10_000 + 3_720);
     assert.equal(callCost({ input: 10_000, cacheRead: 6_016, cacheWrite: 0, output: 0 }, { input: 2.5, output: 10 }, 'openai'), undefined);
     assert.equal(micro(callCost({ input: 10_000, cacheRead: 0, cacheWrite: 0, output: 0 }, { input: 2.5, output: 10 }, 'openai')?.total), 25_000);
+  });
+
+  it('bills every token of a request at the tier its own prompt falls in, cached tokens counted in the prompt', () => {
+    const gemini: ModelPrices = { input: 1.25, output: 10, cacheRead: 0.125, tiers: [{ above: 200_000, input: 2.5, output: 15, cacheRead: 0.25 }] };
+    const short = callCost({ input: 200_000, cacheRead: 150_000, cacheWrite: 0, output: 1_000 }, gemini, 'google');
+    const long = callCost({ input: 200_001, cacheRead: 150_000, cacheWrite: 0, output: 1_000 }, gemini, 'google');
+    assert.equal(micro(short?.total), 50_000 * 1.25 + 150_000 * 0.125 + 1_000 * 10);
+    assert.equal(micro(long?.total), Math.round(50_001 * 2.5 + 150_000 * 0.25 + 1_000 * 15));
+    const anthropic: ModelPrices = { input: 3, output: 15, tiers: [{ above: 200_000, input: 6 }] };
+    const written = callCost({ input: 300_000, cacheRead: 0, cacheWrite: 100_000, output: 0 }, anthropic, 'anthropic');
+    assert.equal(micro(written?.cacheWrite), 100_000 * 6 * 1.25, 'Anthropic’s multiple of the tier’s input price');
+  });
+
+  it('takes the highest tier a prompt passes, whatever order the tiers are listed in (property)', () => {
+    const prices: ModelPrices = {
+      input: 1,
+      output: 2,
+      tiers: [
+        { above: 500_000, input: 4 },
+        { above: 100_000, input: 2, output: 3 },
+      ],
+    };
+    fc.assert(
+      fc.property(fc.nat({ max: 2_000_000 }), (prompt) => {
+        const at = pricesAtPrompt(prices, prompt);
+        const expected = prompt > 500_000 ? { input: 4, output: 3 } : prompt > 100_000 ? { input: 2, output: 3 } : { input: 1, output: 2 };
+        assert.deepEqual(at, expected);
+      }),
+    );
   });
 
   it('knows the rules of the provider that bills the model, through OpenRouter by the model’s maker', () => {

@@ -7,7 +7,8 @@ import { turnFixture, type FixtureOptions, type TurnFixture } from '../app/turn-
 
 /**
  * What the model is sent, request by request, in the situations that change a request: a fresh
- * conversation, a tool loop, after pruning, after a summary, after an undo, in a fork, and with a skill. Each
+ * conversation, a tool loop, after pruning, after a summary, after an undo, in a fork, with a skill,
+ * and in a small window. Each
  * scenario's requests are a checked-in file under `test/unit/golden/requests/`, so a change to
  * what the model is sent shows up as a diff in review. `LONGRUN_UPDATE_GOLDEN=1` writes the
  * files anew; without it a missing or different file fails the test.
@@ -65,6 +66,24 @@ describe('what the model is sent (golden files)', () => {
     } finally {
       await f.close();
     }
+  });
+
+  it('the tools offered in a 4,096-token window: a sentence each, inputs without descriptions', async () => {
+    const f = await turnFixture({ contextWindow: 4_096, window: 3_072 });
+    try {
+      await f.newChat().send('remember ALPHA-7');
+      checkGolden('small-window-tools', f.model.doStreamCalls[0]!.tools);
+    } finally {
+      await f.close();
+    }
+  });
+
+  it('a 4,096-token window: the compact system prompt', async () => {
+    await scenario('small-window', { contextWindow: 4_096, window: 3_072 }, async (f) => {
+      const chat = f.newChat();
+      await chat.send('remember ALPHA-7');
+      await chat.send('what do you remember?');
+    });
   });
 
   it('a fresh conversation: its first two requests', async () => {

@@ -21,6 +21,9 @@ import { FakeClock, templateSummary } from '../core/fixtures';
 import { newConversation } from '../fixtures/conversation-deps';
 import { createEndpointModel } from '../../../src/llm/openai-endpoint';
 import { HangingServer, within } from './hanging-server';
+import { errorMessage } from '../../../src/app/turn/error-text';
+import { unparsedToolCall } from '../../../scripts/scripted-model/llama-cpp';
+import { startScriptedModelServer } from '../../../scripts/scripted-model/server';
 
 type StreamPart = Record<string, unknown>;
 const streamOf = (parts: StreamPart[]) => convertArrayToReadableStream(parts as never[]);
@@ -429,6 +432,62 @@ describe('agent turn: streamText with tools, compaction at step start, overflow 
     } finally {
       await server.close();
     }
+  });
+
+  describe("llama.cpp's 500 for a tool call it cannot read", () => {
+    const chatRequests = (server: Awaited<ReturnType<typeof startScriptedModelServer>>) =>
+      server.requests.filter((r) => r.path === '/v1/chat/completions');
+
+    it('asks once more, and goes on with the answer the model writes then', async () => {
+      const server = await startScriptedModelServer({ models: [{ id: 'smollm2', window: 1_000_000 }] });
+      try {
+        server.script([{ error: unparsedToolCall() }, { text: 'Here is the answer.' }]);
+        const s = setup(1_000_000);
+        await ask(s, 'read a.ts');
+        const model = createEndpointModel({ endpoint: 'llama', baseUrl: server.url, id: 'smollm2' }, undefined) as MockLanguageModelV4;
+        const result = await run(s, model);
+        assert.equal(result.error, undefined, String(result.error));
+        assert.deepEqual(
+          chatRequests(server).map((r) => r.status),
+          [500, 200],
+        );
+        const answer = s.conversation
+          .log()
+          .filter((r) => r.type === 'message')
+          .at(-1);
+        assert.ok(answer?.type === 'message' && answer.message.role === 'assistant');
+        assert.deepEqual(answer.message.content, [text('Here is the answer.')]);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('stops after the one retry and says in the chat what the server could not read, and what to do', async () => {
+      const server = await startScriptedModelServer({ models: [{ id: 'smollm2', window: 1_000_000 }] });
+      try {
+        server.script([{ error: unparsedToolCall() }, { error: unparsedToolCall() }, { text: 'never asked for' }]);
+        const s = setup(1_000_000);
+        await ask(s, 'read a.ts');
+        const model = createEndpointModel({ endpoint: 'llama', baseUrl: server.url, id: 'smollm2' }, undefined) as MockLanguageModelV4;
+        const result = await run(s, model);
+        assert.ok(result.error !== undefined, 'the turn failed');
+        assert.deepEqual(
+          chatRequests(server).map((r) => r.status),
+          [500, 500],
+        );
+        const shown = errorMessage(result.error, { timeouts: { firstChunkMs: 600_000, idleMs: 120_000 } }, (t) => t);
+        assert.match(shown, /^The model wrote a tool call that its server could not read \(the server expected its Hermes 2 Pro format\)/);
+        assert.match(shown, /Nothing was lost: ask again/);
+        assert.match(shown, /The server said: .*does not match the expected Hermes 2 Pro format/);
+        assert.deepEqual(
+          modelView(s.conversation.log(), new EngineMemo()).map((m) => m.role),
+          ['user'],
+          'the conversation is as it was',
+        );
+      } finally {
+        await server.close();
+      }
+    });
   });
 
   it('keeps an answer whose stream ended without a finish reason, marked incomplete, and says it was cut', async () => {

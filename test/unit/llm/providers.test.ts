@@ -237,6 +237,24 @@ describe("providers' overflow errors, as their APIs word them", function () {
       },
       provider: 'anthropic',
     },
+    {
+      // llama.cpp's llama-server (build 11434) started with `-c 4096`, its answer to a longer prompt.
+      kind: 'openai-compatible',
+      format: 'openai',
+      model: 'smollm2',
+      status: 400,
+      body: {
+        error: {
+          code: 400,
+          message: 'request (6031 tokens) exceeds the available context size (4096 tokens), try increasing it',
+          type: 'exceed_context_size_error',
+          n_prompt_tokens: 6031,
+          n_ctx: 4096,
+        },
+      },
+      provider: 'llama.cpp',
+      limit: 4_096,
+    },
   ];
 
   for (const recorded of RECORDED) {

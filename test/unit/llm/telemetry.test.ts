@@ -226,6 +226,19 @@ describe('createTelemetry', () => {
     }
   });
 
+  it('cleans every exported span of the keys it is told of, in the attributes given at its start and later', async () => {
+    const key = 'no-shape.key(42)';
+    const telemetry = open({ endpoint: collector.base, redact: (text) => text.split(key).join('[redacted]') });
+    await telemetry.span('longrun.compaction', { 'longrun.note': `given ${key}` }, async (span) => {
+      span.setAttributes({ 'longrun.failure': `401 for ${key}` });
+    });
+    await telemetry.flush();
+
+    const bodies = collector.requests.map((request) => request.body).join('\n');
+    assert.ok(bodies.includes('given [redacted]') && bodies.includes('401 for [redacted]'), bodies);
+    assert.ok(!bodies.includes(key), 'the key was exported');
+  });
+
   it('makes a model call inside a span a child of that span', async () => {
     const telemetry = open({ endpoint: collector.base });
     await telemetry.span('longrun.compaction', { 'longrun.compaction.reason': 'manual' }, () =>

@@ -74,6 +74,21 @@ describe('window discovery', () => {
       assert.deepEqual(server.urls(), ['GET https://api.openai.com/v1/models']);
     });
 
+    it('finds a model the list names by a dated snapshot, or with a dot for a dash, and never another model', async () => {
+      const list = {
+        object: 'list',
+        data: [
+          { id: 'claude-sonnet-4-20250514', object: 'model', owned_by: 'vllm', context_length: 100_000 },
+          { id: 'claude-sonnet-4.5-20250929', object: 'model', owned_by: 'vllm', context_length: 200_000 },
+        ],
+      };
+      const server = fakeServer({ [`GET ${VLLM}/v1/models`]: json(list) });
+      const window = await discoverContextWindow(options(`${VLLM}/v1`, 'claude-sonnet-4-5', server));
+      assert.equal(window?.limit, 200_000);
+      const other = fakeServer({ [`GET ${VLLM}/v1/models`]: json({ object: 'list', data: [list.data[1]] }) });
+      assert.equal((await discoverContextWindow(options(`${VLLM}/v1`, 'claude-sonnet-4', other)))?.limit, undefined);
+    });
+
     it("reads OpenRouter's model-level context_length and the top provider's max_completion_tokens", async () => {
       const server = fakeServer({ 'GET https://openrouter.ai/api/v1/models': file('openrouter-models.json') });
       const window = await discoverContextWindow(options('https://openrouter.ai/api/v1', 'anthropic/claude-sonnet-4', server));
