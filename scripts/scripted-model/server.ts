@@ -347,7 +347,8 @@ class ScriptedModel implements ScriptedModelServer {
       }
       if (route.kind === 'models') answerJson(entry, res, 200, this.wire.listModels(this.listed()));
       else if (route.kind === 'model') {
-        const model = this.listed().find((m) => m.id === route.id);
+        const id = this.servedId(route.id);
+        const model = this.listed().find((m) => m.id === id);
         if (model) answerJson(entry, res, 200, this.wire.describeModel(model));
         else answerRefusal(entry, res, this.wire.refuse.unknownModel(route.id));
       } else
@@ -447,6 +448,15 @@ class ScriptedModel implements ScriptedModelServer {
    * The call a request makes, its prompt counted and cached as its provider does, once it is known to
    * fit: a refusal in the provider's words when it does not, undefined when the client left.
    */
+  /**
+   * The served model a request names: its id, or, on Anthropic's API, the alias of a dated snapshot
+   * served (`claude-sonnet-4-5` for `claude-sonnet-4-5-20250929`), which that API answers as the snapshot.
+   */
+  private servedId(id: string): string {
+    if (this.windows.has(id) || this.wire.name !== 'anthropic') return id;
+    return [...this.windows.keys()].find((served) => served.startsWith(`${id}-`) && /^\d{8}$/.test(served.slice(id.length + 1))) ?? id;
+  }
+
   private async readCall(
     req: IncomingMessage,
     entry: MutableRecord,
@@ -470,8 +480,8 @@ class ScriptedModel implements ScriptedModelServer {
     entry.body = json;
     const parsed = api.parse(json, from);
     if (isRefusal(parsed)) return parsed;
-    let call: ModelCall = parsed;
-    entry.model = call.model;
+    entry.model = parsed.model;
+    let call: ModelCall = { ...parsed, model: this.servedId(parsed.model) };
     const window = this.windows.get(call.model);
     if (window === undefined) return this.wire.refuse.unknownModel(call.model);
 

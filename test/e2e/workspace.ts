@@ -57,6 +57,8 @@ export const SERVED_MODELS = [
 export const ANTHROPIC_MODELS = [
   { id: 'claude-scripted', window: 128_000 },
   { id: 'claude-scripted-small', window: 8_192 },
+  // Listed by its dated snapshot, as Anthropic's Models API lists it, and asked for by its alias.
+  { id: 'claude-sonnet-4-5-20250929', window: 20_000 },
 ];
 
 /** `longrun.endpoints` with one endpoint, `offline`, serving the named scripted models from `baseUrl`. */

@@ -5,7 +5,7 @@
  */
 import * as assert from 'assert';
 import * as vscode from 'vscode';
-import { anthropicStandIn, api, chat, entries, gaugeInDom, model, newConversation, ui, waitFor } from './harness';
+import { anthropicStandIn, api, chat, entries, gaugeInDom, log, model, newConversation, ui, waitFor } from './harness';
 
 const CLAUDE = { vendor: 'longrun', id: 'claude/claude-scripted' };
 /** Claude Sonnet's prices, given to the stand-in's model through `longrun.models.overrides`: US dollars per million tokens. */
@@ -177,5 +177,64 @@ describe('providers: an endpoint that names no models', function () {
     await waitFor('the reply in the chat', async () => (await chatText()).includes('Offline scripted model: I received your message'));
     const requests = (await model.requests()).filter((r) => r.path === '/v1/chat/completions');
     assert.equal(requests.at(-1)?.model, 'scripted');
+  });
+});
+
+describe('providers: Claude Sonnet 4.5 by its alias, its window stated by the Models API', function () {
+  this.timeout(900_000);
+  const config = () => vscode.workspace.getConfiguration('longrun');
+  const SONNET = { vendor: 'longrun', id: 'sonnet/claude-sonnet-4-5' };
+  let saved: unknown;
+
+  before(async () => {
+    await anthropicStandIn.reset();
+    saved = config().inspect('endpoints')?.globalValue;
+    // As a new user sets it up: the alias alone, no window and no prices; the server lists the dated snapshot.
+    const endpoint = { name: 'sonnet', provider: 'anthropic', baseUrl: anthropicStandIn.url(), models: [{ id: 'claude-sonnet-4-5' }] };
+    await config().update('endpoints', [...((saved as unknown[] | undefined) ?? []), endpoint], vscode.ConfigurationTarget.Global);
+    await vscode.commands.executeCommand('longrun.setApiKey', 'sonnet', 'e2e-sonnet-key');
+    await waitFor('the Sonnet endpoint’s model in the picker', async () => (await vscode.lm.selectChatModels(SONNET))[0]);
+  });
+
+  after(async () => {
+    await config().update('endpoints', saved, vscode.ConfigurationTarget.Global);
+    await vscode.commands.executeCommand('longrun.setApiKey', 'sonnet', '');
+  });
+
+  it('keeps the stated window over 25 messages, counts every billed request and shows a cost from the catalogue', async () => {
+    await newConversation();
+    for (let i = 1; i <= 25; i++) await chat(`please read src/big-${((i - 1) % 15) + 1}.ts`, SONNET);
+    const requests = (await completions()).filter((r) => r.status === 200);
+    assert.ok(requests.length >= 25, `every message reached the stand-in: ${requests.length}`);
+    assert.ok(
+      requests.every((r) => r.model === 'claude-sonnet-4-5'),
+      'Longrun sends the alias it was given',
+    );
+
+    const longrun = await api();
+    longrun.gauge.update();
+    const tooltip = longrun.gauge.current().tooltipMarkdown;
+    assert.match(tooltip, /Window 20,000 tokens/, `the window the Models API states: ${tooltip}`);
+    assert.doesNotMatch(tooltip, /server cut/, 'no prompt taken for one the server cut');
+    const cost = /\| Cost[^|]*\| \$([\d.]+) \| \$([\d.]+) \|/.exec(tooltip);
+    assert.ok(cost, `a cost from the catalogue's prices for claude-sonnet-4-5: ${tooltip}`);
+    assert.ok(Number(cost[2]) > 0, `the conversation cost more than nothing: ${cost[2]}`);
+    assert.doesNotMatch(tooltip, /no price known/);
+
+    const records = await log();
+    const compactions = records.filter((r) => r.type === 'compaction');
+    assert.ok(
+      compactions.every((r) => r.type === 'compaction' && r.entry.reason !== 'overflow'),
+      'no request overflowed the window',
+    );
+    // About 25 reads of 600 tokens: a 20,000-token window fills once or twice, not at every message.
+    const compacted = records.filter((r) => r.type === 'compaction' || r.type === 'pruning').length;
+    assert.ok(compacted <= 5, `compacted ${compacted} times in 25 messages`);
+    const shown = records.reduce((sum, r) => sum + (r.type === 'usage' ? r.usage.inputTokens : 0), 0);
+    const billed = (await completions()).reduce(
+      (sum, r) => sum + (r.billed ? r.billed.input + r.billed.cacheRead + r.billed.cacheWrite5m + r.billed.cacheWrite1h : 0),
+      0,
+    );
+    assert.equal(shown, billed, 'every billed input token is in the conversation’s totals');
   });
 });

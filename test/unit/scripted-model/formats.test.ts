@@ -89,6 +89,27 @@ describe('the stand-ins at the edges of their APIs', function () {
   };
   after(() => Promise.all(started.map((s) => s.close())));
 
+  it("answers an alias as Anthropic's API does: the dated snapshot it names, described and billed as that snapshot", async () => {
+    const anthropic = await start('anthropic', 'claude-sonnet-4-5-20250929');
+    const headers = { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' };
+    const described = await fetch(`${anthropic.url}/models/claude-sonnet-4-5`, { headers });
+    assert.equal(described.status, 200);
+    assert.equal(((await described.json()) as { id: string }).id, 'claude-sonnet-4-5-20250929');
+    const answered = await post(
+      `${anthropic.url}/messages`,
+      { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+      headers,
+    );
+    assert.equal(answered.status, 200);
+    assert.equal(((await answered.json()) as { model: string }).model, 'claude-sonnet-4-5-20250929');
+    const unknown = await post(
+      `${anthropic.url}/messages`,
+      { model: 'claude-sonnet-4', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
+      headers,
+    );
+    assert.equal(unknown.status, 404, 'an alias of another model is not the snapshot');
+  });
+
   it("refuses a request without a key as each provider does, with the provider's status and body", async () => {
     const anthropic = await start('anthropic', 'claude-sonnet-4-5');
     const refused = await post(`${anthropic.url}/messages`, {
