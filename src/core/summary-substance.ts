@@ -23,7 +23,7 @@ export interface SubstanceBudget {
  */
 export type SubstanceFault = { readonly kind: 'noise'; readonly reason: string } | { readonly kind: 'short'; readonly reason: string };
 
-/** The summary's words beside its headings must reach this share of the expected tokens (80 of 800). */
+/** A summary, headings included, must reach this share of the expected tokens (80 of 800); its words beside the headings are held to `MIN_BODY_WORDS`. */
 export const MIN_BODY_SHARE = 0.1;
 
 /** Fewer words than this beside the headings is an empty template, however little is expected. */
@@ -66,12 +66,12 @@ export function substanceFault(summary: string, budget: SubstanceBudget): Substa
       };
     }
   }
-  const tokens = budget.countText(body);
+  const tokens = budget.countText(summary.trim());
   const floor = Math.ceil(budget.expectedTokens * MIN_BODY_SHARE);
   if (tokens < floor) {
     return {
       kind: 'short',
-      reason: `the summarizer's text was rejected: it has ${tokens} tokens beside its headings, under a tenth of the ${budget.expectedTokens} expected`,
+      reason: `the summarizer's text was rejected: it has ${tokens} tokens, under a tenth of the ${budget.expectedTokens} expected`,
     };
   }
   return undefined;

@@ -28,7 +28,7 @@ describe('summary checks: text that is not a usable summary is rejected', () => 
   it('rejects a whole summary under a tenth of the expected length, as turned down for its length rather than failed', () => {
     const short = `### Completed Work\nFixed the parser in src/parse.ts; the tests pass.`;
     assert.equal(unusableReason(short), undefined, 'a batch has no expected length');
-    assert.match(unusableReason(short, expected(800)) ?? '', /it has \d+ tokens beside its headings, under a tenth of the 800 expected/);
+    assert.match(unusableReason(short, expected(800)) ?? '', /it has \d+ tokens, under a tenth of the 800 expected/);
     assert.equal(rejectionOf(short, expected(800))?.kind, 'shape');
     assert.equal(unusableReason(short, expected(100)), undefined, 'little to summarize, little expected');
   });
@@ -135,7 +135,7 @@ describe('summary checks: a rejected summary is replaced by the extractive fallb
     assert.equal(outcome.status, 'failed');
     assert.match(
       outcome.status === 'failed' ? outcome.reason : '',
-      /Compaction failed: the summarizer's text was rejected: it has \d+ tokens beside its headings, under a tenth of the \d+ expected\. The conversation is unchanged\./,
+      /Compaction failed: the summarizer's text was rejected: it has \d+ tokens, under a tenth of the \d+ expected\. The conversation is unchanged\./,
     );
   });
 
