@@ -129,17 +129,25 @@ describe('real model: llama-server with a 4,096-token window', function () {
   });
 
   it('compacts with a summary the model itself wrote, and the next request carries it', async () => {
-    await newConversation();
-    for (let turn = 1; turn <= 3; turn++) {
-      await chat(`Note ${turn}: the build script is scripts/build-${turn}.sh. Reply with one word. ${padding(turn, 120)}`, LOCAL);
+    // A 135M-parameter model samples its way into a loop now and then, which Longrun rightly turns
+    // down; a conversation of its own is tried again, and one of three summaries must be used.
+    const failures: string[] = [];
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await newConversation();
+      for (let turn = 1; turn <= 3; turn++) {
+        await chat(`Note ${turn}: the build script is scripts/build-${turn}.sh. Reply with one word. ${padding(turn, 120)}`, LOCAL);
+      }
+      const since = Date.now();
+      assert.equal(await vscode.commands.executeCommand('longrun.compact'), 'compacted');
+      const summaries = (await completions(since)).filter(isSummary);
+      assert.ok(summaries.length >= 1, 'the summary was asked of the real model');
+      assert.equal(summaries[0]!.status, 200, JSON.stringify(summaries[0]!.errorBody));
+      const entry = (await entries()).at(-1)!;
+      if (!entry.fallback) break;
+      assert.match(entry.failure ?? '', /the summarizer's text was rejected/, 'the model answered; only its text was turned down');
+      failures.push(entry.failure ?? '');
     }
-    const since = Date.now();
-    assert.equal(await vscode.commands.executeCommand('longrun.compact'), 'compacted');
-    const summaries = (await completions(since)).filter(isSummary);
-    assert.ok(summaries.length >= 1, 'the summary was asked of the real model');
-    assert.equal(summaries[0]!.status, 200, JSON.stringify(summaries[0]!.errorBody));
-    const entry = (await entries()).at(-1)!;
-    assert.equal(entry.fallback, false, `the summary the model wrote was used: ${entry.summary}`);
+    assert.ok(failures.length < 3, `a summary the model wrote was used in one of three conversations: ${failures.join('; ')}`);
     const next = Date.now();
     await chat('What is the build script of note 2? One line.', LOCAL);
     const request = (await completions(next)).find((r) => !isSummary(r));
