@@ -3,7 +3,6 @@
  * none is queued (a demo agent that reads and creates the files a request names, and summaries).
  */
 import { z } from 'zod';
-import { SUMMARY_PREFIX } from '../../src/core/history';
 import { contentText, type ChatCompletionRequest } from './wire';
 
 /** The longest a scripted step may delay its answer. */
@@ -164,6 +163,9 @@ export function reachForTool(request: ChatCompletionRequest): Reply | undefined 
 
 const SUMMARY_MARKERS = ['## Session Summary (Compaction Round', 'Write exactly these sections'];
 
+/** How a summary carried in the conversation begins, as the model reads it there: the words that introduce it. */
+const CARRIED_SUMMARY = /^The conversation history before this point was compacted into/;
+
 /**
  * Whether a request asks for a compaction summary: its last message is a user directive carrying
  * one of the markers. A summary carried in an ordinary conversation (it starts with the history's
@@ -173,7 +175,7 @@ export function isSummaryRequest(request: ChatCompletionRequest): boolean {
   const last = request.messages[request.messages.length - 1];
   if (last?.role !== 'user') return false;
   const text = contentText(last.content);
-  if (text.startsWith(SUMMARY_PREFIX)) return false;
+  if (CARRIED_SUMMARY.test(text)) return false;
   return SUMMARY_MARKERS.some((marker) => text.includes(marker));
 }
 
@@ -258,7 +260,7 @@ const noteOf = (path: string): string => `notes/${path.replace(/^.*\//, '').repl
  */
 export const planScenario = ({ request }: ScenarioInput): Reply | undefined => {
   const { messages } = request;
-  const userText = [...messages].reverse().find((m) => m.role === 'user' && !contentText(m.content).startsWith(SUMMARY_PREFIX));
+  const userText = [...messages].reverse().find((m) => m.role === 'user' && !CARRIED_SUMMARY.test(contentText(m.content)));
   const paths = PLAN_REQUEST.exec(contentText(userText?.content))?.[1]?.trim().split(/\s+/);
   if (!paths || !offersTool(request, 'plan')) return undefined;
   // A plan of an earlier request (other paths) is not this one's.
